@@ -1,0 +1,80 @@
+"""bigkern: out-of-core, distributed Gaussian-kernel learning on satellite scenes.
+
+Scenes in zarr → exact percentile bins on Dask → a small kernel solve →
+lazy cloud masks written back to zarr.
+"""
+
+from bigkern import config
+from bigkern.cluster import connect
+from bigkern.errors import (
+    BigkernError,
+    BigkernWarning,
+    DataQualityError,
+    IllConditionedWarning,
+    LabelError,
+    StoreError,
+)
+from bigkern.features import with_features
+from bigkern.io import (
+    Samples,
+    ingest_misr_text,
+    load_model,
+    open_scenes,
+    read_misr_text,
+    save_model,
+    stack_samples,
+    validate_scenes,
+    write_scenes,
+)
+from bigkern.kernels import gaussian_kernel
+from bigkern.models import BinnedKernelRidge, BinnedSVC, KernelExpansion, KernelRidgeClassifier
+from bigkern.predict import predict_scenes, write_predictions
+from bigkern.reduce import (
+    DECILES,
+    bin_statistics,
+    percentile_bins,
+    quantile_edges,
+    quantile_summary,
+)
+from bigkern.sampling import random_split
+from bigkern.tuning import grid_search_bins, holdout_accuracy, holdout_grid_search
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DECILES",
+    "BigkernError",
+    "BigkernWarning",
+    "BinnedKernelRidge",
+    "BinnedSVC",
+    "DataQualityError",
+    "IllConditionedWarning",
+    "KernelExpansion",
+    "KernelRidgeClassifier",
+    "LabelError",
+    "Samples",
+    "StoreError",
+    "__version__",
+    "bin_statistics",
+    "config",
+    "connect",
+    "gaussian_kernel",
+    "grid_search_bins",
+    "holdout_accuracy",
+    "holdout_grid_search",
+    "ingest_misr_text",
+    "load_model",
+    "open_scenes",
+    "percentile_bins",
+    "predict_scenes",
+    "quantile_edges",
+    "quantile_summary",
+    "random_split",
+    "read_misr_text",
+    "save_model",
+    "stack_samples",
+    "validate_scenes",
+    "with_features",
+    "write_predictions",
+    "write_scenes",
+]

@@ -1,0 +1,40 @@
+"""Exception and warning types that bigkern users catch.
+
+Every error raised for bad input names *what* is wrong and *where* (variable,
+scene, feature), so that a batch job's log is enough to fix the input.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BigkernError",
+    "BigkernWarning",
+    "DataQualityError",
+    "IllConditionedWarning",
+    "LabelError",
+    "StoreError",
+]
+
+
+class BigkernError(Exception):
+    """Base class of every error raised by bigkern."""
+
+
+class StoreError(BigkernError, ValueError):
+    """A scene store is unusable: missing, empty, wrong dims or a feature absent."""
+
+
+class LabelError(BigkernError, ValueError):
+    """Labels are unusable: values outside {-1, 0, 1}, one class only, mismatched length."""
+
+
+class DataQualityError(BigkernError, ValueError):
+    """Data are present but too damaged to fit on (e.g. a non-finite rate over the limit)."""
+
+
+class BigkernWarning(UserWarning):
+    """A tolerated problem that the user should know about."""
+
+
+class IllConditionedWarning(BigkernWarning):
+    """A linear system was too ill-conditioned for a plain solve; jitter was added."""

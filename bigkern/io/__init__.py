@@ -1,0 +1,28 @@
+"""Scene stores and model files: open, validate, stack, ingest, write."""
+
+from bigkern.io.misr_text import MISR_TEXT_COLUMNS, ingest_misr_text, read_misr_text
+from bigkern.io.model_store import load_model, save_model
+from bigkern.io.scenes import (
+    SCENE_DIMS,
+    Samples,
+    default_chunks,
+    open_scenes,
+    stack_samples,
+    validate_scenes,
+    write_scenes,
+)
+
+__all__ = [
+    "MISR_TEXT_COLUMNS",
+    "SCENE_DIMS",
+    "Samples",
+    "default_chunks",
+    "ingest_misr_text",
+    "load_model",
+    "open_scenes",
+    "read_misr_text",
+    "save_model",
+    "stack_samples",
+    "validate_scenes",
+    "write_scenes",
+]

@@ -1,0 +1,289 @@
+"""Reader of the MISR expert-label text format, and its ingest into a zarr store.
+
+The expert-labelled MISR scenes of Shi, Yu, Clothiaux & Braverman come as one text
+file per scene, one pixel a line, whitespace-separated columns::
+
+    y x label NDAI SD CORR DF CF BF AF AN
+
+``y`` and ``x`` are integer pixel indices (written ``2`` or ``2.0``), ``label`` is
+1 (cloud), -1 (clear) or 0 (unlabelled). Pixels may be absent (the files hold only
+part of a scene); :func:`read_misr_text` rebuilds the pixel grid from ``y`` and
+``x`` and marks absent pixels NaN in every feature and 0 in ``label``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from bigkern.errors import StoreError
+
+__all__ = [
+    "MISR_TEXT_COLUMNS",
+    "VARIABLE_ATTRS",
+    "ingest_misr_text",
+    "read_misr_text",
+]
+
+MISR_TEXT_COLUMNS: tuple[str, ...] = (
+    "y", "x", "label", "NDAI", "SD", "CORR", "DF", "CF", "BF", "AF", "AN",
+)
+"""Columns of a MISR expert-label text file, in file order."""
+
+_RADIANCE_UNITS = "W m-2 sr-1 um-1"
+
+VARIABLE_ATTRS: dict[str, dict[str, str]] = {
+    "NDAI": {
+        "long_name": "normalized difference angular index (Shi et al.)",
+        "units": "1",
+    },
+    "SD": {
+        "long_name": "standard deviation of nadir (AN) red radiance within the pixel",
+        "units": _RADIANCE_UNITS,
+    },
+    "CORR": {
+        "long_name": "mean correlation of multi-angle views (AF, AN, BF)",
+        "units": "1",
+    },
+    "DF": {"long_name": "red radiance, camera Df (70.5 deg forward)", "units": _RADIANCE_UNITS},
+    "CF": {"long_name": "red radiance, camera Cf (60.0 deg forward)", "units": _RADIANCE_UNITS},
+    "BF": {"long_name": "red radiance, camera Bf (45.6 deg forward)", "units": _RADIANCE_UNITS},
+    "AF": {"long_name": "red radiance, camera Af (26.1 deg forward)", "units": _RADIANCE_UNITS},
+    "AN": {"long_name": "red radiance, camera An (nadir)", "units": _RADIANCE_UNITS},
+    "label": {
+        "long_name": "expert label: 1 cloud, -1 clear, 0 unlabelled",
+        "units": "1",
+    },
+    "cloud_truth": {
+        "long_name": "true cloud mask: 1 cloud, -1 clear",
+        "units": "1",
+    },
+}
+"""``long_name``/``units`` attributes of the scene variables (read-only by convention)."""
+
+_N_COLUMNS = len(MISR_TEXT_COLUMNS)
+_FEATURE_COLUMNS = MISR_TEXT_COLUMNS[3:]
+
+
+def _as_paths(paths: str | Path | Sequence[str | Path]) -> list[Path]:
+    """Normalize one path or a sequence of paths to a non-empty list of :class:`Path`."""
+    out = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
+    if not out:
+        raise StoreError("read_misr_text: no files given")
+    return out
+
+
+def _locate_problem(path: Path) -> str | None:
+    """Scan ``path`` line by line and describe its first problem, or return None.
+
+    This is the slow path, run only when the fast parser fails or its result does
+    not validate; it finds the exact line and column at fault.
+    """
+    seen: dict[tuple[int, int], int] = {}
+    n_pixels = 0
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for lineno, line in enumerate(f, start=1):
+            tokens = line.split()
+            if not tokens:
+                continue
+            where = f"{path}: line {lineno}"
+            if len(tokens) != _N_COLUMNS:
+                return (
+                    f"{where}: expected {_N_COLUMNS} columns ({' '.join(MISR_TEXT_COLUMNS)}), "
+                    f"found {len(tokens)}"
+                )
+            values = []
+            for col, (name, token) in enumerate(zip(MISR_TEXT_COLUMNS, tokens, strict=True), 1):
+                try:
+                    values.append(float(token))
+                except ValueError:
+                    return f"{where}, column {col} ({name}): {token!r} is not a number"
+            for col in (0, 1):
+                v = values[col]
+                if not (math.isfinite(v) and v == int(v)):
+                    return (
+                        f"{where}, column {col + 1} ({MISR_TEXT_COLUMNS[col]}): "
+                        f"{tokens[col]!r} is not an integer pixel index"
+                    )
+            if values[2] not in (-1.0, 0.0, 1.0):
+                return f"{where}, column 3 (label): {tokens[2]!r} is not one of -1, 0, 1"
+            pixel = (int(values[0]), int(values[1]))
+            if pixel in seen:
+                return (
+                    f"{where}: duplicate pixel (y={pixel[0]}, x={pixel[1]}), "
+                    f"first given on line {seen[pixel]}"
+                )
+            seen[pixel] = lineno
+            n_pixels += 1
+    if n_pixels == 0:
+        return f"{path}: file is empty (no pixel lines)"
+    return None
+
+
+def _read_one(path: Path) -> np.ndarray:
+    """Parse and validate one MISR text file into a float64 array of shape (pixels, 11)."""
+    if not path.exists():
+        raise StoreError(f"{path}: file not found")
+    if path.is_dir():
+        raise StoreError(f"{path}: is a directory, not a MISR text file")
+    try:
+        frame = pd.read_csv(path, sep=r"\s+", header=None, dtype=np.float64, engine="c")
+        table = frame.to_numpy(dtype=np.float64)
+    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
+        table = None
+    ok = table is not None and table.ndim == 2 and table.shape[1] == _N_COLUMNS
+    if ok and table.shape[0] == 0:
+        ok = False
+    if ok:
+        # A short line shows up as NaN in the last columns: rescan if there is any NaN.
+        yx_label = table[:, :3]
+        ok = (
+            bool(np.isfinite(yx_label).all())
+            and not bool(np.isnan(table[:, 3:]).any())
+            and bool((yx_label[:, :2] == np.round(yx_label[:, :2])).all())
+            and bool(np.isin(yx_label[:, 2], (-1.0, 0.0, 1.0)).all())
+        )
+        if ok:
+            yx = yx_label[:, :2].astype(np.int64)
+            keys = (yx[:, 0] - yx[:, 0].min()) * (int(yx[:, 1].max() - yx[:, 1].min()) + 1) + (
+                yx[:, 1] - yx[:, 1].min()
+            )
+            ok = np.unique(keys).size == keys.size
+    if ok:
+        return table
+    problem = _locate_problem(path)
+    if problem is None:
+        # Only NaN features in well-formed lines: the fast parse was right after all.
+        if table is not None and table.ndim == 2 and table.shape[1] == _N_COLUMNS:
+            return table
+        problem = f"{path}: cannot be parsed as MISR text ({' '.join(MISR_TEXT_COLUMNS)})"
+    raise StoreError(problem)
+
+
+def read_misr_text(paths: str | Path | Sequence[str | Path]) -> xr.Dataset:
+    """Read MISR expert-label text files, one scene per file, onto one pixel grid.
+
+    Parameters
+    ----------
+    paths : str, Path or sequence of them
+        One file or several. Each file becomes one scene, in the order given.
+
+    Returns
+    -------
+    xarray.Dataset
+        In-memory dataset with dims ``("scene", "y", "x")``. The ``y`` coordinate is
+        every integer from the smallest to the largest ``y`` of all the files, and
+        likewise ``x``, so all scenes share one grid. Variables ``NDAI SD CORR DF CF
+        BF AF AN`` are float32 and NaN at absent pixels; ``label`` is int8 (1 cloud,
+        -1 clear, 0 unlabelled or absent). Coordinates: ``scene`` = 0..k-1 and
+        ``source`` (along ``scene``) = the file names. ``attrs["sources"]`` holds the
+        full paths.
+
+    Raises
+    ------
+    bigkern.errors.StoreError
+        If a file is missing or empty, or a line has the wrong number of columns, a
+        non-numeric value, a non-integer ``y``/``x``, a label outside {-1, 0, 1} or
+        repeats an earlier pixel. The message names the file, line and column.
+
+    Examples
+    --------
+    >>> ds = read_misr_text(["image1.txt", "image2.txt"])  # doctest: +SKIP
+    >>> ds.label.sel(scene=0).sum()  # doctest: +SKIP
+    """
+    files = _as_paths(paths)
+    tables = [_read_one(p) for p in files]
+
+    y_min = min(int(t[:, 0].min()) for t in tables)
+    y_max = max(int(t[:, 0].max()) for t in tables)
+    x_min = min(int(t[:, 1].min()) for t in tables)
+    x_max = max(int(t[:, 1].max()) for t in tables)
+    ny, nx = y_max - y_min + 1, x_max - x_min + 1
+    n = len(tables)
+
+    features = {name: np.full((n, ny, nx), np.nan, dtype=np.float32) for name in _FEATURE_COLUMNS}
+    label = np.zeros((n, ny, nx), dtype=np.int8)
+    for s, table in enumerate(tables):
+        iy = table[:, 0].astype(np.int64) - y_min
+        ix = table[:, 1].astype(np.int64) - x_min
+        label[s, iy, ix] = table[:, 2].astype(np.int8)
+        for k, name in enumerate(_FEATURE_COLUMNS, start=3):
+            features[name][s, iy, ix] = table[:, k]
+
+    dims = ("scene", "y", "x")
+    data_vars: dict[str, Any] = {
+        name: (dims, features[name], dict(VARIABLE_ATTRS[name])) for name in _FEATURE_COLUMNS
+    }
+    data_vars["label"] = (dims, label, dict(VARIABLE_ATTRS["label"]))
+    return xr.Dataset(
+        data_vars,
+        coords={
+            "scene": np.arange(n, dtype=np.int64),
+            "y": np.arange(y_min, y_max + 1, dtype=np.int64),
+            "x": np.arange(x_min, x_max + 1, dtype=np.int64),
+            # object (variable-length) strings: zarr v3 has no stable fixed-width text type
+            "source": ("scene", np.array([p.name for p in files], dtype=object)),
+        },
+        attrs={
+            "title": "MISR expert-labelled scenes",
+            "sources": [str(p) for p in files],
+            "reader": "bigkern.io.misr_text.read_misr_text",
+        },
+    )
+
+
+def ingest_misr_text(
+    paths: str | Path | Sequence[str | Path],
+    store: str | Path,
+    *,
+    chunks: dict[str, Any] | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """Read MISR expert-label text files and write them to a zarr store.
+
+    Parameters
+    ----------
+    paths : str, Path or sequence of them
+        The text files, one scene each (see :func:`read_misr_text`).
+    store : str or Path
+        Path of the zarr store to create.
+    chunks : dict, optional
+        Chunks of the stored arrays, as for :meth:`xarray.Dataset.chunk`. By default
+        one chunk per scene.
+    overwrite : bool, default False
+        Replace an existing store. Without it an existing store is an error.
+
+    Returns
+    -------
+    pathlib.Path
+        The path of the store written (with consolidated metadata).
+
+    Raises
+    ------
+    bigkern.errors.StoreError
+        If ``store`` exists and ``overwrite`` is False, or a text file is bad (see
+        :func:`read_misr_text`).
+
+    Examples
+    --------
+    >>> ingest_misr_text("image1.txt", "misr.zarr")  # doctest: +SKIP
+    PosixPath('misr.zarr')
+    """
+    store_path = Path(store)
+    if store_path.exists() and not overwrite:
+        raise StoreError(f"{store_path}: store already exists (pass overwrite=True to replace it)")
+    ds = read_misr_text(paths)
+    ds = ds.chunk(chunks if chunks is not None else {"scene": 1, "y": -1, "x": -1})
+    with warnings.catch_warnings():
+        # zarr 3 warns that consolidated metadata is an extension of its v3 format;
+        # bigkern's stores consolidate on purpose (one read of metadata when opening).
+        warnings.filterwarnings("ignore", message="Consolidated metadata is currently not part")
+        ds.to_zarr(store_path, mode="w" if overwrite else "w-", consolidated=True)
+    return store_path

@@ -1,0 +1,335 @@
+"""Percentile binning: per-bin statistics of chunked samples in one distributed pass.
+
+Each feature is cut at its quantile edges into cells ``0 … len(edges)``; a
+value ``x`` falls in cell ``j`` when ``edges[j-1] < x <= edges[j]`` (the value
+at a quantile belongs to the lower cell). A sample's bin is the mixed-radix
+(C-order) index of its cells, as :func:`numpy.ravel_multi_index` gives it.
+Only occupied bins ever exist: each chunk reports the bins it sees (sorted
+ids and sums), partials are merged in a tree, and empty bins are counted.
+
+Sums of features are accumulated in **fixed point** — every value is rounded
+to a grid of ``max|x| / 2**30`` (about 100 times finer than float32's own
+resolution) and summed as integers — so that bin centers are bit-for-bit the
+same whatever the chunking and the number of workers; integer sums are exact
+and associative, float sums are not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from bigkern.cluster import compute
+from bigkern.errors import LabelError
+from bigkern.reduce._tree import add_counts, as_row_chunked, row_partials, tree_reduce, valid_rows
+from bigkern.reduce.quantiles import DECILES
+
+__all__ = ["bin_index", "bin_statistics", "percentile_bins", "robust_scaler"]
+
+_FIXED_BITS = 30  # |value| * 2**scale <= 2**30
+_SPLIT = 15  # fixed-point values are summed as two halves exact in float64
+
+
+def _fixed_point_scales(absmax: np.ndarray) -> np.ndarray:
+    absmax = np.asarray(absmax, dtype=np.float64)
+    exps = np.where(absmax > 0, np.ceil(np.log2(np.where(absmax > 0, absmax, 1.0))), 0.0)
+    return (_FIXED_BITS - exps).astype(np.int64)
+
+
+def bin_index(X: np.ndarray, edges: Sequence[np.ndarray]) -> np.ndarray:
+    """Flat bin id of each row of ``X`` (n, d) for per-feature ``edges`` (C-order mixed radix)."""
+    X = np.asarray(X)
+    cells = [np.searchsorted(np.asarray(e), X[:, f], side="left") for f, e in enumerate(edges)]
+    dims = tuple(len(e) + 1 for e in edges)
+    if not cells:
+        return np.zeros(len(X), dtype=np.int64)
+    return np.ravel_multi_index(cells, dims).astype(np.int64)
+
+
+def _bin_chunk(
+    Xb: np.ndarray,
+    yb: np.ndarray | None,
+    mb: np.ndarray | None,
+    *,
+    edges: tuple[np.ndarray, ...],
+    scales: np.ndarray,
+    positive: Any,
+    classes: tuple[Any, ...] | None,
+) -> dict[str, Any]:
+    valid, counts = valid_rows(Xb, mb)
+    V = Xb[valid]
+    ids = bin_index(V, edges)
+    uniq, inv = np.unique(ids, return_inverse=True)
+    m = len(uniq)
+    q = np.rint(V.astype(np.float64) * np.exp2(scales)).astype(np.int64)
+    hi = q >> _SPLIT
+    lo = q - (hi << _SPLIT)
+    d = V.shape[1]
+    sums = np.empty((m, d), dtype=np.int64)
+    for f in range(d):
+        s_hi = np.bincount(inv, weights=hi[:, f], minlength=m).astype(np.int64)
+        s_lo = np.bincount(inv, weights=lo[:, f], minlength=m).astype(np.int64)
+        sums[:, f] = (s_hi << _SPLIT) + s_lo
+    part = {
+        "counts": counts,
+        "bin": uniq,
+        "n": np.bincount(inv, minlength=m).astype(np.int64),
+        "sum": sums,
+        "positive": None,
+    }
+    if yb is not None and positive is not None:
+        yv = np.asarray(yb)[valid]
+        if classes is not None:
+            unknown = ~np.isin(yv, np.asarray(classes))
+            if unknown.any():
+                raise LabelError(
+                    f"label value {yv[unknown][0]!r} is not one of the classes {list(classes)}"
+                )
+        part["positive"] = np.bincount(inv, weights=(yv == positive), minlength=m).astype(
+            np.int64
+        )
+    return part
+
+
+def _combine_bins(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    ids = np.concatenate([p["bin"] for p in parts])
+    uniq, inv = np.unique(ids, return_inverse=True)
+    m = len(uniq)
+
+    def add(arrs: list[np.ndarray]) -> np.ndarray:
+        stacked = np.concatenate(arrs)
+        out = np.zeros((m, *stacked.shape[1:]), dtype=np.int64)
+        np.add.at(out, inv, stacked)
+        return out
+
+    return {
+        "counts": add_counts([p["counts"] for p in parts]),
+        "bin": uniq,
+        "n": add([p["n"] for p in parts]),
+        "sum": add([p["sum"] for p in parts]),
+        "positive": None if parts[0]["positive"] is None else add([p["positive"] for p in parts]),
+    }
+
+
+def bin_statistics(
+    X: Any,
+    y: Any = None,
+    edges: xr.DataArray | xr.Dataset | Sequence[Sequence[float]] | None = None,
+    *,
+    mask: Any = None,
+    classes: Sequence[Any] | None = None,
+    value_range: Any = None,
+    features: Sequence[str] | None = None,
+) -> xr.Dataset:
+    """Statistics of every occupied percentile bin, in one distributed pass.
+
+    Parameters
+    ----------
+    X : array-like or dask array, shape (n, d)
+        Samples; rows with a non-finite feature or a false ``mask`` are left
+        out and counted.
+    y : array-like, shape (n,), optional
+        Labels. With ``classes`` (two values, the second is the *positive*
+        class, e.g. ``(-1, 1)`` clear/cloud) the number of positive samples
+        per bin is counted, giving fuzzy and majority labels.
+    edges : xarray.Dataset, xarray.DataArray or list of arrays
+        Per-feature cut points: the output of
+        :func:`~bigkern.reduce.quantile_summary` (whose ``min``/``max`` also
+        fix the fixed-point grid), an ``edges (feature, quantile)`` DataArray,
+        or one increasing array per feature.
+    mask : array-like of bool, shape (n,), optional
+        Rows to use.
+    classes : sequence of two labels, optional
+        ``(negative, positive)``. Labels outside it raise :class:`LabelError`.
+    value_range : array-like, shape (d,), optional
+        ``max |x|`` per feature, needed for the fixed-point sums when
+        ``edges`` is not a quantile summary; computed in an extra pass if
+        missing.
+    features : sequence of str, optional
+        Feature names (taken from ``edges`` when it has a ``feature`` coordinate).
+
+    Returns
+    -------
+    xarray.Dataset
+        dims ``(bin, feature)``: ``bin`` (flat id), ``cell (bin, feature)``,
+        ``count (bin)``, ``center (bin, feature)``; with labels also
+        ``positive``, ``fuzzy_label`` (share of the positive class),
+        ``majority_label`` (ties go to the positive class) and ``label_sum``
+        (positives minus negatives). attrs: ``n_bins_possible``,
+        ``n_bins_empty``, and the row counts ``n_rows``, ``n_valid``,
+        ``n_masked``, ``n_absent``, ``n_nonfinite``.
+    """
+    if edges is None:
+        raise ValueError("edges are required: pass the output of quantile_summary")
+    X, y, mask = as_row_chunked(X, y, mask)
+    d = X.shape[1]
+    names = list(features) if features is not None else None
+    absmax = None
+    if isinstance(edges, xr.Dataset):
+        if "min" in edges and "max" in edges:
+            absmax = np.maximum(np.abs(edges["min"].values), np.abs(edges["max"].values))
+        names = names or [str(f) for f in edges["feature"].values]
+        edges = edges["edges"]
+    if isinstance(edges, xr.DataArray):
+        names = names or [str(f) for f in edges["feature"].values]
+        edge_list = tuple(np.asarray(edges.sel(feature=f).values, dtype=np.float64).ravel()
+                          for f in edges["feature"].values)
+    else:
+        edge_list = tuple(np.asarray(e, dtype=np.float64).ravel() for e in edges)
+    if len(edge_list) != d:
+        raise ValueError(f"edges are given for {len(edge_list)} features but X has {d} columns")
+    for f, e in enumerate(edge_list):
+        if np.any(np.diff(e) < 0) or not np.all(np.isfinite(e)):
+            raise ValueError(f"edges of feature {f} must be finite and non-decreasing; got {e}")
+    names = names or [f"f{i}" for i in range(d)]
+    dims = tuple(len(e) + 1 for e in edge_list)
+    n_possible = int(np.prod(dims, dtype=object))
+    if n_possible >= 2**62:
+        raise ValueError(f"{n_possible} possible bins do not fit a 64-bit bin id; use fewer "
+                         "features or fewer quantiles")
+    if value_range is not None:
+        absmax = np.asarray(value_range, dtype=np.float64)
+    if absmax is None:
+        import dask.array as da
+
+        finite = da.where(da.isfinite(X), abs(X), 0)
+        (absmax,) = compute(finite.max(axis=0), label="binning: value range")
+    scales = _fixed_point_scales(absmax)
+
+    positive = None
+    if classes is not None:
+        classes = tuple(classes)
+        if len(classes) != 2:
+            raise LabelError(f"classes must be two labels (negative, positive); got {classes}")
+        if y is None:
+            raise LabelError("classes were given but no labels y")
+        positive = classes[1]
+
+    partials = row_partials(
+        _bin_chunk, X, y, mask, name="bin-statistics",
+        edges=edge_list, scales=scales, positive=positive, classes=classes,
+    )
+    (res,) = compute(tree_reduce(partials, _combine_bins, name="bin-statistics-combine"),
+                     label="binning: bin statistics pass")
+    counts = res["counts"]
+    n = res["n"]
+    cells = np.stack(np.unravel_index(res["bin"], dims), axis=1).astype(np.int32) if len(n) else \
+        np.zeros((0, d), dtype=np.int32)
+    center = (res["sum"].astype(np.float64) / n[:, None]) * np.exp2(-scales.astype(np.float64))
+    ds = xr.Dataset(
+        {
+            "cell": (("bin", "feature"), cells),
+            "count": ("bin", n),
+            "center": (("bin", "feature"), center),
+        },
+        coords={"bin": res["bin"], "feature": names},
+        attrs={
+            "n_bins_possible": n_possible,
+            "n_bins_occupied": len(n),
+            "n_bins_empty": n_possible - len(n),
+            **{f"n_{k}": int(v) for k, v in counts.items()},
+        },
+    )
+    ds["edge"] = xr.DataArray(
+        np.array([np.pad(e, (0, max(dims) - 1 - len(e)), constant_values=np.nan)
+                  for e in edge_list]),
+        dims=("feature", "edge_index"),
+    )
+    if res["positive"] is not None:
+        pos = res["positive"]
+        ds["positive"] = ("bin", pos)
+        ds["fuzzy_label"] = ("bin", pos / n)
+        ds["majority_label"] = ("bin", np.where(2 * pos >= n, classes[1], classes[0]))
+        ds["label_sum"] = ("bin", 2 * pos - n)
+        ds.attrs["classes"] = [c.item() if hasattr(c, "item") else c for c in classes]
+        ds.attrs["n_majority_ties"] = int(np.sum(2 * pos == n))
+    return ds
+
+
+def robust_scaler(summary: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
+    """Per-feature offset (median) and scale (robust σ from the 10% and 90% quantiles).
+
+    Exact and deterministic, because they come from exact quantiles; robust to
+    the heavy tails of features such as SD. A zero scale becomes 1.
+    """
+    q = summary["edges"]
+    med = q.sel(quantile=0.5).values
+    spread = (q.sel(quantile=0.9) - q.sel(quantile=0.1)).values / (2 * _Z90)
+    scale = np.where(spread > 0, spread, 1.0)
+    return med.astype(np.float64), scale.astype(np.float64)
+
+
+_Z90 = 1.2815515655446004  # standard normal 90% quantile
+
+
+def percentile_bins(
+    X: Any,
+    y: Any = None,
+    *,
+    quantiles: Sequence[float] = DECILES,
+    mask: Any = None,
+    classes: Sequence[Any] | None = None,
+    features: Sequence[str] | None = None,
+) -> xr.Dataset:
+    """Percentile bins of ``X`` in three distributed passes (two for exact quantiles, one to bin).
+
+    Parameters
+    ----------
+    X : array-like or dask array, shape (n, d)
+        Samples.
+    y : array-like, shape (n,), optional
+        Labels with exactly two distinct values among the used rows (or give
+        ``classes``); more or fewer raise :class:`~bigkern.errors.LabelError`.
+    quantiles : sequence of float
+        Split points per feature (deciles: up to 10**d bins).
+    mask : array-like of bool, optional
+        Rows to use (e.g. labelled pixels).
+    classes : (negative, positive), optional
+        Class labels; by default the two sorted distinct labels.
+    features : sequence of str, optional
+        Feature names.
+
+    Returns
+    -------
+    xarray.Dataset
+        :func:`bin_statistics`' result plus ``offset``/``scale`` ``(feature)``
+        from :func:`robust_scaler` and the quantile edges of all of
+        ``quantiles`` ∪ {0.1, 0.5, 0.9} as ``quantile_edges (feature, quantile)``.
+    """
+    from bigkern.reduce.quantiles import quantile_summary
+
+    q = np.asarray(quantiles, dtype=np.float64).ravel()
+    probs = np.union1d(q, [0.1, 0.5, 0.9])
+    summary = quantile_summary(X, probs, mask=mask, y=y, features=features)
+    if y is not None and classes is None:
+        classes = _two_classes(summary)
+    bins = bin_statistics(
+        X, y if classes is not None else None,
+        summary.sel(quantile=q), mask=mask, classes=classes, features=features,
+    )
+    offset, scale = robust_scaler(summary)
+    bins["offset"] = ("feature", offset)
+    bins["scale"] = ("feature", scale)
+    bins["quantile_edges"] = summary["edges"]
+    bins.attrs["passes"] = 3
+    return bins
+
+
+def _two_classes(summary: xr.Dataset) -> tuple[Any, Any]:
+    if summary.attrs.get("labels") == "continuous" or "labels" not in summary:
+        raise LabelError("y has more than 256 distinct values: binned classifiers need two classes")
+    labels = summary["labels"].values
+    if len(labels) < 2:
+        raise LabelError(
+            f"y has one class only ({labels.tolist()}) among the {summary.attrs['n_valid']} "
+            "usable rows: a classifier needs two"
+        )
+    if len(labels) > 2:
+        raise LabelError(
+            f"y has {len(labels)} classes ({labels.tolist()[:10]}): binned classifiers take two; "
+            "mask out the others (e.g. unlabelled pixels, label 0)"
+        )
+    return labels[0].item(), labels[1].item()

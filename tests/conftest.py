@@ -1,0 +1,51 @@
+"""Shared fixtures: a real distributed LocalCluster, small scene stores, real data paths."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci", max_examples=25, deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+settings.register_profile(
+    "thorough", max_examples=300, deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(scope="session")
+def client():
+    """A real two-worker LocalCluster (processes) shared by the session."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=":0") as cluster, Client(cluster) as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def scene_store(tmp_path_factory):
+    """Three small synthetic scenes written to zarr, chunked two scenes per chunk."""
+    from bigkern.datasets import make_scenes
+    from bigkern.io import write_scenes
+
+    path = tmp_path_factory.mktemp("stores") / "scenes.zarr"
+    write_scenes(make_scenes(3, (96, 128), seed=3), path, chunks={"scene": 2, "y": 96, "x": 128})
+    return path
+
+
+@pytest.fixture(scope="session")
+def misr_dir() -> Path:
+    """The real MISR scenes of ../shared/data/misr, or skip."""
+    from bigkern.datasets import shared_data_dir
+
+    root = shared_data_dir()
+    if root is None or not (root / "misr" / "image1.txt").exists():
+        pytest.skip("../shared/data/misr is not present: real-data tests need it")
+    return root / "misr"

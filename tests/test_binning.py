@@ -1,0 +1,103 @@
+"""Percentile bins: equal to a plain numpy computation; identical for any chunking and cluster."""
+
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+import pytest
+import xarray as xr
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bigkern.errors import LabelError
+from bigkern.reduce import bin_statistics, percentile_bins, quantile_summary
+
+
+def _data(n=20_000, seed=0, nan_every=97):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, 3)).astype(np.float32)
+    x[::nan_every, 1] = np.nan
+    y = np.where(x[:, 0] + 0.5 * rng.standard_normal(n) > 0, 1, -1).astype(np.int8)
+    return x, y
+
+
+def test_matches_numpy_reference():
+    x, y = _data()
+    bins = percentile_bins(da.from_array(x, chunks=(3000, 3)), da.from_array(y, chunks=3000))
+    ok = np.isfinite(x).all(axis=1)
+    edges = np.quantile(x[ok].astype(np.float64), np.arange(1, 10) / 10, axis=0).T
+    cells = [np.searchsorted(edges[f], x[ok, f], side="left") for f in range(3)]
+    ids = np.ravel_multi_index(cells, (10, 10, 10))
+    uniq, counts = np.unique(ids, return_counts=True)
+    np.testing.assert_array_equal(bins["bin"].values, uniq)
+    np.testing.assert_array_equal(bins["count"].values, counts)
+    centers = np.array([x[ok][ids == b].astype(np.float64).mean(axis=0) for b in uniq])
+    # fixed-point sums: within max|x| / 2**30 of the exact float64 mean
+    np.testing.assert_allclose(bins["center"].values, centers, rtol=0, atol=1e-8)
+    pos = np.array([(y[ok][ids == b] == 1).sum() for b in uniq])
+    np.testing.assert_array_equal(bins["positive"].values, pos)
+    np.testing.assert_allclose(bins["fuzzy_label"].values, pos / counts)
+    np.testing.assert_array_equal(bins["majority_label"].values, np.where(2 * pos >= counts, 1, -1))
+    assert bins.attrs["n_nonfinite"] == (~ok).sum()
+    assert bins.attrs["n_bins_empty"] == 1000 - len(uniq)
+    np.testing.assert_array_equal(bins["cell"].values, np.stack(np.unravel_index(uniq, (10,) * 3),
+                                                                axis=1))
+
+
+@given(chunk=st.integers(50, 5000), seed=st.integers(0, 3))
+def test_identical_for_any_chunking(chunk, seed):
+    x, y = _data(4000, seed)
+    one = percentile_bins(x, y)
+    many = percentile_bins(da.from_array(x, chunks=(chunk, 3)), da.from_array(y, chunks=chunk))
+    xr.testing.assert_identical(one, many)
+
+
+@pytest.mark.parametrize("n_workers", [1, 2])
+def test_identical_across_worker_counts(n_workers, tmp_path):
+    from distributed import Client, LocalCluster
+
+    x, y = _data(30_000, 5)
+    X = da.from_array(x, chunks=(1700, 3))
+    Y = da.from_array(y, chunks=1700)
+    reference = percentile_bins(x, y)
+    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                      dashboard_address=":0") as cluster, Client(cluster):
+        got = percentile_bins(X, Y)
+    xr.testing.assert_identical(reference, got)
+
+
+def test_empty_bins_counted_and_sparse_ids():
+    # two perfectly correlated features: only the diagonal cells are occupied
+    x = np.repeat(np.linspace(0, 1, 1000, dtype=np.float32)[:, None], 2, axis=1)
+    bins = percentile_bins(x, None, quantiles=[0.25, 0.5, 0.75])
+    assert bins.sizes["bin"] == 4
+    assert bins.attrs["n_bins_empty"] == 16 - 4
+    np.testing.assert_array_equal(bins["cell"].values[:, 0], bins["cell"].values[:, 1])
+
+
+def test_labels_must_be_two_classes():
+    x, _ = _data(1000)
+    with pytest.raises(LabelError, match="one class only"):
+        percentile_bins(x, np.ones(1000))
+    with pytest.raises(LabelError, match="3 classes"):
+        percentile_bins(x, np.arange(1000) % 3 - 1)
+
+
+def test_labels_outside_given_classes():
+    x, y = _data(1000)
+    s = quantile_summary(x)
+    with pytest.raises(LabelError, match="not one of the classes"):
+        bin_statistics(x, np.where(y > 0, 2, -1), s, classes=(-1, 1))
+
+
+def test_edges_must_be_increasing():
+    x, _ = _data(100)
+    with pytest.raises(ValueError, match="non-decreasing"):
+        bin_statistics(x, edges=[[1.0, 0.0], [0.0], [0.0]], value_range=[1, 1, 1])
+
+
+def test_custom_edges_compute_value_range():
+    x, y = _data(2000)
+    bins = bin_statistics(x, y, [[0.0], [0.0], [0.0]], classes=(-1, 1))
+    assert bins.sizes["bin"] == 8
+    assert int(bins["count"].sum()) == bins.attrs["n_valid"]
