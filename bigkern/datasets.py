@@ -174,9 +174,7 @@ def _scene_arrays(
     log_sd_clear = 0.35 + 1.3 * rough + 0.35 * noise(6.0) + 0.45 * noise(1.0)
     log_sd_cloud = 1.55 + 0.4 * opacity + 0.45 * noise(10.0) + 0.45 * noise(1.0)
     corr_clear = 0.05 + 0.45 * texture + 0.15 * rough + 0.08 * noise(4.0) + 0.07 * noise(1.0)
-    corr_cloud = (
-        np.where(high, f32(0.08), f32(0.42)) + 0.1 * noise(10.0) + 0.08 * noise(1.0)
-    )
+    corr_cloud = np.where(high, f32(0.08), f32(0.42)) + 0.1 * noise(10.0) + 0.08 * noise(1.0)
 
     def mix(clear: np.ndarray, cloudy: np.ndarray) -> np.ndarray:
         return (1.0 - opacity) * clear + opacity * cloudy
@@ -199,16 +197,22 @@ def _scene_arrays(
         forward = np.clip(ndai, -1.0, 4.0)
         for k, name in enumerate(RADIANCES):
             clear_k = _CLEAR_RADIANCE[k] * shade
-            cloud_k = _CLEAR_RADIANCE[k] * cloud_bright * (1.0 + 0.06 * _FORWARD_WEIGHT[k] * forward)
+            brightening = 1.0 + 0.06 * _FORWARD_WEIGHT[k] * forward
+            cloud_k = _CLEAR_RADIANCE[k] * cloud_bright * brightening
             value = mix(clear_k, cloud_k) * common
             value += 0.35 * sd * rng_rad.standard_normal(shape, dtype=f32)
             out[name] = np.clip(value, 5.0, None).astype(f32)
 
     # --- labels: truth, unlabelled band at cloud edges and random patches -------
     truth = np.where(cloud, 1, -1).astype(np.int8)
-    band = int(rng_label.integers(2, 5))
-    local = uniform_filter(cloud.astype(f32), size=2 * band + 1, mode="nearest")
-    unlabelled = (local > 1e-3) & (local < 1.0 - 1e-3)
+    cloud_f = cloud.astype(f32)
+    # Band half-width 2-4 pixels, narrowed if the band alone would leave too few labels
+    # (small scenes with ragged clouds).
+    for band in range(int(rng_label.integers(2, 5)), 0, -1):
+        local = uniform_filter(cloud_f, size=2 * band + 1, mode="nearest")
+        unlabelled = (local > 1e-3) & (local < 1.0 - 1e-3)
+        if unlabelled.mean() <= 0.3:
+            break
     target = rng_label.uniform(0.22, 0.32)
     patch_field = _smooth_noise(rng_label, shape, 15.0)
     n_more = round(target * ny * nx) - int(unlabelled.sum())
@@ -291,8 +295,10 @@ def make_scenes(
     shape = (int(shape[0]), int(shape[1]))
     seed = int(seed)
     names = _variable_names(radiances)
-    dtypes = {name: np.dtype(np.int8 if name in ("label", "cloud_truth") else np.float32)
-              for name in names}
+    dtypes = {
+        name: np.dtype(np.int8 if name in ("label", "cloud_truth") else np.float32)
+        for name in names
+    }
 
     make = dask.delayed(_scene_arrays, pure=True, nout=len(names))
     per_scene: dict[str, list[da.Array]] = {name: [] for name in names}

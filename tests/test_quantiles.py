@@ -80,14 +80,16 @@ def test_numpy_input_and_feature_names():
     np.testing.assert_array_equal(got.values, [[2.5, 5.0]])
 
 
-def test_summary_collects_labels_and_moments():
+def test_summary_collects_labels_and_extremes():
     rng = np.random.default_rng(3)
     x = rng.standard_normal((5000, 2)).astype(np.float32)
     y = rng.choice([-1, 1], size=5000)
     s = quantile_summary(da.from_array(x, chunks=(700, 2)), y=da.from_array(y, chunks=700))
     assert s["labels"].values.tolist() == [-1, 1]
-    np.testing.assert_allclose(s["mean"].values, x.astype(np.float64).mean(axis=0), rtol=1e-10)
-    np.testing.assert_allclose(s["std"].values, x.astype(np.float64).std(axis=0), rtol=1e-8)
+    np.testing.assert_array_equal(s["min"].values, x.min(axis=0))
+    np.testing.assert_array_equal(s["max"].values, x.max(axis=0))
+    floats = quantile_summary(x, y=rng.random(5000))
+    assert floats.attrs["labels"] == "continuous"
 
 
 @given(hnp.arrays(np.float32, 50, elements=st.floats(width=32, allow_nan=False,

@@ -280,7 +280,10 @@ def ingest_misr_text(
     if store_path.exists() and not overwrite:
         raise StoreError(f"{store_path}: store already exists (pass overwrite=True to replace it)")
     ds = read_misr_text(paths)
-    ds = ds.chunk(chunks if chunks is not None else {"scene": 1, "y": -1, "x": -1})
+    chunked = ds.chunk(chunks if chunks is not None else {"scene": 1, "y": -1, "x": -1})
+    # Keep the small text coordinate in memory: a dask object array would be computed
+    # just to find its string dtype.
+    ds = chunked.assign_coords(source=ds["source"].variable)
     with warnings.catch_warnings():
         # zarr 3 warns that consolidated metadata is an extension of its v3 format;
         # bigkern's stores consolidate on purpose (one read of metadata when opening).

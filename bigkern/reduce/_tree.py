@@ -105,19 +105,23 @@ def valid_rows(
     ``absent`` (every feature non-finite: no data there) or ``nonfinite``
     (some but not all features non-finite).
     """
-    finite = np.isfinite(Xb)
-    all_finite = finite.all(axis=1)
-    none_finite = ~finite.any(axis=1)
-    keep = np.ones(len(Xb), dtype=bool) if mb is None else np.asarray(mb, dtype=bool)
-    counts = {
-        "rows": len(Xb),
-        "masked": int((~keep).sum()),
-        "absent": int((keep & none_finite).sum()),
-        "nonfinite": int((keep & ~all_finite & ~none_finite).sum()),
-    }
-    valid = keep & all_finite
-    counts["valid"] = int(valid.sum())
+    from bigkern.reduce._kernels import row_status
+
+    X = as_float_block(Xb)
+    use_mask = mb is not None
+    m = np.ascontiguousarray(mb, dtype=bool) if use_mask else np.zeros(0, dtype=bool)
+    valid, c = row_status(X, m, use_mask)
+    counts = {"rows": int(c[0]), "masked": int(c[1]), "absent": int(c[2]),
+              "nonfinite": int(c[3]), "valid": int(c[4])}
     return valid, counts
+
+
+def as_float_block(Xb: np.ndarray) -> np.ndarray:
+    """A C-contiguous float32/float64 copy-if-needed of a chunk."""
+    X = np.asarray(Xb)
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
+    return np.ascontiguousarray(X)
 
 
 def add_counts(parts: Sequence[dict[str, int]]) -> dict[str, int]:

@@ -24,13 +24,20 @@ import xarray as xr
 
 from bigkern.cluster import compute
 from bigkern.errors import LabelError
-from bigkern.reduce._tree import add_counts, as_row_chunked, row_partials, tree_reduce, valid_rows
+from bigkern.reduce._kernels import bin_ids, bin_sums_dense, bin_sums_sparse
+from bigkern.reduce._tree import (
+    add_counts,
+    as_float_block,
+    as_row_chunked,
+    row_partials,
+    tree_reduce,
+    valid_rows,
+)
 from bigkern.reduce.quantiles import DECILES
 
 __all__ = ["bin_index", "bin_statistics", "percentile_bins", "robust_scaler"]
 
 _FIXED_BITS = 30  # |value| * 2**scale <= 2**30
-_SPLIT = 15  # fixed-point values are summed as two halves exact in float64
 
 
 def _fixed_point_scales(absmax: np.ndarray) -> np.ndarray:
@@ -59,39 +66,43 @@ def _bin_chunk(
     positive: Any,
     classes: tuple[Any, ...] | None,
 ) -> dict[str, Any]:
-    valid, counts = valid_rows(Xb, mb)
-    V = Xb[valid]
-    ids = bin_index(V, edges)
-    uniq, inv = np.unique(ids, return_inverse=True)
-    m = len(uniq)
-    q = np.rint(V.astype(np.float64) * np.exp2(scales)).astype(np.int64)
-    hi = q >> _SPLIT
-    lo = q - (hi << _SPLIT)
-    d = V.shape[1]
-    sums = np.empty((m, d), dtype=np.int64)
-    for f in range(d):
-        s_hi = np.bincount(inv, weights=hi[:, f], minlength=m).astype(np.int64)
-        s_lo = np.bincount(inv, weights=lo[:, f], minlength=m).astype(np.int64)
-        sums[:, f] = (s_hi << _SPLIT) + s_lo
-    part = {
-        "counts": counts,
-        "bin": uniq,
-        "n": np.bincount(inv, minlength=m).astype(np.int64),
-        "sum": sums,
-        "positive": None,
-    }
+    X = as_float_block(Xb)
+    valid, counts = valid_rows(X, mb)
+    d = X.shape[1]
+    n_edges = np.array([len(e) for e in edges], dtype=np.int64)
+    padded = np.full((d, max(1, int(n_edges.max(initial=0)))), np.inf)
+    for f, e in enumerate(edges):
+        padded[f, : len(e)] = e
+    ids = bin_ids(X, valid, padded, n_edges)
     if yb is not None and positive is not None:
-        yv = np.asarray(yb)[valid]
+        y = np.asarray(yb)
         if classes is not None:
-            unknown = ~np.isin(yv, np.asarray(classes))
+            unknown = valid & ~np.isin(y, np.asarray(classes))
             if unknown.any():
                 raise LabelError(
-                    f"label value {yv[unknown][0]!r} is not one of the classes {list(classes)}"
+                    f"label value {y[unknown][0]!r} is not one of the classes {list(classes)}"
                 )
-        part["positive"] = np.bincount(inv, weights=(yv == positive), minlength=m).astype(
-            np.int64
-        )
-    return part
+        is_positive = np.ascontiguousarray(y == positive)
+    else:
+        is_positive = np.zeros(len(X), dtype=bool)
+    scales = np.asarray(scales, dtype=np.int64)
+    n_possible = int(np.prod(n_edges + 1, dtype=object))
+    if n_possible <= max(1 << 16, len(X)):
+        # few possible bins: dense accumulators no larger than the chunk
+        count, sums, pos = bin_sums_dense(X, ids, is_positive, scales, n_possible)
+        uniq = np.flatnonzero(count)
+        count, sums, pos = count[uniq], sums[uniq], pos[uniq]
+    else:
+        order = np.flatnonzero(valid)
+        order = order[np.argsort(ids[order], kind="stable")]
+        uniq, count, sums, pos = bin_sums_sparse(X, ids, is_positive, scales, order)
+    return {
+        "counts": counts,
+        "bin": uniq.astype(np.int64),
+        "n": count,
+        "sum": sums,
+        "positive": pos if positive is not None else None,
+    }
 
 
 def _combine_bins(parts: list[dict[str, Any]]) -> dict[str, Any]:

@@ -32,7 +32,15 @@ import numpy as np
 import xarray as xr
 
 from bigkern.cluster import compute
-from bigkern.reduce._tree import add_counts, as_row_chunked, row_partials, tree_reduce, valid_rows
+from bigkern.reduce._kernels import key_histogram, select_digits
+from bigkern.reduce._tree import (
+    add_counts,
+    as_float_block,
+    as_row_chunked,
+    row_partials,
+    tree_reduce,
+    valid_rows,
+)
 
 __all__ = ["DECILES", "QUANTILE_METHODS", "quantile_edges", "quantile_summary"]
 
@@ -117,30 +125,30 @@ def _lerp(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------
 # per-chunk work
 # ---------------------------------------------------------------------------
+def _distinct_labels(yv: np.ndarray) -> np.ndarray | str:
+    """Sorted distinct labels, or "continuous" past ``_MAX_LABELS``."""
+    if yv.dtype.kind in "iub" and len(yv):
+        lo, hi = int(yv.min()), int(yv.max())
+        if hi - lo < (1 << 16):
+            labels = np.flatnonzero(np.bincount(yv.astype(np.int64) - lo)) + lo
+            labels = labels.astype(yv.dtype)
+        else:
+            labels = np.unique(yv)
+    else:
+        labels = np.unique(yv)
+    return labels if len(labels) <= _MAX_LABELS else "continuous"
+
+
 def _first_pass_chunk(
     Xb: np.ndarray, yb: np.ndarray | None, mb: np.ndarray | None
 ) -> dict[str, Any]:
-    valid, counts = valid_rows(Xb, mb)
-    V = Xb[valid]
-    d = Xb.shape[1]
-    _, width = _key_dtype(V.dtype)
-    hist = np.zeros((d, 1 << _DIGIT_BITS), dtype=np.int64)
-    for f in range(d):
-        top = (float_keys(V[:, f]) >> (width - _DIGIT_BITS)).astype(np.intp)
-        hist[f] = np.bincount(top, minlength=1 << _DIGIT_BITS)
-    V64 = V.astype(np.float64)
-    part: dict[str, Any] = {
-        "counts": counts,
-        "hist": hist,
-        "sum": V64.sum(axis=0),
-        "sumsq": np.einsum("ij,ij->j", V64, V64),
-        "min": V64.min(axis=0) if len(V64) else np.full(d, np.inf),
-        "max": V64.max(axis=0) if len(V64) else np.full(d, -np.inf),
-        "labels": None,
-    }
+    X = as_float_block(Xb)
+    valid, counts = valid_rows(X, mb)
+    ukind, width = _key_dtype(X.dtype)
+    hist = key_histogram(X.view(ukind), valid, width, _DIGIT_BITS)
+    part: dict[str, Any] = {"counts": counts, "hist": hist, "labels": None}
     if yb is not None:
-        labels = np.unique(np.asarray(yb)[valid])
-        part["labels"] = labels if len(labels) <= _MAX_LABELS else "continuous"
+        part["labels"] = _distinct_labels(np.asarray(yb)[valid])
     return part
 
 
@@ -158,10 +166,6 @@ def _combine_first(parts: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "counts": add_counts([p["counts"] for p in parts]),
         "hist": np.sum([p["hist"] for p in parts], axis=0),
-        "sum": np.sum([p["sum"] for p in parts], axis=0),
-        "sumsq": np.sum([p["sumsq"] for p in parts], axis=0),
-        "min": np.min([p["min"] for p in parts], axis=0),
-        "max": np.max([p["max"] for p in parts], axis=0),
         "labels": labels,
     }
 
@@ -179,24 +183,17 @@ class _Bucket:
 def _refine_chunk(
     Xb: np.ndarray, mb: np.ndarray | None, buckets: Sequence[_Bucket]
 ) -> dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]]:
-    valid, _ = valid_rows(Xb, mb)
-    V = Xb[valid]
-    ukind, width = _key_dtype(V.dtype)
-    keys_by_feature: dict[int, np.ndarray] = {}
+    X = as_float_block(Xb)
+    valid, _ = valid_rows(X, mb)
+    ukind, width = _key_dtype(X.dtype)
+    bits = X.view(ukind)
     out = {}
     for b in buckets:
-        if b.feature not in keys_by_feature:
-            keys_by_feature[b.feature] = float_keys(V[:, b.feature])
-        keys = keys_by_feature[b.feature]
-        prefixes = np.asarray(b.prefixes, dtype=ukind)
-        high = keys >> ukind(width - b.nbits)
-        pos = np.minimum(np.searchsorted(prefixes, high), len(prefixes) - 1)
-        sel = prefixes[pos] == high
-        low_mask = ukind((1 << (width - b.nbits)) - 1) if b.nbits else ~ukind(0)
-        digits = (keys[sel] & low_mask) >> ukind(width - b.nbits - b.step)
-        combined = (pos[sel].astype(np.uint64) << np.uint64(b.step)) | digits.astype(np.uint64)
-        if b.step + int(np.ceil(np.log2(len(prefixes) + 1))) <= 18:
-            counts = np.bincount(combined.astype(np.intp), minlength=len(prefixes) << b.step)
+        prefixes = np.asarray(b.prefixes, dtype=np.uint64)
+        combined = select_digits(bits, valid, b.feature, width, b.nbits, b.step, prefixes)
+        size = len(prefixes) << b.step
+        if size <= max(1 << 16, len(combined)):
+            counts = np.bincount(combined.astype(np.intp), minlength=size)
             uniq = np.flatnonzero(counts).astype(np.uint64)
             out[(b.feature, b.nbits, b.step)] = (uniq, counts[uniq.astype(np.intp)])
         else:
@@ -289,7 +286,7 @@ def quantile_summary(
     y: Any = None,
     features: Sequence[str] | None = None,
 ) -> xr.Dataset:
-    """Exact quantiles per feature plus the moments and row counts of the same pass.
+    """Exact quantiles, minimum and maximum per feature, with the row counts of the passes.
 
     Parameters
     ----------
@@ -315,9 +312,9 @@ def quantile_summary(
     Returns
     -------
     xarray.Dataset
-        ``edges (feature, quantile)``, ``mean``, ``std``, ``min``, ``max``
-        ``(feature)``; attrs ``n_rows``, ``n_valid``, ``n_masked``, ``n_absent``,
-        ``n_nonfinite``, ``method``.
+        ``edges (feature, quantile)``, exact ``min`` and ``max`` ``(feature)``;
+        attrs ``n_rows``, ``n_valid``, ``n_masked``, ``n_absent``, ``n_nonfinite``,
+        ``method``.
     """
     probs_arr = np.asarray(probs, dtype=np.float64).ravel()
     if probs_arr.size == 0 or np.any((probs_arr < 0) | (probs_arr > 1)) or np.any(
@@ -349,7 +346,7 @@ def quantile_summary(
             f"absent ({counts['absent']}) or have a non-finite feature ({counts['nonfinite']})"
         )
     lo, hi, gamma = _ranks_and_weights(n, probs_arr, method)
-    wanted = [(f, int(r)) for f in range(d) for r in np.concatenate([lo, hi])]
+    wanted = [(f, int(r)) for f in range(d) for r in np.concatenate([lo, hi, [0, n - 1]])]
     values = _select_ranks(X, mask, first, wanted)
     edges = np.empty((d, len(probs_arr)))
     for f in range(d):
@@ -357,15 +354,11 @@ def quantile_summary(
         b = np.array([values[(f, int(r))] for r in hi])
         edges[f] = _lerp(a, b, gamma)
 
-    mean = first["sum"] / n
-    var = np.maximum(first["sumsq"] / n - mean**2, 0.0)
     ds = xr.Dataset(
         {
             "edges": (("feature", "quantile"), edges),
-            "mean": ("feature", mean),
-            "std": ("feature", np.sqrt(var)),
-            "min": ("feature", first["min"]),
-            "max": ("feature", first["max"]),
+            "min": ("feature", [values[(f, 0)] for f in range(d)]),
+            "max": ("feature", [values[(f, n - 1)] for f in range(d)]),
         },
         coords={"feature": names, "quantile": probs_arr},
         attrs=attrs,

@@ -1,0 +1,60 @@
+"""How many times a fit reads the data: counted on a real cluster's task stream."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+from distributed import get_task_stream
+
+from bigkern.features import with_features
+from bigkern.io import open_scenes, stack_samples
+from bigkern.models import BinnedSVC
+from bigkern.predict import predict_scenes
+from bigkern.reduce import percentile_bins
+from bigkern.sampling import random_split
+from bigkern.tuning import grid_search_bins
+
+
+def _reads(stream, variable: str) -> int:
+    """Tasks that read a chunk of ``variable`` from the store (fused or not)."""
+    names = Counter()
+    for t in stream.data:
+        key = t["key"][0] if isinstance(t["key"], tuple) else t["key"]
+        names[key] += 1
+    return sum(n for k, n in names.items() if k.startswith(f"open_dataset-{variable}"))
+
+
+def test_fit_reads_the_store_three_times(client, scene_store):
+    ds = open_scenes(scene_store)
+    n_chunks = ds["NDAI"].data.npartitions
+    s = stack_samples(ds, ["NDAI", "SD", "CORR"])
+    with get_task_stream(client) as ts:
+        model = BinnedSVC(C=3.0).fit(s.X, s.y, mask=s.mask)
+    # two exact-quantile passes + one binning pass, nothing else
+    assert _reads(ts, "NDAI") == 3 * n_chunks
+    assert model.fit_report_["passes"] == 3
+
+
+def test_grid_search_scores_every_model_in_one_pass(client, scene_store):
+    ds = open_scenes(scene_store)
+    n_chunks = ds["NDAI"].data.npartitions
+    s = stack_samples(ds, ["NDAI", "SD", "CORR"])
+    train, held_out = random_split(s.pixel, s.mask, seed=0)
+    bins = percentile_bins(s.X, s.y, mask=train)
+    with get_task_stream(client) as ts:
+        result = grid_search_bins(BinnedSVC(), bins, {"omega": [0.5, 1.0], "C": [1.0, 10.0]},
+                                  s.X, s.y, mask=held_out)
+    assert _reads(ts, "NDAI") == n_chunks
+    assert result.scores.shape == (2, 2)
+    assert np.all((result.scores.values > 0.5) & (result.scores.values <= 1))
+
+
+def test_prediction_reads_each_chunk_once(client, scene_store):
+    ds = with_features(open_scenes(scene_store), ["NDAI", "logSD", "CORR"])
+    s = stack_samples(ds, ["NDAI", "logSD", "CORR"])
+    model = BinnedSVC(C=3.0).fit(s.as_dataarray(), s.y, mask=s.mask)
+    pred = predict_scenes(model, ds)
+    with get_task_stream(client) as ts:
+        pred["cloud_mask"].compute()
+    assert _reads(ts, "NDAI") == ds["NDAI"].data.npartitions
