@@ -121,6 +121,12 @@ def select_digits(
 @numba.njit(**_JIT)
 def _cell(edges: np.ndarray, n_edges: int, x: float) -> int:
     """Number of edges strictly below x (``searchsorted(edges, x, side="left")``)."""
+    if n_edges <= 32:
+        # a branch-free count beats a binary search's unpredictable branches
+        c = 0
+        for k in range(n_edges):
+            c += edges[k] < x
+        return c
     lo, hi = 0, n_edges
     while lo < hi:
         mid = (lo + hi) // 2
