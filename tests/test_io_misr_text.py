@@ -160,7 +160,7 @@ def test_ingest_round_trip(two_files, tmp_path):
     assert out == store and store.is_dir()
     expected = read_misr_text(list(two_files))
     with xr.open_zarr(store, consolidated=True) as ds:
-        assert ds.NDAI.chunks[0] == (1, 1)
+        assert ds.NDAI.chunks[0] == (2,)  # ~100 MB chunks of whole scenes: both in one
         assert list(ds.source.values) == ["a.txt", "b.txt"]
         for name in (*FEATURE_COLUMNS, "label"):
             assert ds[name].dtype == expected[name].dtype, name

@@ -14,7 +14,6 @@ part of a scene); :func:`read_misr_text` rebuilds the pixel grid from ``y`` and
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -255,8 +254,8 @@ def ingest_misr_text(
     store : str or Path
         Path of the zarr store to create.
     chunks : dict, optional
-        Chunks of the stored arrays, as for :meth:`xarray.Dataset.chunk`. By default
-        one chunk per scene.
+        Chunks along ``scene``, ``y``, ``x``; by default whole scenes in chunks of
+        about ``bigkern.chunk_bytes`` (see :func:`bigkern.io.write_scenes`).
     overwrite : bool, default False
         Replace an existing store. Without it an existing store is an error.
 
@@ -276,17 +275,10 @@ def ingest_misr_text(
     >>> ingest_misr_text("image1.txt", "misr.zarr")  # doctest: +SKIP
     PosixPath('misr.zarr')
     """
+    from bigkern.io.scenes import write_scenes
+
     store_path = Path(store)
     if store_path.exists() and not overwrite:
         raise StoreError(f"{store_path}: store already exists (pass overwrite=True to replace it)")
     ds = read_misr_text(paths)
-    chunked = ds.chunk(chunks if chunks is not None else {"scene": 1, "y": -1, "x": -1})
-    # Keep the small text coordinate in memory: a dask object array would be computed
-    # just to find its string dtype.
-    ds = chunked.assign_coords(source=ds["source"].variable)
-    with warnings.catch_warnings():
-        # zarr 3 warns that consolidated metadata is an extension of its v3 format;
-        # bigkern's stores consolidate on purpose (one read of metadata when opening).
-        warnings.filterwarnings("ignore", message="Consolidated metadata is currently not part")
-        ds.to_zarr(store_path, mode="w" if overwrite else "w-", consolidated=True)
-    return store_path
+    return write_scenes(ds, store_path, overwrite=overwrite, chunks=chunks)

@@ -291,8 +291,12 @@ def write_scenes(
     path = Path(path)
     if path.exists() and not overwrite:
         raise StoreError(f"{path} exists; pass overwrite=True (CLI: --overwrite) to replace it")
-    chunks = chunks or default_chunks(tuple(ds.sizes[d] for d in SCENE_DIMS))
+    chunks = {**default_chunks(tuple(ds.sizes[d] for d in SCENE_DIMS)), **(chunks or {})}
     out = ds.chunk({d: chunks[d] for d in SCENE_DIMS if d in ds.dims})
+    # small text coordinates (e.g. source file names) stay in memory, not in dask
+    text = {k: ds[k].variable.load() for k in ds.coords
+            if k not in ds.dims and ds[k].dtype.kind in "OUS"}
+    out = out.assign_coords(text)
     for name in out.variables:
         out[name].encoding.pop("chunks", None)
         out[name].encoding.pop("preferred_chunks", None)
