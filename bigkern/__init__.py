@@ -36,7 +36,7 @@ from bigkern.reduce import (
     quantile_edges,
     quantile_summary,
 )
-from bigkern.sampling import random_split
+from bigkern.sampling import random_split, sample_rows
 from bigkern.tuning import grid_search_bins, holdout_accuracy, holdout_grid_search
 
 __version__ = "0.1.0"
@@ -71,6 +71,7 @@ __all__ = [
     "quantile_summary",
     "random_split",
     "read_misr_text",
+    "sample_rows",
     "save_model",
     "stack_samples",
     "validate_scenes",
