@@ -61,20 +61,34 @@ def kernel_expansion(
     omega: float,
     intercept: float = 0.0,
     *,
+    offset: np.ndarray | None = None,
+    scale: np.ndarray | None = None,
     dtype: type = np.float32,
     block_rows: int | None = None,
 ) -> np.ndarray:
-    """``f(x) = Σ_j coef_j k(x, basis_j) + intercept`` for every row of ``X``, block by block.
+    """``f(x) = Σ_j coef_j k((x − offset) / scale, basis_j) + intercept`` for every row of ``X``.
 
-    The kernel block is formed in ``dtype`` (float32 by default: the exp is
-    the cost and SIMD float32 halves it) and folded into a float64 result.
+    Rows are processed in blocks of ``block_rows`` so memory stays at one
+    block × basis whatever ``len(X)``; the kernel block is formed in ``dtype``
+    (float32 by default: the exp is the cost and SIMD float32 halves it) and
+    folded into a float64 result. Rows with a non-finite feature give NaN.
     """
     X = np.asarray(X)
+    d = X.shape[1]
+    offset = np.zeros(d) if offset is None else np.asarray(offset, dtype=np.float64)
+    scale = np.ones(d) if scale is None else np.asarray(scale, dtype=np.float64)
     out = np.empty(len(X), dtype=np.float64)
     B = np.asarray(basis, dtype=dtype)
     c = np.asarray(coef, dtype=dtype)
     for sl in row_blocks(len(X), block_rows):
-        K = gaussian_kernel(np.asarray(X[sl], dtype=dtype), B, omega)
-        out[sl] = K @ c
+        Z = (np.asarray(X[sl], dtype=np.float64) - offset) / scale
+        finite = np.isfinite(Z).all(axis=1)
+        if finite.all():
+            out[sl] = gaussian_kernel(Z.astype(dtype), B, omega) @ c
+        else:
+            block = np.full(len(Z), np.nan)
+            if finite.any():
+                block[finite] = gaussian_kernel(Z[finite].astype(dtype), B, omega) @ c
+            out[sl] = block
     out += intercept
     return out

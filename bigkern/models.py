@@ -52,13 +52,8 @@ class KernelExpansion:
 
     def decision(self, X: np.ndarray) -> np.ndarray:
         """Decision values of the rows of ``X`` (n, d); NaN where a feature is non-finite."""
-        X = np.asarray(X)
-        finite = np.isfinite(X).all(axis=1)
-        out = np.full(len(X), np.nan)
-        if finite.any():
-            Z = (X[finite].astype(np.float64) - self.offset) / self.scale
-            out[finite] = kernel_expansion(Z, self.basis, self.coef, self.omega, self.intercept)
-        return out
+        return kernel_expansion(X, self.basis, self.coef, self.omega, self.intercept,
+                                offset=self.offset, scale=self.scale)
 
     @property
     def n_basis(self) -> int:
