@@ -24,7 +24,7 @@ from bigkern.io.model_store import save_model
 from bigkern.io.scenes import open_scenes, stack_samples, write_scenes
 from bigkern.models import BinnedKernelRidge, BinnedSVC
 from bigkern.predict import predict_scenes, write_predictions
-from bigkern.reduce.binning import percentile_bins
+from bigkern.reduce.percentile import percentile_bins
 from bigkern.sampling import random_split
 from bigkern.tuning import GridSearchResult, grid_search_bins
 

@@ -23,7 +23,7 @@ from sklearn.svm import SVC
 from bigkern import config
 from bigkern.errors import DataQualityError, LabelError
 from bigkern.kernels import gaussian_kernel, kernel_expansion, omega_to_gamma
-from bigkern.reduce.binning import percentile_bins
+from bigkern.reduce.percentile import percentile_bins
 from bigkern.reduce.quantiles import DECILES
 from bigkern.solvers.kernel_ridge import solve_weighted_kernel_ridge
 
@@ -204,6 +204,7 @@ class _BinnedKernelClassifier(_KernelClassifier):
         self.fit_report_ = {
             **{k: v for k, v in bins.attrs.items() if k.startswith("n_")},
             "passes": bins.attrs.get("passes", 0),
+            "plan": bins.attrs.get("plan", ""),
             "n_basis": self.expansion_.n_basis,
             "seconds_solve": time.perf_counter() - t0,
         }

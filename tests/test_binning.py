@@ -101,3 +101,38 @@ def test_custom_edges_compute_value_range():
     bins = bin_statistics(x, y, [[0.0], [0.0], [0.0]], classes=(-1, 1))
     assert bins.sizes["bin"] == 8
     assert int(bins["count"].sum()) == bins.attrs["n_valid"]
+
+
+@given(
+    chunk=st.integers(200, 6000),
+    seed=st.integers(0, 50),
+    ties=st.booleans(),
+    dtype=st.sampled_from([np.float32, np.float64]),
+)
+def test_fused_two_read_plan_equals_three_pass_plan(chunk, seed, ties, dtype):
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((6000, 3)) * [1, 10, 0.01]).astype(dtype)
+    if ties:  # values sitting exactly on edges, and signed zeros
+        x[::3, 0] = np.round(x[::3, 0], 1)
+        x[::5, 2] = 0.0
+        x[1::5, 2] = -0.0
+    x[::89, 1] = np.nan
+    y = np.where(rng.random(6000) < 0.4, 1, -1)
+    X, Y = da.from_array(x, chunks=(chunk, 3)), da.from_array(y, chunks=chunk)
+    fused = percentile_bins(X, Y, fused=True)
+    three = percentile_bins(X, Y, fused=False)
+    assert fused.attrs["plan"] == "fused" and three.attrs["plan"] == "three-pass"
+    assert fused.attrs["passes"] == (2 if dtype == np.float32 else fused.attrs["passes"])
+    assert three.attrs["passes"] == fused.attrs["passes"] + 1
+    assert 0 <= fused.attrs["n_kept"] <= fused.attrs["n_valid"]
+    for name in ("bin", "count", "center", "positive", "cell", "edge", "quantile_edges"):
+        np.testing.assert_array_equal(fused[name].values, three[name].values, err_msg=name)
+
+
+def test_default_plan_reads_twice_and_falls_back_on_heavy_ties():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((50_000, 2)).astype(np.float32)
+    assert percentile_bins(x).attrs["plan"] == "fused"
+    x[: 30_000, 1] = 0.0  # 60 % of one feature sits on several edges
+    heavy = percentile_bins(x)
+    assert heavy.attrs["plan"] == "three-pass" and heavy.attrs["kept_fraction_bound"] > 0.05

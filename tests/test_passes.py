@@ -25,15 +25,25 @@ def _reads(stream, variable: str) -> int:
     return sum(n for k, n in names.items() if k.startswith(f"open_dataset-{variable}"))
 
 
-def test_fit_reads_the_store_three_times(client, scene_store):
+def test_fit_reads_the_store_twice(client, scene_store):
     ds = open_scenes(scene_store)
     n_chunks = ds["NDAI"].data.npartitions
     s = stack_samples(ds, ["NDAI", "SD", "CORR"])
     with get_task_stream(client) as ts:
         model = BinnedSVC(C=3.0).fit(s.X, s.y, mask=s.mask)
-    # two exact-quantile passes + one binning pass, nothing else
-    assert _reads(ts, "NDAI") == 3 * n_chunks
-    assert model.fit_report_["passes"] == 3
+    # histogram pass + fused refine-and-bin pass, nothing else
+    assert model.fit_report_["plan"] == "fused"
+    assert model.fit_report_["passes"] == 2
+    assert _reads(ts, "NDAI") == 2 * n_chunks
+
+
+def test_three_pass_plan_reads_three_times(client, scene_store):
+    ds = open_scenes(scene_store)
+    s = stack_samples(ds, ["NDAI", "SD", "CORR"])
+    with get_task_stream(client) as ts:
+        bins = percentile_bins(s.X, s.y, mask=s.mask, fused=False)
+    assert bins.attrs["passes"] == 3
+    assert _reads(ts, "NDAI") == 3 * ds["NDAI"].data.npartitions
 
 
 def test_grid_search_scores_every_model_in_one_pass(client, scene_store):

@@ -1,6 +1,7 @@
 """Distributed passes that reduce chunked samples to small systems."""
 
-from bigkern.reduce.binning import bin_index, bin_statistics, percentile_bins, robust_scaler
+from bigkern.reduce.binning import bin_index, bin_statistics, robust_scaler
+from bigkern.reduce.percentile import percentile_bins
 from bigkern.reduce.quantiles import DECILES, QUANTILE_METHODS, quantile_edges, quantile_summary
 
 __all__ = [

@@ -11,7 +11,15 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["bin_sums_dense", "bin_sums_sparse", "key_histogram", "select_digits"]
+__all__ = [
+    "bin_ids",
+    "bin_sums_dense",
+    "bin_sums_sparse",
+    "certain_bin_ids",
+    "key_histogram",
+    "row_status",
+    "select_digits",
+]
 
 _JIT = {"nogil": True, "cache": True}
 
@@ -54,24 +62,29 @@ def row_status(X: np.ndarray, mask: np.ndarray, use_mask: bool) -> tuple[np.ndar
 
 
 @numba.njit(**_JIT)
-def key_histogram(bits: np.ndarray, valid: np.ndarray, width: int, digit_bits: int) -> np.ndarray:
-    """Histogram of the top ``digit_bits`` of the order-preserving keys, per feature.
+def _key(b, sign):
+    """Order-preserving key of a float's bits; -0.0 and +0.0 share the key of +0.0."""
+    if b == sign:  # -0.0: the key of +0.0 (its bits, 0, with the sign bit set)
+        return sign
+    return ~b if b & sign else b | sign
+
+
+@numba.njit(**_JIT)
+def key_histogram(
+    bits: np.ndarray, valid: np.ndarray, width: int, feature: int, group_bits: int
+) -> np.ndarray:
+    """Histogram of the top ``group_bits`` of the order-preserving keys of one feature.
 
     ``bits`` is the chunk viewed as unsigned integers of ``width`` bits; the
     key of a float is its bits with the sign bit set (non-negative) or all
     bits flipped (negative), which sorts like the floats.
     """
-    d = bits.shape[1]
-    hist = np.zeros((d, 1 << digit_bits), dtype=np.int64)
+    hist = np.zeros(1 << group_bits, dtype=np.int64)
     sign = bits.dtype.type(1) << bits.dtype.type(width - 1)
-    shift = bits.dtype.type(width - digit_bits)
+    shift = bits.dtype.type(width - group_bits)
     for i in range(bits.shape[0]):
-        if not valid[i]:
-            continue
-        for f in range(d):
-            b = bits[i, f]
-            key = ~b if b & sign else b | sign
-            hist[f, np.intp(key >> shift)] += 1
+        if valid[i]:
+            hist[np.intp(_key(bits[i, feature], sign) >> shift)] += 1
     return hist
 
 
@@ -101,8 +114,7 @@ def select_digits(
     for i in range(bits.shape[0]):
         if not valid[i]:
             continue
-        b = bits[i, feature]
-        key = ~b if b & sign else b | sign
+        key = _key(bits[i, feature], sign)
         high = np.uint64(key >> high_shift)
         lo, hi = 0, n_pref
         while lo < hi:  # binary search among a handful of prefixes
@@ -116,6 +128,54 @@ def select_digits(
             out[m] = (np.uint64(lo) << np.uint64(step)) | digit
             m += 1
     return out[:m]
+
+
+@numba.njit(**_JIT)
+def certain_bin_ids(
+    bits: np.ndarray,
+    valid: np.ndarray,
+    width: int,
+    cuts: np.ndarray,
+    n_cuts: np.ndarray,
+    upper_groups: np.ndarray,
+    n_edges: np.ndarray,
+    group_bits: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Bin ids decided from the key groups alone, before the exact edges are known.
+
+    Edge ``j`` of feature ``f`` lies between two consecutive order statistics
+    whose key groups are known after the first pass; a value whose group is
+    none of those *cut* groups is below the edge exactly when its group is
+    below the edge's upper group. Rows with a value in a cut group are
+    *deferred* (``ids = -1``, ``deferred = True``) until the edges are exact.
+    """
+    n, d = bits.shape
+    utype = bits.dtype.type
+    sign = utype(1) << utype(width - 1)
+    shift = utype(width - group_bits)
+    ids = np.full(n, -1, dtype=np.int64)
+    deferred = np.zeros(n, dtype=np.bool_)
+    for i in range(n):
+        if not valid[i]:
+            continue
+        b = 0
+        cut = False
+        for f in range(d):
+            group = np.int64(_key(bits[i, f], sign) >> shift)
+            for k in range(n_cuts[f]):
+                if cuts[f, k] == group:
+                    cut = True
+            if cut:
+                break
+            c = 0
+            for j in range(n_edges[f]):
+                c += upper_groups[f, j] < group
+            b = b * (n_edges[f] + 1) + c
+        if cut:
+            deferred[i] = True
+        else:
+            ids[i] = b
+    return ids, deferred
 
 
 @numba.njit(**_JIT)

@@ -33,17 +33,22 @@ from bigkern.reduce._tree import (
     tree_reduce,
     valid_rows,
 )
-from bigkern.reduce.quantiles import DECILES
 
-__all__ = ["bin_index", "bin_statistics", "percentile_bins", "robust_scaler"]
+__all__ = ["bin_index", "bin_statistics", "bins_dataset", "fixed_point_scales", "robust_scaler"]
 
 _FIXED_BITS = 30  # |value| * 2**scale <= 2**30
 
 
-def _fixed_point_scales(absmax: np.ndarray) -> np.ndarray:
+def fixed_point_scales(absmax: np.ndarray) -> np.ndarray:
+    """Per-feature power-of-two scale ``s`` with ``|x| · 2**s < 2**30`` for ``|x| <= absmax``.
+
+    Depends only on the binade of ``absmax`` (``absmax = m · 2**e``, ``0.5 <= m < 1``
+    gives ``s = 30 − e``), so any upper bound of ``max|x|`` in the same binade
+    gives the same grid.
+    """
     absmax = np.asarray(absmax, dtype=np.float64)
-    exps = np.where(absmax > 0, np.ceil(np.log2(np.where(absmax > 0, absmax, 1.0))), 0.0)
-    return (_FIXED_BITS - exps).astype(np.int64)
+    _, exps = np.frexp(absmax)
+    return np.where(absmax > 0, _FIXED_BITS - exps, 0).astype(np.int64)
 
 
 def bin_index(X: np.ndarray, edges: Sequence[np.ndarray]) -> np.ndarray:
@@ -54,6 +59,55 @@ def bin_index(X: np.ndarray, edges: Sequence[np.ndarray]) -> np.ndarray:
     if not cells:
         return np.zeros(len(X), dtype=np.int64)
     return np.ravel_multi_index(cells, dims).astype(np.int64)
+
+
+def positive_flags(
+    yb: np.ndarray | None, valid: np.ndarray, positive: Any, classes: tuple[Any, ...] | None
+) -> np.ndarray:
+    """Whether each row has the positive class; labels outside ``classes`` raise."""
+    if yb is None or positive is None:
+        return np.zeros(len(valid), dtype=bool)
+    y = np.asarray(yb)
+    if classes is not None:
+        unknown = valid & ~np.isin(y, np.asarray(classes))
+        if unknown.any():
+            raise LabelError(
+                f"label value {y[unknown][0]!r} is not one of the classes {list(classes)}"
+            )
+    return np.ascontiguousarray(y == positive)
+
+
+def accumulate_bins(
+    X: np.ndarray, ids: np.ndarray, is_positive: np.ndarray, scales: np.ndarray,
+    n_possible: int, counts: dict[str, int], with_labels: bool,
+) -> dict[str, Any]:
+    """Per-bin count, fixed-point sums and positives of the rows with ``ids >= 0``."""
+    scales = np.asarray(scales, dtype=np.int64)
+    if n_possible <= max(1 << 16, len(X)):
+        # few possible bins: dense accumulators no larger than the chunk
+        count, sums, pos = bin_sums_dense(X, ids, is_positive, scales, n_possible)
+        uniq = np.flatnonzero(count)
+        count, sums, pos = count[uniq], sums[uniq], pos[uniq]
+    else:
+        order = np.flatnonzero(ids >= 0)
+        order = order[np.argsort(ids[order], kind="stable")]
+        uniq, count, sums, pos = bin_sums_sparse(X, ids, is_positive, scales, order)
+    return {
+        "counts": counts,
+        "bin": uniq.astype(np.int64),
+        "n": count,
+        "sum": sums,
+        "positive": pos if with_labels else None,
+    }
+
+
+def padded_edges(edges: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Edges as one (d, max_edges) array padded with +inf, and the count per feature."""
+    n_edges = np.array([len(e) for e in edges], dtype=np.int64)
+    padded = np.full((len(edges), max(1, int(n_edges.max(initial=0)))), np.inf)
+    for f, e in enumerate(edges):
+        padded[f, : len(e)] = e
+    return padded, n_edges
 
 
 def _bin_chunk(
@@ -68,44 +122,14 @@ def _bin_chunk(
 ) -> dict[str, Any]:
     X = as_float_block(Xb)
     valid, counts = valid_rows(X, mb)
-    d = X.shape[1]
-    n_edges = np.array([len(e) for e in edges], dtype=np.int64)
-    padded = np.full((d, max(1, int(n_edges.max(initial=0)))), np.inf)
-    for f, e in enumerate(edges):
-        padded[f, : len(e)] = e
+    padded, n_edges = padded_edges(edges)
     ids = bin_ids(X, valid, padded, n_edges)
-    if yb is not None and positive is not None:
-        y = np.asarray(yb)
-        if classes is not None:
-            unknown = valid & ~np.isin(y, np.asarray(classes))
-            if unknown.any():
-                raise LabelError(
-                    f"label value {y[unknown][0]!r} is not one of the classes {list(classes)}"
-                )
-        is_positive = np.ascontiguousarray(y == positive)
-    else:
-        is_positive = np.zeros(len(X), dtype=bool)
-    scales = np.asarray(scales, dtype=np.int64)
+    is_positive = positive_flags(yb, valid, positive, classes)
     n_possible = int(np.prod(n_edges + 1, dtype=object))
-    if n_possible <= max(1 << 16, len(X)):
-        # few possible bins: dense accumulators no larger than the chunk
-        count, sums, pos = bin_sums_dense(X, ids, is_positive, scales, n_possible)
-        uniq = np.flatnonzero(count)
-        count, sums, pos = count[uniq], sums[uniq], pos[uniq]
-    else:
-        order = np.flatnonzero(valid)
-        order = order[np.argsort(ids[order], kind="stable")]
-        uniq, count, sums, pos = bin_sums_sparse(X, ids, is_positive, scales, order)
-    return {
-        "counts": counts,
-        "bin": uniq.astype(np.int64),
-        "n": count,
-        "sum": sums,
-        "positive": pos if positive is not None else None,
-    }
+    return accumulate_bins(X, ids, is_positive, scales, n_possible, counts, positive is not None)
 
 
-def _combine_bins(parts: list[dict[str, Any]]) -> dict[str, Any]:
+def combine_bins(parts: list[dict[str, Any]]) -> dict[str, Any]:
     ids = np.concatenate([p["bin"] for p in parts])
     uniq, inv = np.unique(ids, return_inverse=True)
     m = len(uniq)
@@ -208,7 +232,7 @@ def bin_statistics(
 
         finite = da.where(da.isfinite(X), abs(X), 0)
         (absmax,) = compute(finite.max(axis=0), label="binning: value range")
-    scales = _fixed_point_scales(absmax)
+    scales = fixed_point_scales(absmax)
 
     positive = None
     if classes is not None:
@@ -223,25 +247,35 @@ def bin_statistics(
         _bin_chunk, X, y, mask, name="bin-statistics",
         edges=edge_list, scales=scales, positive=positive, classes=classes,
     )
-    (res,) = compute(tree_reduce(partials, _combine_bins, name="bin-statistics-combine"),
+    (res,) = compute(tree_reduce(partials, combine_bins, name="bin-statistics-combine"),
                      label="binning: bin statistics pass")
-    counts = res["counts"]
+    return bins_dataset(res, edge_list, scales, names, classes)
+
+
+def bins_dataset(
+    res: dict[str, Any], edge_list: Sequence[np.ndarray], scales: np.ndarray,
+    names: Sequence[str], classes: Sequence[Any] | None,
+) -> xr.Dataset:
+    """The bins Dataset from a combined partial (see :func:`bin_statistics`)."""
+    dims = tuple(len(e) + 1 for e in edge_list)
+    n_possible = int(np.prod(dims, dtype=object))
+    d = len(edge_list)
     n = res["n"]
-    cells = np.stack(np.unravel_index(res["bin"], dims), axis=1).astype(np.int32) if len(n) else \
-        np.zeros((0, d), dtype=np.int32)
-    center = (res["sum"].astype(np.float64) / n[:, None]) * np.exp2(-scales.astype(np.float64))
+    cells = (np.stack(np.unravel_index(res["bin"], dims), axis=1).astype(np.int32) if len(n)
+             else np.zeros((0, d), dtype=np.int32))
+    center = (res["sum"].astype(np.float64) / n[:, None]) * np.exp2(-np.asarray(scales, float))
     ds = xr.Dataset(
         {
             "cell": (("bin", "feature"), cells),
             "count": ("bin", n),
             "center": (("bin", "feature"), center),
         },
-        coords={"bin": res["bin"], "feature": names},
+        coords={"bin": res["bin"], "feature": list(names)},
         attrs={
             "n_bins_possible": n_possible,
             "n_bins_occupied": len(n),
             "n_bins_empty": n_possible - len(n),
-            **{f"n_{k}": int(v) for k, v in counts.items()},
+            **{f"n_{k}": int(v) for k, v in res["counts"].items()},
         },
     )
     ds["edge"] = xr.DataArray(
@@ -249,7 +283,7 @@ def bin_statistics(
                   for e in edge_list]),
         dims=("feature", "edge_index"),
     )
-    if res["positive"] is not None:
+    if res["positive"] is not None and classes is not None:
         pos = res["positive"]
         ds["positive"] = ("bin", pos)
         ds["fuzzy_label"] = ("bin", pos / n)
@@ -274,73 +308,3 @@ def robust_scaler(summary: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
 
 
 _Z90 = 1.2815515655446004  # standard normal 90% quantile
-
-
-def percentile_bins(
-    X: Any,
-    y: Any = None,
-    *,
-    quantiles: Sequence[float] = DECILES,
-    mask: Any = None,
-    classes: Sequence[Any] | None = None,
-    features: Sequence[str] | None = None,
-) -> xr.Dataset:
-    """Percentile bins of ``X`` in three distributed passes (two for exact quantiles, one to bin).
-
-    Parameters
-    ----------
-    X : array-like or dask array, shape (n, d)
-        Samples.
-    y : array-like, shape (n,), optional
-        Labels with exactly two distinct values among the used rows (or give
-        ``classes``); more or fewer raise :class:`~bigkern.errors.LabelError`.
-    quantiles : sequence of float
-        Split points per feature (deciles: up to 10**d bins).
-    mask : array-like of bool, optional
-        Rows to use (e.g. labelled pixels).
-    classes : (negative, positive), optional
-        Class labels; by default the two sorted distinct labels.
-    features : sequence of str, optional
-        Feature names.
-
-    Returns
-    -------
-    xarray.Dataset
-        :func:`bin_statistics`' result plus ``offset``/``scale`` ``(feature)``
-        from :func:`robust_scaler` and the quantile edges of all of
-        ``quantiles`` ∪ {0.1, 0.5, 0.9} as ``quantile_edges (feature, quantile)``.
-    """
-    from bigkern.reduce.quantiles import quantile_summary
-
-    q = np.asarray(quantiles, dtype=np.float64).ravel()
-    probs = np.union1d(q, [0.1, 0.5, 0.9])
-    summary = quantile_summary(X, probs, mask=mask, y=y, features=features)
-    if y is not None and classes is None:
-        classes = _two_classes(summary)
-    bins = bin_statistics(
-        X, y if classes is not None else None,
-        summary.sel(quantile=q), mask=mask, classes=classes, features=features,
-    )
-    offset, scale = robust_scaler(summary)
-    bins["offset"] = ("feature", offset)
-    bins["scale"] = ("feature", scale)
-    bins["quantile_edges"] = summary["edges"]
-    bins.attrs["passes"] = 3
-    return bins
-
-
-def _two_classes(summary: xr.Dataset) -> tuple[Any, Any]:
-    if summary.attrs.get("labels") == "continuous" or "labels" not in summary:
-        raise LabelError("y has more than 256 distinct values: binned classifiers need two classes")
-    labels = summary["labels"].values
-    if len(labels) < 2:
-        raise LabelError(
-            f"y has one class only ({labels.tolist()}) among the {summary.attrs['n_valid']} "
-            "usable rows: a classifier needs two"
-        )
-    if len(labels) > 2:
-        raise LabelError(
-            f"y has {len(labels)} classes ({labels.tolist()[:10]}): binned classifiers take two; "
-            "mask out the others (e.g. unlabelled pixels, label 0)"
-        )
-    return labels[0].item(), labels[1].item()

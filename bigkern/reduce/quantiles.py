@@ -7,11 +7,13 @@ data (and, in the worst case, a few more for float64):
 
 1. Every finite value is mapped to an unsigned integer *key* with the same
    order (flip the sign bit of non-negatives, all bits of negatives). Pass 1
-   counts the top 16 bits of the keys per feature: a 65,536-bin histogram
-   that locates the group of keys holding each wanted rank.
-2. Later passes look only at the values inside those groups: a histogram of
-   the next 16 bits (float32: the last 16, so the key is then known exactly),
-   or, when a group is small, the distinct keys themselves with their counts.
+   counts the top 20 bits of the keys per feature (sign, exponent and 11
+   mantissa bits: 2,048 *groups* per binade), which locates the group of
+   keys holding each wanted rank.
+2. Later passes look only at the values inside those groups: the distinct
+   keys themselves with their counts (float32: the last 12 bits, so the key
+   is then known exactly), or, for a huge float64 group, a histogram of its
+   next 16 bits.
 
 Each pass is one chunk → combine → aggregate reduction whose partials are at
 most a few MB whatever the data size. Counts are integers, so the result is
@@ -24,7 +26,7 @@ Rows with a non-finite feature, or masked out, are left out of every feature
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import dask.array as da
@@ -32,6 +34,7 @@ import numpy as np
 import xarray as xr
 
 from bigkern.cluster import compute
+from bigkern.errors import DataQualityError
 from bigkern.reduce._kernels import key_histogram, select_digits
 from bigkern.reduce._tree import (
     add_counts,
@@ -49,7 +52,8 @@ DECILES: tuple[float, ...] = tuple(np.round(np.arange(1, 10) / 10, 2))
 #: The :func:`numpy.quantile` methods reproduced exactly.
 QUANTILE_METHODS = ("linear", "lower", "higher", "nearest", "midpoint", "inverted_cdf")
 
-_DIGIT_BITS = 16
+GROUP_BITS = 20  # key bits resolved by the first pass
+_DIGIT_BITS = 16  # key bits resolved by a histogram refine pass
 _COLLECT_LIMIT = 1 << 20  # groups this small send their distinct keys instead of a histogram
 _MAX_LABELS = 256  # beyond this many distinct y values, y is taken as continuous
 
@@ -57,26 +61,30 @@ _MAX_LABELS = 256  # beyond this many distinct y values, y is taken as continuou
 # ---------------------------------------------------------------------------
 # order-preserving keys
 # ---------------------------------------------------------------------------
-def _key_dtype(dtype: np.dtype) -> tuple[type, int]:
+def key_dtype(dtype: np.dtype) -> tuple[type, int]:
     if dtype == np.float32:
         return np.uint32, 32
     return np.uint64, 64
 
 
 def float_keys(values: np.ndarray) -> np.ndarray:
-    """Map finite float32/float64 values to unsigned keys that sort in the same order."""
+    """Map finite float32/float64 values to unsigned keys that sort in the same order.
+
+    Equal values get equal keys (so -0.0 and +0.0 share one).
+    """
     values = np.ascontiguousarray(values)
     if values.dtype not in (np.float32, np.float64):
         values = values.astype(np.float64)
-    ukind, width = _key_dtype(values.dtype)
+    ukind, width = key_dtype(values.dtype)
     bits = values.view(ukind)
     sign = ukind(1 << (width - 1))
+    bits = np.where(bits == sign, ukind(0), bits)  # -0.0 sorts with (and as) +0.0
     return np.where(bits & sign, ~bits, bits | sign)
 
 
 def keys_to_floats(keys: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """Inverse of :func:`float_keys`."""
-    ukind, width = _key_dtype(np.dtype(dtype))
+    ukind, width = key_dtype(np.dtype(dtype))
     keys = np.asarray(keys, dtype=ukind)
     sign = ukind(1 << (width - 1))
     bits = np.where(keys & sign, keys & ~sign, ~keys)
@@ -144,12 +152,44 @@ def _first_pass_chunk(
 ) -> dict[str, Any]:
     X = as_float_block(Xb)
     valid, counts = valid_rows(X, mb)
-    ukind, width = _key_dtype(X.dtype)
-    hist = key_histogram(X.view(ukind), valid, width, _DIGIT_BITS)
+    ukind, width = key_dtype(X.dtype)
+    if counts["valid"] < (1 << 16):  # small chunk: sorting beats a 2**20-bin histogram
+        V = X[valid]
+        hist = []
+        for f in range(X.shape[1]):
+            groups, cnt = np.unique(float_keys(V[:, f]) >> ukind(width - GROUP_BITS),
+                                    return_counts=True)
+            hist.append((groups.astype(np.intp), cnt.astype(np.int64)))
+    else:
+        bits = X.view(ukind)
+        hist = [_sparse(key_histogram(bits, valid, width, f, GROUP_BITS))
+                for f in range(X.shape[1])]
     part: dict[str, Any] = {"counts": counts, "hist": hist, "labels": None}
     if yb is not None:
         part["labels"] = _distinct_labels(np.asarray(yb)[valid])
     return part
+
+
+def _sparse(dense: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    nz = np.flatnonzero(dense)
+    return nz, dense[nz]
+
+
+def _add_sparse(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    idx = np.concatenate([p[0] for p in parts])
+    cnt = np.concatenate([p[1] for p in parts])
+    if len(idx) < (1 << 16):
+        groups, inv = np.unique(idx, return_inverse=True)
+        return groups, np.bincount(inv, weights=cnt, minlength=len(groups)).astype(np.int64)
+    return _sparse(np.bincount(idx, weights=cnt, minlength=1 << GROUP_BITS).astype(np.int64))
+
+
+def dense_histograms(first: dict[str, Any]) -> np.ndarray:
+    """The first pass's histograms as a dense (feature, 2**GROUP_BITS) array."""
+    out = np.zeros((len(first["hist"]), 1 << GROUP_BITS), dtype=np.int64)
+    for f, (idx, cnt) in enumerate(first["hist"]):
+        out[f, idx] = cnt
+    return out
 
 
 def _combine_first(parts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -165,13 +205,13 @@ def _combine_first(parts: list[dict[str, Any]]) -> dict[str, Any]:
                 labels = "continuous"
     return {
         "counts": add_counts([p["counts"] for p in parts]),
-        "hist": np.sum([p["hist"] for p in parts], axis=0),
+        "hist": [_add_sparse([p["hist"][f] for p in parts]) for f in range(len(parts[0]["hist"]))],
         "labels": labels,
     }
 
 
 @dataclass(frozen=True)
-class _Bucket:
+class Bucket:
     """Groups of one feature refined together: keys whose top ``nbits`` equal a prefix."""
 
     feature: int
@@ -180,13 +220,10 @@ class _Bucket:
     prefixes: tuple[int, ...]  # sorted
 
 
-def _refine_chunk(
-    Xb: np.ndarray, mb: np.ndarray | None, buckets: Sequence[_Bucket]
+def refine_counts(
+    bits: np.ndarray, valid: np.ndarray, width: int, buckets: Sequence[Bucket]
 ) -> dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]]:
-    X = as_float_block(Xb)
-    valid, _ = valid_rows(X, mb)
-    ukind, width = _key_dtype(X.dtype)
-    bits = X.view(ukind)
+    """A chunk's sparse counts of the next digits of the keys in each bucket's groups."""
     out = {}
     for b in buckets:
         prefixes = np.asarray(b.prefixes, dtype=np.uint64)
@@ -202,7 +239,16 @@ def _refine_chunk(
     return out
 
 
-def _combine_refine(
+def _refine_chunk(
+    Xb: np.ndarray, mb: np.ndarray | None, buckets: Sequence[Bucket]
+) -> dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]]:
+    X = as_float_block(Xb)
+    valid, _ = valid_rows(X, mb)
+    ukind, width = key_dtype(X.dtype)
+    return refine_counts(X.view(ukind), valid, width, buckets)
+
+
+def combine_refine(
     parts: list[dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]]],
 ) -> dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]]:
     out = {}
@@ -225,56 +271,193 @@ class _Target:
     nbits: int = 0
     group_size: int = 0
     value_key: int | None = None
-    extra: dict = field(default_factory=dict)
+    top_group: int = -1  # the top-GROUP_BITS group, fixed by the first pass
 
 
-def _select_ranks(
-    X: da.Array, mask: da.Array | None, first: dict[str, Any], wanted: list[tuple[int, int]]
-) -> dict[tuple[int, int], float]:
-    """Exact value of each (feature, 0-based rank) among the valid rows."""
-    ukind, width = _key_dtype(X.dtype)
-    targets = [_Target(f, r) for f, r in sorted(set(wanted))]
+class RadixSelection:
+    """State of an exact distributed selection of order statistics.
 
-    def descend(t: _Target, digits: np.ndarray, counts: np.ndarray, step: int) -> None:
+    Built from the first pass's per-feature histograms of the top
+    :data:`GROUP_BITS` key bits; each further pass refines the targets still pending
+    (:meth:`plan` → one refine pass → :meth:`update`) until every target's
+    key, hence its value, is known.
+    """
+
+    def __init__(self, dtype: np.dtype, hist: np.ndarray, wanted: Sequence[tuple[int, int]]):
+        self.dtype = np.dtype(dtype)
+        self.ukind, self.width = key_dtype(self.dtype)
+        self.wanted = sorted(set(wanted))
+        self.targets = [_Target(f, r) for f, r in self.wanted]
+        self.passes = 1  # the histogram pass
+        for t in self.targets:
+            self._descend(t, np.arange(1 << GROUP_BITS), hist[t.feature], GROUP_BITS)
+            t.top_group = t.prefix
+
+    def _descend(self, t: _Target, digits: np.ndarray, counts: np.ndarray, step: int) -> None:
         cum = np.cumsum(counts)
         i = int(np.searchsorted(cum, t.rank, side="right"))
-        below = int(cum[i - 1]) if i else 0
-        t.rank -= below
+        t.rank -= int(cum[i - 1]) if i else 0
         t.prefix = (t.prefix << step) | int(digits[i])
         t.nbits += step
         t.group_size = int(counts[i])
-        if t.nbits == width:
+        if t.nbits == self.width:
             t.value_key = t.prefix
 
-    for t in targets:
-        descend(t, np.arange(1 << _DIGIT_BITS), first["hist"][t.feature], _DIGIT_BITS)
+    def _step(self, t: _Target) -> int:
+        remaining = self.width - t.nbits
+        return remaining if t.group_size <= _COLLECT_LIMIT else min(_DIGIT_BITS, remaining)
 
-    while any(t.value_key is None for t in targets):
-        pending = [t for t in targets if t.value_key is None]
+    @property
+    def pending(self) -> bool:
+        """Whether another refine pass is needed."""
+        return any(t.value_key is None for t in self.targets)
+
+    def plan(self) -> list[Bucket]:
+        """The groups the next refine pass must histogram or collect."""
         plan: dict[tuple[int, int, int], set[int]] = {}
-        for t in pending:
-            remaining = width - t.nbits
-            step = remaining if t.group_size <= _COLLECT_LIMIT else min(_DIGIT_BITS, remaining)
-            plan.setdefault((t.feature, t.nbits, step), set()).add(t.prefix)
-        buckets = [_Bucket(f, nb, st, tuple(sorted(p))) for (f, nb, st), p in plan.items()]
-        partials = row_partials(_refine_chunk, X, mask, name="quantile-refine", buckets=buckets)
-        (result,) = compute(tree_reduce(partials, _combine_refine, name="quantile-refine-combine"),
-                            label="exact quantiles: refining")
-        for t in pending:
-            remaining = width - t.nbits
-            step = remaining if t.group_size <= _COLLECT_LIMIT else min(_DIGIT_BITS, remaining)
-            bucket = next(b for b in buckets if (b.feature, b.nbits, b.step)
-                          == (t.feature, t.nbits, step))
-            uniq, cnt = result[(t.feature, t.nbits, step)]
-            pos = bucket.prefixes.index(t.prefix)
-            group = (uniq >> np.uint64(step)) == pos
-            digits = uniq[group] & np.uint64((1 << step) - 1)
-            descend(t, digits.astype(np.uint64), cnt[group], step)
+        for t in self.targets:
+            if t.value_key is None:
+                plan.setdefault((t.feature, t.nbits, self._step(t)), set()).add(t.prefix)
+        return [Bucket(f, nb, st, tuple(sorted(p))) for (f, nb, st), p in plan.items()]
 
-    out = {}
-    for t, (f, r) in zip(targets, sorted(set(wanted)), strict=True):
-        out[(f, r)] = float(keys_to_floats(np.asarray([t.value_key], dtype=ukind), X.dtype)[0])
-    return out
+    def update(
+        self, buckets: Sequence[Bucket],
+        result: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]],
+    ) -> None:
+        """Descend every pending target with a refine pass's combined result."""
+        self.passes += 1
+        by_key = {(b.feature, b.nbits, b.step): b for b in buckets}
+        for t in self.targets:
+            if t.value_key is not None:
+                continue
+            step = self._step(t)
+            bucket = by_key[(t.feature, t.nbits, step)]
+            uniq, cnt = result[(t.feature, t.nbits, step)]
+            group = (uniq >> np.uint64(step)) == bucket.prefixes.index(t.prefix)
+            digits = uniq[group] & np.uint64((1 << step) - 1)
+            self._descend(t, digits.astype(np.uint64), cnt[group], step)
+
+    def top_groups(self, ranks_by_feature: dict[int, Sequence[int]]) -> dict[int, np.ndarray]:
+        """Top-:data:`GROUP_BITS` group of each listed (feature, rank), in the order given."""
+        lookup = {(t.feature, r): t.top_group for t, (_, r) in zip(self.targets, self.wanted,
+                                                                   strict=True)}
+        return {f: np.array([lookup[(f, int(r))] for r in ranks], dtype=np.int64)
+                for f, ranks in ranks_by_feature.items()}
+
+    def values(self) -> dict[tuple[int, int], float]:
+        """Value of every (feature, rank) asked for."""
+        if self.pending:
+            raise RuntimeError("selection not finished")
+        keys = np.array([t.value_key for t in self.targets], dtype=self.ukind)
+        vals = keys_to_floats(keys, self.dtype)
+        return {w: float(v) for w, v in zip(self.wanted, vals, strict=True)}
+
+
+def histogram_pass(X: da.Array, y: da.Array | None, mask: da.Array | None) -> dict[str, Any]:
+    """First pass: row counts, distinct labels and top-20-bit key histograms per feature."""
+    partials = row_partials(_first_pass_chunk, X, y, mask, name="quantile-histogram")
+    (first,) = compute(tree_reduce(partials, _combine_first, name="quantile-histogram-combine"),
+                       label="exact quantiles: histogram pass")
+    counts = first["counts"]
+    if counts["valid"] == 0:
+        raise DataQualityError(
+            f"no usable rows: all {counts['rows']} rows are masked ({counts['masked']}), "
+            f"absent ({counts['absent']}) or have a non-finite feature ({counts['nonfinite']})"
+        )
+    return first
+
+
+def refine_graph(X: da.Array, mask: da.Array | None, buckets: Sequence[Bucket]) -> Any:
+    """Delayed combined result of one refine pass over ``X``."""
+    partials = row_partials(_refine_chunk, X, mask, name="quantile-refine", buckets=buckets)
+    return tree_reduce(partials, combine_refine, name="quantile-refine-combine")
+
+
+def finish_selection(X: da.Array, mask: da.Array | None, selection: RadixSelection) -> None:
+    """Run refine passes until every target is known."""
+    while selection.pending:
+        buckets = selection.plan()
+        (result,) = compute(refine_graph(X, mask, buckets), label="exact quantiles: refining")
+        selection.update(buckets, result)
+
+
+@dataclass(frozen=True)
+class QuantilePlan:
+    """Ranks to select for ``probs`` under ``method`` among ``n`` values."""
+
+    probs: np.ndarray
+    method: str
+    n: int
+    lo: np.ndarray
+    hi: np.ndarray
+    gamma: np.ndarray
+
+    @classmethod
+    def make(cls, probs: Sequence[float], method: str, n: int) -> QuantilePlan:
+        probs_arr = check_probs(probs)
+        lo, hi, gamma = _ranks_and_weights(n, probs_arr, method)
+        return cls(probs_arr, method, n, lo, hi, gamma)
+
+    def wanted(self, d: int) -> list[tuple[int, int]]:
+        """(feature, rank) pairs: the quantiles' ranks plus the minimum and maximum."""
+        ranks = np.concatenate([self.lo, self.hi, [0, self.n - 1]])
+        return [(f, int(r)) for f in range(d) for r in ranks]
+
+    def edges(self, values: dict[tuple[int, int], float], d: int) -> np.ndarray:
+        out = np.empty((d, len(self.probs)))
+        for f in range(d):
+            a = np.array([values[(f, int(r))] for r in self.lo])
+            b = np.array([values[(f, int(r))] for r in self.hi])
+            out[f] = _lerp(a, b, self.gamma)
+        return out
+
+
+def check_probs(probs: Sequence[float]) -> np.ndarray:
+    """``probs`` as a float array, or a ValueError naming what is wrong."""
+    probs_arr = np.asarray(probs, dtype=np.float64).ravel()
+    if probs_arr.size == 0 or np.any(~np.isfinite(probs_arr)) or np.any(
+        (probs_arr < 0) | (probs_arr > 1)
+    ):
+        raise ValueError(f"probs must be a non-empty list of numbers in [0, 1]; got {probs!r}")
+    return probs_arr
+
+
+def summary_dataset(
+    first: dict[str, Any], plan: QuantilePlan, values: dict[tuple[int, int], float],
+    names: Sequence[str],
+) -> xr.Dataset:
+    """The :func:`quantile_summary` Dataset from a finished selection."""
+    d = len(names)
+    attrs: dict[str, Any] = {f"n_{k}": int(v) for k, v in first["counts"].items()}
+    attrs["method"] = plan.method
+    ds = xr.Dataset(
+        {
+            "edges": (("feature", "quantile"), plan.edges(values, d)),
+            "min": ("feature", [values[(f, 0)] for f in range(d)]),
+            "max": ("feature", [values[(f, plan.n - 1)] for f in range(d)]),
+        },
+        coords={"feature": list(names), "quantile": plan.probs},
+        attrs=attrs,
+    )
+    if isinstance(first["labels"], np.ndarray):
+        ds["labels"] = ("label", first["labels"])
+    elif first["labels"] == "continuous":
+        ds.attrs["labels"] = "continuous"
+    return ds
+
+
+def prepare_samples(
+    X: Any, y: Any, mask: Any, features: Sequence[str] | None
+) -> tuple[da.Array, da.Array | None, da.Array | None, list[str]]:
+    """Row-chunked float dask arrays and feature names, validated."""
+    X, y, mask = as_row_chunked(X, y, mask)
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
+    d = X.shape[1]
+    names = list(features) if features is not None else [f"f{i}" for i in range(d)]
+    if len(names) != d:
+        raise ValueError(f"{len(names)} feature names given for {d} columns of X")
+    return X, y, mask, [str(n) for n in names]
 
 
 def quantile_summary(
@@ -316,58 +499,15 @@ def quantile_summary(
         attrs ``n_rows``, ``n_valid``, ``n_masked``, ``n_absent``, ``n_nonfinite``,
         ``method``.
     """
-    probs_arr = np.asarray(probs, dtype=np.float64).ravel()
-    if probs_arr.size == 0 or np.any((probs_arr < 0) | (probs_arr > 1)) or np.any(
-        ~np.isfinite(probs_arr)
-    ):
-        raise ValueError(f"probs must be a non-empty list of numbers in [0, 1]; got {probs!r}")
+    check_probs(probs)
     if method not in QUANTILE_METHODS:
         raise ValueError(f"method must be one of {QUANTILE_METHODS}; got {method!r}")
-    X, y, mask = as_row_chunked(X, y, mask)
-    if X.dtype not in (np.float32, np.float64):
-        X = X.astype(np.float64)
-    d = X.shape[1]
-    names = list(features) if features is not None else [f"f{i}" for i in range(d)]
-    if len(names) != d:
-        raise ValueError(f"{len(names)} feature names given for {d} columns of X")
-
-    partials = row_partials(_first_pass_chunk, X, y, mask, name="quantile-histogram")
-    (first,) = compute(tree_reduce(partials, _combine_first, name="quantile-histogram-combine"),
-                       label="exact quantiles: histogram pass")
-    counts = first["counts"]
-    n = counts["valid"]
-    attrs = {f"n_{k}": int(v) for k, v in counts.items()}
-    attrs["method"] = method
-    if n == 0:
-        from bigkern.errors import DataQualityError
-
-        raise DataQualityError(
-            f"no usable rows: all {counts['rows']} rows are masked ({counts['masked']}), "
-            f"absent ({counts['absent']}) or have a non-finite feature ({counts['nonfinite']})"
-        )
-    lo, hi, gamma = _ranks_and_weights(n, probs_arr, method)
-    wanted = [(f, int(r)) for f in range(d) for r in np.concatenate([lo, hi, [0, n - 1]])]
-    values = _select_ranks(X, mask, first, wanted)
-    edges = np.empty((d, len(probs_arr)))
-    for f in range(d):
-        a = np.array([values[(f, int(r))] for r in lo])
-        b = np.array([values[(f, int(r))] for r in hi])
-        edges[f] = _lerp(a, b, gamma)
-
-    ds = xr.Dataset(
-        {
-            "edges": (("feature", "quantile"), edges),
-            "min": ("feature", [values[(f, 0)] for f in range(d)]),
-            "max": ("feature", [values[(f, n - 1)] for f in range(d)]),
-        },
-        coords={"feature": names, "quantile": probs_arr},
-        attrs=attrs,
-    )
-    if isinstance(first["labels"], np.ndarray):
-        ds["labels"] = ("label", first["labels"])
-    elif first["labels"] == "continuous":
-        ds.attrs["labels"] = "continuous"
-    return ds
+    X, y, mask, names = prepare_samples(X, y, mask, features)
+    first = histogram_pass(X, y, mask)
+    plan = QuantilePlan.make(probs, method, first["counts"]["valid"])
+    selection = RadixSelection(X.dtype, dense_histograms(first), plan.wanted(X.shape[1]))
+    finish_selection(X, mask, selection)
+    return summary_dataset(first, plan, selection.values(), names)
 
 
 def quantile_edges(

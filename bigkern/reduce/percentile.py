@@ -1,0 +1,261 @@
+"""Percentile bins of chunked samples in two reads of the data.
+
+Binning needs the exact quantile edges, and exact quantiles need two passes
+(see :mod:`bigkern.reduce.quantiles`). The obvious plan reads the data three
+times: histogram, refine, bin. bigkern fuses the last two:
+
+1. **Histogram pass** — top-20-bit key histograms per feature. Each edge is
+   now known to lie between two order statistics in known key *groups*.
+2. **Fused pass** — every chunk (a) counts the digits that pin the edges
+   down exactly, (b) bins at once every row none of whose values falls in
+   an edge's group (its cells follow from the group order alone), and
+   (c) keeps the few rows that do (typically 1–3 %) on its worker.
+3. Once the edges are exact, the kept rows are binned where they are and
+   merged into the partial bins; only small partials ever travel.
+
+When the histogram shows that too many rows would be kept (heavy ties at an
+edge, e.g. a feature that is mostly zeros), the three-pass plan is used
+instead. Both plans give bit-identical bins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import dask
+import numpy as np
+import xarray as xr
+
+from bigkern import config
+from bigkern.cluster import compute
+from bigkern.errors import LabelError
+from bigkern.reduce._kernels import bin_ids, certain_bin_ids
+from bigkern.reduce._tree import as_float_block, row_partials, tree_reduce, valid_rows
+from bigkern.reduce.binning import (
+    accumulate_bins,
+    bin_statistics,
+    bins_dataset,
+    combine_bins,
+    fixed_point_scales,
+    padded_edges,
+    positive_flags,
+    robust_scaler,
+)
+from bigkern.reduce.quantiles import (
+    DECILES,
+    GROUP_BITS,
+    Bucket,
+    QuantilePlan,
+    RadixSelection,
+    combine_refine,
+    dense_histograms,
+    finish_selection,
+    histogram_pass,
+    key_dtype,
+    keys_to_floats,
+    prepare_samples,
+    refine_counts,
+    summary_dataset,
+)
+
+__all__ = ["percentile_bins"]
+
+
+def _fused_chunk(
+    Xb: np.ndarray,
+    yb: np.ndarray | None,
+    mb: np.ndarray | None,
+    *,
+    buckets: Sequence[Bucket],
+    cuts: np.ndarray,
+    n_cuts: np.ndarray,
+    upper_groups: np.ndarray,
+    n_edges: np.ndarray,
+    scales: np.ndarray,
+    positive: Any,
+    classes: tuple[Any, ...] | None,
+) -> dict[str, Any]:
+    X = as_float_block(Xb)
+    valid, counts = valid_rows(X, mb)
+    ukind, width = key_dtype(X.dtype)
+    bits = X.view(ukind)
+    refine = refine_counts(bits, valid, width, buckets)
+    ids, deferred = certain_bin_ids(bits, valid, width, cuts, n_cuts, upper_groups, n_edges,
+                                    GROUP_BITS)
+    is_positive = positive_flags(yb, valid, positive, classes)
+    n_possible = int(np.prod(n_edges + 1, dtype=object))
+    bins = accumulate_bins(X, ids, is_positive, scales, n_possible, counts, positive is not None)
+    rows = np.flatnonzero(deferred)
+    return {
+        "refine": refine,
+        "bins": bins,
+        "kept_X": X[rows],
+        "kept_positive": is_positive[rows],
+    }
+
+
+def _finish_chunk(
+    part: dict[str, Any], *, edges: tuple[np.ndarray, ...], scales: np.ndarray,
+    with_labels: bool,
+) -> dict[str, Any]:
+    X = part["kept_X"]
+    padded, n_edges = padded_edges(edges)
+    ids = bin_ids(X, np.ones(len(X), dtype=bool), padded, n_edges)
+    n_possible = int(np.prod(n_edges + 1, dtype=object))
+    kept = accumulate_bins(X, ids, part["kept_positive"], scales, n_possible,
+                           {"kept": len(X)}, with_labels)
+    return combine_bins([part["bins"], kept])
+
+
+def _absmax_bound(hist: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Upper bound of ``max|x|`` per feature from the first pass's key histogram.
+
+    The bound lies in the same binade as the true maximum, so it gives the
+    same fixed-point scales (see :func:`~bigkern.reduce.binning.fixed_point_scales`).
+    """
+    ukind, width = key_dtype(dtype)
+    low = (1 << (width - GROUP_BITS)) - 1
+    out = np.zeros(hist.shape[0])
+    for f in range(hist.shape[0]):
+        groups = np.flatnonzero(hist[f])
+        if not len(groups):
+            continue
+        lo = keys_to_floats(np.asarray([int(groups[0]) << (width - GROUP_BITS)], dtype=ukind),
+                            dtype)[0]
+        hi = keys_to_floats(np.asarray([(int(groups[-1]) << (width - GROUP_BITS)) | low],
+                                       dtype=ukind), dtype)[0]
+        out[f] = max(abs(float(lo)), abs(float(hi)))
+    return out
+
+
+def percentile_bins(
+    X: Any,
+    y: Any = None,
+    *,
+    quantiles: Sequence[float] = DECILES,
+    mask: Any = None,
+    classes: Sequence[Any] | None = None,
+    features: Sequence[str] | None = None,
+    fused: bool | None = None,
+) -> xr.Dataset:
+    """Percentile bins of ``X``: exact per-feature quantile edges, then per-bin statistics.
+
+    Parameters
+    ----------
+    X : array-like or dask array, shape (n, d)
+        Samples.
+    y : array-like, shape (n,), optional
+        Labels with exactly two distinct values among the used rows (or give
+        ``classes``); more or fewer raise :class:`~bigkern.errors.LabelError`.
+    quantiles : sequence of float
+        Split points per feature (deciles: up to 10**d bins).
+    mask : array-like of bool, optional
+        Rows to use (e.g. labelled pixels).
+    classes : (negative, positive), optional
+        Class labels; by default the two sorted distinct labels.
+    features : sequence of str, optional
+        Feature names.
+    fused : bool, optional
+        Force (True) or forbid (False) the two-read plan; by default it is used
+        when at most ``bigkern.max_deferred_fraction`` of the rows would wait
+        for the exact edges.
+
+    Returns
+    -------
+    xarray.Dataset
+        The :func:`~bigkern.reduce.bin_statistics` result plus ``offset`` and
+        ``scale (feature)`` from :func:`~bigkern.reduce.robust_scaler`, the
+        quantile edges of ``quantiles`` ∪ {0.1, 0.5, 0.9} as ``quantile_edges``,
+        and attrs ``passes`` (reads of the data), ``plan`` (``"fused"`` or
+        ``"three-pass"``) and ``n_kept`` (rows binned after the edges were exact).
+    """
+    q = np.asarray(quantiles, dtype=np.float64).ravel()
+    X, y, mask, names = prepare_samples(X, y, mask, features)
+    d = X.shape[1]
+    first = histogram_pass(X, y, mask)
+    if y is not None and classes is None:
+        classes = _two_classes(first)
+    if classes is not None:
+        classes = tuple(classes)
+        if len(classes) != 2:
+            raise LabelError(f"classes must be two labels (negative, positive); got {classes}")
+    positive = classes[1] if classes is not None and y is not None else None
+
+    plan = QuantilePlan.make(np.union1d(q, [0.1, 0.5, 0.9]), "linear", first["counts"]["valid"])
+    hist = dense_histograms(first)
+    selection = RadixSelection(X.dtype, hist, plan.wanted(d))
+    where = np.searchsorted(plan.probs, q)
+    edge_ranks = {f: np.concatenate([plan.lo[where], plan.hi[where]]) for f in range(d)}
+    groups = selection.top_groups(edge_ranks)
+    upper = np.stack([groups[f][len(q):] for f in range(d)])
+    cut_sets = [np.unique(groups[f]) for f in range(d)]
+    n_valid = first["counts"]["valid"]
+    kept_bound = sum(int(hist[f, cut_sets[f]].sum()) for f in range(d)) / n_valid
+    if fused is None:
+        fused = kept_bound <= float(config.get("max_deferred_fraction"))
+    scales = fixed_point_scales(_absmax_bound(hist, X.dtype))
+
+    if fused and selection.pending:
+        buckets = selection.plan()
+        cuts = np.full((d, max(len(c) for c in cut_sets)), -1, dtype=np.int64)
+        for f, c in enumerate(cut_sets):
+            cuts[f, : len(c)] = c
+        parts = row_partials(
+            _fused_chunk, X, y, mask, name="bin-fused",
+            buckets=buckets, cuts=cuts, n_cuts=np.array([len(c) for c in cut_sets]),
+            upper_groups=upper, n_edges=np.full(d, len(q), dtype=np.int64), scales=scales,
+            positive=positive, classes=classes,
+        )
+        parts = list(dask.persist(*parts))  # kept rows stay on the workers
+        refined = tree_reduce([p["refine"] for p in parts], combine_refine,
+                              name="quantile-refine-combine")
+        (result,) = compute(refined, label="percentile bins: fused refine + bin pass")
+        selection.update(buckets, result)
+        finish_selection(X, mask, selection)  # float64 only: groups too big to collect
+        values = selection.values()
+        edge_values = plan.edges(values, d)[:, where]
+        edge_list = tuple(edge_values[f] for f in range(d))
+        finals = [dask.delayed(_finish_chunk, pure=True)(
+            p, edges=edge_list, scales=scales, with_labels=positive is not None) for p in parts]
+        (res,) = compute(tree_reduce(finals, combine_bins, name="bin-finish-combine"),
+                         label="percentile bins: binning the kept rows")
+        bins = bins_dataset(res, edge_list, scales, names, classes)
+        passes = selection.passes
+        plan_name = "fused"
+    else:
+        finish_selection(X, mask, selection)
+        values = selection.values()
+        summary = summary_dataset(first, plan, values, names)
+        bins = bin_statistics(X, y if positive is not None else None,
+                              summary.sel(quantile=q), mask=mask, classes=classes,
+                              value_range=_absmax_bound(hist, X.dtype), features=names)
+        bins.attrs["n_kept"] = 0
+        passes = selection.passes + 1
+        plan_name = "three-pass"
+    summary = summary_dataset(first, plan, values, names)
+    offset, scale = robust_scaler(summary)
+    bins["offset"] = ("feature", offset)
+    bins["scale"] = ("feature", scale)
+    bins["quantile_edges"] = summary["edges"]
+    bins.attrs["passes"] = passes
+    bins.attrs["plan"] = plan_name
+    bins.attrs["kept_fraction_bound"] = float(kept_bound)
+    return bins
+
+
+def _two_classes(first: dict[str, Any]) -> tuple[Any, Any]:
+    labels = first["labels"]
+    if labels is None or isinstance(labels, str):
+        raise LabelError("y has more than 256 distinct values: binned classifiers need two classes")
+    if len(labels) < 2:
+        raise LabelError(
+            f"y has one class only ({labels.tolist()}) among the {first['counts']['valid']} "
+            "usable rows: a classifier needs two"
+        )
+    if len(labels) > 2:
+        raise LabelError(
+            f"y has {len(labels)} classes ({labels.tolist()[:10]}): binned classifiers take two; "
+            "mask out the others (e.g. unlabelled pixels, label 0)"
+        )
+    return labels[0].item(), labels[1].item()
