@@ -132,50 +132,37 @@ def select_digits(
 
 @numba.njit(**_JIT)
 def certain_bin_ids(
-    bits: np.ndarray,
-    valid: np.ndarray,
-    width: int,
-    cuts: np.ndarray,
-    n_cuts: np.ndarray,
-    upper_groups: np.ndarray,
-    n_edges: np.ndarray,
-    group_bits: int,
+    bits: np.ndarray, valid: np.ndarray, width: int, group_bits: int, tables: np.ndarray,
+    n_cells: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Bin ids decided from the key groups alone, before the exact edges are known.
+    """Bin ids decided from key groups alone, before the exact edges are known.
 
-    Edge ``j`` of feature ``f`` lies between two consecutive order statistics
-    whose key groups are known after the first pass; a value whose group is
-    none of those *cut* groups is below the edge exactly when its group is
-    below the edge's upper group. Rows with a value in a cut group are
-    *deferred* (``ids = -1``, ``deferred = True``) until the edges are exact.
+    ``tables[f, g]`` is the cell of every value of feature ``f`` whose key
+    group is ``g``, or ``KEEP`` (65535) when ``g`` holds an edge (or another
+    order statistic still being selected). Rows with a value in such a group
+    are *kept* (``ids = -1``, ``kept = True``) until the edges are exact.
     """
     n, d = bits.shape
     utype = bits.dtype.type
     sign = utype(1) << utype(width - 1)
     shift = utype(width - group_bits)
     ids = np.full(n, -1, dtype=np.int64)
-    deferred = np.zeros(n, dtype=np.bool_)
+    kept = np.zeros(n, dtype=np.bool_)
     for i in range(n):
         if not valid[i]:
             continue
         b = 0
-        cut = False
         for f in range(d):
-            group = np.int64(_key(bits[i, f], sign) >> shift)
-            for k in range(n_cuts[f]):
-                if cuts[f, k] == group:
-                    cut = True
-            if cut:
+            cell = tables[f, np.intp(_key(bits[i, f], sign) >> shift)]
+            if cell == 65535:
+                b = -1
                 break
-            c = 0
-            for j in range(n_edges[f]):
-                c += upper_groups[f, j] < group
-            b = b * (n_edges[f] + 1) + c
-        if cut:
-            deferred[i] = True
+            b = b * n_cells[f] + np.int64(cell)
+        if b < 0:
+            kept[i] = True
         else:
             ids[i] = b
-    return ids, deferred
+    return ids, kept
 
 
 @numba.njit(**_JIT)

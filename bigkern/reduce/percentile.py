@@ -6,16 +6,18 @@ times: histogram, refine, bin. bigkern fuses the last two:
 
 1. **Histogram pass** — top-20-bit key histograms per feature. Each edge is
    now known to lie between two order statistics in known key *groups*.
-2. **Fused pass** — every chunk (a) counts the digits that pin the edges
-   down exactly, (b) bins at once every row none of whose values falls in
-   an edge's group (its cells follow from the group order alone), and
-   (c) keeps the few rows that do (typically 1–3 %) on its worker.
-3. Once the edges are exact, the kept rows are binned where they are and
-   merged into the partial bins; only small partials ever travel.
+2. **Binning pass** — every chunk bins at once each row none of whose
+   values falls in a group holding an edge (its cells follow from the group
+   order alone, by one table look-up per value), and keeps the few rows
+   that do (typically well under 1 %) in its worker's memory.
+3. The kept rows contain every value of the groups that hold an edge, so
+   the exact edges are selected from them alone, then they are binned where
+   they are and merged into the partial bins. Only small partials travel,
+   and the store is read twice.
 
 When the histogram shows that too many rows would be kept (heavy ties at an
-edge, e.g. a feature that is mostly zeros), the three-pass plan is used
-instead. Both plans give bit-identical bins.
+edge, e.g. a feature that is mostly zeros), the three-pass plan (histogram,
+refine, bin) is used instead. Both plans give bit-identical bins.
 """
 
 from __future__ import annotations
@@ -62,37 +64,54 @@ from bigkern.reduce.quantiles import (
 __all__ = ["percentile_bins"]
 
 
-def _fused_chunk(
+KEEP = 65535  # cell code of a key group holding a selection target
+
+
+def cell_tables(upper: np.ndarray, keep_groups: Sequence[np.ndarray]) -> np.ndarray:
+    """Per feature, the cell of every key group (``KEEP`` for groups that must wait).
+
+    A value whose group is below an edge's *upper* group is below the edge:
+    the edge lies between two consecutive order statistics, and no value's
+    key falls strictly between theirs.
+    """
+    d = upper.shape[0]
+    groups = np.arange(1 << GROUP_BITS)
+    tables = np.empty((d, 1 << GROUP_BITS), dtype=np.uint16)
+    for f in range(d):
+        tables[f] = np.searchsorted(np.sort(upper[f]), groups, side="left")
+        tables[f, keep_groups[f]] = KEEP
+    return tables
+
+
+def _bin_or_keep_chunk(
     Xb: np.ndarray,
     yb: np.ndarray | None,
     mb: np.ndarray | None,
     *,
-    buckets: Sequence[Bucket],
-    cuts: np.ndarray,
-    n_cuts: np.ndarray,
-    upper_groups: np.ndarray,
-    n_edges: np.ndarray,
+    upper: np.ndarray,
+    keep_groups: tuple[np.ndarray, ...],
     scales: np.ndarray,
     positive: Any,
     classes: tuple[Any, ...] | None,
 ) -> dict[str, Any]:
+    """Bin the rows whose cells are already certain; keep the others (and count all)."""
     X = as_float_block(Xb)
     valid, counts = valid_rows(X, mb)
     ukind, width = key_dtype(X.dtype)
-    bits = X.view(ukind)
-    refine = refine_counts(bits, valid, width, buckets)
-    ids, deferred = certain_bin_ids(bits, valid, width, cuts, n_cuts, upper_groups, n_edges,
-                                    GROUP_BITS)
+    n_cells = np.full(X.shape[1], upper.shape[1] + 1, dtype=np.int64)
+    tables = cell_tables(upper, keep_groups)
+    ids, kept = certain_bin_ids(X.view(ukind), valid, width, GROUP_BITS, tables, n_cells)
     is_positive = positive_flags(yb, valid, positive, classes)
-    n_possible = int(np.prod(n_edges + 1, dtype=object))
+    n_possible = int(np.prod(n_cells, dtype=object))
     bins = accumulate_bins(X, ids, is_positive, scales, n_possible, counts, positive is not None)
-    rows = np.flatnonzero(deferred)
-    return {
-        "refine": refine,
-        "bins": bins,
-        "kept_X": X[rows],
-        "kept_positive": is_positive[rows],
-    }
+    rows = np.flatnonzero(kept)
+    return {"bins": bins, "kept_X": X[rows], "kept_positive": is_positive[rows]}
+
+
+def _refine_kept(part: dict[str, Any], *, buckets: Sequence[Bucket]) -> dict[Any, Any]:
+    X = part["kept_X"]
+    ukind, width = key_dtype(X.dtype)
+    return refine_counts(X.view(ukind), np.ones(len(X), dtype=bool), width, buckets)
 
 
 def _finish_chunk(
@@ -186,33 +205,31 @@ def percentile_bins(
     hist = dense_histograms(first)
     selection = RadixSelection(X.dtype, hist, plan.wanted(d))
     where = np.searchsorted(plan.probs, q)
-    edge_ranks = {f: np.concatenate([plan.lo[where], plan.hi[where]]) for f in range(d)}
-    groups = selection.top_groups(edge_ranks)
-    upper = np.stack([groups[f][len(q):] for f in range(d)])
-    cut_sets = [np.unique(groups[f]) for f in range(d)]
+    groups = selection.top_groups(dict.fromkeys(range(d), plan.hi[where]))
+    upper = np.stack([groups[f] for f in range(d)])
+    keep_groups = tuple(selection.target_groups(f) for f in range(d))
     n_valid = first["counts"]["valid"]
-    kept_bound = sum(int(hist[f, cut_sets[f]].sum()) for f in range(d)) / n_valid
+    kept_bound = sum(int(hist[f, keep_groups[f]].sum()) for f in range(d)) / n_valid
     if fused is None:
         fused = kept_bound <= float(config.get("max_deferred_fraction"))
     scales = fixed_point_scales(_absmax_bound(hist, X.dtype))
+    if len(q) >= KEEP:
+        raise ValueError(f"at most {KEEP - 1} quantiles per feature; got {len(q)}")
 
-    if fused and selection.pending:
-        buckets = selection.plan()
-        cuts = np.full((d, max(len(c) for c in cut_sets)), -1, dtype=np.int64)
-        for f, c in enumerate(cut_sets):
-            cuts[f, : len(c)] = c
+    if fused:
         parts = row_partials(
-            _fused_chunk, X, y, mask, name="bin-fused",
-            buckets=buckets, cuts=cuts, n_cuts=np.array([len(c) for c in cut_sets]),
-            upper_groups=upper, n_edges=np.full(d, len(q), dtype=np.int64), scales=scales,
+            _bin_or_keep_chunk, X, y, mask, name="bin-or-keep",
+            upper=upper, keep_groups=keep_groups, scales=scales,
             positive=positive, classes=classes,
         )
-        parts = list(dask.persist(*parts))  # kept rows stay on the workers
-        refined = tree_reduce([p["refine"] for p in parts], combine_refine,
-                              name="quantile-refine-combine")
-        (result,) = compute(refined, label="percentile bins: fused refine + bin pass")
-        selection.update(buckets, result)
-        finish_selection(X, mask, selection)  # float64 only: groups too big to collect
+        parts = list(dask.persist(*parts))  # kept rows stay on their workers
+        refine = dask.delayed(_refine_kept, pure=True)
+
+        def kept_graph(buckets: Sequence[Bucket]) -> Any:
+            return tree_reduce([refine(p, buckets=buckets) for p in parts], combine_refine,
+                               name="quantile-refine-combine")
+
+        finish_selection(X, mask, selection, graph=kept_graph)
         values = selection.values()
         edge_values = plan.edges(values, d)[:, where]
         edge_list = tuple(edge_values[f] for f in range(d))
@@ -221,7 +238,7 @@ def percentile_bins(
         (res,) = compute(tree_reduce(finals, combine_bins, name="bin-finish-combine"),
                          label="percentile bins: binning the kept rows")
         bins = bins_dataset(res, edge_list, scales, names, classes)
-        passes = selection.passes
+        passes = selection.passes + 1
         plan_name = "fused"
     else:
         finish_selection(X, mask, selection)

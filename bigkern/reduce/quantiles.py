@@ -25,7 +25,7 @@ Rows with a non-finite feature, or masked out, are left out of every feature
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -323,9 +323,10 @@ class RadixSelection:
     def update(
         self, buckets: Sequence[Bucket],
         result: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]],
+        read_data: bool = True,
     ) -> None:
         """Descend every pending target with a refine pass's combined result."""
-        self.passes += 1
+        self.passes += int(read_data)
         by_key = {(b.feature, b.nbits, b.step): b for b in buckets}
         for t in self.targets:
             if t.value_key is not None:
@@ -343,6 +344,10 @@ class RadixSelection:
                                                                    strict=True)}
         return {f: np.array([lookup[(f, int(r))] for r in ranks], dtype=np.int64)
                 for f, ranks in ranks_by_feature.items()}
+
+    def target_groups(self, feature: int) -> np.ndarray:
+        """Sorted distinct top groups of all of one feature's targets."""
+        return np.unique([t.top_group for t in self.targets if t.feature == feature])
 
     def values(self) -> dict[tuple[int, int], float]:
         """Value of every (feature, rank) asked for."""
@@ -373,12 +378,21 @@ def refine_graph(X: da.Array, mask: da.Array | None, buckets: Sequence[Bucket]) 
     return tree_reduce(partials, combine_refine, name="quantile-refine-combine")
 
 
-def finish_selection(X: da.Array, mask: da.Array | None, selection: RadixSelection) -> None:
-    """Run refine passes until every target is known."""
+def finish_selection(
+    X: da.Array, mask: da.Array | None, selection: RadixSelection,
+    graph: Callable[[Sequence[Bucket]], Any] | None = None,
+) -> None:
+    """Run refine passes until every target is known.
+
+    ``graph(buckets)`` builds one pass's delayed combined counts; by default
+    a pass over ``X`` (percentile binning passes one over rows it kept in
+    worker memory instead).
+    """
     while selection.pending:
         buckets = selection.plan()
-        (result,) = compute(refine_graph(X, mask, buckets), label="exact quantiles: refining")
-        selection.update(buckets, result)
+        pass_graph = refine_graph(X, mask, buckets) if graph is None else graph(buckets)
+        (result,) = compute(pass_graph, label="exact quantiles: refining")
+        selection.update(buckets, result, read_data=graph is None)
 
 
 @dataclass(frozen=True)
