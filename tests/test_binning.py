@@ -136,3 +136,41 @@ def test_default_plan_reads_twice_and_falls_back_on_heavy_ties():
     x[: 30_000, 1] = 0.0  # 60 % of one feature sits on several edges
     heavy = percentile_bins(x)
     assert heavy.attrs["plan"] == "three-pass" and heavy.attrs["kept_fraction_bound"] > 0.05
+
+
+@pytest.mark.parametrize("d", [1, 5])  # 5 deciles features: 10**5 possible bins, sparse sums
+def test_fused_plan_equals_three_pass_plan_for_few_and_many_features(d):
+    rng = np.random.default_rng(d)
+    x = rng.standard_normal((20_000, d)).astype(np.float32)
+    y = np.where(rng.random(20_000) < 0.3, 1, -1).astype(np.int8)
+    X, Y = da.from_array(x, chunks=(3000, d)), da.from_array(y, chunks=3000)
+    fused = percentile_bins(X, Y, fused=True)
+    three = percentile_bins(X, Y, fused=False)
+    for name in ("bin", "count", "center", "positive", "cell", "edge"):
+        np.testing.assert_array_equal(fused[name].values, three[name].values, err_msg=name)
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [np.array([-1, 1], dtype=np.int8), np.array([0.0, 1.0]), np.array([3, 7], dtype=np.uint16),
+     np.array(["clear", "cloud"])],
+)
+def test_positive_counts_and_unknown_labels_for_any_label_dtype(labels):
+    x, y = _data(5000)
+    ok = np.isfinite(x).all(axis=1)
+    y_typed = labels[(y > 0).astype(int)]
+    bins = percentile_bins(x, y_typed)
+    assert bins.attrs["classes"] == [labels[0].item(), labels[1].item()]
+    assert int(bins["positive"].sum()) == int((y[ok] > 0).sum())
+    # a third label on a used row is named; on an unused (non-finite) row it is ignored
+    other = np.array(["haze"]) if labels.dtype.kind == "U" else np.array([5], dtype=labels.dtype)
+    unused = y_typed.astype(np.result_type(y_typed, other))
+    unused[np.flatnonzero(~ok)[0]] = other[0]
+    summary = quantile_summary(x)
+    classes = tuple(labels.tolist())
+    assert bin_statistics(x, unused, summary, classes=classes).attrs["n_valid"] == ok.sum()
+    used = unused.copy()
+    used[np.flatnonzero(ok)[7]] = other[0]
+    expected = f"label value {other[0].item()!r} .* not one of the classes"
+    with pytest.raises(LabelError, match=expected):
+        bin_statistics(x, used, summary, classes=classes)

@@ -16,7 +16,10 @@ __all__ = [
     "bin_sums_dense",
     "bin_sums_sparse",
     "certain_bin_ids",
+    "certain_bin_sums",
+    "int_label_range",
     "key_histogram",
+    "label_flags",
     "row_status",
     "select_digits",
 ]
@@ -166,6 +169,95 @@ def certain_bin_ids(
 
 
 @numba.njit(**_JIT)
+def certain_bin_sums(
+    X: np.ndarray, bits: np.ndarray, valid: np.ndarray, is_positive: np.ndarray, width: int,
+    group_bits: int, tables: np.ndarray, n_cells: np.ndarray, factors: np.ndarray,
+    n_possible: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`certain_bin_ids` and :func:`bin_sums_dense` in one sweep.
+
+    Returns the dense per-bin count, fixed-point sums (``rint(x · factors)``)
+    and positive count of the rows whose bin is certain, and the kept rows.
+    """
+    n, d = bits.shape
+    utype = bits.dtype.type
+    sign = utype(1) << utype(width - 1)
+    shift = utype(width - group_bits)
+    count = np.zeros(n_possible, dtype=np.int64)
+    sums = np.zeros((n_possible, d), dtype=np.int64)
+    positive = np.zeros(n_possible, dtype=np.int64)
+    kept = np.zeros(n, dtype=np.bool_)
+    for i in range(n):
+        if not valid[i]:
+            continue
+        b = 0
+        for f in range(d):
+            cell = tables[f, np.intp(_key(bits[i, f], sign) >> shift)]
+            if cell == 65535:
+                b = -1
+                break
+            b = b * n_cells[f] + np.int64(cell)
+        if b < 0:
+            kept[i] = True
+            continue
+        count[b] += 1
+        positive[b] += is_positive[i]
+        for f in range(d):
+            sums[b, f] += np.int64(np.rint(np.float64(X[i, f]) * factors[f]))
+    return count, sums, positive, kept
+
+
+@numba.njit(**_JIT)
+def label_flags(y: np.ndarray, valid: np.ndarray, negative, positive) -> tuple[np.ndarray, int]:
+    """Whether each row's label is ``positive``, and the first valid row with another
+    label than ``negative`` or ``positive`` (-1 when there is none)."""
+    n = y.shape[0]
+    flags = np.zeros(n, dtype=np.bool_)
+    bad = -1
+    n_bad = 0
+    for i in range(n):  # branch-free: the labels' order is random
+        v = y[i]
+        is_pos = v == positive
+        flags[i] = valid[i] & is_pos
+        n_bad += valid[i] & (not is_pos) & (v != negative)
+    if n_bad:
+        for i in range(n):
+            if valid[i] and y[i] != positive and y[i] != negative:
+                bad = i
+                break
+    return flags, bad
+
+
+@numba.njit(**_JIT)
+def int_label_range(y: np.ndarray, valid: np.ndarray, max_span: int) -> tuple[int, np.ndarray]:
+    """(lo, present) with ``present[v - lo]`` true for every integer label ``v`` of a valid row.
+
+    ``present`` is empty when the labels span more than ``max_span`` values
+    (or no row is valid).
+    """
+    lo = np.int64(0)
+    hi = np.int64(0)
+    seen = False
+    for i in range(y.shape[0]):
+        if valid[i]:
+            v = np.int64(y[i])
+            if not seen:
+                lo = v
+                hi = v
+                seen = True
+            else:
+                lo = min(lo, v)
+                hi = max(hi, v)
+    if not seen or hi - lo >= max_span:
+        return lo, np.zeros(0, dtype=np.bool_)
+    present = np.zeros(hi - lo + 1, dtype=np.bool_)
+    for i in range(y.shape[0]):
+        if valid[i]:
+            present[np.int64(y[i]) - lo] = True
+    return lo, present
+
+
+@numba.njit(**_JIT)
 def _cell(edges: np.ndarray, n_edges: int, x: float) -> int:
     """Number of edges strictly below x (``searchsorted(edges, x, side="left")``)."""
     if n_edges <= 32:
@@ -226,8 +318,7 @@ def bin_sums_dense(
         if b < 0:
             continue
         count[b] += 1
-        if is_positive[i]:
-            positive[b] += 1
+        positive[b] += is_positive[i]
         for f in range(d):
             sums[b, f] += np.int64(np.rint(np.float64(X[i, f]) * factors[f]))
     return count, sums, positive
@@ -267,8 +358,7 @@ def bin_sums_sparse(
             uniq[j] = b
             last = b
         count[j] += 1
-        if is_positive[i]:
-            positive[j] += 1
+        positive[j] += is_positive[i]
         for f in range(d):
             sums[j, f] += np.int64(np.rint(np.float64(X[i, f]) * factors[f]))
     return uniq, count, sums, positive

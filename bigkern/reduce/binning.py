@@ -24,7 +24,7 @@ import xarray as xr
 
 from bigkern.cluster import compute
 from bigkern.errors import LabelError
-from bigkern.reduce._kernels import bin_ids, bin_sums_dense, bin_sums_sparse
+from bigkern.reduce._kernels import bin_ids, bin_sums_dense, bin_sums_sparse, label_flags
 from bigkern.reduce._tree import (
     add_counts,
     as_float_block,
@@ -68,13 +68,37 @@ def positive_flags(
     if yb is None or positive is None:
         return np.zeros(len(valid), dtype=bool)
     y = np.asarray(yb)
+    typed = _typed_classes(classes, positive, y.dtype) if classes is not None else None
+    if typed is not None and y.ndim == 1 and len(y) == len(valid):
+        flags, bad = label_flags(np.ascontiguousarray(y), valid, *typed)
+        if bad >= 0:
+            raise LabelError(
+                f"label value {y[bad].item()!r} (row {bad} of its chunk) is not one of the "
+                f"classes {list(classes)}")
+        return flags
     if classes is not None:
         unknown = valid & ~np.isin(y, np.asarray(classes))
         if unknown.any():
             raise LabelError(
-                f"label value {y[unknown][0]!r} is not one of the classes {list(classes)}"
+                f"label value {y[unknown][0].item()!r} (row {np.flatnonzero(unknown)[0]} of its "
+                f"chunk) is not one of the classes {list(classes)}"
             )
     return np.ascontiguousarray(y == positive)
+
+
+def _typed_classes(
+    classes: Sequence[Any], positive: Any, dtype: np.dtype
+) -> tuple[Any, Any] | None:
+    """(negative, positive) as scalars of the labels' numeric dtype, if they convert exactly."""
+    if dtype.kind not in "iuf" or len(classes) != 2 or positive != classes[1]:
+        return None
+    try:
+        typed = tuple(dtype.type(c) for c in classes)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if any(t != c for t, c in zip(typed, classes, strict=True)):
+        return None
+    return typed
 
 
 def accumulate_bins(

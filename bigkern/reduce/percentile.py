@@ -32,7 +32,7 @@ import xarray as xr
 from bigkern import config
 from bigkern.cluster import compute
 from bigkern.errors import LabelError
-from bigkern.reduce._kernels import bin_ids, certain_bin_ids
+from bigkern.reduce._kernels import bin_ids, certain_bin_ids, certain_bin_sums
 from bigkern.reduce._tree import as_float_block, row_partials, tree_reduce, valid_rows
 from bigkern.reduce.binning import (
     accumulate_bins,
@@ -88,22 +88,33 @@ def _bin_or_keep_chunk(
     yb: np.ndarray | None,
     mb: np.ndarray | None,
     *,
-    upper: np.ndarray,
-    keep_groups: tuple[np.ndarray, ...],
+    tables: np.ndarray,
+    n_cells: np.ndarray,
     scales: np.ndarray,
     positive: Any,
     classes: tuple[Any, ...] | None,
 ) -> dict[str, Any]:
-    """Bin the rows whose cells are already certain; keep the others (and count all)."""
+    """Bin the rows whose cells are already certain; keep the others (and count all).
+
+    ``tables`` are :func:`cell_tables`; ``n_cells`` the number of cells per feature.
+    """
     X = as_float_block(Xb)
     valid, counts = valid_rows(X, mb)
     ukind, width = key_dtype(X.dtype)
-    n_cells = np.full(X.shape[1], upper.shape[1] + 1, dtype=np.int64)
-    tables = cell_tables(upper, keep_groups)
-    ids, kept = certain_bin_ids(X.view(ukind), valid, width, GROUP_BITS, tables, n_cells)
     is_positive = positive_flags(yb, valid, positive, classes)
+    with_labels = positive is not None
     n_possible = int(np.prod(n_cells, dtype=object))
-    bins = accumulate_bins(X, ids, is_positive, scales, n_possible, counts, positive is not None)
+    if n_possible <= max(1 << 16, len(X)):
+        factors = np.ldexp(1.0, np.asarray(scales, dtype=np.int64))
+        count, sums, pos, kept = certain_bin_sums(
+            X, X.view(ukind), valid, is_positive, width, GROUP_BITS, tables, n_cells, factors,
+            n_possible)
+        uniq = np.flatnonzero(count)
+        bins = {"counts": counts, "bin": uniq.astype(np.int64), "n": count[uniq],
+                "sum": sums[uniq], "positive": pos[uniq] if with_labels else None}
+    else:
+        ids, kept = certain_bin_ids(X.view(ukind), valid, width, GROUP_BITS, tables, n_cells)
+        bins = accumulate_bins(X, ids, is_positive, scales, n_possible, counts, with_labels)
     rows = np.flatnonzero(kept)
     return {"bins": bins, "kept_X": X[rows], "kept_positive": is_positive[rows]}
 
@@ -217,10 +228,12 @@ def percentile_bins(
         raise ValueError(f"at most {KEEP - 1} quantiles per feature; got {len(q)}")
 
     if fused:
+        # the look-up tables (2**20 cells per feature) are built once, on a worker
+        tables = dask.delayed(cell_tables, pure=True)(upper, keep_groups)
         parts = row_partials(
             _bin_or_keep_chunk, X, y, mask, name="bin-or-keep",
-            upper=upper, keep_groups=keep_groups, scales=scales,
-            positive=positive, classes=classes,
+            tables=tables, n_cells=np.full(d, upper.shape[1] + 1, dtype=np.int64),
+            scales=scales, positive=positive, classes=classes,
         )
         parts = list(dask.persist(*parts))  # kept rows stay on their workers
         refine = dask.delayed(_refine_kept, pure=True)

@@ -35,7 +35,7 @@ import xarray as xr
 
 from bigkern.cluster import compute
 from bigkern.errors import DataQualityError
-from bigkern.reduce._kernels import key_histogram, select_digits
+from bigkern.reduce._kernels import int_label_range, key_histogram, select_digits
 from bigkern.reduce._tree import (
     add_counts,
     as_float_block,
@@ -133,17 +133,14 @@ def _lerp(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------
 # per-chunk work
 # ---------------------------------------------------------------------------
-def _distinct_labels(yv: np.ndarray) -> np.ndarray | str:
-    """Sorted distinct labels, or "continuous" past ``_MAX_LABELS``."""
-    if yv.dtype.kind in "iub" and len(yv):
-        lo, hi = int(yv.min()), int(yv.max())
-        if hi - lo < (1 << 16):
-            labels = np.flatnonzero(np.bincount(yv.astype(np.int64) - lo)) + lo
-            labels = labels.astype(yv.dtype)
-        else:
-            labels = np.unique(yv)
-    else:
-        labels = np.unique(yv)
+def _distinct_labels(y: np.ndarray, valid: np.ndarray) -> np.ndarray | str:
+    """Sorted distinct labels of the valid rows, or "continuous" past ``_MAX_LABELS``."""
+    if y.ndim == 1 and (y.dtype.kind in "ib" or (y.dtype.kind == "u" and y.dtype.itemsize < 8)):
+        lo, present = int_label_range(np.ascontiguousarray(y), valid, 1 << 16)
+        if len(present) or not valid.any():
+            labels = (np.flatnonzero(present) + lo).astype(y.dtype)
+            return labels if len(labels) <= _MAX_LABELS else "continuous"
+    labels = np.unique(y[valid])
     return labels if len(labels) <= _MAX_LABELS else "continuous"
 
 
@@ -166,7 +163,7 @@ def _first_pass_chunk(
                 for f in range(X.shape[1])]
     part: dict[str, Any] = {"counts": counts, "hist": hist, "labels": None}
     if yb is not None:
-        part["labels"] = _distinct_labels(np.asarray(yb)[valid])
+        part["labels"] = _distinct_labels(np.asarray(yb), valid)
     return part
 
 
