@@ -10,6 +10,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
+from bigkern import config
 from bigkern.errors import StoreError
 from bigkern.io._zarr import to_zarr
 from bigkern.io.scenes import SCENE_DIMS, _as_dask, validate_scenes
@@ -22,10 +23,35 @@ def _decision_block(block: np.ndarray, expansion: Any) -> np.ndarray:
     return expansion.decision(flat).astype(np.float32).reshape(block.shape[:-1])
 
 
+def task_chunks(
+    chunks: tuple[tuple[int, ...], ...], max_pixels: int
+) -> tuple[tuple[int, ...], ...]:
+    """``(scene, y, x)`` chunks no larger than ``max_pixels``, splitting scenes, then rows.
+
+    Chunks already small enough are kept; a larger one is cut into single
+    scenes and, if a scene is still too large, into bands of whole rows.
+    """
+    scene_c, y_c, x_c = chunks
+    width = max(x_c)
+    if max(scene_c) * max(y_c) * width <= max_pixels:
+        return chunks
+    new_scene = tuple(1 for c in scene_c for _ in range(c))
+    rows = max(1, max_pixels // width)
+    new_y = tuple(part for c in y_c for part in _split(c, rows))
+    return new_scene, new_y, x_c
+
+
+def _split(n: int, size: int) -> list[int]:
+    """``n`` as near-equal parts of at most ``size``."""
+    k = -(-n // size)
+    base, extra = divmod(n, k)
+    return [base + 1] * extra + [base] * (k - extra)
+
+
 def predict_scenes(
     model: Any, ds: xr.Dataset, features: Sequence[str] | None = None
 ) -> xr.Dataset:
-    """Predict every pixel of every scene, lazily (one task per chunk of the store).
+    """Predict every pixel of every scene, lazily (tasks of ~``bigkern.predict_block_pixels``).
 
     Parameters
     ----------
@@ -59,10 +85,14 @@ def predict_scenes(
     chunks = arrays[0].chunks
     arrays = [a if a.chunks == chunks else a.rechunk(chunks) for a in arrays]
     cube = da.stack(arrays, axis=-1).rechunk({3: -1})
+    tasks = task_chunks(chunks, int(config.get("predict_block_pixels")))
+    cube = cube.rechunk((*tasks, -1))
     decision = cube.map_blocks(
         _decision_block, expansion=model.expansion_, drop_axis=3, dtype=np.float32,
         token="bigkern-decision",
     )
+    if decision.chunks != chunks:
+        decision = decision.rechunk(chunks)
     neg, pos = (int(c) for c in model.classes_)
     mask = da.where(da.isnan(decision), 0, da.where(decision > 0, pos, neg)).astype(np.int8)
     coords = {d: ds[d] for d in SCENE_DIMS if d in ds.coords}

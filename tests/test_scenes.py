@@ -124,3 +124,26 @@ def test_predict_scenes_aligned_and_written(scene_store, tmp_path):
     np.testing.assert_array_equal(mask.reshape(-1), model.predict(X))
     truth = ds["cloud_truth"].values
     assert (mask[finite] == truth[finite]).mean() > 0.75
+
+
+def test_predict_splits_large_chunks_into_tasks_and_keeps_store_chunks(scene_store):
+    from bigkern import config
+    from bigkern.predict import task_chunks
+
+    features = ["NDAI", "logSD", "CORR"]
+    ds = with_features(open_scenes(scene_store), features)
+    s = stack_samples(ds, features)
+    model = BinnedSVC(C=3.0).fit(s.as_dataarray(), s.y, mask=s.mask)
+    whole = predict_scenes(model, ds)
+    with config.set(predict_block_pixels=1000):  # 14 row bands per scene
+        split = predict_scenes(model, ds)
+    assert split["decision"].data.chunks == ds["NDAI"].data.chunks
+    assert split["decision"].data.npartitions == whole["decision"].data.npartitions
+    np.testing.assert_array_equal(split["cloud_mask"].values, whole["cloud_mask"].values)
+    # float32 kernel blocks of other shapes round differently (BLAS): float32-level agreement
+    np.testing.assert_allclose(split["decision"].values, whole["decision"].values, rtol=1e-4,
+                               atol=1e-5)
+    assert task_chunks(((2, 1), (96,), (128,)), 1000) == ((1, 1, 1), (7,) * 12 + (6, 6), (128,))
+    assert task_chunks(((2, 1), (96,), (128,)), 10**6) == ((2, 1), (96,), (128,))
+    assert task_chunks(((1,), (50, 46), (10,)), 200) == ((1,), (17, 17, 16, 16, 15, 15),
+                                                         (10,))
