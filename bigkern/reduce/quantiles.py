@@ -286,9 +286,16 @@ class RadixSelection:
         self.wanted = sorted(set(wanted))
         self.targets = [_Target(f, r) for f, r in self.wanted]
         self.passes = 1  # the histogram pass
-        for t in self.targets:
-            self._descend(t, np.arange(1 << GROUP_BITS), hist[t.feature], GROUP_BITS)
-            t.top_group = t.prefix
+        cums = {f: np.cumsum(hist[f]) for f in {t.feature for t in self.targets}}
+        for t in self.targets:  # the first descent, with one cumsum per feature
+            cum = cums[t.feature]
+            i = int(np.searchsorted(cum, t.rank, side="right"))
+            t.rank -= int(cum[i - 1]) if i else 0
+            t.prefix = t.top_group = i
+            t.nbits = GROUP_BITS
+            t.group_size = int(hist[t.feature, i])
+            if t.nbits == self.width:
+                t.value_key = t.prefix
 
     def _descend(self, t: _Target, digits: np.ndarray, counts: np.ndarray, step: int) -> None:
         cum = np.cumsum(counts)
