@@ -142,3 +142,24 @@ def test_in_memory_kernel_ridge_baseline():
     c = np.linalg.solve(K + 0.1 * np.eye(800), (y == 1).astype(float))
     np.testing.assert_allclose(model.expansion_.coef, c, rtol=1e-6, atol=1e-8)
     assert model.score(x, y) > 0.8
+
+
+def test_subsample_and_bagged_baselines_with_scikit_learn_bagging():
+    from sklearn.ensemble import BaggingClassifier
+
+    from bigkern.sampling import sample_rows
+
+    x, y = _data(20_000)
+    bins = percentile_bins(x, y)
+    m = bins.sizes["bin"]
+    xs, ys, _ = sample_rows(x, y, n=m, seed=1)  # a subsample as large as the bins
+    single = KernelRidgeClassifier(omega=1.0, lam=0.1, standardize=True).fit(xs, ys)
+    bagged = BaggingClassifier(
+        KernelRidgeClassifier(omega=1.0, lam=0.1, standardize=True), n_estimators=5,
+        max_samples=m, bootstrap=False, random_state=0,
+    ).fit(x, y)
+    assert len(bagged.estimators_) == 5
+    assert all(e.expansion_.n_basis == m for e in bagged.estimators_)
+    held_x, held_y = _data(5000, seed=9)
+    assert bagged.score(held_x, held_y) >= single.score(held_x, held_y) - 0.02
+    assert single.score(held_x, held_y) > 0.75
