@@ -19,7 +19,14 @@ from sklearn.base import clone
 from bigkern.cluster import compute
 from bigkern.reduce._tree import as_row_chunked, row_partials, tree_reduce
 
-__all__ = ["GridSearchResult", "grid_search_bins", "holdout_accuracy", "holdout_grid_search"]
+__all__ = [
+    "GridSearchResult",
+    "choose_support_radius",
+    "distance_quantile",
+    "grid_search_bins",
+    "holdout_accuracy",
+    "holdout_grid_search",
+]
 
 
 def _accuracy_chunk(
@@ -120,3 +127,88 @@ def grid_search_bins(
         lambda p: clone(estimator).set_params(**p).fit_bins(bins),
         param_grid, X_val, y_val, mask=mask,
     )
+
+
+def choose_support_radius(
+    curves: xr.Dataset, *, gamma: float | None = None, mu: float | None = None,
+    tau: float | None = None,
+) -> float:
+    """Support radius ``C`` by one of Zhang, Genton & Liu's three rules (eqs. 8–10).
+
+    Give exactly one of:
+
+    - ``gamma``: maximize ``A(C) + γ S(C)`` (ties: the smallest ``C``);
+    - ``mu``: maximize ``S(C)`` subject to ``A(C) ≥ μ`` (the smallest such ``C``);
+    - ``tau``: maximize ``A(C)`` subject to ``S(C) ≥ τ`` (the largest such ``C``).
+
+    Parameters
+    ----------
+    curves : xarray.Dataset
+        :func:`~bigkern.reduce.alignment_sparsity` output over a grid of ``C``.
+
+    Raises
+    ------
+    ValueError
+        When no ``C`` of the grid meets the constraint (the message gives the
+        best reached), or not exactly one rule is given.
+    """
+    given = {k: v for k, v in {"gamma": gamma, "mu": mu, "tau": tau}.items() if v is not None}
+    if len(given) != 1:
+        raise ValueError(f"give exactly one of gamma, mu, tau; got {sorted(given) or 'none'}")
+    curves = curves.sortby("C")
+    radii = curves["C"].values
+    align = curves["alignment"].values
+    sparse = curves["sparsity"].values
+    if gamma is not None:
+        if not gamma > 0:
+            raise ValueError(f"gamma must be positive; got {gamma!r}")
+        return float(radii[int(np.argmax(align + gamma * sparse))])
+    if mu is not None:
+        ok = np.flatnonzero(align >= mu)
+        if not len(ok):
+            raise ValueError(f"no C of the grid reaches alignment mu={mu}: the largest C "
+                             f"({radii[-1]:g}) gives A={align[-1]:.4f}; extend the grid upwards")
+        return float(radii[ok[np.argmax(sparse[ok])]])
+    ok = np.flatnonzero(sparse >= tau)
+    if not len(ok):
+        raise ValueError(f"no C of the grid reaches sparsity tau={tau}: the smallest C "
+                         f"({radii[0]:g}) gives S={sparse[0]:.4f}; extend the grid downwards")
+    best = ok[align[ok] == align[ok].max()]
+    return float(radii[best[-1]])
+
+
+def distance_quantile(
+    X: Any, q: float | Sequence[float], *, n_rows: int = 2000, seed: int = 0
+) -> np.ndarray:
+    """Quantiles of the pairwise distances ``‖x_i − x_j‖`` over all n² ordered pairs.
+
+    The shortcut of rule (10): ``C = distance_quantile(X, 1 − τ)`` leaves about
+    a fraction ``τ`` of the Gram matrix zero. With more than ``n_rows`` rows,
+    the distances are those among a uniform, chunking-independent sample of
+    ``n_rows`` rows (:func:`~bigkern.sampling.sample_rows`, ``n_rows²`` pairs
+    including the diagonal, as in the n² of ``S(C)``); otherwise all pairs.
+
+    Returns
+    -------
+    numpy.ndarray
+        One distance per probability in ``q`` (a 0-d array for a scalar ``q``).
+    """
+    from bigkern.kernels import pairwise_distances
+    from bigkern.sampling import sample_rows
+
+    probs = np.asarray(q, dtype=np.float64)
+    if not np.all((probs >= 0) & (probs <= 1)):
+        raise ValueError(f"quantile probabilities must be in [0, 1]; got {q!r}")
+    n = int(X.shape[0])
+    if n > n_rows or not isinstance(X, np.ndarray):
+        X, _, _ = sample_rows(X, n=min(n, n_rows), seed=seed)
+    X = np.asarray(X, dtype=np.float64)
+    if not np.isfinite(X).all():
+        raise ValueError("X has non-finite features: drop or impute them first")
+    distances = np.concatenate([pairwise_distances(X[sl], X).ravel()
+                                for sl in _row_slices(len(X), 512)])
+    return np.quantile(distances, probs)
+
+
+def _row_slices(n: int, step: int) -> list[slice]:
+    return [slice(i, min(n, i + step)) for i in range(0, n, step)]

@@ -1,16 +1,22 @@
 """Distributed passes that reduce chunked samples to small systems."""
 
+from bigkern.reduce.alignment import alignment_sparsity
 from bigkern.reduce.binning import bin_index, bin_statistics, robust_scaler
 from bigkern.reduce.percentile import percentile_bins
 from bigkern.reduce.quantiles import DECILES, QUANTILE_METHODS, quantile_edges, quantile_summary
+from bigkern.reduce.sparse_gram import GramReport, gram_report, sparse_gram
 
 __all__ = [
     "DECILES",
     "QUANTILE_METHODS",
+    "GramReport",
+    "alignment_sparsity",
     "bin_index",
     "bin_statistics",
+    "gram_report",
     "percentile_bins",
     "quantile_edges",
     "quantile_summary",
     "robust_scaler",
+    "sparse_gram",
 ]
