@@ -230,7 +230,12 @@ def run_scene(scene: int | str | Path, *, quick: bool = False, setup: Setup | No
 
     setup = setup or (QUICK if quick else FULL)
     diagnostics = (not quick) if diagnostics is None else diagnostics
-    with threadpool_limits(limits=1), bigkern.config.set(progress=False):
+    import dask
+
+    # single node by design (in-memory halves; libsvm and Cholesky on the client): local
+    # threads even when a distributed client is the default
+    with threadpool_limits(limits=1), bigkern.config.set(progress=False), \
+            dask.config.set(scheduler="threads"):
         return _run_scene(scene_path(scene), setup, diagnostics, log or (lambda s: None))
 
 

@@ -123,6 +123,14 @@ def compute(*collections: Any, label: str | None = None) -> tuple[Any, ...]:
 
 
 def _current_client() -> Any:
+    """The default distributed client, unless dask's ``scheduler`` setting names another.
+
+    ``with dask.config.set(scheduler="threads"):`` runs bigkern's computations on
+    local threads even while a client exists, as it does for ``dask.compute``.
+    """
+    chosen = dask.config.get("scheduler", None)
+    if chosen is not None and chosen not in ("dask.distributed", "distributed"):
+        return None
     try:
         from distributed import default_client
 

@@ -8,10 +8,12 @@ numbers of correct predictions travel back.
 from __future__ import annotations
 
 import itertools
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import dask
 import numpy as np
 import xarray as xr
 from sklearn.base import clone
@@ -65,8 +67,11 @@ def holdout_accuracy(
     if not models:
         raise ValueError("no models to score")
     X, y, mask = as_row_chunked(X, y, mask)
+    # one graph node holds the models: sent once to each worker, not once per chunk
+    shared = dask.delayed(tuple(models), name=f"holdout-models-{uuid.uuid4().hex}",
+                          traverse=False)
     partials = row_partials(_accuracy_chunk, X, y, mask, name="holdout-accuracy",
-                            models=tuple(models))
+                            models=shared)
     (correct,) = compute(tree_reduce(partials, _sum, name="holdout-accuracy-sum"),
                          label=f"scoring {len(models)} models on held-out samples")
     n = int(correct[-1])

@@ -68,3 +68,16 @@ def test_prediction_reads_each_chunk_once(client, scene_store):
     with get_task_stream(client) as ts:
         pred["cloud_mask"].compute()
     assert _reads(ts, "NDAI") == ds["NDAI"].data.npartitions
+
+
+def test_local_scheduler_setting_is_honoured_while_a_client_exists(client):
+    import dask
+
+    x = np.random.default_rng(0).standard_normal((5000, 2))
+    with get_task_stream(client) as ts, dask.config.set(scheduler="sync"):
+        local = percentile_bins(x)
+    assert not ts.data  # nothing ran on the cluster
+    with get_task_stream(client) as ts:
+        remote = percentile_bins(x)
+    assert ts.data
+    np.testing.assert_array_equal(local["count"].values, remote["count"].values)
