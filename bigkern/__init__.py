@@ -26,18 +26,27 @@ from bigkern.io import (
     validate_scenes,
     write_scenes,
 )
-from bigkern.kernels import gaussian_kernel
+from bigkern.kernels import CompactSupport, Gaussian, gaussian_kernel
 from bigkern.models import BinnedKernelRidge, BinnedSVC, KernelExpansion, KernelRidgeClassifier
 from bigkern.predict import predict_scenes, write_predictions
 from bigkern.reduce import (
     DECILES,
+    alignment_sparsity,
     bin_statistics,
+    gram_report,
     percentile_bins,
     quantile_edges,
     quantile_summary,
+    sparse_gram,
 )
 from bigkern.sampling import random_split, sample_rows
-from bigkern.tuning import grid_search_bins, holdout_accuracy, holdout_grid_search
+from bigkern.tuning import (
+    choose_support_radius,
+    distance_quantile,
+    grid_search_bins,
+    holdout_accuracy,
+    holdout_grid_search,
+)
 
 __version__ = "0.1.0"
 
@@ -47,7 +56,9 @@ __all__ = [
     "BigkernWarning",
     "BinnedKernelRidge",
     "BinnedSVC",
+    "CompactSupport",
     "DataQualityError",
+    "Gaussian",
     "IllConditionedWarning",
     "KernelExpansion",
     "KernelRidgeClassifier",
@@ -55,10 +66,14 @@ __all__ = [
     "Samples",
     "StoreError",
     "__version__",
+    "alignment_sparsity",
     "bin_statistics",
+    "choose_support_radius",
     "config",
     "connect",
+    "distance_quantile",
     "gaussian_kernel",
+    "gram_report",
     "grid_search_bins",
     "holdout_accuracy",
     "holdout_grid_search",
@@ -73,6 +88,7 @@ __all__ = [
     "read_misr_text",
     "sample_rows",
     "save_model",
+    "sparse_gram",
     "stack_samples",
     "validate_scenes",
     "with_features",
