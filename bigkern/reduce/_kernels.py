@@ -134,6 +134,18 @@ def select_digits(
 
 
 @numba.njit(**_JIT)
+def _certain_bin(bits, i, sign, shift, tables, n_cells) -> np.int64:
+    """Bin of row i from its key groups alone, or -1 when a value's group holds an edge."""
+    b = np.int64(0)
+    for f in range(bits.shape[1]):
+        cell = tables[f, np.intp(_key(bits[i, f], sign) >> shift)]
+        if cell == 65535:
+            return np.int64(-1)
+        b = b * n_cells[f] + np.int64(cell)
+    return b
+
+
+@numba.njit(**_JIT)
 def certain_bin_ids(
     bits: np.ndarray, valid: np.ndarray, width: int, group_bits: int, tables: np.ndarray,
     n_cells: np.ndarray,
@@ -145,7 +157,7 @@ def certain_bin_ids(
     order statistic still being selected). Rows with a value in such a group
     are *kept* (``ids = -1``, ``kept = True``) until the edges are exact.
     """
-    n, d = bits.shape
+    n = bits.shape[0]
     utype = bits.dtype.type
     sign = utype(1) << utype(width - 1)
     shift = utype(width - group_bits)
@@ -154,13 +166,7 @@ def certain_bin_ids(
     for i in range(n):
         if not valid[i]:
             continue
-        b = 0
-        for f in range(d):
-            cell = tables[f, np.intp(_key(bits[i, f], sign) >> shift)]
-            if cell == 65535:
-                b = -1
-                break
-            b = b * n_cells[f] + np.int64(cell)
+        b = _certain_bin(bits, i, sign, shift, tables, n_cells)
         if b < 0:
             kept[i] = True
         else:
@@ -190,13 +196,7 @@ def certain_bin_sums(
     for i in range(n):
         if not valid[i]:
             continue
-        b = 0
-        for f in range(d):
-            cell = tables[f, np.intp(_key(bits[i, f], sign) >> shift)]
-            if cell == 65535:
-                b = -1
-                break
-            b = b * n_cells[f] + np.int64(cell)
+        b = _certain_bin(bits, i, sign, shift, tables, n_cells)
         if b < 0:
             kept[i] = True
             continue
