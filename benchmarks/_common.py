@@ -251,6 +251,22 @@ class Bench:
         self.sampler.close()
 
 
+@contextlib.contextmanager
+def benched_cluster() -> Iterator[tuple[Any, Bench]]:
+    """The benchmarks' cluster (:func:`cluster`) and a :class:`Bench` on it.
+
+    Prints the idle memory of the cluster; the sampler stops when the block ends.
+    """
+    with cluster() as client:
+        bench = Bench(client)
+        print(f"# cluster: 2 worker processes x 1 thread; idle RSS (client + workers) "
+              f"{bench.idle_rss / GB:.2f} GB")
+        try:
+            yield client, bench
+        finally:
+            bench.close()
+
+
 def repeat(bench: Bench, name: str, fn: Any, n: int, **kwargs: Any) -> Any:
     """Run ``fn()`` ``n`` times as stage ``name``; return the last result."""
     out = None

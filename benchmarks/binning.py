@@ -102,10 +102,7 @@ def main() -> None:
 
     args.workdir.mkdir(parents=True, exist_ok=True)
     store = args.workdir / f"samples-{n}x3.zarr"
-    with C.cluster() as client:
-        bench = C.Bench(client)
-        print(f"# cluster: 2 worker processes x 1 thread; idle RSS (client + workers) "
-              f"{bench.idle_rss / C.GB:.2f} GB")
+    with C.benched_cluster() as (client, bench):
 
         with bench.stage("store generation", items=n) as st:
             st.note = "written" if make_store(store, n, chunk) else "reused"
@@ -168,7 +165,6 @@ def main() -> None:
                              items=n_sub) as st:
                 km = MiniBatchKMeans(n_clusters=n_bins, random_state=0).fit(Z)
             st.note = f"{km.n_iter_} epochs, {km.n_steps_} steps"
-        bench.close()
 
     # ---------------------------------------------------------------------------
     exact = summary["edges"].values  # (feature, quantile)

@@ -71,10 +71,7 @@ def main() -> None:
     args.workdir.mkdir(parents=True, exist_ok=True)
     store = args.workdir / f"orbit-{n_scenes}x{shape[0]}x{shape[1]}.zarr"
     out_path = args.workdir / f"orbit-masks-{n_scenes}x{shape[0]}x{shape[1]}.zarr"
-    with C.cluster() as client:
-        bench = C.Bench(client)
-        print(f"# cluster: 2 worker processes x 1 thread; idle RSS (client + workers) "
-              f"{bench.idle_rss / C.GB:.2f} GB")
+    with C.benched_cluster() as (client, bench):
         with bench.stage("0. store generation: make_scenes + write_scenes", items=n_pix) as st:
             st.note = "written" if make_store(store, n_scenes, shape) else "reused"
         print(f"# store {store}: {C.dir_size(store) / C.GB:.2f} GB on disk, {st.note}")
@@ -121,7 +118,6 @@ def main() -> None:
         hit, predicted, hit_l, n_l = dask.compute(
             (pred == truth).sum(), (pred != 0).sum(),
             ((pred == lab) & (lab != 0)).sum(), (lab != 0).sum())
-        bench.close()
 
     # ---------------------------------------------------------------------------
     stages = [bench.best(n) for n in pipeline]

@@ -99,10 +99,7 @@ def main() -> None:
     store = args.workdir / f"scenes-{tag}.zarr"
     store1 = args.workdir / f"scenes-{tag}-1scene.zarr"
     out_path = args.workdir / f"pred-{tag}.zarr"
-    with C.cluster() as client:
-        bench = C.Bench(client)
-        print(f"# cluster: 2 worker processes x 1 thread; idle RSS (client + workers) "
-              f"{bench.idle_rss / C.GB:.2f} GB")
+    with C.benched_cluster() as (client, bench):
         with bench.stage("store generation (make_scenes + write_scenes)", items=n_pix) as st:
             st.note = "written" if make_store(store, n_scenes, shape) else "reused"
         with bench.stage("rechunked copy, 1 scene per chunk", items=n_pix) as st1:
@@ -196,7 +193,6 @@ def main() -> None:
             with bench.stage(sk_par_name, items=n_pix):
                 sk_par = cube.map_blocks(sk_block, drop_axis=3, dtype=np.int8).compute()
             agree_par = float(np.mean(sk_par == bk_mask))
-        bench.close()
 
     # ---------------------------------------------------------------------------
     names = [s.name for s in bench.stages if s.name.startswith("bigkern")]

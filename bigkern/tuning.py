@@ -198,7 +198,8 @@ def distance_quantile(
     numpy.ndarray
         One distance per probability in ``q`` (a 0-d array for a scalar ``q``).
     """
-    from bigkern.kernels import pairwise_distances
+    from bigkern.kernels import pairwise_distances, row_blocks
+    from bigkern.reduce._tree import require_finite_rows
     from bigkern.sampling import sample_rows
 
     probs = np.asarray(q, dtype=np.float64)
@@ -207,13 +208,7 @@ def distance_quantile(
     n = int(X.shape[0])
     if n > n_rows or not isinstance(X, np.ndarray):
         X, _, _ = sample_rows(X, n=min(n, n_rows), seed=seed)
-    X = np.asarray(X, dtype=np.float64)
-    if not np.isfinite(X).all():
-        raise ValueError("X has non-finite features: drop or impute them first")
+    X = require_finite_rows(X, "X", "a distance quantile")
     distances = np.concatenate([pairwise_distances(X[sl], X).ravel()
-                                for sl in _row_slices(len(X), 512)])
+                                for sl in row_blocks(len(X), 512)])
     return np.quantile(distances, probs)
-
-
-def _row_slices(n: int, step: int) -> list[slice]:
-    return [slice(i, min(n, i + step)) for i in range(0, n, step)]

@@ -155,6 +155,15 @@ def test_bad_input_is_named():
         sparse_gram(X, CompactSupport(Gaussian(1.0), 0.5))
     with pytest.raises(DataQualityError, match="row 4"):
         alignment_sparsity(X, Gaussian(1.0), [0.5])
+    Z = np.random.default_rng(1).random((20, 2))
+    Z[13, 0] = np.inf  # a non-finite column row on the dask path is named by its global row
+    with pytest.raises(DataQualityError, match="row 13"):
+        sparse_gram(da.from_array(np.nan_to_num(X), chunks=(6, 2)),
+                    CompactSupport(Gaussian(1.0), 0.5), da.from_array(Z, chunks=(5, 2)))
+    with pytest.raises(DataQualityError, match="row 4"):
+        alignment_sparsity(da.from_array(X, chunks=(6, 2)), Gaussian(1.0), [0.5])
+    with pytest.raises(DataQualityError, match="row 13"):
+        distance_quantile(Z, 0.5)
     with pytest.raises(ValueError, match="support radii"):
         alignment_sparsity(np.ones((3, 2)), Gaussian(1.0), [0.0])
 

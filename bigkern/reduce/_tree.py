@@ -116,6 +116,28 @@ def valid_rows(
     return valid, counts
 
 
+def require_finite_rows(X: Any, what: str, needed_for: str, offset: int = 0) -> np.ndarray:
+    """``X`` as a 2-D float64 array; a row with a non-finite feature raises, naming it.
+
+    For methods that cannot leave rows out (a Gram matrix has one row per sample).
+    ``offset`` is the global number of ``X``'s first row (for a chunk).
+    """
+    from bigkern.errors import DataQualityError
+
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"{what} must be 2-D (sample, feature); got shape {X.shape}")
+    bad = ~np.isfinite(X).all(axis=1)
+    if bad.any():
+        rows = np.flatnonzero(bad)
+        raise DataQualityError(
+            f"{what} has {len(rows)} row(s) with a non-finite feature (first: row "
+            f"{offset + int(rows[0])}); "
+            f"{needed_for} needs finite features: drop or impute them first"
+        )
+    return X
+
+
 def as_float_block(Xb: np.ndarray) -> np.ndarray:
     """A C-contiguous float32/float64 copy-if-needed of a chunk."""
     X = np.asarray(Xb)

@@ -16,6 +16,7 @@ workers; other chunkings change them by float rounding only.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,24 +26,23 @@ import numpy as np
 import xarray as xr
 
 from bigkern.cluster import compute
-from bigkern.errors import DataQualityError
 from bigkern.kernels import CompactSupport, pairwise_distances, row_blocks
-from bigkern.reduce._tree import as_row_chunked, tree_reduce
+from bigkern.reduce._tree import as_row_chunked, require_finite_rows, tree_reduce
 
 __all__ = ["alignment_sparsity"]
 
 
 def _block_sums(
-    rows: np.ndarray, X: np.ndarray, *, kernel: Any, Cs: np.ndarray, nu: int,
+    X: np.ndarray, start: int, stop: int, *, kernel: Any, Cs: np.ndarray, nu: int,
     block_rows: int,
 ) -> dict[str, np.ndarray]:
-    rows = np.asarray(rows, dtype=np.float64)
+    """The sums of rows ``start:stop`` of ``X`` paired with all rows of ``X``."""
     k2 = 0.0
     cross = np.zeros(len(Cs))
     tapered = np.zeros(len(Cs))
     zeros = np.zeros(len(Cs), dtype=np.int64)
-    for sl in row_blocks(len(rows), block_rows):
-        r = pairwise_distances(rows[sl], X)
+    for sl in row_blocks(stop - start, block_rows):
+        r = pairwise_distances(X[start + sl.start:start + sl.stop], X)
         K2 = kernel.radial(r)
         K2 *= K2
         k2 += float(K2.sum())
@@ -100,16 +100,19 @@ def alignment_sparsity(
     d = int(X.shape[1])
     nu = CompactSupport(kernel, float(Cs[0]), nu).nu_for(d)
     if lazy:
-        full = Xd.rechunk({0: -1}).to_delayed().ravel()[0]  # all of X, once per worker
-        check = dask.delayed(_finite_rows, pure=True)(full)
+        # all of X in one node, read once and sent once per worker; each task takes the
+        # rows of one chunk from it
+        full = Xd.rechunk({0: -1}).to_delayed().ravel()[0]
+        checked = dask.delayed(require_finite_rows, pure=True)(full, "X", "alignment")
+        bounds = np.cumsum((0, *Xd.chunks[0]))
         parts = [dask.delayed(_block_sums, pure=True)(
-            b, check, kernel=kernel, Cs=Cs, nu=nu, block_rows=block_rows)
-            for b in Xd.to_delayed().ravel()]
+            checked, int(a), int(b), kernel=kernel, Cs=Cs, nu=nu, block_rows=block_rows)
+            for a, b in itertools.pairwise(bounds)]
         (sums,) = compute(tree_reduce(parts, _add, name="alignment-combine"),
                           label="alignment and sparsity")
     else:
-        Xm = _finite_rows(np.asarray(X, dtype=np.float64))
-        sums = _block_sums(Xm, Xm, kernel=kernel, Cs=Cs, nu=nu, block_rows=block_rows)
+        Xm = require_finite_rows(X, "X", "alignment")
+        sums = _block_sums(Xm, 0, len(Xm), kernel=kernel, Cs=Cs, nu=nu, block_rows=block_rows)
     n = int(X.shape[0])
     denom = np.sqrt(sums["k2"][0] * sums["tapered"])
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -124,16 +127,3 @@ def alignment_sparsity(
         coords={"C": Cs},
         attrs={"n": n, "nu": nu, "kernel": repr(kernel)},
     )
-
-
-def _finite_rows(X: np.ndarray) -> np.ndarray:
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-D (sample, feature); got shape {X.shape}")
-    bad = ~np.isfinite(X).all(axis=1)
-    if bad.any():
-        raise DataQualityError(
-            f"X has {int(bad.sum())} row(s) with a non-finite feature (first: row "
-            f"{int(np.flatnonzero(bad)[0])}); alignment needs finite features"
-        )
-    return X

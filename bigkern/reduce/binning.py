@@ -101,28 +101,44 @@ def _typed_classes(
     return typed
 
 
+def use_dense_sums(n_possible: int, n_rows: int) -> bool:
+    """Whether per-bin sums go to dense accumulators (no larger than the chunk) or sparse."""
+    return n_possible <= max(1 << 16, n_rows)
+
+
+def dense_partial(
+    count: np.ndarray, sums: np.ndarray, positive: np.ndarray, counts: dict[str, int],
+    with_labels: bool,
+) -> dict[str, Any]:
+    """A chunk's partial bins from dense accumulators (empty bins dropped)."""
+    uniq = np.flatnonzero(count)
+    return _partial(counts, uniq, count[uniq], sums[uniq], positive[uniq], with_labels)
+
+
+def _partial(counts: dict[str, int], uniq: np.ndarray, count: np.ndarray, sums: np.ndarray,
+             positive: np.ndarray, with_labels: bool) -> dict[str, Any]:
+    return {
+        "counts": counts,
+        "bin": uniq.astype(np.int64),
+        "n": count,
+        "sum": sums,
+        "positive": positive if with_labels else None,
+    }
+
+
 def accumulate_bins(
     X: np.ndarray, ids: np.ndarray, is_positive: np.ndarray, scales: np.ndarray,
     n_possible: int, counts: dict[str, int], with_labels: bool,
 ) -> dict[str, Any]:
     """Per-bin count, fixed-point sums and positives of the rows with ``ids >= 0``."""
     scales = np.asarray(scales, dtype=np.int64)
-    if n_possible <= max(1 << 16, len(X)):
-        # few possible bins: dense accumulators no larger than the chunk
+    if use_dense_sums(n_possible, len(X)):
         count, sums, pos = bin_sums_dense(X, ids, is_positive, scales, n_possible)
-        uniq = np.flatnonzero(count)
-        count, sums, pos = count[uniq], sums[uniq], pos[uniq]
-    else:
-        order = np.flatnonzero(ids >= 0)
-        order = order[np.argsort(ids[order], kind="stable")]
-        uniq, count, sums, pos = bin_sums_sparse(X, ids, is_positive, scales, order)
-    return {
-        "counts": counts,
-        "bin": uniq.astype(np.int64),
-        "n": count,
-        "sum": sums,
-        "positive": pos if with_labels else None,
-    }
+        return dense_partial(count, sums, pos, counts, with_labels)
+    order = np.flatnonzero(ids >= 0)
+    order = order[np.argsort(ids[order], kind="stable")]
+    uniq, count, sums, pos = bin_sums_sparse(X, ids, is_positive, scales, order)
+    return _partial(counts, uniq, count, sums, pos, with_labels)
 
 
 def padded_edges(edges: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

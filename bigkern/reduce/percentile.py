@@ -39,10 +39,12 @@ from bigkern.reduce.binning import (
     bin_statistics,
     bins_dataset,
     combine_bins,
+    dense_partial,
     fixed_point_scales,
     padded_edges,
     positive_flags,
     robust_scaler,
+    use_dense_sums,
 )
 from bigkern.reduce.quantiles import (
     DECILES,
@@ -104,14 +106,12 @@ def _bin_or_keep_chunk(
     is_positive = positive_flags(yb, valid, positive, classes)
     with_labels = positive is not None
     n_possible = int(np.prod(n_cells, dtype=object))
-    if n_possible <= max(1 << 16, len(X)):
+    if use_dense_sums(n_possible, len(X)):
         factors = np.ldexp(1.0, np.asarray(scales, dtype=np.int64))
         count, sums, pos, kept = certain_bin_sums(
             X, X.view(ukind), valid, is_positive, width, GROUP_BITS, tables, n_cells, factors,
             n_possible)
-        uniq = np.flatnonzero(count)
-        bins = {"counts": counts, "bin": uniq.astype(np.int64), "n": count[uniq],
-                "sum": sums[uniq], "positive": pos[uniq] if with_labels else None}
+        bins = dense_partial(count, sums, pos, counts, with_labels)
     else:
         ids, kept = certain_bin_ids(X.view(ukind), valid, width, GROUP_BITS, tables, n_cells)
         bins = accumulate_bins(X, ids, is_positive, scales, n_possible, counts, with_labels)
@@ -223,7 +223,8 @@ def percentile_bins(
     kept_bound = sum(int(hist[f, keep_groups[f]].sum()) for f in range(d)) / n_valid
     if fused is None:
         fused = kept_bound <= float(config.get("max_deferred_fraction"))
-    scales = fixed_point_scales(_absmax_bound(hist, X.dtype))
+    absmax = _absmax_bound(hist, X.dtype)
+    scales = fixed_point_scales(absmax)
     if len(q) >= KEEP:
         raise ValueError(f"at most {KEEP - 1} quantiles per feature; got {len(q)}")
 
@@ -259,7 +260,7 @@ def percentile_bins(
         summary = summary_dataset(first, plan, values, names)
         bins = bin_statistics(X, y if positive is not None else None,
                               summary.sel(quantile=q), mask=mask, classes=classes,
-                              value_range=_absmax_bound(hist, X.dtype), features=names)
+                              value_range=absmax, features=names)
         bins.attrs["n_kept"] = 0
         passes = selection.passes + 1
         plan_name = "three-pass"

@@ -287,21 +287,19 @@ class RadixSelection:
         self.targets = [_Target(f, r) for f, r in self.wanted]
         self.passes = 1  # the histogram pass
         cums = {f: np.cumsum(hist[f]) for f in {t.feature for t in self.targets}}
-        for t in self.targets:  # the first descent, with one cumsum per feature
-            cum = cums[t.feature]
-            i = int(np.searchsorted(cum, t.rank, side="right"))
-            t.rank -= int(cum[i - 1]) if i else 0
-            t.prefix = t.top_group = i
-            t.nbits = GROUP_BITS
-            t.group_size = int(hist[t.feature, i])
-            if t.nbits == self.width:
-                t.value_key = t.prefix
+        for t in self.targets:  # the first descent: the digits are the group numbers
+            self._descend(t, None, hist[t.feature], GROUP_BITS, cum=cums[t.feature])
+            t.top_group = t.prefix
 
-    def _descend(self, t: _Target, digits: np.ndarray, counts: np.ndarray, step: int) -> None:
-        cum = np.cumsum(counts)
+    def _descend(
+        self, t: _Target, digits: np.ndarray | None, counts: np.ndarray, step: int,
+        cum: np.ndarray | None = None,
+    ) -> None:
+        """Move ``t`` into the group of ``counts`` holding its rank (``digits=None``: 0, 1, …)."""
+        cum = np.cumsum(counts) if cum is None else cum
         i = int(np.searchsorted(cum, t.rank, side="right"))
         t.rank -= int(cum[i - 1]) if i else 0
-        t.prefix = (t.prefix << step) | int(digits[i])
+        t.prefix = (t.prefix << step) | (i if digits is None else int(digits[i]))
         t.nbits += step
         t.group_size = int(counts[i])
         if t.nbits == self.width:

@@ -22,9 +22,8 @@ import scipy.sparse as sp
 from scipy.spatial import cKDTree
 
 from bigkern.cluster import compute
-from bigkern.errors import DataQualityError
 from bigkern.kernels import CompactSupport
-from bigkern.reduce._tree import as_row_chunked
+from bigkern.reduce._tree import as_row_chunked, require_finite_rows
 
 __all__ = ["GramReport", "gram_report", "sparse_gram"]
 
@@ -57,16 +56,6 @@ def gram_report(K: sp.spmatrix) -> GramReport:
     )
 
 
-def _check_finite(X: np.ndarray, what: str) -> None:
-    bad = ~np.isfinite(X).all(axis=1)
-    if bad.any():
-        rows = np.flatnonzero(bad)
-        raise DataQualityError(
-            f"{what} has {len(rows)} row(s) with a non-finite feature (first: row {rows[0]}); "
-            "a Gram matrix needs finite features: drop or impute them first"
-        )
-
-
 def _pairs(A: np.ndarray, B: np.ndarray, kernel: CompactSupport, d: int) -> tuple[np.ndarray, ...]:
     """(i, j, k_C) of the pairs of rows of ``A`` and ``B`` closer than ``C``."""
     if not len(A) or not len(B):
@@ -84,16 +73,19 @@ def _pairs(A: np.ndarray, B: np.ndarray, kernel: CompactSupport, d: int) -> tupl
 
 def _block_pair(A: np.ndarray, B: np.ndarray, *, kernel: CompactSupport, d: int,
                 offsets: tuple[int, int]) -> tuple[np.ndarray, ...]:
+    """Global (i, j, k_C) of two blocks of rows, already checked finite."""
     A = np.asarray(A, dtype=np.float64)
     B = np.asarray(B, dtype=np.float64)
-    _check_finite(A, f"the chunk at row {offsets[0]}")
     i, j, v = _pairs(A, B, kernel, d)
     keep = v != 0  # underflowed kernel values are zeros too
     return i[keep] + offsets[0], j[keep] + offsets[1], v[keep]
 
 
-def _boxes(block: np.ndarray) -> np.ndarray:
-    block = np.asarray(block, dtype=np.float64)
+def _boxes(block: np.ndarray, block_info: dict | None = None) -> np.ndarray:
+    """Bounding box of a chunk's rows; checks them finite (every chunk passes here once)."""
+    start = block_info[0]["array-location"][0][0] if block_info else 0
+    block = require_finite_rows(block, f"the chunk starting at row {start}", "a Gram matrix",
+                                offset=start)
     if not len(block):
         return np.full((1, 2, block.shape[1]), np.nan)
     return np.stack([block.min(axis=0), block.max(axis=0)])[None]
@@ -135,9 +127,9 @@ def sparse_gram(X: Any, kernel: CompactSupport, Z: Any = None) -> sp.csr_matrix:
     if X.ndim != 2 or Zm.ndim != 2 or X.shape[1] != Zm.shape[1]:
         raise ValueError(f"X and Z must be 2-D with the same number of features; got "
                          f"{X.shape} and {Zm.shape}")
-    _check_finite(X, "X")
+    require_finite_rows(X, "X", "a Gram matrix")
     if not symmetric:
-        _check_finite(Zm, "Z")
+        require_finite_rows(Zm, "Z", "a Gram matrix")
     d = X.shape[1]
     kernel.nu_for(d)  # warn once, here, for a small nu
     i, j, v = _block_pair(X, Zm, kernel=kernel, d=d, offsets=(0, 0))
