@@ -1,4 +1,4 @@
-"""Seeded synthetic MISR-like scenes, and where the real data live.
+"""Seeded synthetic MISR-like scenes.
 
 :func:`make_scenes` builds a lazy, dask-backed scene dataset that looks like the
 expert-labelled MISR arctic scenes of Shi, Yu, Clothiaux & Braverman: a snow and
@@ -17,8 +17,6 @@ right on roughly 80-90% of the labelled pixels, not all of them.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 import dask
@@ -29,12 +27,7 @@ from scipy.ndimage import gaussian_filter, uniform_filter
 
 from bigkern.io.misr_text import VARIABLE_ATTRS
 
-__all__ = [
-    "FEATURES",
-    "RADIANCES",
-    "make_scenes",
-    "shared_data_dir",
-]
+__all__ = ["FEATURES", "RADIANCES", "make_scenes"]
 
 FEATURES: tuple[str, ...] = ("NDAI", "SD", "CORR")
 """The engineered MISR features of Shi et al., in their usual order."""
@@ -331,28 +324,3 @@ def make_scenes(
     if chunks is not None:
         ds = ds.chunk(chunks)
     return ds
-
-
-def shared_data_dir() -> Path | None:
-    """Return the folder of the real data sets (``shared/data``), or None if absent.
-
-    The folder is looked for, in order, in the environment variable
-    ``BIGKERN_SHARED_DATA``, in ``../shared/data`` next to the repository that holds
-    the ``bigkern`` package, and in ``../shared/data`` relative to the current
-    directory.
-
-    Returns
-    -------
-    pathlib.Path or None
-        The first of those folders that exists, or None when none does (a fresh
-        install has no real data; tests that need them skip).
-    """
-    env = os.environ.get("BIGKERN_SHARED_DATA")
-    if env:
-        path = Path(env).expanduser()
-        return path if path.is_dir() else None
-    repo_root = Path(__file__).resolve().parent.parent
-    for candidate in (repo_root.parent / "shared" / "data", Path.cwd().parent / "shared" / "data"):
-        if candidate.is_dir():
-            return candidate
-    return None
