@@ -1,0 +1,443 @@
+"""Reduced-kernel normal equations in one distributed pass.
+
+For a reduced set of centers Ã (m̃ rows, e.g. a uniform random sample of the
+data, as in Lee & Huang's reduced SVM) the rectangular kernel matrix
+``G = K(A, Ã)`` has one row per sample: n × m̃, far too large to store when n
+is 10^7 or more. Least-squares methods on this basis (OHTED, reduced kernel
+ridge) need only::
+
+    GᵀG (m̃ × m̃),  Gᵀy,  Gᵀ1,  yᵀy,  Σy,  n
+
+so every row chunk of the data is turned into kernel blocks ``G_b = k(X_b, Ã)``
+of ``bigkern.kernel_block_rows`` rows, each block is folded into these sums
+and dropped, and the chunks' float64 partial sums are tree-reduced. The block
+is appended with a column of ones and a column of ``y``, so that one BLAS
+``syrk`` of ``[G_b | 1 | y_b]`` gives all six pieces at once (the same
+products, rounded once, in float64).
+
+Kernel blocks are evaluated in the data's precision (float32 data → float32
+exponentials, the cost that dominates after the product) and cast to float64
+before the product, so ``GᵀG`` and ``Gᵀy`` are exact float64 sums of the
+products of one and the same (float32-rounded) basis matrix.
+
+:func:`reduced_residual_sums` is the second pass of a fit: the residual sum of
+squares of a fitted expansion on the data, for checking a noise variance
+computed from the pieces (``yᵀy − 2wᵀGᵀy + wᵀGᵀGw`` loses digits to
+cancellation when the fit is good).
+
+:func:`kernel_blocks` is the per-chunk building block, reusable by other
+reductions on the same rectangular basis (e.g. the reduced SVM's gradients).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+import scipy.linalg.blas as blas
+import xarray as xr
+
+from bigkern import config
+from bigkern.cluster import compute
+from bigkern.errors import DataQualityError
+from bigkern.kernels import omega_to_gamma, row_blocks
+from bigkern.reduce._tree import add_counts, as_float_block, as_row_chunked, tree_reduce, valid_rows
+
+__all__ = [
+    "ReducedBasis",
+    "kernel_blocks",
+    "reduced_normal_equations",
+    "reduced_residual_sums",
+]
+
+
+@dataclass(frozen=True, eq=False)
+class ReducedBasis:
+    """Gaussian basis functions ``g_j(x) = exp(-‖(x − offset)/scale − c_j‖² / (2 ω²))``.
+
+    Parameters
+    ----------
+    centers : ndarray, shape (m, d)
+        The reduced set Ã, in the standardized space.
+    omega : float
+        Kernel width ω (> 0), the convention of :mod:`bigkern.kernels`.
+    offset, scale : ndarray, shape (d,)
+        Standardization applied to the data before the kernel (zeros / ones for none).
+    """
+
+    centers: np.ndarray
+    omega: float
+    offset: np.ndarray
+    scale: np.ndarray
+
+    @classmethod
+    def checked(cls, centers: Any, omega: float, d: int, offset: Any = None,
+                scale: Any = None) -> ReducedBasis:
+        """Validate the parts for data with ``d`` features; every error names the argument."""
+        C = np.asarray(centers, dtype=np.float64)
+        if C.ndim != 2 or C.shape[0] < 1:
+            raise ValueError(f"centers must be a non-empty 2-D array (basis, feature); got "
+                             f"shape {C.shape}")
+        if C.shape[1] != d:
+            raise ValueError(f"centers have {C.shape[1]} columns but X has {d} features")
+        bad = ~np.isfinite(C).all(axis=1)
+        if bad.any():
+            raise ValueError(f"centers have {int(bad.sum())} row(s) with a non-finite value "
+                             f"(first: center {int(np.flatnonzero(bad)[0])})")
+        if not (isinstance(omega, int | float | np.integer | np.floating)
+                and math.isfinite(omega)):
+            raise ValueError(f"the kernel width omega must be a positive finite number; "
+                             f"got {omega!r}")
+        omega_to_gamma(float(omega))  # raises for omega <= 0
+        vecs = []
+        for name, v, default in (("offset", offset, 0.0), ("scale", scale, 1.0)):
+            v = np.full(d, default) if v is None else np.asarray(v, dtype=np.float64)
+            if v.shape != (d,):
+                raise ValueError(f"{name} must have one entry per feature ({d}); got shape "
+                                 f"{v.shape}")
+            if not np.all(np.isfinite(v)) or (name == "scale" and np.any(v <= 0)):
+                what = "positive and finite" if name == "scale" else "finite"
+                raise ValueError(f"{name} must be {what}; got {v}")
+            vecs.append(v)
+        return cls(C, float(omega), vecs[0], vecs[1])
+
+    @property
+    def n_basis(self) -> int:
+        """Number of basis functions m̃."""
+        return int(self.centers.shape[0])
+
+
+def kernel_blocks(
+    X: np.ndarray,
+    basis: ReducedBasis,
+    *,
+    valid: np.ndarray | None = None,
+    block_rows: int | None = None,
+    dtype: Any = None,
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Kernel blocks ``G_b = K(X_b, Ã)`` of the usable rows of a chunk, one block at a time.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        A chunk of raw (unstandardized) samples.
+    basis : ReducedBasis
+        Centers, width and standardization.
+    valid : ndarray of bool, shape (n,), optional
+        Rows to use (default: rows whose features are all finite).
+    block_rows : int, optional
+        Rows per block (default ``bigkern.kernel_block_rows``).
+    dtype : dtype, optional
+        Precision of the exponentials: default float32 for float32 (or narrower) data,
+        else float64.
+
+    Yields
+    ------
+    rows : ndarray of int
+        Indices (into ``X``) of the block's rows.
+    G : ndarray, shape (len(rows), m)
+        The kernel block. It is a view of a work buffer that the next block
+        overwrites: fold it into sums before asking for the next one.
+
+    Notes
+    -----
+    The exponent ``2γ z·c − γ‖z‖² − γ‖c‖²`` (``γ = 1 / (2ω²)``) is clipped to
+    ``[log(tiny), 0]``, as in :func:`bigkern.kernels.kernel_expansion`: far
+    pairs give the smallest normal number instead of a subnormal.
+    """
+    X = np.asarray(X)
+    if dtype is None:
+        dtype = np.float32 if X.dtype.itemsize <= 4 and X.dtype.kind == "f" else np.float64
+    dtype = np.dtype(dtype)
+    n = X.shape[0]
+    if valid is None:
+        valid = np.isfinite(X).all(axis=1)
+    gamma = omega_to_gamma(basis.omega)
+    C = basis.centers
+    C2g = np.ascontiguousarray((2.0 * gamma * C).T, dtype=dtype)  # (d, m)
+    c2g = (gamma * np.einsum("ij,ij->i", C, C)).astype(dtype)  # (m,)
+    lowest = float(np.ceil(np.log(np.finfo(dtype).tiny)))
+    step = max(1, min(n, int(block_rows or config.get("kernel_block_rows"))))
+    work = np.empty((step, basis.n_basis), dtype=dtype)
+    for sl in row_blocks(n, step):
+        rows = sl.start + np.flatnonzero(valid[sl])
+        k = len(rows)
+        if k == 0:
+            continue
+        Z = (np.asarray(X[rows], dtype=np.float64) - basis.offset) / basis.scale
+        G = work[:k]
+        np.matmul(Z.astype(dtype), C2g, out=G)
+        G -= (gamma * np.einsum("ij,ij->i", Z, Z)).astype(dtype)[:, None]
+        G -= c2g[None, :]
+        np.clip(G, lowest, 0, out=G)
+        np.exp(G, out=G)
+        yield rows, G
+
+
+def _usable(Xb: np.ndarray, yb: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray,
+                                                                  np.ndarray, dict[str, int]]:
+    """The chunk as floats, y as float64, the usable rows and the counts (with first bad rows)."""
+    X = as_float_block(Xb)
+    valid, counts = valid_rows(X, None)
+    y = np.asarray(yb, dtype=np.float64).ravel()
+    bad_y = valid & ~np.isfinite(y)
+    counts["nonfinite_y"] = int(bad_y.sum())
+    counts["valid"] -= counts["nonfinite_y"]
+    valid &= ~bad_y
+    firsts = {"first_nonfinite": -1, "first_nonfinite_y": -1}
+    if counts["nonfinite"]:
+        some = ~valid & ~bad_y & np.isfinite(X).any(axis=1)
+        firsts["first_nonfinite"] = start + int(np.flatnonzero(some)[0])
+    if counts["nonfinite_y"]:
+        firsts["first_nonfinite_y"] = start + int(np.flatnonzero(bad_y)[0])
+    return X, y, valid, {**counts, **firsts}
+
+
+def _normal_chunk(Xb: np.ndarray, yb: np.ndarray, *, basis: ReducedBasis, start: int,
+                  block_rows: int | None) -> dict[str, Any]:
+    """Upper triangle of ``[G | 1 | y]ᵀ[G | 1 | y]`` over one chunk's usable rows (float64)."""
+    X, y, valid, counts = _usable(Xb, yb, start)
+    m = basis.n_basis
+    acc = np.zeros((m + 2, m + 2), order="F")
+    step = max(1, min(len(X), int(block_rows or config.get("kernel_block_rows"))))
+    work = np.empty((step, m + 2))  # one buffer for every block (see kernel_expansion)
+    for rows, G in kernel_blocks(X, basis, valid=valid, block_rows=step):
+        W = work[:len(rows)]
+        W[:, :m] = G
+        W[:, m] = 1.0
+        W[:, m + 1] = y[rows]
+        # W is C-contiguous, so W.T is Fortran-ordered (m + 2, k): no copy; acc += W.T W
+        blas.dsyrk(1.0, W.T, beta=1.0, c=acc, trans=0, lower=0, overwrite_c=1)
+    return {"acc": acc, "counts": counts}
+
+
+def _residual_chunk(Xb: np.ndarray, yb: np.ndarray, *, basis: ReducedBasis, start: int,
+                    coef: np.ndarray, intercept: float, block_rows: int | None
+                    ) -> dict[str, Any]:
+    """Σ r², Σ r of the residuals ``r = y − (G coef + intercept)`` over one chunk."""
+    X, y, valid, counts = _usable(Xb, yb, start)
+    rss = 0.0
+    rsum = 0.0
+    for rows, G in kernel_blocks(X, basis, valid=valid, block_rows=block_rows):
+        r = y[rows] - (G.astype(np.float64) @ coef + intercept)
+        rss += float(r @ r)
+        rsum += float(r.sum())
+    return {"acc": np.array([rss, rsum]), "counts": counts}
+
+
+def _first(values: Sequence[int]) -> int:
+    found = [v for v in values if v >= 0]
+    return min(found) if found else -1
+
+
+def _combine(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    acc = parts[0]["acc"].copy(order="K")
+    for p in parts[1:]:
+        acc += p["acc"]
+    firsts = ("first_nonfinite", "first_nonfinite_y")
+    counts = add_counts([{k: v for k, v in p["counts"].items() if k not in firsts}
+                         for p in parts])
+    for k in firsts:
+        counts[k] = _first([p["counts"][k] for p in parts])
+    return {"acc": acc, "counts": counts}
+
+
+def _as_arrays(X: Any, y: Any) -> tuple[Any, Any, list[str] | None]:
+    """Array data of ``X`` (sample, feature) and ``y``, and ``X``'s feature names if any."""
+    names = None
+    if isinstance(X, xr.DataArray):
+        if X.ndim != 2 or "feature" not in X.dims:
+            raise ValueError(f"a DataArray X must have dims (sample, feature); got {X.dims}")
+        X = X.transpose(..., "feature")
+        if "feature" in X.coords:
+            names = [str(f) for f in X["feature"].values]
+        X = X.data
+    if isinstance(y, xr.DataArray):
+        y = y.data
+    if y is None:
+        raise ValueError("y is required: one target per row of X")
+    if not isinstance(X, da.Array):
+        X = np.asarray(X)
+    if not isinstance(y, da.Array):
+        y = np.asarray(y)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D (sample, feature); got shape {X.shape}")
+    if y.ndim != 1 or y.shape[0] != X.shape[0]:
+        raise ValueError(f"y must be 1-D with one entry per row of X ({X.shape[0]}); got shape "
+                         f"{y.shape}")
+    return X, y, names
+
+
+def _run_pass(X: Any, y: Any, basis: ReducedBasis, func: Any, *, name: str, label: str,
+              split_every: int | None, **kwargs: Any) -> dict[str, Any]:
+    """One read of ``X`` and ``y``: ``func`` per row chunk, tree-reduced; checks the counts."""
+    Xd, yd, _ = as_row_chunked(X, y)
+    starts = np.concatenate(([0], np.cumsum(Xd.chunks[0])[:-1]))
+    fn = dask.delayed(func, pure=True, name=name)
+    partials = [fn(xb, yb, basis=basis, start=int(s), **kwargs)
+                for xb, yb, s in zip(Xd.to_delayed().ravel(), yd.to_delayed().ravel(), starts,
+                                     strict=True)]
+    (res,) = compute(tree_reduce(partials, _combine, split_every=split_every,
+                                 name=f"{name}-combine"), label=label)
+    _check_counts(res["counts"])
+    return res
+
+
+def _check_counts(c: dict[str, int]) -> None:
+    bad = c["nonfinite"] + c["nonfinite_y"]
+    present = bad + c["valid"]
+    limit = float(config.get("max_nonfinite_fraction"))
+    where = []
+    if c["nonfinite"]:
+        where.append(f"{c['nonfinite']} with a non-finite feature in X (first: row "
+                     f"{c['first_nonfinite']})")
+    if c["nonfinite_y"]:
+        where.append(f"{c['nonfinite_y']} with a non-finite y (first: row "
+                     f"{c['first_nonfinite_y']})")
+    if present and bad / present > limit:
+        raise DataQualityError(
+            f"{bad} of {present} present rows ({bad / present:.1%}) are unusable: "
+            f"{'; '.join(where)}; over the limit bigkern.max_nonfinite_fraction={limit:g}")
+    if c["valid"] == 0:
+        raise DataQualityError(
+            f"no usable rows: all {c['rows']} rows have no finite feature ({c['absent']}) or "
+            f"are unusable{': ' + '; '.join(where) if where else ''}")
+
+
+def _count_attrs(c: dict[str, int]) -> dict[str, int]:
+    return {f"n_{k}" if not k.startswith("first") else k: int(v) for k, v in c.items()
+            if k != "masked"}
+
+
+def reduced_normal_equations(
+    X: Any,
+    y: Any,
+    centers: Any,
+    omega: float,
+    *,
+    offset: Any = None,
+    scale: Any = None,
+    split_every: int | None = None,
+) -> xr.Dataset:
+    """The normal equations of least squares on a reduced Gaussian basis, in one read.
+
+    With ``G = K(A, Ã)`` (n × m̃; ``G_ij = exp(-‖(x_i − offset)/scale − c_j‖² / (2ω²))``)
+    this computes ``GᵀG``, ``Gᵀy``, ``Gᵀ1``, ``yᵀy``, ``Σy`` and ``n`` over the
+    usable rows without ever forming ``G``: per row chunk and per block of
+    ``bigkern.kernel_block_rows`` rows, the block is evaluated, folded into
+    float64 sums by one BLAS ``syrk`` and dropped; chunk sums are tree-reduced.
+
+    Parameters
+    ----------
+    X : array-like, dask array or DataArray, shape (n, d)
+        Samples (dims ``(sample, feature)`` for a DataArray).
+    y : array-like or dask array, shape (n,)
+        Targets.
+    centers : array-like, shape (m̃, d)
+        The reduced set Ã, in the space of ``(x − offset) / scale``.
+    omega : float
+        Gaussian kernel width ω > 0 (see :mod:`bigkern.kernels`).
+    offset, scale : array-like, shape (d,), optional
+        Standardization of ``X`` (default none).
+    split_every : int, optional
+        Fan-in of the tree reduction (default ``bigkern.split_every``).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``GtG (basis, basis_)``, ``Gty (basis)``, ``Gsum (basis)``, scalars
+        ``yty``, ``ysum`` (float64) and ``n`` (rows used); ``centers (basis, feature)``,
+        ``offset``, ``scale (feature)``. attrs: ``omega``, the row counts ``n_rows``,
+        ``n_valid``, ``n_absent`` (no finite feature), ``n_nonfinite`` (some feature
+        non-finite), ``n_nonfinite_y``, and ``first_nonfinite``, ``first_nonfinite_y``
+        (global row of the first such row, -1 if none).
+
+    Raises
+    ------
+    DataQualityError
+        When the share of present rows with a non-finite feature or target is over
+        ``bigkern.max_nonfinite_fraction``, or no row is usable.
+    ValueError
+        For mismatched shapes, non-finite centers, ω ≤ 0 or bad ``offset``/``scale``.
+    """
+    X, y, names = _as_arrays(X, y)
+    basis = ReducedBasis.checked(centers, omega, int(X.shape[1]), offset, scale)
+    m = basis.n_basis
+    res = _run_pass(X, y, basis, _normal_chunk, name="reduced-normal-equations",
+                    label=f"reduced normal equations ({m} centers)", split_every=split_every,
+                    block_rows=config.get("kernel_block_rows"))
+    acc = np.triu(res["acc"])
+    full = acc + np.triu(acc, 1).T
+    counts = res["counts"]
+    return xr.Dataset(
+        {
+            "GtG": (("basis", "basis_"), full[:m, :m]),
+            "Gty": ("basis", full[:m, m + 1]),
+            "Gsum": ("basis", full[:m, m]),
+            "yty": ((), full[m + 1, m + 1]),
+            "ysum": ((), full[m, m + 1]),
+            "n": ((), np.int64(counts["valid"])),
+            "centers": (("basis", "feature"), basis.centers),
+            "offset": ("feature", basis.offset),
+            "scale": ("feature", basis.scale),
+        },
+        coords={"basis": np.arange(m), "basis_": np.arange(m),
+                **({"feature": names} if names else {})},
+        attrs={"omega": basis.omega, "kernel": "gaussian", **_count_attrs(counts)},
+    )
+
+
+def reduced_residual_sums(
+    X: Any,
+    y: Any,
+    centers: Any,
+    omega: float,
+    coef: Any,
+    intercept: float = 0.0,
+    *,
+    offset: Any = None,
+    scale: Any = None,
+    split_every: int | None = None,
+) -> xr.Dataset:
+    """Residual sums of ``f(x) = Σ_j coef_j g_j(x) + intercept`` on the data, in one read.
+
+    The same rows are used as by :func:`reduced_normal_equations` (the same
+    arguments give the same usable rows and the same kernel blocks).
+
+    Parameters
+    ----------
+    X, y, centers, omega, offset, scale, split_every
+        As for :func:`reduced_normal_equations`.
+    coef : array-like, shape (m̃,)
+        Weights of the basis functions.
+    intercept : float
+        Constant term.
+
+    Returns
+    -------
+    xarray.Dataset
+        Scalars ``rss`` (Σ r²), ``residual_sum`` (Σ r) and ``n``, with
+        ``r = y − f(x)``; attrs as for :func:`reduced_normal_equations`.
+    """
+    X, y, _ = _as_arrays(X, y)
+    basis = ReducedBasis.checked(centers, omega, int(X.shape[1]), offset, scale)
+    coef = np.asarray(coef, dtype=np.float64)
+    if coef.shape != (basis.n_basis,):
+        raise ValueError(f"coef must have one entry per center ({basis.n_basis}); got shape "
+                         f"{coef.shape}")
+    if not np.all(np.isfinite(coef)) or not math.isfinite(float(intercept)):
+        raise ValueError("coef and intercept must be finite")
+    res = _run_pass(X, y, basis, _residual_chunk, name="reduced-residual-sums",
+                    label="residual sums", split_every=split_every, coef=coef,
+                    intercept=float(intercept), block_rows=config.get("kernel_block_rows"))
+    counts = res["counts"]
+    return xr.Dataset(
+        {"rss": ((), res["acc"][0]), "residual_sum": ((), res["acc"][1]),
+         "n": ((), np.int64(counts["valid"]))},
+        attrs={"omega": basis.omega, **_count_attrs(counts)},
+    )
