@@ -212,3 +212,85 @@ def distance_quantile(
     distances = np.concatenate([pairwise_distances(X[sl], X).ravel()
                                 for sl in row_blocks(len(X), 512)])
     return np.quantile(distances, probs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Mallows' Cp for linear smoothers (Shi & Yu §5.1)
+# ---------------------------------------------------------------------------------------------
+def mallows_cp(
+    residual_ss: np.typing.ArrayLike, trace_hat: np.typing.ArrayLike, n: int, sigma2: float
+) -> np.ndarray:
+    """Mallows' Cp of a linear smoother ``ŷ = S y``, on the risk scale.
+
+    Shi & Yu (§5.1) choose (ω, λ_B) at "the minimal point of Mallows' C_p"
+    (Mallows 1973) without writing it out; for a linear smoother this is::
+
+        Cp = ‖y − S y‖² / n + 2 σ² trace(S) / n,
+
+    an unbiased estimate of ``E‖S y − f‖²/n + σ²`` for any (also non-symmetric,
+    e.g. binned) ``S`` when ``σ²`` is the noise variance. Mallows' own form
+    ``RSS/σ² − n + 2 trace(S)`` is ``n/σ² · Cp − 2n`` here: the same minimiser.
+
+    Parameters
+    ----------
+    residual_ss : array_like
+        Residual sums of squares ``‖y − S y‖²`` (any shape, e.g. one per grid point).
+    trace_hat : array_like
+        ``trace(S)`` (degrees of freedom), broadcastable with ``residual_ss``.
+    n : int
+        Number of observations the residuals are summed over.
+    sigma2 : float
+        Noise variance σ²: the known one, or an estimate such as
+        :func:`difference_noise_variance`.
+
+    Returns
+    -------
+    numpy.ndarray
+        Cp values, broadcast shape of the inputs.
+    """
+    if int(n) != n or n < 1:
+        raise ValueError(f"n must be a positive integer; got {n!r}")
+    s2 = float(sigma2)
+    if not (np.isfinite(s2) and s2 >= 0):
+        raise ValueError(f"sigma2 must be finite and >= 0; got {sigma2!r}")
+    rss = np.asarray(residual_ss, dtype=np.float64)
+    df = np.asarray(trace_hat, dtype=np.float64)
+    return (rss + 2.0 * s2 * df) / int(n)
+
+
+def difference_noise_variance(x: np.typing.ArrayLike, y: np.typing.ArrayLike, *,
+                              period: float | None = 1.0) -> float:
+    """Noise variance from successive differences (Rice 1984): ``Σ (y_(i+1) − y_(i))² / (2 k)``.
+
+    The ``y`` are ordered by ``x``; with a ``period`` the last point is also
+    differenced with the first (``k = n`` differences), otherwise ``k = n − 1``.
+    Model-free and nearly unbiased for a smooth regression function.
+
+    Parameters
+    ----------
+    x, y : array_like, shape (n,)
+        Design points and responses (n ≥ 2).
+    period : float or None, default 1.0
+        Period of ``x`` (``None``: not periodic).
+    """
+    x = np.asarray(x, dtype=np.float64).reshape(-1)
+    y = np.asarray(y, dtype=np.float64).reshape(-1)
+    if len(x) != len(y) or len(y) < 2:
+        raise ValueError(f"x and y need the same length >= 2; got {len(x)} and {len(y)}")
+    ys = y[np.argsort(x, kind="stable")]
+    diffs = np.diff(ys)
+    if period is not None:
+        diffs = np.append(diffs, ys[0] - ys[-1])
+    return float(np.sum(diffs**2) / (2.0 * len(diffs)))
+
+
+def grid_argmin(scores: np.typing.ArrayLike) -> tuple[int, ...]:
+    """Index of the smallest score of a grid; ties go to the first in C order; NaN never wins."""
+    s = np.asarray(scores, dtype=np.float64)
+    if s.size == 0 or not np.isfinite(s).any():
+        raise ValueError("no finite score on the grid")
+    flat = np.where(np.isfinite(s), s, np.inf).ravel()
+    return tuple(int(i) for i in np.unravel_index(int(np.argmin(flat)), s.shape))
+
+
+__all__ += ["difference_noise_variance", "grid_argmin", "mallows_cp"]
