@@ -279,9 +279,12 @@ def _run_pass(X: Any, y: Any, basis: ReducedBasis, func: Any, *, name: str, labe
     Xd, yd, _ = as_row_chunked(X, y)
     starts = np.concatenate(([0], np.cumsum(Xd.chunks[0])[:-1]))
     fn = dask.delayed(func, pure=True, name=name)
+    # Unoptimized graphs: optimizing X's and y's graphs apart fuses a task that both
+    # share (e.g. a loader of a block of [X | y]) into each, and it would run twice.
+    x_blocks = Xd.to_delayed(optimize_graph=False).ravel()
+    y_blocks = yd.to_delayed(optimize_graph=False).ravel()
     partials = [fn(xb, yb, basis=basis, start=int(s), **kwargs)
-                for xb, yb, s in zip(Xd.to_delayed().ravel(), yd.to_delayed().ravel(), starts,
-                                     strict=True)]
+                for xb, yb, s in zip(x_blocks, y_blocks, starts, strict=True)]
     (res,) = compute(tree_reduce(partials, _combine, split_every=split_every,
                                  name=f"{name}-combine"), label=label)
     _check_counts(res["counts"])
