@@ -226,3 +226,59 @@ def test_each_pass_reads_the_data_once():
         reduced_residual_sums(Xd, yd, C, 0.8, np.ones(len(C)), offset=offset, scale=scale)
         assert dict(calls) == dict.fromkeys(range(len(bounds) - 1), 1)
     assert_pieces(ds, dense_G(X, C, 0.8, offset, scale), y)
+
+
+def svd_ohted(G, y, eta=1e-10):
+    """OHTED on an in-memory basis from the SVD of G (no normal equations), y centred.
+
+    ``G = U S Vᵀ``: the orthogonal components are ``a_j = s_j u_j``, ``γ_j = s_j²``,
+    ``v̂_j = u_jᵀ(y − ȳ) / s_j``; σ̂² by Hagiwara's (21) with the projection on the
+    stable set; thresholds ``σ̂² 2 log n / γ_j``; ``w̄ = V v̄``.
+    """
+    n = len(y)
+    yc = y - y.mean()
+    U, s, Vt = np.linalg.svd(G, full_matrices=False)
+    stable = s * s > eta
+    U, s, Vt = U[:, stable], s[stable], Vt[stable]
+    proj = U.T @ yc
+    sigma2 = (yc @ yc - proj @ proj) / (n - len(s))
+    v = proj / s
+    keep = v * v > sigma2 * 2 * np.log(n) / (s * s)
+    return {"weights": Vt[keep].T @ v[keep], "ls_weights": Vt.T @ v, "intercept": y.mean(),
+            "sigma2": sigma2, "kept": np.flatnonzero(keep), "n_stable": len(s)}
+
+
+def test_ohted_from_pieces_matches_in_memory_ohted():
+    oht = pytest.importorskip("bigkern.solvers.oht", reason="the OHT solver has not landed")
+    rng = np.random.default_rng(9)
+    n, m, omega = 10_000, 150, 0.6
+    X = rng.uniform(-2, 2, size=(n, 3)) * [1.0, 3.0, 0.5] + [0.0, 5.0, -1.0]
+    y = np.sin(2 * X[:, 0]) * np.cos(X[:, 1] / 3) + 0.8 * X[:, 2] ** 2 + 0.1 * rng.normal(size=n)
+    offset, scale = X.mean(axis=0), X.std(axis=0)
+    C = (X[rng.choice(n, m, replace=False)] - offset) / scale
+    Xd, yd = da.from_array(X, chunks=(1800, -1)), da.from_array(y, chunks=1800)
+    with dask.config.set(scheduler="threads"):
+        ds = reduced_normal_equations(Xd, yd, C, omega, offset=offset, scale=scale)
+    sol = oht.oht_from_normal_equations(ds["GtG"].values, ds["Gty"].values, float(ds["yty"]),
+                                        int(ds["n"]), method="ED", Gsum=ds["Gsum"].values,
+                                        ysum=float(ds["ysum"]))
+    G = dense_G(X, C, omega, offset, scale)
+    ref = svd_ohted(G, y)
+    assert sol.n_stable == ref["n_stable"] and 0 < len(ref["kept"]) < ref["n_stable"]
+    assert sorted(sol.kept) == list(ref["kept"])
+    np.testing.assert_allclose(sol.weights, ref["weights"], rtol=0,
+                               atol=1e-8 * np.abs(ref["weights"]).max())
+    np.testing.assert_allclose(sol.intercept, ref["intercept"], rtol=1e-12)
+    np.testing.assert_allclose(sol.sigma2, ref["sigma2"], rtol=1e-8)
+    fitted = G @ sol.weights + sol.intercept
+    np.testing.assert_allclose(fitted, G @ ref["weights"] + ref["intercept"], rtol=0,
+                               atol=1e-8 * np.abs(fitted).max())
+    # the in-memory OHTED of the solver module agrees too
+    mem = oht.oht_fit(G, y, method="ED")
+    np.testing.assert_allclose(sol.weights, mem.weights, rtol=0,
+                               atol=1e-8 * np.abs(mem.weights).max())
+    # σ̂² checked on the data: the second pass gives (n - l) σ̂² for the least-squares fit
+    with dask.config.set(scheduler="threads"):
+        res = reduced_residual_sums(Xd, yd, C, omega, ref["ls_weights"], ref["intercept"],
+                                    offset=offset, scale=scale)
+    np.testing.assert_allclose(float(res["rss"]) / (n - sol.n_stable), sol.sigma2, rtol=1e-8)
