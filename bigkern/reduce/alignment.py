@@ -6,6 +6,9 @@ For a radial kernel ``k`` and its compactly supported version
     A(C) = Σ Φ_C K² / sqrt(Σ K² · Σ Φ_C² K²)        (0/0 = 0)
     S(C) = #{(i, j): ‖x_i − x_j‖ ≥ C} / n²           (the zero entries of K_C)
 
+With ``sample=m`` the curves are estimated from a seeded row sample (m² pairs)
+with standard errors, for n where even the streamed n² sweep is too long.
+
 Every sum runs over all n² pairs, so each row block of ``X`` is paired with all
 of ``X`` and only three sums and a count per candidate ``C`` are kept: the
 n × n matrix is never stored, and a whole grid of ``C`` costs one sweep. For a
@@ -66,6 +69,9 @@ def alignment_sparsity(
     *,
     nu: int | None = None,
     block_rows: int = 512,
+    sample: int | None = None,
+    seed: int = 0,
+    groups: int = 8,
 ) -> xr.Dataset:
     """Exact alignment ``A(C)`` and sparsity ``S(C)`` curves over a grid of support radii.
 
@@ -82,12 +88,25 @@ def alignment_sparsity(
         Taper power; default the smallest integer ≥ (d + 1) / 2.
     block_rows : int
         Rows paired with all of ``X`` at once (memory: ``block_rows × n`` floats).
+    sample : int, optional
+        Estimate the curves from a uniform, chunking-independent sample of this
+        many rows (:func:`~bigkern.sampling.sample_rows`) when ``X`` has more:
+        ``sample²`` pairs instead of ``n²``. The sample is also split into
+        ``groups`` disjoint parts whose curves give the standard errors
+        ``alignment_se`` and ``sparsity_se`` (the spread of the part estimates
+        over √groups: for these pair averages the variance falls as 1/rows, so a
+        part of ``sample/groups`` rows varies ``groups`` times more than the whole).
+    seed : int
+        Seed of the sample.
+    groups : int
+        Parts of the sample for the standard errors (≥ 2).
 
     Returns
     -------
     xarray.Dataset
         ``alignment (C)``, ``sparsity (C)`` and ``nonzeros (C)`` (stored entries of
-        ``K_C``), attrs ``n``, ``nu``.
+        ``K_C``; estimated for all ``n`` rows when sampled), attrs ``n``, ``nu``,
+        ``rows_used``; with ``sample``: also ``alignment_se (C)``, ``sparsity_se (C)``.
     """
     if isinstance(kernel, CompactSupport):
         nu = kernel.nu if nu is None else nu
@@ -95,10 +114,14 @@ def alignment_sparsity(
     Cs = np.asarray(Cs, dtype=np.float64).ravel()
     if not len(Cs) or not np.all(np.isfinite(Cs) & (Cs > 0)):
         raise ValueError(f"the support radii C must be positive finite numbers; got {Cs}")
-    lazy = isinstance(X, da.Array)
-    Xd = as_row_chunked(X)[0] if lazy else None
+    n = int(X.shape[0])
     d = int(X.shape[1])
     nu = CompactSupport(kernel, float(Cs[0]), nu).nu_for(d)
+    if sample is not None and n > sample:
+        return _sampled_curves(X, kernel, Cs, nu=nu, block_rows=block_rows, sample=sample,
+                               seed=seed, groups=groups)
+    lazy = isinstance(X, da.Array)
+    Xd = as_row_chunked(X)[0] if lazy else None
     if lazy:
         # all of X in one node, read once and sent once per worker; each task takes the
         # rows of one chunk from it
@@ -113,7 +136,12 @@ def alignment_sparsity(
     else:
         Xm = require_finite_rows(X, "X", "alignment")
         sums = _block_sums(Xm, 0, len(Xm), kernel=kernel, Cs=Cs, nu=nu, block_rows=block_rows)
-    n = int(X.shape[0])
+    return _curves(sums, n, Cs, nu=nu, kernel=kernel)
+
+
+def _curves(sums: dict[str, np.ndarray], n: int, Cs: np.ndarray, *, nu: int,
+            kernel: Any) -> xr.Dataset:
+    """A(C), S(C) and the nonzeros of K_C from the pair sums of ``n`` rows."""
     denom = np.sqrt(sums["k2"][0] * sums["tapered"])
     with np.errstate(invalid="ignore", divide="ignore"):
         alignment = np.where(denom > 0, sums["cross"] / denom, 0.0)
@@ -125,5 +153,50 @@ def alignment_sparsity(
             "nonzeros": ("C", nonzeros),
         },
         coords={"C": Cs},
-        attrs={"n": n, "nu": nu, "kernel": repr(kernel)},
+        attrs={"n": n, "rows_used": n, "nu": nu, "kernel": repr(kernel)},
     )
+
+
+def _scaled_sums(sums: dict[str, np.ndarray], m: int, n: int,
+                 k0: float) -> dict[str, np.ndarray]:
+    """Sums over the n² pairs of all rows estimated from the m² pairs of a sample.
+
+    The diagonal (``r = 0``: ``Φ = 1``, ``K² = k(0)²``, never zero) is known
+    exactly and weighs ``1/n`` of the pairs, not the sample's ``1/m``; only the
+    off-diagonal mean is estimated.
+    """
+    off = m * (m - 1)
+    scaled = {}
+    for key in ("k2", "cross", "tapered"):
+        mean_off = (sums[key] - m * k0) / off
+        scaled[key] = n * k0 + n * (n - 1) * mean_off
+    scaled["zeros"] = np.rint(n * (n - 1) * (sums["zeros"] / off)).astype(np.int64)
+    return scaled
+
+
+def _sampled_curves(X: Any, kernel: Any, Cs: np.ndarray, *, nu: int, block_rows: int,
+                    sample: int, seed: int, groups: int) -> xr.Dataset:
+    """The curves of a row sample, their standard errors from disjoint parts of it."""
+    from bigkern.sampling import sample_rows
+
+    if int(groups) < 2 or sample < 2 * int(groups):
+        raise ValueError(f"groups must be >= 2 and sample >= 2 * groups; got groups={groups!r}, "
+                         f"sample={sample!r}")
+    n = int(X.shape[0])
+    Xs, _, _ = sample_rows(X, n=int(sample), seed=seed)  # rows in hash order: random
+    Xs = require_finite_rows(Xs, "X", "alignment")
+    k0 = float(kernel.radial(np.zeros(1))[0]) ** 2
+
+    def estimate(rows: np.ndarray) -> xr.Dataset:
+        sums = _block_sums(rows, 0, len(rows), kernel=kernel, Cs=Cs, nu=nu,
+                           block_rows=block_rows)
+        return _curves(_scaled_sums(sums, len(rows), n, k0), n, Cs, nu=nu, kernel=kernel)
+
+    whole = estimate(Xs)
+    parts = [estimate(part) for part in np.array_split(Xs, int(groups))]
+    spread = {k: np.std([p[k].values for p in parts], axis=0, ddof=1) / np.sqrt(len(parts))
+              for k in ("alignment", "sparsity")}
+    out = whole.assign(alignment_se=("C", spread["alignment"]),
+                       sparsity_se=("C", spread["sparsity"]))
+    out.attrs.update(n=n, rows_used=len(Xs), groups=int(groups), seed=seed)
+    return out
