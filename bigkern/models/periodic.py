@@ -52,13 +52,14 @@ def _check_x(X: Any, wrap: bool, where: str) -> np.ndarray:
     bad = np.flatnonzero(~np.isfinite(x))
     if bad.size:
         raise DataQualityError(f"X in {where} has {bad.size} non-finite value(s) (NaN or ±inf), "
-                               f"first at row {bad[0]}: {x[bad[0]]!r}")
+                               f"first at row {bad[0]}: {float(x[bad[0]])!r}")
     if wrap:
         return np.mod(x, 1.0)
     out = np.flatnonzero((x < 0) | (x >= 1))
     if out.size:
         raise ValueError(f"X in {where} must lie in [0, 1) (the circle of period 1); "
-                         f"{out.size} value(s) do not, first at row {out[0]}: {x[out[0]]!r}. "
+                         f"{out.size} value(s) do not, first at row {out[0]}: "
+                         f"{float(x[out[0]])!r}. "
                          "Rescale it, or pass wrap=True to take x mod 1")
     return x
 
@@ -178,7 +179,7 @@ class PeriodicKernelRidge(RegressorMixin, BaseEstimator):
         bad = np.flatnonzero(~np.isfinite(yv))
         if bad.size:
             raise DataQualityError(f"y has {bad.size} non-finite value(s) (NaN or ±inf), "
-                                   f"first at row {bad[0]}: {yv[bad[0]]!r}")
+                                   f"first at row {bad[0]}: {float(yv[bad[0]])!r}")
         bins = None
         if self.n_bins is not None:
             m = self.n_bins
@@ -194,7 +195,7 @@ class PeriodicKernelRidge(RegressorMixin, BaseEstimator):
             if self.sigma2 is None:
                 if np.ptp(yv) == 0:
                     raise DataQualityError(
-                        f"y is constant (all {n} values are {yv[0]!r}): the noise variance "
+                        f"y is constant (all {n} values are {float(yv[0])!r}): the noise variance "
                         "estimate for Cp is 0; give sigma2= or fixed omega and lam")
                 sigma2 = difference_noise_variance(x, yv, period=1.0)
             else:

@@ -11,7 +11,7 @@ with ``φ_σ`` the N(0, σ²) density (the two forms agree by Poisson summation)
 Shi & Yu compute with the wrapped approximation ``G^J`` that keeps the terms
 ``|k| ≤ J`` (J = 1). Their Gaussian is written in 2π units, so their ``G^1`` is
 ``K / (2π)``; this module keeps ``K``'s scale (a constant factor only rescales λ).
-Here ``G^J`` wraps the difference into ``[−1/2, 1/2)`` first, so it is exactly
+Here ``G^J`` reduces the difference to the circle distance in ``[0, 1/2]`` first, so it is exactly
 1-periodic and ``0 < K − G^J ≤`` :func:`wrap_error_bound`.
 
 Unbinned fit (eq. 7): ``c = (G + λI)⁻¹ y``, ``ŷ = G (G + λI)⁻¹ y = S y``.
@@ -26,10 +26,13 @@ eigendecomposition of the m×m (or n×n) kernel matrix, for a whole λ path at o
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
+
+from bigkern.errors import BigkernWarning
 
 __all__ = [
     "EqualBins",
@@ -56,11 +59,15 @@ def _check_omega(omega: float) -> float:
 
 
 def _differences(s: ArrayLike, t: ArrayLike) -> np.ndarray:
-    """``s_i − t_j`` wrapped into [−1/2, 1/2)."""
+    """Distance on the circle ``min(|s_i − t_j| mod 1, 1 − …)`` in [0, 1/2].
+
+    Both kernels are even in ``s − t``; working from ``|s − t|`` (which is
+    exactly symmetric in floating point) makes ``K(x, x)`` exactly symmetric.
+    """
     s = np.asarray(s, dtype=np.float64).reshape(-1)
     t = np.asarray(t, dtype=np.float64).reshape(-1)
-    d = s[:, None] - t[None, :]
-    return d - np.floor(d + 0.5)
+    d = np.mod(np.abs(s[:, None] - t[None, :]), 1.0)
+    return np.minimum(d, 1.0 - d)
 
 
 def wrapped_gaussian_kernel(s: ArrayLike, t: ArrayLike, omega: float, J: int = 1) -> np.ndarray:
@@ -78,7 +85,7 @@ def wrapped_gaussian_kernel(s: ArrayLike, t: ArrayLike, omega: float, J: int = 1
     Returns
     -------
     ndarray, shape (n, m)
-        ``G^J``, with ``d = s − t`` wrapped into [−1/2, 1/2) first; it
+        ``G^J``, with ``d`` the circle distance of ``s`` and ``t`` (in [0, 1/2]); it
         underestimates ``K`` by at most :func:`wrap_error_bound` ``(omega, J)``.
     """
     w = _check_omega(omega)
@@ -93,7 +100,7 @@ def wrapped_gaussian_kernel(s: ArrayLike, t: ArrayLike, omega: float, J: int = 1
 
 
 def wrap_error_bound(omega: float, J: int = 1) -> float:
-    """Upper bound of ``K − G^J`` over all ``s, t`` (differences wrapped into [−1/2, 1/2)).
+    """Upper bound of ``K − G^J`` over all ``s, t`` (circle distances ``|d| ≤ 1/2``).
 
     The missing terms are ``φ_σ(d − k)``, ``|k| > J``, each at distance at least
     ``|k| − 1/2`` from 0; the bound sums ``2 φ_σ(k − 1/2)`` over ``k > J``.
@@ -282,7 +289,14 @@ class SmootherPath:
         x = np.asarray(x, dtype=np.float64).reshape(-1)
         basis = x if bins is None else bins.centers
         Gm = periodic_gaussian_kernel(basis, basis, omega, kernel=kernel, J=J)
-        e, U = np.linalg.eigh(0.5 * (Gm + Gm.T))
+        e, U = np.linalg.eigh(Gm)
+        if e[0] < -1e-10 * max(e[-1], 1.0):
+            warnings.warn(
+                f"the {kernel} kernel matrix at omega={omega:g} is indefinite (eigenvalue "
+                f"{e[0]:.3g}, largest {e[-1]:.3g}); negative eigenvalues are set to 0"
+                + ("; G^J is not positive definite for wide kernels (omega > ~1.5 with "
+                   "J = 1): use kernel='exact' or a larger J" if kernel == "wrapped" else ""),
+                BigkernWarning, stacklevel=2)
         e = np.clip(e, 0.0, None)
         if bins is None:
             P = U * e  # G U = U diag(e)
