@@ -13,7 +13,13 @@ import numpy as np
 import pytest
 
 from bigkern.errors import DataQualityError
-from bigkern.solvers.oht import METHODS, oht_fit, oht_from_normal_equations
+from bigkern.solvers.oht import (
+    METHODS,
+    oht_fit,
+    oht_fit_methods,
+    oht_from_normal_equations,
+    oht_solutions,
+)
 
 
 def _gauss(x: np.ndarray, c: np.ndarray, omega: float) -> np.ndarray:
@@ -83,13 +89,18 @@ def _gs_literal(G, y, method, eta=1e-10):
 
 
 # -- solver ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("route", ["pieces", "symmetric"])
 @pytest.mark.parametrize("method", ["ED", "ED2"])
-def test_ed_matches_literal_formulas(method):
+def test_ed_matches_literal_formulas(method, route):
     _x, y, G = _problem(n=50, omega=0.3, seed=1)  # ED drops component 0 here, ED2 keeps it
     y = y - y.mean()
     # eta above the round-off of GᵀG's small eigenvalues (~ m·ε·γ_1), so that the two
     # routes to γ_j (eigenvalue vs ‖G q_j‖²) agree to many digits
-    sol = oht_fit(G, y, method=method, center=False, eta=1e-7)
+    if route == "pieces":
+        sol = oht_from_normal_equations(G.T @ G, G.T @ y, float(y @ y), 50, method=method,
+                                        eta=1e-7)
+    else:  # eigendecomposition of the symmetric G itself
+        sol = oht_fit(G, y, method=method, center=False, eta=1e-7)
     w, sigma2, theta, keep = _ed_literal(G, y, method, eta=1e-7)
     assert 0 < sol.n_components < sol.n_stable < 40
     np.testing.assert_allclose(sol.sigma2, sigma2, rtol=1e-6)
@@ -171,6 +182,18 @@ def test_rectangular_reduced_basis():
         assert sol.weights.shape == (40,)
         r2 = 1 - np.mean((G @ sol.weights + sol.intercept - y) ** 2) / np.var(y)
         assert r2 > 0.9
+
+
+def test_all_methods_at_once_equal_one_at_a_time():
+    _x, y, G = _problem(n=60, omega=0.2, seed=7)
+    both = oht_fit_methods(G, y)
+    pieces = oht_solutions(G.T @ G, G.T @ y, float(y @ y), 60, Gsum=G.sum(0),
+                           ysum=float(y.sum()))
+    for method in METHODS:
+        one = oht_fit(G, y, method=method)
+        np.testing.assert_array_equal(both[method].weights, one.weights)
+        np.testing.assert_array_equal(pieces[method].kept, one.kept)
+        np.testing.assert_allclose(G @ pieces[method].weights, G @ one.weights, atol=1e-6)
 
 
 def test_deterministic():

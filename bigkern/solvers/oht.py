@@ -49,7 +49,15 @@ from scipy.linalg import lapack
 
 from bigkern.errors import DataQualityError
 
-__all__ = ["METHODS", "OHTSolution", "oht_fit", "oht_from_normal_equations"]
+__all__ = [
+    "METHODS",
+    "NoResidualDegreesOfFreedomError",
+    "OHTSolution",
+    "oht_fit",
+    "oht_fit_methods",
+    "oht_from_normal_equations",
+    "oht_solutions",
+]
 
 METHODS: tuple[str, ...] = ("ED", "ED2", "GS", "GS2")
 """The four training methods of Hagiwara (2011)."""
@@ -162,6 +170,72 @@ def _threshold(gamma: np.ndarray, c: np.ndarray, yty: float, n: int, method: str
     return sigma2, thresholds, v, keep, last
 
 
+def _solution(gamma: np.ndarray, c: np.ndarray, yty: float, n: int, method: str,
+              weights_of: object, pivots: np.ndarray, intercept: float) -> OHTSolution:
+    sigma2, thr, v, keep, last = _threshold(gamma, c, yty, n, method)
+    weights, basis_used = weights_of(v, keep, last)  # type: ignore[operator]
+    kept = np.flatnonzero(keep)
+    return OHTSolution(
+        weights=weights, intercept=intercept, kept=kept, basis_used=basis_used,
+        sigma2=float(sigma2), thresholds=thr, gamma=gamma, coefficients=v,
+        n_components=len(kept), n_stable=len(gamma), last=last, pivots=pivots,
+        method=method, n=n,
+    )
+
+
+def _ed_solutions(evals: np.ndarray, U: np.ndarray, c: np.ndarray, yty: float, n: int,
+                  methods: tuple[str, ...], intercept: float) -> dict[str, OHTSolution]:
+    """ED/ED2 from stable eigenpairs of GᵀG (descending ``evals``) and ``c = Uᵀ Gᵀy``."""
+
+    def weights_of(v: np.ndarray, keep: np.ndarray, last: int) -> tuple[np.ndarray, np.ndarray]:
+        w = U[:, keep] @ v[keep]
+        return w, np.flatnonzero(w)
+
+    none = np.zeros(0, dtype=np.int64)
+    return {meth: _solution(evals, c, yty, n, meth, weights_of, none, intercept)
+            for meth in methods if meth.startswith("ED")}
+
+
+def _gs_solutions(GtG: np.ndarray, Gty: np.ndarray, yty: float, n: int, bound: float,
+                  methods: tuple[str, ...], intercept: float) -> dict[str, OHTSolution]:
+    """GS/GS2 by Cholesky of GᵀG with complete diagonal pivoting, stopped at ``γ ≤ bound``."""
+    m = GtG.shape[0]
+    R, piv, rank, info = lapack.dpstrf(GtG, tol=bound, lower=0)
+    if info < 0:  # pragma: no cover - argument error inside LAPACK
+        raise RuntimeError(f"LAPACK dpstrf failed (info={info})")
+    l = int(rank) if info > 0 else m
+    piv = piv[:l].astype(np.int64) - 1
+    R = np.triu(R[:l, :l])
+    d = np.diag(R).copy()
+    z = scipy.linalg.solve_triangular(R, Gty[piv], trans="T", check_finite=False)
+
+    def weights_of(v: np.ndarray, keep: np.ndarray, last: int) -> tuple[np.ndarray, np.ndarray]:
+        w = np.zeros(m)
+        if last:
+            vbar = np.where(keep, v, 0.0)[:last]
+            w[piv[:last]] = scipy.linalg.solve_triangular(R[:last, :last], d[:last] * vbar,
+                                                          check_finite=False)
+        return w, np.sort(piv[:last])
+
+    return {meth: _solution(d * d, d * z, yty, n, meth, weights_of, piv, intercept)
+            for meth in methods if meth.startswith("GS")}
+
+
+def _check_methods(methods: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    methods = (methods,) if isinstance(methods, str) else tuple(methods)
+    if not methods:
+        raise ValueError("methods must name at least one of " + ", ".join(METHODS))
+    for meth in methods:
+        _check_method(meth)
+    return methods
+
+
+def _check_rtol(rtol: float) -> float:
+    if not (math.isfinite(rtol) and 0 <= rtol < 1):
+        raise ValueError(f"rtol must be in [0, 1); got {rtol!r}")
+    return float(rtol)
+
+
 def oht_from_normal_equations(
     GtG: np.ndarray,
     Gty: np.ndarray,
@@ -179,7 +253,7 @@ def oht_from_normal_equations(
     Parameters
     ----------
     GtG : ndarray, shape (m, m)
-        ``GᵀG`` (symmetric; only its upper triangle is read by GS).
+        ``GᵀG`` (symmetric; GS reads its upper triangle).
     Gty : ndarray, shape (m,)
         ``Gᵀy``.
     yty : float
@@ -197,10 +271,11 @@ def oht_from_normal_equations(
         ``Σ y_i``. When given, ``y`` is centred and ``ȳ`` is the intercept.
     rtol : float
         Optional extra stable-set bound relative to the largest ``γ``: components
-        with ``γ_j ≤ rtol·γ_1`` are dropped too. 0 (default) is the paper's rule.
-        Eigenvalues of a formed ``GᵀG`` are only accurate to about
-        ``m·ε·γ_1`` (ε = 2.2e-16), which is above ``η = 1e-10`` once ``γ_1`` is
-        large (many samples); ``rtol ≈ m·ε`` then keeps round-off out of the set.
+        with ``γ_j ≤ rtol·γ_1`` are dropped too (GS: ``rtol·max diag GᵀG``). 0
+        (default) is the paper's rule. Eigenvalues of a formed ``GᵀG`` are only
+        accurate to about ``m·ε·γ_1`` (ε = 2.2e-16), which is above
+        ``η = 1e-10`` once ``γ_1`` is large (many samples); ``rtol ≈ m·ε`` then
+        keeps round-off out of the stable set.
 
     Returns
     -------
@@ -209,15 +284,40 @@ def oht_from_normal_equations(
     Raises
     ------
     ValueError
-        Bad ``method``, ``eta`` or ``n``, mismatched shapes, or ``l ≥ n``.
+        Bad ``method``, ``eta``, ``rtol`` or ``n``, mismatched shapes, or ``l ≥ n``
+        (:class:`NoResidualDegreesOfFreedomError`).
     DataQualityError
         A non-finite piece, or a constant (centred) / all-zero ``y``.
     """
-    method = _check_method(method)
+    return oht_solutions(GtG, Gty, yty, n, methods=(_check_method(method),), eta=eta,
+                         Gsum=Gsum, ysum=ysum, rtol=rtol)[method]
+
+
+def oht_solutions(
+    GtG: np.ndarray,
+    Gty: np.ndarray,
+    yty: float,
+    n: int,
+    *,
+    methods: tuple[str, ...] = METHODS,
+    eta: float = 1e-10,
+    Gsum: np.ndarray | None = None,
+    ysum: float | None = None,
+    rtol: float = 0.0,
+) -> dict[str, OHTSolution]:
+    """Several methods from one set of pieces (one eigendecomposition, one pivoted Cholesky).
+
+    Parameters are those of :func:`oht_from_normal_equations`, with ``methods`` a
+    tuple of method names.
+
+    Returns
+    -------
+    dict of str to OHTSolution
+    """
+    methods = _check_methods(methods)
     eta = _check_eta(eta)
     n = _check_n(n)
-    if not (math.isfinite(rtol) and 0 <= rtol < 1):
-        raise ValueError(f"rtol must be in [0, 1); got {rtol!r}")
+    rtol = _check_rtol(rtol)
     GtG = np.asarray(GtG, dtype=np.float64)
     Gty = np.asarray(Gty, dtype=np.float64)
     if GtG.ndim != 2 or GtG.shape[0] != GtG.shape[1]:
@@ -248,45 +348,18 @@ def oht_from_normal_equations(
     elif not yty > 0:
         raise DataQualityError("y is all zero (yty = 0): nothing to regress on")
 
-    top = float(np.max(np.diag(GtG))) if m else 0.0
-    if method.startswith("ED"):
+    out: dict[str, OHTSolution] = {}
+    if any(meth.startswith("ED") for meth in methods):
         evals, evecs = scipy.linalg.eigh(GtG, check_finite=False)
         order = np.argsort(evals)[::-1]
         bound = max(eta, rtol * float(evals[order[0]])) if m else eta
         stable = order[evals[order] > bound]
-        gamma = evals[stable]
         U = evecs[:, stable]
-        c = U.T @ Gty
-        sigma2, thr, v, keep, last = _threshold(gamma, c, yty, n, method)
-        weights = U[:, keep] @ v[keep]
-        pivots = np.zeros(0, dtype=np.int64)
-        basis_used = np.flatnonzero(weights)
-    else:
-        R, piv, rank, info = lapack.dpstrf(GtG, tol=max(eta, rtol * top), lower=0)
-        if info < 0:  # pragma: no cover - argument error inside LAPACK
-            raise RuntimeError(f"LAPACK dpstrf failed (info={info})")
-        l = int(rank) if info > 0 else m
-        piv = piv[:l].astype(np.int64) - 1
-        R = np.triu(R[:l, :l])
-        d = np.diag(R).copy()
-        gamma = d * d
-        z = scipy.linalg.solve_triangular(R, Gty[piv], trans="T", check_finite=False)
-        c = d * z
-        sigma2, thr, v, keep, last = _threshold(gamma, c, yty, n, method)
-        vbar = np.where(keep, v, 0.0)[:last]
-        weights = np.zeros(m)
-        if last:
-            weights[piv[:last]] = scipy.linalg.solve_triangular(
-                R[:last, :last], d[:last] * vbar, check_finite=False)
-        pivots = piv
-        basis_used = np.sort(piv[:last])
-    kept = np.flatnonzero(keep)
-    return OHTSolution(
-        weights=weights, intercept=intercept, kept=kept, basis_used=basis_used,
-        sigma2=float(sigma2), thresholds=thr, gamma=gamma, coefficients=v,
-        n_components=len(kept), n_stable=len(gamma), last=last, pivots=pivots,
-        method=method, n=n,
-    )
+        out.update(_ed_solutions(evals[stable], U, U.T @ Gty, yty, n, methods, intercept))
+    if any(meth.startswith("GS") for meth in methods):
+        top = float(np.max(np.diag(GtG))) if m else 0.0
+        out.update(_gs_solutions(GtG, Gty, yty, n, max(eta, rtol * top), methods, intercept))
+    return {meth: out[meth] for meth in methods}
 
 
 def oht_fit(
@@ -300,8 +373,7 @@ def oht_fit(
 ) -> OHTSolution:
     """Orthogonalization + hard thresholding for an in-memory basis matrix ``G`` (n, m).
 
-    Forms ``GᵀG``, ``Gᵀy`` and ``yᵀy`` (``y`` centred exactly first when
-    ``center``) and calls :func:`oht_from_normal_equations`.
+    See :func:`oht_fit_methods` (this is it for one method).
 
     Parameters
     ----------
@@ -322,13 +394,60 @@ def oht_fit(
     -------
     OHTSolution
     """
+    return oht_fit_methods(G, y, methods=(_check_method(method),), eta=eta, center=center,
+                           rtol=rtol)[method]
+
+
+def oht_fit_methods(
+    G: np.ndarray,
+    y: np.ndarray,
+    *,
+    methods: tuple[str, ...] = METHODS,
+    eta: float = 1e-10,
+    center: bool = True,
+    rtol: float = 0.0,
+    eigensystem: tuple[np.ndarray, np.ndarray] | None = None,
+) -> dict[str, OHTSolution]:
+    """Several methods for an in-memory basis matrix ``G`` (n, m).
+
+    ``y`` is centred exactly when ``center`` (``ȳ`` is the intercept). GS uses the
+    pieces ``GᵀG``, ``Gᵀy``, ``yᵀy`` (:func:`oht_solutions`). For ED, a square
+    symmetric ``G`` (a kernel matrix on the training inputs, the paper's case) is
+    decomposed itself: ``G = V diag(λ) Vᵀ`` gives ``GᵀG = V diag(λ²) Vᵀ``, the same
+    orthogonal components with ``γ_j = λ_j²`` and ``a_jᵀy = λ_j v_jᵀy``, with
+    ``γ_j`` accurate to ``ε·λ_1·|λ_j|`` instead of ``ε·λ_1²`` (so the stable set
+    ``γ_j > η`` is not blurred by round-off). Any other ``G`` goes through ``GᵀG``.
+
+    Parameters
+    ----------
+    G : ndarray, shape (n, m)
+        Basis outputs.
+    y : ndarray, shape (n,)
+        Targets.
+    methods : tuple of str
+        Any of ``"ED"``, ``"ED2"``, ``"GS"``, ``"GS2"``.
+    eta, rtol : float
+        See :func:`oht_from_normal_equations`.
+    center : bool
+        Centre ``y`` and return ``ȳ`` as the intercept.
+    eigensystem : (values, vectors), optional
+        An eigendecomposition of a symmetric ``G`` already at hand (e.g. shared
+        with a ridge fit), in any order.
+
+    Returns
+    -------
+    dict of str to OHTSolution
+    """
+    methods = _check_methods(methods)
+    eta = _check_eta(eta)
+    rtol = _check_rtol(rtol)
     G = np.asarray(G, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     if G.ndim != 2:
         raise ValueError(f"G must be a 2-D (n, m) matrix; got shape {G.shape}")
     if y.shape != (G.shape[0],):
         raise ValueError(f"y must have shape ({G.shape[0]},) to match G's rows; got {y.shape}")
-    _check_n(G.shape[0])
+    n = _check_n(G.shape[0])
     _finite("G", G)
     _finite("y", y)
     intercept = float(np.mean(y)) if center else 0.0
@@ -336,6 +455,26 @@ def oht_fit(
     if center and not np.any(yc):
         raise DataQualityError(f"y is constant (every value = {intercept:.6g}): "
                                f"nothing to regress on")
-    sol = oht_from_normal_equations(G.T @ G, G.T @ yc, float(yc @ yc), G.shape[0],
-                                    method=method, eta=eta, rtol=rtol)
-    return replace(sol, intercept=intercept)
+    if not np.any(yc):
+        raise DataQualityError("y is all zero: nothing to regress on")
+    square = G.shape[0] == G.shape[1]
+    symmetric = eigensystem is not None or (square and np.array_equal(G, G.T))
+    ed = tuple(meth for meth in methods if meth.startswith("ED"))
+    rest = tuple(meth for meth in methods if not (symmetric and meth.startswith("ED")))
+    out: dict[str, OHTSolution] = {}
+    if rest:
+        out.update(oht_solutions(G.T @ G, G.T @ yc, float(yc @ yc), n, methods=rest, eta=eta,
+                                 rtol=rtol))
+    if symmetric and ed:
+        if eigensystem is None:
+            lam, V = scipy.linalg.eigh(G, check_finite=False)
+        else:
+            lam, V = (np.asarray(a, dtype=np.float64) for a in eigensystem)
+        gamma = lam * lam
+        order = np.argsort(gamma)[::-1]
+        bound = max(eta, rtol * float(gamma[order[0]]))
+        stable = order[gamma[order] > bound]
+        U = V[:, stable]
+        c = lam[stable] * (U.T @ yc)
+        out.update(_ed_solutions(gamma[stable], U, c, float(yc @ yc), n, ed, 0.0))
+    return {meth: replace(out[meth], intercept=intercept) for meth in methods}
