@@ -173,6 +173,18 @@ def _fig3_data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 GRID = np.linspace(0, 1, 41)
 
+try:
+    import flint  # noqa: F401
+
+    _HAVE_FLINT = True
+except ImportError:
+    _HAVE_FLINT = False
+
+#: The extended solves at n = 60-150 take ~0.1 s with python-flint, ~10-20 s with mpmath.
+needs_flint = pytest.mark.skipif(
+    not _HAVE_FLINT, reason="python-flint is not installed (mpmath alone is too slow here)"
+)
+
 
 def _feature_ridge(x, y, z, s, ridge):
     """Independent reference in double: RLS as ridge regression on the Taylor features.
@@ -201,6 +213,7 @@ def _fit_predict(x, y, s, lam, **kw):
         return model, model.predict(GRID[:, None])
 
 
+@needs_flint
 @pytest.mark.parametrize(("k", "s"), [(0, 1e7), (1, 1e4), (2, 1e3), (4, 1e2), (4, 1e4)])
 def test_extended_matches_taylor_feature_ridge_where_double_fails(k, s):
     x, y = _fig3_data(60)
@@ -212,6 +225,18 @@ def test_extended_matches_taylor_feature_ridge_where_double_fails(k, s):
     np.testing.assert_allclose(pred, ref, atol=1e-10)
 
 
+@pytest.mark.parametrize("backend", ["flint", "mpmath"])
+def test_both_backends_resolve_the_large_sigma_regime(backend):
+    if backend == "flint" and not _HAVE_FLINT:
+        pytest.skip("python-flint is not installed")
+    x, y = _fig3_data(15)
+    s, ridge = 1e3, 15 * 1e3**-5  # k = 2: condition ~1e15, beyond double
+    pred, dps = extended_solve(x[:, None], y, s, [ridge], Z=GRID[::4, None], backend=backend)
+    np.testing.assert_allclose(pred, _feature_ridge(x, y, GRID[::4], s, ridge), atol=1e-10)
+    assert dps > 16
+
+
+@needs_flint
 @pytest.mark.parametrize(("k", "scales"), [
     (0, [1e1, 1e2, 1e3]),
     (1, [1e2, 1e3, 1e4]),
@@ -229,6 +254,7 @@ def test_prediction_tends_to_polyfit_as_s_grows_n150(k, scales):
         assert 5 < a / b < 20, gaps
 
 
+@needs_flint
 @pytest.mark.parametrize("k", [1, 2, 4])
 def test_even_power_limit_is_the_regularized_polynomial(k):
     """λ = s^−2k sits on the degree-k scale: the limit keeps a penalty n·k!·a_k² on the
@@ -248,6 +274,7 @@ def test_even_power_limit_is_the_regularized_polynomial(k):
     assert np.abs(reg_limit - plain).max() > 0.1
 
 
+@needs_flint
 def test_double_precision_warns_instead_of_silent_garbage():
     x, y = _fig3_data(150)
     k, s = 2, 1e4
