@@ -318,6 +318,25 @@ def test_estimator_conventions_and_wrap():
     assert est.score(X_DESIGN, y) > 0.99
 
 
+def test_estimator_with_empty_bins_uses_the_kept_bins():
+    rng = np.random.default_rng(12)
+    x = np.sort(np.r_[rng.uniform(0.0, 0.3, 40), rng.uniform(0.6, 0.9, 40)])
+    y = f3(x) + 0.1 * rng.standard_normal(80)
+    est = PeriodicKernelRidge(1.0, 0.5, n_bins=10).fit(x, y)
+    assert est.n_bins_ + est.n_empty_bins_ == 10 and est.n_empty_bins_ >= 3
+    assert est.lam_b_ == pytest.approx(est.n_bins_ * 0.5 / 80)
+    assert est.bin_counts_.sum() == 80
+    # the coefficients solve (G^(m) + λ_B I) c = bin means, at the bins' mean x
+    raw = np.floor(x * 10).astype(int)
+    kept = np.unique(raw)
+    centers = np.array([x[raw == b].mean() for b in kept])
+    means = np.array([y[raw == b].mean() for b in kept])
+    G = fourier_kernel(centers, centers, 1.0)
+    np.testing.assert_allclose(est.centers_, centers, rtol=1e-14)
+    np.testing.assert_allclose(est.coef_, np.linalg.solve(G + est.lam_b_ * np.eye(len(G)), means),
+                               rtol=1e-8, atol=1e-10)
+
+
 def test_bad_input_errors():
     x, y = X_DESIGN, f3(X_DESIGN)
     with pytest.raises(ValueError, match="at least 2 samples"):
