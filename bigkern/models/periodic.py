@@ -87,6 +87,9 @@ class PeriodicKernelRidge(RegressorMixin, BaseEstimator):
         differences (:func:`bigkern.tuning.difference_noise_variance`).
     kernel : {"exact", "wrapped"}, default "exact"
         The exact series of eq. (6), or Shi & Yu's wrapped approximation ``G^J``.
+        ``G¹`` equals ``K`` to round-off for ω ≤ 1 but is indefinite beyond
+        ω ≈ 1.4 (the paper's grid reaches 2.9): negative eigenvalues are then
+        set to 0 with a :class:`~bigkern.errors.BigkernWarning`.
     J : int, default 1
         Wraps of ``G^J`` (with ``kernel="wrapped"``).
     wrap : bool, default False
