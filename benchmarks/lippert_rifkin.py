@@ -35,7 +35,7 @@ import _common as C
 import numpy as np
 
 from bigkern.models.rls import GaussianRLS
-from bigkern.solvers.rls import DoublePrecisionWarning, _have_flint
+from bigkern.solvers.rls import DoublePrecisionWarning, extended_backend
 
 KS = (0, 1, 2, 4)
 CURVE_SCALES = (1.0, 1e1, 1e2, 1e3, 1e4, 1e6, 1e8, 1e10)
@@ -110,7 +110,7 @@ def run(small: bool, png: Path) -> None:
     C.header("Lippert & Rifkin Fig. 3: Gaussian RLS → polyfit as σ = s → ∞, λ = s^-(2k+1)")
     n = 60 if small else 150
     scales = [10.0**e for e in (range(0, 13, 3) if small else range(13))]
-    backend = "python-flint" if _have_flint() else "mpmath"
+    backend = "python-flint" if extended_backend() == "flint" else "mpmath"
     print(f"# n = {n}, noise SD .05, seed 0, x grid of 201 points; extended backend {backend}")
     x, y = sample(n)
     grid = np.linspace(0, 1, 201)
@@ -168,7 +168,7 @@ def plot(x, y, grid, curves, scales, png: Path) -> None:
         for s, c in zip(shown, colors, strict=True):
             ax.plot(grid, curves[k, s], color=c, lw=1.2, label=f"s = {s:.0e}")
         ax.plot(grid, np.polyval(np.polyfit(x, y, k), grid), "r--", lw=2,
-                label=f"polyfit degree {k}")
+                label="polyfit, degree k")
         ax.set_title(f"k = {k}: σ = s, λ = s^-{2 * k + 1}")
         ax.set_ylim(-0.6, 1.0)
     for ax in axes[1]:

@@ -19,6 +19,7 @@ from bigkern.solvers.rls import (
     ExtendedPrecisionWarning,
     RidgeEigensystem,
     condition_estimate,
+    extended_backend,
     extended_solve,
 )
 
@@ -173,12 +174,7 @@ def _fig3_data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 GRID = np.linspace(0, 1, 41)
 
-try:
-    import flint  # noqa: F401
-
-    _HAVE_FLINT = True
-except ImportError:
-    _HAVE_FLINT = False
+_HAVE_FLINT = extended_backend() == "flint"
 
 #: The extended solves at n = 60-150 take ~0.1 s with python-flint, ~10-20 s with mpmath.
 needs_flint = pytest.mark.skipif(

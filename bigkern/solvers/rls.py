@@ -27,6 +27,7 @@ __all__ = [
     "RidgeEigensystem",
     "condition_estimate",
     "double_resolves",
+    "extended_backend",
     "extended_solve",
 ]
 
@@ -215,12 +216,14 @@ def double_resolves(condition: ArrayLike) -> np.ndarray:
     return np.asarray(condition) * np.finfo(np.float64).eps < DOUBLE_RESOLUTION
 
 
-def _have_flint() -> bool:
+def extended_backend() -> str:
+    """The default extended-precision backend: "flint" when python-flint is installed
+    (arb ball arithmetic in C, ~50-100x faster here), else "mpmath"."""
     try:
         import flint  # noqa: F401
     except ImportError:
-        return False
-    return True
+        return "mpmath"
+    return "flint"
 
 
 def _start_bits(n: int, ridge: float) -> int:
@@ -388,7 +391,7 @@ def extended_solve(
         raise ValueError(f"want={want!r} takes one ridge; got {r.size}")
     if want == "predict" and Z is None:
         raise ValueError("want='predict' needs the points Z")
-    backend = backend or ("flint" if _have_flint() else "mpmath")
+    backend = backend or extended_backend()
     if backend not in ("flint", "mpmath"):
         raise ValueError(f"backend must be 'flint' or 'mpmath'; got {backend!r}")
     solve = _flint_solve if backend == "flint" else _mpmath_solve
