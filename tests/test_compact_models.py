@@ -230,7 +230,7 @@ def test_table3_pattern_sparse_lssvm_close_to_dense_at_tau_07():
     X, y = MIXTURE.sample(2000, seed=21)
     X_tune, y_tune = MIXTURE.sample(1000, seed=22)
     X_test, y_test = MIXTURE.sample(2000, seed=23)
-    lams = np.geomspace(1e-5, 1e-1, 5)
+    lams = np.geomspace(1e-5, 10.0, 7)
 
     def tuned(make):
         scores = [make(lam).fit(X, y).score(X_tune, y_tune) for lam in lams]

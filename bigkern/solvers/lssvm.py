@@ -54,7 +54,9 @@ def solve_lssvm(
     lam : float
         λ of eq. (13) (> 0); the ridge added to K's diagonal is ``n λ``.
     method : str
-        For a sparse ``K``: see :func:`~bigkern.solvers.sparse_spd.solve_sparse_spd`.
+        For a sparse ``K``: see :func:`~bigkern.solvers.sparse_spd.solve_sparse_spd`
+        (``"auto"`` knows the ridge ``nλ`` as a floor of the spectrum, since
+        ``K_C`` is positive semi-definite).
         A dense ``K`` is solved by LAPACK Cholesky (``method="dense"``).
     tol : float
         Relative residual for ``method="cg"``.
@@ -70,7 +72,7 @@ def solve_lssvm(
     t0 = time.perf_counter()
     if sp.issparse(K):
         M = sp.csr_matrix(K, dtype=np.float64) + ridge * sp.identity(n, format="csr")
-        solve = solve_sparse_spd(M, rhs, method=method, tol=tol)
+        solve = solve_sparse_spd(M, rhs, method=method, tol=tol, lower_bound=ridge)
         uv, used = solve.solution, solve.method
     else:
         M = np.array(K, dtype=np.float64)
