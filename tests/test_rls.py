@@ -233,6 +233,21 @@ def test_both_backends_resolve_the_large_sigma_regime(backend):
 
 
 @needs_flint
+def test_fixed_dps_too_small_is_reported():
+    x, y = _fig3_data(30)
+    kw = {"sigma": 1e4, "lam": 1e-20, "precision": "extended"}  # condition ~1e20
+    with pytest.raises(ValueError, match="raise dps"):
+        GaussianRLS(dps=20, **kw).fit(x[:, None], y)
+    with pytest.warns(ExtendedPrecisionWarning, match="30 digits do not resolve"):
+        rough = GaussianRLS(dps=30, **kw).fit(x[:, None], y)
+    fine = GaussianRLS(dps=60, **kw).fit(x[:, None], y)
+    auto = GaussianRLS(**kw).fit(x[:, None], y)
+    np.testing.assert_allclose(fine.predict(GRID[:, None]), auto.predict(GRID[:, None]),
+                               atol=1e-12)
+    assert rough.dps_ == 30 and fine.dps_ == 60
+
+
+@needs_flint
 @pytest.mark.parametrize(("k", "scales"), [
     (0, [1e1, 1e2, 1e3]),
     (1, [1e2, 1e3, 1e4]),

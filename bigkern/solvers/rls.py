@@ -267,9 +267,9 @@ def _flint_solve(X, Y, Z, sigma, ridges, bits, want):
             for i in range(n):
                 A[i, i] += flint.arb(float(r))
             if want == "predict":
-                for lo in range(0, len(Z), 256):
-                    zs = [[flint.arb(float(v)) for v in row] for row in Z[lo:lo + 256]]
-                    V = A.solve(_arb_gauss(flint, xs, zs, neg))  # affinities, n × m
+                for lo in range(0, len(Z), 1024):
+                    zs = [[flint.arb(float(v)) for v in row] for row in Z[lo:lo + 1024]]
+                    V = A.solve(_arb_gauss(flint, xs, zs, neg))  # affinities (K + rI)⁻¹ k(x)
                     F = ymat.transpose() * V
                     out += [F[0, j] for j in range(F.ncols())]
             elif want == "coef":
@@ -379,6 +379,12 @@ def extended_solve(
     dps : int
         Decimal digits of the last working precision.
 
+    Raises
+    ------
+    ValueError
+        When the working precision cannot even prove ``K + rI`` non-singular (a fixed
+        ``dps`` far too small).
+
     Warns
     -----
     ExtendedPrecisionWarning
@@ -416,9 +422,9 @@ def extended_solve(
     digits = int(bits / np.log2(10))
     if not ok:
         if mids is None:
-            raise ArithmeticError(
+            raise ValueError(
                 f"K + ridge·I (n={len(X)}, sigma={sigma:g}, ridge={r.min():g}) is singular "
-                f"to {digits} digits; raise dps"
+                f"to {digits} digits: raise dps (or leave dps=None to choose it)"
             )
         warnings.warn(
             f"{digits} digits do not resolve the Gaussian RLS solution (n={len(X)}, "
