@@ -17,6 +17,7 @@ from typing import Any
 
 import dask
 import dask.array as da
+import numba
 import numpy as np
 import scipy.sparse as sp
 from scipy.spatial import cKDTree
@@ -66,9 +67,21 @@ def _pairs(A: np.ndarray, B: np.ndarray, kernel: CompactSupport, d: int) -> tupl
     i = found["i"][near].astype(np.int64)
     j = found["j"][near].astype(np.int64)
     # recompute the distance feature by feature: the same arithmetic for any chunking
-    diff = A[i] - B[j]
-    r = np.sqrt(np.einsum("ij,ij->i", diff, diff)) if d else np.zeros(len(i))
+    r = _pair_distances(A, B, i, j)
     return i, j, kernel.radial(r, d)
+
+
+@numba.njit(nogil=True, cache=True)
+def _pair_distances(A: np.ndarray, B: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """‖A[i[p]] − B[j[p]]‖ for every pair ``p``, summed feature by feature in order."""
+    out = np.empty(len(i))
+    for p in range(len(i)):
+        total = 0.0
+        for f in range(A.shape[1]):
+            diff = A[i[p], f] - B[j[p], f]
+            total += diff * diff
+        out[p] = np.sqrt(total)
+    return out
 
 
 def _block_pair(A: np.ndarray, B: np.ndarray, *, kernel: CompactSupport, d: int,
