@@ -308,26 +308,16 @@ def _mpmath_solve(X, Y, Z, sigma, ridges, bits, want):
         yv = mp.matrix([float(v) for v in Y])
         out = []
         for r in ridges:
-            A = K + mp.mpf(float(r)) * mp.eye(n)
-            LU, p = mp.LU_decomp(A)
-            if want == "predict":
-                Kz = gauss(X, Z)
-                for j in range(len(Z)):
-                    col = Kz[:, j]
-                    v = mp.U_solve(LU, mp.L_solve(LU, col, p))
-                    out.append(mp.fsum(yv[i] * v[i] for i in range(n)))
+            G = mp.inverse(K + mp.mpf(float(r)) * mp.eye(n))
+            if want == "predict":  # yᵀ[(K + rI)⁻¹ k(x)]: the affinities first
+                F = yv.T * (G * gauss(X, Z))
+                out += [F[0, j] for j in range(len(Z))]
             elif want == "coef":
-                c = mp.U_solve(LU, mp.L_solve(LU, yv, p))
+                c = G * yv
                 out += [c[i] for i in range(n)]
             else:
-                c = mp.U_solve(LU, mp.L_solve(LU, yv, p))
-                tot = mp.mpf(0)
-                for i in range(n):
-                    e = mp.zeros(n, 1)
-                    e[i] = 1
-                    g = mp.U_solve(LU, mp.L_solve(LU, e, p))
-                    tot += (c[i] / g[i]) ** 2
-                out.append(tot / n)
+                c = G * yv
+                out.append(mp.fsum((c[i] / G[i, i]) ** 2 for i in range(n)) / n)
         mids = np.array([float(v) for v in out])
         return mids, np.zeros_like(mids)
 
@@ -404,6 +394,9 @@ def extended_solve(
     X = np.asarray(X, dtype=np.float64)
     Z = None if Z is None else np.asarray(Z, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
+    if X.ndim != 2 or y.shape != (len(X),) or (Z is not None and Z.shape[1:] != X.shape[1:]):
+        raise ValueError(f"need X (n, d), y (n,) and Z (m, d); got shapes {X.shape}, "
+                         f"{y.shape}, {None if Z is None else Z.shape}")
     if dps is not None:
         bits = int(np.ceil(dps * np.log2(10)))
     else:
