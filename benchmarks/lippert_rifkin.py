@@ -12,7 +12,8 @@ max |prediction − polyfit_k| on 201 grid points of [0, 1] for both precisions,
 digits used, and the wall time of fit + predict for both (one run each; the fit
 includes the exact LOO error of the single λ). A second table checks the even-power
 regime λ = s^−2k, whose limit is the degree-k fit with penalty n·k!·a_k² on its
-leading coefficient (see tests/test_rls.py), not plain polyfit.
+leading coefficient (see tests/test_rls.py), not plain polyfit. A last table times the
+two extended backends (python-flint, mpmath) on one solve at n = 30 and 60.
 
 Writes the table to ``--out`` (default benchmarks/results/lippert_rifkin.txt) and the
 figure (prediction curves for growing s against the polyfit limit, one panel per k)
@@ -149,7 +150,34 @@ def run(small: bool, png: Path) -> None:
             rows.append([k, f"{s:.0e}", f"{np.abs(pe - reg).max():.2e}",
                          f"{np.abs(pe - plain).max():.2e}"])
     C.print_table(["k", "s", "|ext − regularized limit|", "|ext − polyfit|"], rows)
+    backends(small)
     plot(x, y, grid, curves, scales, png)
+
+
+def backends(small: bool) -> None:
+    """Time the two extended-precision backends on the same solve (k = 2, s = 1e3)."""
+    from bigkern.solvers.rls import extended_solve
+
+    print("\nextended backends, predict at 201 points (k = 2, s = 1e3, λ = s^-5), one run each")
+    rows = []
+    for n in (30,) if small else (30, 60):
+        x, y = sample(n)
+        ridge = n * 1e3**-5
+        res = {}
+        for backend in ("flint", "mpmath"):
+            if backend == "flint" and extended_backend() != "flint":
+                continue
+            t = time.perf_counter()
+            pred, dps = extended_solve(x[:, None], y, 1e3, [ridge],
+                                       Z=np.linspace(0, 1, 201)[:, None], backend=backend)
+            res[backend] = (time.perf_counter() - t, dps, pred)
+        if len(res) == 2:
+            (tf, df, pf), (tm, dm, pm) = res["flint"], res["mpmath"]
+            rows.append([n, f"{tf:.2f}", df, f"{tm:.2f}", dm, f"{tm / tf:.0f}",
+                         f"{np.abs(pf - pm).max():.1e}"])
+    if rows:
+        C.print_table(["n", "flint s", "digits", "mpmath s", "digits", "ratio",
+                       "max |flint − mpmath|"], rows)
 
 
 def plot(x, y, grid, curves, scales, png: Path) -> None:
