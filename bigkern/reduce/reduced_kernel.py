@@ -159,8 +159,9 @@ def kernel_blocks(
         valid = np.isfinite(X).all(axis=1)
     gamma = omega_to_gamma(basis.omega)
     C = basis.centers
-    C2g = np.ascontiguousarray((2.0 * gamma * C).T, dtype=dtype)  # (d, m)
-    c2g = (gamma * np.einsum("ij,ij->i", C, C)).astype(dtype)  # (m,)
+    # the exponent in one product: [z, -γ‖z‖², 1] · [2γc; 1; -γ‖c‖²]
+    right = np.vstack([2.0 * gamma * C.T, np.ones(len(C)),
+                       -gamma * np.einsum("ij,ij->i", C, C)]).astype(dtype)  # (d + 2, m)
     lowest = float(np.ceil(np.log(np.finfo(dtype).tiny)))
     step = max(1, min(n, int(block_rows or config.get("kernel_block_rows"))))
     work = np.empty((step, basis.n_basis), dtype=dtype)
@@ -170,10 +171,9 @@ def kernel_blocks(
         if k == 0:
             continue
         Z = (np.asarray(X[rows], dtype=np.float64) - basis.offset) / basis.scale
+        left = np.column_stack([Z, -gamma * np.einsum("ij,ij->i", Z, Z), np.ones(k)])
         G = work[:k]
-        np.matmul(Z.astype(dtype), C2g, out=G)
-        G -= (gamma * np.einsum("ij,ij->i", Z, Z)).astype(dtype)[:, None]
-        G -= c2g[None, :]
+        np.matmul(left.astype(dtype), right, out=G)
         np.clip(G, lowest, 0, out=G)
         np.exp(G, out=G)
         yield rows, G
@@ -223,8 +223,12 @@ def _residual_chunk(Xb: np.ndarray, yb: np.ndarray, *, basis: ReducedBasis, star
     X, y, valid, counts = _usable(Xb, yb, start)
     rss = 0.0
     rsum = 0.0
-    for rows, G in kernel_blocks(X, basis, valid=valid, block_rows=block_rows):
-        r = y[rows] - (G.astype(np.float64) @ coef + intercept)
+    step = max(1, min(len(X), int(block_rows or config.get("kernel_block_rows"))))
+    work = np.empty((step, basis.n_basis))  # reused: no fresh multi-MB temporary per block
+    for rows, G in kernel_blocks(X, basis, valid=valid, block_rows=step):
+        G64 = work[:len(rows)]
+        G64[...] = G
+        r = y[rows] - (G64 @ coef + intercept)
         rss += float(r @ r)
         rsum += float(r.sum())
     return {"acc": np.array([rss, rsum]), "counts": counts}
