@@ -10,6 +10,8 @@ __all__ = [
     "BigkernError",
     "BigkernWarning",
     "DataQualityError",
+    "DoublePrecisionWarning",
+    "ExtendedPrecisionWarning",
     "IllConditionedWarning",
     "LabelError",
     "StoreError",
@@ -37,4 +39,12 @@ class BigkernWarning(UserWarning):
 
 
 class IllConditionedWarning(BigkernWarning):
-    """A linear system was too ill-conditioned for a plain solve; jitter was added."""
+    """A linear system is too ill-conditioned for a plain double-precision solve."""
+
+
+class DoublePrecisionWarning(IllConditionedWarning):
+    """Double precision cannot resolve ``K + λnI``: the solution may be garbage."""
+
+
+class ExtendedPrecisionWarning(BigkernWarning):
+    """The solve was switched to (or needed more) extended precision."""

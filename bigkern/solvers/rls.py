@@ -19,7 +19,7 @@ import numpy as np
 import scipy.linalg
 from numpy.typing import ArrayLike
 
-from bigkern.errors import BigkernWarning, IllConditionedWarning
+from bigkern.errors import DoublePrecisionWarning, ExtendedPrecisionWarning
 
 __all__ = [
     "DoublePrecisionWarning",
@@ -174,14 +174,6 @@ class RidgeEigensystem:
 
 #: Double precision is trusted while ``condition × eps`` stays below this.
 DOUBLE_RESOLUTION = 1e-6
-
-
-class DoublePrecisionWarning(IllConditionedWarning):
-    """Double precision cannot resolve ``K + λnI``: the solution may be garbage."""
-
-
-class ExtendedPrecisionWarning(BigkernWarning):
-    """The solve was switched to (or needed more) extended precision."""
 
 
 def condition_estimate(values: np.ndarray, ridges: ArrayLike) -> np.ndarray:
