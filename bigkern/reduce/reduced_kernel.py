@@ -32,7 +32,7 @@ reductions on the same rectangular basis (e.g. the reduced SVM's gradients).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,7 +163,7 @@ def kernel_blocks(
     right = np.vstack([2.0 * gamma * C.T, np.ones(len(C)),
                        -gamma * np.einsum("ij,ij->i", C, C)]).astype(dtype)  # (d + 2, m)
     lowest = float(np.ceil(np.log(np.finfo(dtype).tiny)))
-    step = max(1, min(n, int(block_rows or config.get("kernel_block_rows"))))
+    step = _step(n, block_rows)
     work = np.empty((step, basis.n_basis), dtype=dtype)
     for sl in row_blocks(n, step):
         rows = sl.start + np.flatnonzero(valid[sl])
@@ -177,6 +177,10 @@ def kernel_blocks(
         np.clip(G, lowest, 0, out=G)
         np.exp(G, out=G)
         yield rows, G
+
+
+def _step(n: int, block_rows: int | None) -> int:
+    return max(1, min(n, int(block_rows or config.get("kernel_block_rows"))))
 
 
 def _usable(Xb: np.ndarray, yb: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray,
@@ -204,7 +208,7 @@ def _normal_chunk(Xb: np.ndarray, yb: np.ndarray, *, basis: ReducedBasis, start:
     X, y, valid, counts = _usable(Xb, yb, start)
     m = basis.n_basis
     acc = np.zeros((m + 2, m + 2), order="F")
-    step = max(1, min(len(X), int(block_rows or config.get("kernel_block_rows"))))
+    step = _step(len(X), block_rows)
     work = np.empty((step, m + 2))  # one buffer for every block (see kernel_expansion)
     for rows, G in kernel_blocks(X, basis, valid=valid, block_rows=step):
         W = work[:len(rows)]
@@ -223,7 +227,7 @@ def _residual_chunk(Xb: np.ndarray, yb: np.ndarray, *, basis: ReducedBasis, star
     X, y, valid, counts = _usable(Xb, yb, start)
     rss = 0.0
     rsum = 0.0
-    step = max(1, min(len(X), int(block_rows or config.get("kernel_block_rows"))))
+    step = _step(len(X), block_rows)
     work = np.empty((step, basis.n_basis))  # reused: no fresh multi-MB temporary per block
     for rows, G in kernel_blocks(X, basis, valid=valid, block_rows=step):
         G64 = work[:len(rows)]
@@ -234,11 +238,6 @@ def _residual_chunk(Xb: np.ndarray, yb: np.ndarray, *, basis: ReducedBasis, star
     return {"acc": np.array([rss, rsum]), "counts": counts}
 
 
-def _first(values: Sequence[int]) -> int:
-    found = [v for v in values if v >= 0]
-    return min(found) if found else -1
-
-
 def _combine(parts: list[dict[str, Any]]) -> dict[str, Any]:
     acc = parts[0]["acc"].copy(order="K")
     for p in parts[1:]:
@@ -247,7 +246,7 @@ def _combine(parts: list[dict[str, Any]]) -> dict[str, Any]:
     counts = add_counts([{k: v for k, v in p["counts"].items() if k not in firsts}
                          for p in parts])
     for k in firsts:
-        counts[k] = _first([p["counts"][k] for p in parts])
+        counts[k] = min((p["counts"][k] for p in parts if p["counts"][k] >= 0), default=-1)
     return {"acc": acc, "counts": counts}
 
 
