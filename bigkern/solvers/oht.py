@@ -30,7 +30,9 @@ basis and a distributed reduced basis accumulated in one pass:
   ``a_kᵀy = R_kk (R⁻ᵀ Pᵀ Gᵀy)_k``, and LAPACK stops at the first pivot ``≤ η``,
   which is the stable-set rule. The GS vectors are ``A = G P R⁻¹ diag(R)``, so
   ``w̄ = R_m⁻¹ diag(R_m) v̄`` on the pivoted basis functions ``c_1 … c_m``: a
-  sparse model in the original basis.
+  sparse model in the original basis. With ``G`` in memory (:func:`oht_fit`) the
+  same ``R`` and pivots come from Householder QR of ``G`` with column pivoting,
+  which resolves small ``γ`` that a formed ``GᵀG`` blurs.
 
 Intercept: the paper's model has none (it standardizes ``y`` to mean zero). When
 ``ysum`` (and ``Gsum``) are given, ``y`` is centred first — ``Gᵀy − ȳ·Gᵀ1``,
@@ -196,18 +198,16 @@ def _ed_solutions(evals: np.ndarray, U: np.ndarray, c: np.ndarray, yty: float, n
             for meth in methods if meth.startswith("ED")}
 
 
-def _gs_solutions(GtG: np.ndarray, Gty: np.ndarray, yty: float, n: int, bound: float,
+def _gs_solutions(R: np.ndarray, piv: np.ndarray, Gty: np.ndarray, yty: float, n: int,
                   methods: tuple[str, ...], intercept: float) -> dict[str, OHTSolution]:
-    """GS/GS2 by Cholesky of GᵀG with complete diagonal pivoting, stopped at ``γ ≤ bound``."""
-    m = GtG.shape[0]
-    R, piv, rank, info = lapack.dpstrf(GtG, tol=bound, lower=0)
-    if info < 0:  # pragma: no cover - argument error inside LAPACK
-        raise RuntimeError(f"LAPACK dpstrf failed (info={info})")
-    l = int(rank) if info > 0 else m
-    piv = piv[:l].astype(np.int64) - 1
-    R = np.triu(R[:l, :l])
+    """GS/GS2 from the triangular factor of the ``l`` stable pivoted columns.
+
+    ``R`` (l, l) upper triangular with ``G[:, piv] = Q_o R`` (``Q_o`` orthonormal),
+    equivalently ``P ᵀ GᵀG P = RᵀR``; the GS vectors are ``a_k = Q_o[:, k] R_kk``.
+    """
+    m = len(Gty)
     d = np.diag(R).copy()
-    z = scipy.linalg.solve_triangular(R, Gty[piv], trans="T", check_finite=False)
+    z = scipy.linalg.solve_triangular(R, Gty[piv], trans="T", check_finite=False)  # Q_oᵀy
 
     def weights_of(v: np.ndarray, keep: np.ndarray, last: int) -> tuple[np.ndarray, np.ndarray]:
         w = np.zeros(m)
@@ -219,6 +219,31 @@ def _gs_solutions(GtG: np.ndarray, Gty: np.ndarray, yty: float, n: int, bound: f
 
     return {meth: _solution(d * d, d * z, yty, n, meth, weights_of, piv, intercept)
             for meth in methods if meth.startswith("GS")}
+
+
+def _pivoted_cholesky(GtG: np.ndarray, bound: float) -> tuple[np.ndarray, np.ndarray]:
+    """Cholesky of GᵀG with complete diagonal pivoting, stopped at the first pivot ≤ bound."""
+    m = GtG.shape[0]
+    R, piv, rank, info = lapack.dpstrf(GtG, tol=bound, lower=0)
+    if info < 0:  # pragma: no cover - argument error inside LAPACK
+        raise RuntimeError(f"LAPACK dpstrf failed (info={info})")
+    l = int(rank) if info > 0 else m
+    return np.triu(R[:l, :l]), piv[:l].astype(np.int64) - 1
+
+
+def _pivoted_qr(G: np.ndarray, eta: float, rtol: float) -> tuple[np.ndarray, np.ndarray]:
+    """Householder QR of G with largest-remaining-norm column pivoting (LAPACK dgeqp3).
+
+    ``|R_kk|`` is the norm of column ``c_k`` after removing its projection on the
+    columns chosen before: the paper's Gram–Schmidt choice. The stable set is the
+    leading run of ``R_kk² > max(η, rtol·R_11²)``.
+    """
+    R, piv = scipy.linalg.qr(G, mode="r", pivoting=True, check_finite=False)
+    gamma = np.diag(R) ** 2
+    bound = max(eta, rtol * float(gamma[0])) if len(gamma) else eta
+    below = np.flatnonzero(~(gamma > bound))
+    l = int(below[0]) if below.size else len(gamma)
+    return np.triu(R[:l, :l]), np.asarray(piv[:l], dtype=np.int64)
 
 
 def _check_methods(methods: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
@@ -358,7 +383,8 @@ def oht_solutions(
         out.update(_ed_solutions(evals[stable], U, U.T @ Gty, yty, n, methods, intercept))
     if any(meth.startswith("GS") for meth in methods):
         top = float(np.max(np.diag(GtG))) if m else 0.0
-        out.update(_gs_solutions(GtG, Gty, yty, n, max(eta, rtol * top), methods, intercept))
+        R, piv = _pivoted_cholesky(GtG, max(eta, rtol * top))
+        out.update(_gs_solutions(R, piv, Gty, yty, n, methods, intercept))
     return {meth: out[meth] for meth in methods}
 
 
@@ -410,8 +436,11 @@ def oht_fit_methods(
 ) -> dict[str, OHTSolution]:
     """Several methods for an in-memory basis matrix ``G`` (n, m).
 
-    ``y`` is centred exactly when ``center`` (``ȳ`` is the intercept). GS uses the
-    pieces ``GᵀG``, ``Gᵀy``, ``yᵀy`` (:func:`oht_solutions`). For ED, a square
+    ``y`` is centred exactly when ``center`` (``ȳ`` is the intercept). GS works on
+    ``G`` itself: Householder QR with largest-remaining-norm column pivoting
+    (LAPACK ``dgeqp3``), the same pivots and ``R`` as the pivoted Cholesky of
+    ``GᵀG`` but with ``γ_k = R_kk²`` accurate far below ``ε·max γ`` (a formed
+    ``GᵀG`` blurs every ``γ`` under about ``m·ε·γ_1``, which can exceed ``η``). For ED, a square
     symmetric ``G`` (a kernel matrix on the training inputs, the paper's case) is
     decomposed itself: ``G = V diag(λ) Vᵀ`` gives ``GᵀG = V diag(λ²) Vᵀ``, the same
     orthogonal components with ``γ_j = λ_j²`` and ``a_jᵀy = λ_j v_jᵀy``, with
@@ -460,11 +489,14 @@ def oht_fit_methods(
     square = G.shape[0] == G.shape[1]
     symmetric = eigensystem is not None or (square and np.array_equal(G, G.T))
     ed = tuple(meth for meth in methods if meth.startswith("ED"))
-    rest = tuple(meth for meth in methods if not (symmetric and meth.startswith("ED")))
+    gs = tuple(meth for meth in methods if meth.startswith("GS"))
     out: dict[str, OHTSolution] = {}
-    if rest:
-        out.update(oht_solutions(G.T @ G, G.T @ yc, float(yc @ yc), n, methods=rest, eta=eta,
+    if ed and not symmetric:
+        out.update(oht_solutions(G.T @ G, G.T @ yc, float(yc @ yc), n, methods=ed, eta=eta,
                                  rtol=rtol))
+    if gs:
+        R, piv = _pivoted_qr(G, eta, rtol)
+        out.update(_gs_solutions(R, piv, G.T @ yc, float(yc @ yc), n, gs, 0.0))
     if symmetric and ed:
         if eigensystem is None:
             lam, V = scipy.linalg.eigh(G, check_finite=False)
