@@ -3,8 +3,10 @@
 The data are a zarr store (written on the first run under ``--workdir``) of
 ``X`` (n × 4 float32, features uniform on [-1.5, 1.5]) and
 ``y = f(x) + N(0, 0.3²)`` (float32) with a smooth ``f``; chunks of 5·10^6 rows
-(100 MB of X and y). One task reads rows [a, b) of both arrays, so the reads of
-every pass are counted from the task stream (tasks ``read_rows``).
+(100 MB of X and y). One task reads a slice of 5·10^5 rows of both arrays
+(``--task-rows``), so that n = 10^6 and n = 10^7 run with the same task size on
+both workers and their peak memory can be compared; the reads of every pass are
+counted on the workers (calls of ``read_rows`` divided by the tasks of a pass).
 
 A fit is three reads of the data:
 
@@ -104,12 +106,15 @@ def read_rows(path: str, a: int, b: int) -> np.ndarray:
     return out
 
 
-def source(path: Path, n: int) -> tuple[Any, Any]:
-    """Lazy X (n, 4) and y (n,) over the first ``n`` rows of the store, chunks of the store."""
+def source(path: Path, n: int, task_rows: int) -> tuple[Any, Any]:
+    """Lazy X (n, 4) and y (n,) over the first ``n`` rows of the store, ``task_rows`` per task.
+
+    Task bounds never straddle a store chunk.
+    """
     import dask
     import dask.array as da
 
-    bounds = [*range(0, n, CHUNK_ROWS), n]
+    bounds = sorted({*range(0, n, task_rows), *range(0, n, CHUNK_ROWS), n})
     fn = dask.delayed(read_rows, pure=True)
     blocks = [da.from_delayed(fn(str(path), a, b), shape=(b - a, D + 1), dtype=np.float32)
               for a, b in itertools.pairwise(bounds)]
@@ -158,14 +163,15 @@ def mse(pred: np.ndarray, y: np.ndarray) -> float:
 
 
 def fit_bigkern(bench: C.Bench, client: Any, path: Path, n: int, m: int, omega: float,
-                Xt: np.ndarray, yt: np.ndarray, profile: bool) -> dict[str, Any]:
+                Xt: np.ndarray, yt: np.ndarray, profile: bool, task_rows: int
+                ) -> dict[str, Any]:
     """One fit of OHTED on n rows: sample Ã, normal equations, solve, residual check."""
     import bigkern
     from bigkern.kernels import kernel_expansion
     from bigkern.reduce.reduced_kernel import reduced_normal_equations, reduced_residual_sums
     from bigkern.solvers.oht import oht_from_normal_equations
 
-    X, y = source(path, n)
+    X, y = source(path, n, task_rows)
     n_chunks = X.numblocks[0]
     out: dict[str, Any] = {"n": n, "chunks": n_chunks}
     t_fit = time.perf_counter()
@@ -273,12 +279,46 @@ def choose_omega(bench: C.Bench, path: Path, n: int, m: int, grid: tuple[float, 
     return best[1], table
 
 
+def product_timings(m: int, rows: int = 4096, repeat: int = 5) -> list[list[str]]:
+    """Per block of ``rows`` × (m + 2): the candidate products for GᵀG, one BLAS thread."""
+    import scipy.linalg.blas as blas
+    from threadpoolctl import threadpool_limits
+
+    W = np.random.default_rng(0).random((rows, m + 2))
+    W32 = W.astype(np.float32)
+    acc = np.zeros((m + 2, m + 2), order="F")
+
+    def syrk() -> None:
+        blas.dsyrk(1.0, W.T, beta=1.0, c=acc, trans=0, lower=0, overwrite_c=1)
+
+    def gemm() -> None:
+        np.add(acc, W.T @ W, out=acc)
+
+    def syrk32() -> None:
+        np.add(acc, blas.ssyrk(1.0, W32.T, trans=0, lower=0), out=acc)
+
+    out = []
+    with threadpool_limits(1):
+        for name, f in (("dsyrk into the float64 accumulator (used)", syrk),
+                        ("W.T @ W (numpy) + add", gemm),
+                        ("ssyrk float32 + add (not used: float32 sums)", syrk32)):
+            f()
+            t0 = time.perf_counter()
+            for _ in range(repeat):
+                f()
+            out.append([name, f"{(time.perf_counter() - t0) / repeat * 1e3:.1f}"])
+    return out
+
+
 def main() -> None:
     p = C.parser(__doc__.split("\n")[0], "oht_scale")
     p.add_argument("--omega", type=float, default=None,
                    help="kernel width (default: chosen by validation over 0.7, 1, 1.4, 2 with "
                         "in-memory OHTED on the peers' subsample)")
+    p.add_argument("--task-rows", type=int, default=None,
+                   help="rows read per task (default 5e5; 5e4 with --small)")
     args = p.parse_args()
+    args.task_rows = args.task_rows or (50_000 if args.small else 500_000)
     size = SMALL if args.small else FULL
     rows, m = size["rows"], size["centers"]
     n_max = max(rows)
@@ -304,12 +344,16 @@ def main() -> None:
                   f" rows, {size['peer_rows']:.0e} fresh validation rows): {omega:g}")
             C.print_table(["omega", "validation MSE", "kept/stable"], table)
         args.omega = omega
+        with bench.stage("product timings (client, 1 thread)", quiet=True):
+            timings = product_timings(m)
+        print(f"# G'G products per block of 4096 x {m + 2} rows (ms, 1 BLAS thread):")
+        C.print_table(["product", "ms"], timings)
         # warm-up: imports and BLAS on the workers (untimed)
-        Xw, yw = source(path, 20_000)
+        Xw, yw = source(path, 20_000, args.task_rows)
         from bigkern.reduce.reduced_kernel import reduced_normal_equations
         reduced_normal_equations(Xw, yw, np.zeros((3, D)), omega)
-        fits = [fit_bigkern(bench, client, path, n, m, args.omega, Xt, yt, args.profile)
-                for n in rows]
+        fits = [fit_bigkern(bench, client, path, n, m, args.omega, Xt, yt, args.profile,
+                            args.task_rows) for n in rows]
         peer = peers(bench, path, size["peer_rows"], m, args.omega, Xt, yt)
 
     print(f"\n## OHTED on {m} reduced centers (omega {args.omega:g}), test MSE on "
@@ -320,7 +364,7 @@ def main() -> None:
         for label in ("eta", "eta+rtol"):
             s = f[label]
             rows_out.append([
-                f"bigkern n={f['n']:.0e} ({f['chunks']} chunks), {label}",
+                f"bigkern n={f['n']:.0e} ({f['chunks']} tasks), {label}",
                 f"{s['mse']:.5f}", f"{s['mse32']:.5f}", f"{s['kept']}/{s['stable']}",
                 f"{s['wnorm']:.3g}", f"{s['sigma2']:.5f}",
                 f"{f['fit_seconds']:.1f}", f"{ne.seconds:.1f}", f"{ne.peak / C.GB:.2f}",
@@ -337,7 +381,7 @@ def main() -> None:
           "(round-off of the formed G'G); MSE f32 pred: predicted with float32 kernels, as fitted")
     print("  fit s: sample Ã + normal-equations pass + both OHTED solves (bigkern); "
           "peak = client + workers RSS; reads = passes over the data (Ã + normal eq. + "
-          "residual check), counted from read_rows tasks / chunks")
+          "residual check), counted as read_rows calls / tasks")
     for f in fits:
         print(f"  n={f['n']:.0e}: sigma2 from the pieces (21) {f['eta+rtol']['sigma2']:.6f}, "
               f"from the residual pass {f['sigma2_data']:.6f} "
