@@ -10,6 +10,8 @@ from bigkern.errors import (
     BigkernError,
     BigkernWarning,
     DataQualityError,
+    DoublePrecisionWarning,
+    ExtendedPrecisionWarning,
     IllConditionedWarning,
     LabelError,
     StoreError,
@@ -27,7 +29,18 @@ from bigkern.io import (
     write_scenes,
 )
 from bigkern.kernels import CompactSupport, Gaussian, gaussian_kernel
-from bigkern.models import BinnedKernelRidge, BinnedSVC, KernelExpansion, KernelRidgeClassifier
+from bigkern.models import (
+    BinnedKernelRidge,
+    BinnedSVC,
+    CompactKernelPCA,
+    CompactKernelRidge,
+    CompactLSSVC,
+    CompactSVC,
+    GaussianRLS,
+    KernelExpansion,
+    KernelRidgeClassifier,
+    PeriodicKernelRidge,
+)
 from bigkern.predict import predict_scenes, write_predictions
 from bigkern.reduce import (
     DECILES,
@@ -42,10 +55,12 @@ from bigkern.reduce import (
 from bigkern.sampling import random_split, sample_rows
 from bigkern.tuning import (
     choose_support_radius,
+    difference_noise_variance,
     distance_quantile,
     grid_search_bins,
     holdout_accuracy,
     holdout_grid_search,
+    mallows_cp,
 )
 
 __version__ = "0.1.0"
@@ -56,13 +71,21 @@ __all__ = [
     "BigkernWarning",
     "BinnedKernelRidge",
     "BinnedSVC",
+    "CompactKernelPCA",
+    "CompactKernelRidge",
+    "CompactLSSVC",
+    "CompactSVC",
     "CompactSupport",
     "DataQualityError",
+    "DoublePrecisionWarning",
+    "ExtendedPrecisionWarning",
     "Gaussian",
+    "GaussianRLS",
     "IllConditionedWarning",
     "KernelExpansion",
     "KernelRidgeClassifier",
     "LabelError",
+    "PeriodicKernelRidge",
     "Samples",
     "StoreError",
     "__version__",
@@ -71,6 +94,7 @@ __all__ = [
     "choose_support_radius",
     "config",
     "connect",
+    "difference_noise_variance",
     "distance_quantile",
     "gaussian_kernel",
     "gram_report",
@@ -79,6 +103,7 @@ __all__ = [
     "holdout_grid_search",
     "ingest_misr_text",
     "load_model",
+    "mallows_cp",
     "open_scenes",
     "percentile_bins",
     "predict_scenes",

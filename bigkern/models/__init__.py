@@ -17,13 +17,23 @@ import xarray as xr
 from bigkern.models._base import KernelExpansion, _KernelClassifier
 from bigkern.models.baselines import KernelRidgeClassifier
 from bigkern.models.binned import BinnedKernelRidge, BinnedSVC
+from bigkern.models.compact import CompactKernelPCA, CompactKernelRidge, CompactLSSVC, CompactSVC
+from bigkern.models.periodic import PeriodicKernelRidge, shi_yu_grid
+from bigkern.models.rls import GaussianRLS
 
 __all__ = [
     "BinnedKernelRidge",
     "BinnedSVC",
+    "CompactKernelPCA",
+    "CompactKernelRidge",
+    "CompactLSSVC",
+    "CompactSVC",
+    "GaussianRLS",
     "KernelExpansion",
     "KernelRidgeClassifier",
+    "PeriodicKernelRidge",
     "load_model_dataset",
+    "shi_yu_grid",
 ]
 
 _MODELS = {cls.__name__: cls for cls in (BinnedKernelRidge, BinnedSVC, KernelRidgeClassifier)}
