@@ -183,7 +183,10 @@ def main() -> None:
     p.add_argument("--max-train", type=int, default=2000,
                    help="cap on the training size (paper: Table 1, up to 4000)")
     p.add_argument("--max-test", type=int, default=2000, help="cap on the test size")
-    p.add_argument("--widths", type=float, nargs="*", default=[1.0, 2.0, 5.0, 8.0])
+    p.add_argument("--widths", type=float, nargs="*", default=[1.0, 2.0, 5.0, 8.0],
+                   help="candidate widths ω (paper: 1 2 5 8)")
+    p.add_argument("--wide", type=float, nargs="*", default=[],
+                   help="a second candidate set run after the first (e.g. 1 2 5 8 16 32)")
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--seed", type=int, default=2011)
     p.add_argument("--out", type=Path, help="write the raw results and summary as JSON")
@@ -203,25 +206,29 @@ def main() -> None:
     reps = {n: (a.reps if n in PAPER_SIZES else a.extra_reps) for n in a.sets}
     if not a.small:
         reps.update({n: max(reps[n], 50) for n in a.sets if sizes[n][0] <= 500})
-    print(f"# repetitions {reps}, widths {a.widths}, sizes (train/test) {sizes}, "
-          f"{a.jobs} processes", flush=True)
-    t0 = time.perf_counter()
-    results = []
-    with ProcessPoolExecutor(a.jobs) as pool:
-        futs = [pool.submit(one_rep, n, r, *sizes[n], tuple(a.widths), a.seed)
-                for n in a.sets for r in range(reps[n])]
-        for f in futs:
-            r = f.result()
-            results.append(r)
-            print(f"  {r['name']} rep {r['rep']}: {r['seconds']:.1f} s; "
-                  + ", ".join(f"{m} {r[m]['error']:.3f}" if r[m]['error'] is not None
-                              else f"{m} -" for m in MODELS), flush=True)
-    print(f"# total {time.perf_counter() - t0:.0f} s")
-    summary = report(results, sizes)
+    print(f"# repetitions {reps}, sizes (train/test) {sizes}, {a.jobs} processes", flush=True)
+    runs = []
+    for widths in (a.widths, a.wide):
+        if not widths:
+            continue
+        print(f"\n# ---- candidate widths ω ∈ {widths} ----", flush=True)
+        t0 = time.perf_counter()
+        results = []
+        with ProcessPoolExecutor(a.jobs) as pool:
+            futs = [pool.submit(one_rep, n, r, *sizes[n], tuple(widths), a.seed)
+                    for n in a.sets for r in range(reps[n])]
+            for f in futs:
+                r = f.result()
+                results.append(r)
+                print(f"  {r['name']} rep {r['rep']}: {r['seconds']:.1f} s; "
+                      + ", ".join(f"{m} {r[m]['error']:.3f}" if r[m]['error'] is not None
+                                  else f"{m} -" for m in MODELS), flush=True)
+        print(f"# total {time.perf_counter() - t0:.0f} s for widths {widths}")
+        print(f"\n# ==== tables for candidate widths ω ∈ {widths} ====")
+        runs.append({"widths": widths, "summary": report(results, sizes), "results": results})
     if a.out:
-        a.out.write_text(json.dumps({"command": command_line(), "sizes": sizes,
-                                     "widths": a.widths, "summary": summary,
-                                     "results": results}, indent=1))
+        a.out.write_text(json.dumps({"command": command_line(), "sizes": sizes, "reps": reps,
+                                     "runs": runs}, indent=1))
         print(f"# results written to {a.out}")
 
 
