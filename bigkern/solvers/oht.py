@@ -441,8 +441,9 @@ def oht_fit_methods(
     (LAPACK ``dgeqp3``), in exact arithmetic the same pivots and ``R`` (up to
     signs) as the pivoted Cholesky of ``GᵀG``, but with ``γ_k = R_kk²`` accurate
     far below ``ε·max γ`` (a formed ``GᵀG`` blurs every ``γ`` under about
-    ``m·ε·γ_1``, which can exceed ``η``). For ED, a square symmetric ``G`` (a kernel matrix on the training inputs, the paper's case) is
-    decomposed itself: ``G = V diag(λ) Vᵀ`` gives ``GᵀG = V diag(λ²) Vᵀ``, the same
+    ``m·ε·γ_1``, which can exceed ``η``). For ED, a square symmetric ``G`` (a
+    kernel matrix on the training inputs, the paper's case) is decomposed
+    itself: ``G = V diag(λ) Vᵀ`` gives ``GᵀG = V diag(λ²) Vᵀ``, the same
     orthogonal components with ``γ_j = λ_j²`` and ``a_jᵀy = λ_j v_jᵀy``, with
     ``γ_j`` accurate to ``ε·λ_1·|λ_j|`` instead of ``ε·λ_1²`` (so the stable set
     ``γ_j > η`` is not blurred by round-off). Any other ``G`` goes through ``GᵀG``.
