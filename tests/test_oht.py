@@ -22,6 +22,15 @@ from bigkern.solvers.oht import (
 )
 
 
+@pytest.fixture(autouse=True)
+def _one_blas_thread():
+    """One BLAS thread: threaded eigh/QR thrash on the shared 2-core machine."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1):
+        yield
+
+
 def _gauss(x: np.ndarray, c: np.ndarray, omega: float) -> np.ndarray:
     d2 = (x[:, None, :] - c[None, :, :]) ** 2
     return np.exp(-d2.sum(-1) / (2 * omega**2))
@@ -163,6 +172,24 @@ def test_sigma2_from_pieces_equals_residual_variance_of_the_stable_projection():
     Qo, _ = np.linalg.qr(G[:, piv])  # span of the l stable GS components
     res = yc - Qo @ (Qo.T @ yc)
     np.testing.assert_allclose(sol.sigma2, res @ res / (60 - sol.n_stable), rtol=1e-6)
+    # the unthresholded stable projection: a residual pass gives (21) directly
+    for method in METHODS:
+        s = oht_fit(G, y, method=method)
+        if method.startswith("GS"):  # same stable span as the QR reference above
+            np.testing.assert_allclose(y - G @ s.stable_weights - s.intercept, res, atol=1e-6)
+        r = y - G @ s.stable_weights - s.intercept
+        np.testing.assert_allclose(r @ r / (60 - s.n_stable), s.sigma2, rtol=1e-5)
+        # thresholding with a supplied σ² (here the same value) gives the same model
+        t = oht_from_normal_equations(G.T @ G, G.T @ y, float(y @ y), 60, method=method,
+                                      Gsum=G.sum(0), ysum=float(y.sum()),
+                                      sigma2=float(r @ r / (60 - s.n_stable)))
+        np.testing.assert_array_equal(t.kept, s.kept)
+        half = oht_from_normal_equations(G.T @ G, G.T @ y, float(y @ y), 60, method=method,
+                                         Gsum=G.sum(0), ysum=float(y.sum()),
+                                         sigma2=s.sigma2 / 4)
+        assert half.n_components >= s.n_components
+        np.testing.assert_array_equal(half.thresholds, s.sigma2 / 4 * 2 * math.log(60)
+                                      / half.gamma)
 
 
 def test_centring_from_pieces_matches_in_memory_centring():
@@ -250,6 +277,7 @@ from sklearn.base import clone  # noqa: E402
 from bigkern.datasets import shared_data_dir  # noqa: E402
 from bigkern.models.oht import (  # noqa: E402
     PAPER_RIDGES,
+    PAPER_WIDTHS,
     LOOKernelRidge,
     OHTRegressor,
     fit_at_width,
@@ -424,24 +452,37 @@ def test_reduced_basis_matches_solver_and_is_chunking_independent():
 
 @pytest.mark.realdata
 def test_real_auto_mpg_pattern_loosely():
-    """A small Table 2 run on auto-mpg (paper: n = 300 / 92; here 3 splits)."""
+    """A small Table 2 run on auto-mpg (paper: n = 300 / 92; here 4 splits).
+
+    Width by two-fold CV over the paper's {1, 2, 5, 8} for each model, shared
+    kernel matrices (as benchmarks/hagiwara_tables.py does); the estimator route is
+    checked against the same numbers for one split.
+    """
     root = shared_data_dir()
     if root is None or not (root / "regression" / "autoMpg.csv").exists():
         pytest.skip("../shared/data/regression is not present: real-data tests need it")
     from bigkern.io.regression_csv import load_regression
 
     d = load_regression("autoMpg")
-    errors = {m: [] for m in ("RM", *METHODS)}
-    for rep in range(3):
+    models = ("RM", *METHODS)
+    errors = {m: [] for m in models}
+    for rep in range(4):
         idx = np.random.default_rng(rep).permutation(d.n_samples)
         tr, te = idx[:300], idx[300:]
-        ests = {"RM": LOOKernelRidge(random_state=rep)}
-        ests.update({m: OHTRegressor(method=m, random_state=rep) for m in METHODS})
-        for m, est in ests.items():
-            pred = est.fit(d.X[tr], d.y[tr]).predict(d.X[te])
+        off, sd = d.X[tr].mean(0), d.X[tr].std(0)
+        z, zt = (d.X[tr] - off) / sd, (d.X[te] - off) / sd
+        cv = two_fold_width_scores(z, d.y[tr], PAPER_WIDTHS, models, random_state=rep)
+        for m in models:
+            omega = PAPER_WIDTHS[int(np.argmin(cv[m]))]
+            w, b, _ = fit_at_width(z, d.y[tr], omega, (m,))[m]
+            pred = _gauss(zt, z, omega) @ w + b
             errors[m].append(np.mean((pred - d.y[te]) ** 2) / np.var(d.y[te]))
+            if rep == 0 and m in ("RM", "GS2"):
+                est = (LOOKernelRidge(random_state=0) if m == "RM"
+                       else OHTRegressor(method=m, random_state=0)).fit(d.X[tr], d.y[tr])
+                np.testing.assert_allclose(est.predict(d.X[te]), pred, atol=1e-6)
     e = {m: float(np.mean(v)) for m, v in errors.items()}
     # paper: RM 0.129, OHTED 0.144, OHTED2 0.141, OHTGS 0.145, OHTGS2 0.136 (± ~0.05)
     assert all(v < 0.25 for v in e.values()), e
     assert e["ED2"] < 1.5 * e["RM"] and e["GS2"] < 1.5 * e["RM"], e
-    assert e["ED2"] <= 1.1 * e["ED"] and e["GS2"] <= 1.1 * e["GS"], e
+    assert e["ED2"] <= 1.15 * e["ED"] and e["GS2"] <= 1.15 * e["GS"], e

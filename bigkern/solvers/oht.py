@@ -86,7 +86,11 @@ class OHTSolution:
         Indices of the basis functions with a nonzero weight (for GS/GS2 the
         pivots ``c_1 … c_m``: the sparse model).
     sigma2 : float
-        Noise variance ``σ̂²`` by (21).
+        Noise variance ``σ̂²`` by (21) (or the value supplied).
+    stable_weights : ndarray, shape (m,)
+        Weights of the unthresholded projection ``Hy`` on the stable set
+        (``Q Γ⁻¹ Aᵀy``): a second pass over the data with them gives the residual
+        sum of squares of (21) without the cancellation of ``yᵀy − Σ (a_jᵀy)²/γ_j``.
     thresholds : ndarray, shape (l,)
         ``θ_j = σ̂² · 2 log n / γ_j``.
     gamma : ndarray, shape (l,)
@@ -112,6 +116,7 @@ class OHTSolution:
     kept: np.ndarray
     basis_used: np.ndarray
     sigma2: float
+    stable_weights: np.ndarray
     thresholds: np.ndarray
     gamma: np.ndarray
     coefficients: np.ndarray
@@ -150,16 +155,19 @@ def _finite(name: str, a: np.ndarray) -> None:
         raise DataQualityError(f"{name} has a non-finite entry (NaN or ±inf) at index [{where}]")
 
 
-def _threshold(gamma: np.ndarray, c: np.ndarray, yty: float, n: int, method: str
+def _threshold(gamma: np.ndarray, c: np.ndarray, yty: float, n: int, method: str,
+               sigma2: float | None = None
                ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, int]:
-    """σ̂² by (21), thresholds, v̂, the mask of kept components and ``m``."""
+    """σ̂² by (21) (unless given), thresholds, v̂, the mask of kept components and ``m``."""
     l = len(gamma)
-    if l >= n:
-        raise NoResidualDegreesOfFreedomError(
-            f"the stable set has l = {l} components for n = {n} samples: the noise variance "
-            f"(21) needs n - l > 0 (raise eta, or use a wider kernel / fewer basis functions)")
-    rss = yty - float(np.sum(c * c / gamma))
-    sigma2 = max(rss, 0.0) / (n - l)
+    if sigma2 is None:
+        if l >= n:
+            raise NoResidualDegreesOfFreedomError(
+                f"the stable set has l = {l} components for n = {n} samples: the noise "
+                f"variance (21) needs n - l > 0 (raise eta, or use a wider kernel / fewer "
+                f"basis functions)")
+        rss = yty - float(np.sum(c * c / gamma))
+        sigma2 = max(rss, 0.0) / (n - l)
     thresholds = sigma2 * 2.0 * math.log(n) / gamma
     v = c / gamma
     survive = v * v > thresholds
@@ -173,20 +181,23 @@ def _threshold(gamma: np.ndarray, c: np.ndarray, yty: float, n: int, method: str
 
 
 def _solution(gamma: np.ndarray, c: np.ndarray, yty: float, n: int, method: str,
-              weights_of: object, pivots: np.ndarray, intercept: float) -> OHTSolution:
-    sigma2, thr, v, keep, last = _threshold(gamma, c, yty, n, method)
+              weights_of: object, pivots: np.ndarray, intercept: float,
+              sigma2: float | None) -> OHTSolution:
+    sigma2, thr, v, keep, last = _threshold(gamma, c, yty, n, method, sigma2)
     weights, basis_used = weights_of(v, keep, last)  # type: ignore[operator]
+    stable, _ = weights_of(v, np.ones(len(v), dtype=bool), len(v))  # type: ignore[operator]
     kept = np.flatnonzero(keep)
     return OHTSolution(
         weights=weights, intercept=intercept, kept=kept, basis_used=basis_used,
-        sigma2=float(sigma2), thresholds=thr, gamma=gamma, coefficients=v,
+        sigma2=float(sigma2), stable_weights=stable, thresholds=thr, gamma=gamma, coefficients=v,
         n_components=len(kept), n_stable=len(gamma), last=last, pivots=pivots,
         method=method, n=n,
     )
 
 
 def _ed_solutions(evals: np.ndarray, U: np.ndarray, c: np.ndarray, yty: float, n: int,
-                  methods: tuple[str, ...], intercept: float) -> dict[str, OHTSolution]:
+                  methods: tuple[str, ...], intercept: float,
+                  sigma2: float | None = None) -> dict[str, OHTSolution]:
     """ED/ED2 from stable eigenpairs of GᵀG (descending ``evals``) and ``c = Uᵀ Gᵀy``."""
 
     def weights_of(v: np.ndarray, keep: np.ndarray, last: int) -> tuple[np.ndarray, np.ndarray]:
@@ -194,12 +205,13 @@ def _ed_solutions(evals: np.ndarray, U: np.ndarray, c: np.ndarray, yty: float, n
         return w, np.flatnonzero(w)
 
     none = np.zeros(0, dtype=np.int64)
-    return {meth: _solution(evals, c, yty, n, meth, weights_of, none, intercept)
+    return {meth: _solution(evals, c, yty, n, meth, weights_of, none, intercept, sigma2)
             for meth in methods if meth.startswith("ED")}
 
 
 def _gs_solutions(R: np.ndarray, piv: np.ndarray, Gty: np.ndarray, yty: float, n: int,
-                  methods: tuple[str, ...], intercept: float) -> dict[str, OHTSolution]:
+                  methods: tuple[str, ...], intercept: float,
+                  sigma2: float | None = None) -> dict[str, OHTSolution]:
     """GS/GS2 from the triangular factor of the ``l`` stable pivoted columns.
 
     ``R`` (l, l) upper triangular with ``G[:, piv] = Q_o R`` (``Q_o`` orthonormal),
@@ -217,7 +229,7 @@ def _gs_solutions(R: np.ndarray, piv: np.ndarray, Gty: np.ndarray, yty: float, n
                                                           check_finite=False)
         return w, np.sort(piv[:last])
 
-    return {meth: _solution(d * d, d * z, yty, n, meth, weights_of, piv, intercept)
+    return {meth: _solution(d * d, d * z, yty, n, meth, weights_of, piv, intercept, sigma2)
             for meth in methods if meth.startswith("GS")}
 
 
@@ -272,6 +284,7 @@ def oht_from_normal_equations(
     Gsum: np.ndarray | None = None,
     ysum: float | None = None,
     rtol: float = 0.0,
+    sigma2: float | None = None,
 ) -> OHTSolution:
     """Orthogonalization + hard thresholding from the normal-equation pieces.
 
@@ -301,6 +314,10 @@ def oht_from_normal_equations(
         accurate to about ``m·ε·γ_1`` (ε = 2.2e-16), which is above
         ``η = 1e-10`` once ``γ_1`` is large (many samples); ``rtol ≈ m·ε`` then
         keeps round-off out of the stable set.
+    sigma2 : float, optional
+        A noise variance to threshold with instead of (21) from the pieces (e.g.
+        the residual sum of squares of ``stable_weights`` from a second pass,
+        divided by ``n − n_stable``).
 
     Returns
     -------
@@ -315,7 +332,7 @@ def oht_from_normal_equations(
         A non-finite piece, or a constant (centred) / all-zero ``y``.
     """
     return oht_solutions(GtG, Gty, yty, n, methods=(_check_method(method),), eta=eta,
-                         Gsum=Gsum, ysum=ysum, rtol=rtol)[method]
+                         Gsum=Gsum, ysum=ysum, rtol=rtol, sigma2=sigma2)[method]
 
 
 def oht_solutions(
@@ -329,6 +346,7 @@ def oht_solutions(
     Gsum: np.ndarray | None = None,
     ysum: float | None = None,
     rtol: float = 0.0,
+    sigma2: float | None = None,
 ) -> dict[str, OHTSolution]:
     """Several methods from one set of pieces (one eigendecomposition, one pivoted Cholesky).
 
@@ -343,6 +361,8 @@ def oht_solutions(
     eta = _check_eta(eta)
     n = _check_n(n)
     rtol = _check_rtol(rtol)
+    if sigma2 is not None and not (math.isfinite(sigma2) and sigma2 >= 0):
+        raise ValueError(f"sigma2 must be a finite number >= 0; got {sigma2!r}")
     GtG = np.asarray(GtG, dtype=np.float64)
     Gty = np.asarray(Gty, dtype=np.float64)
     if GtG.ndim != 2 or GtG.shape[0] != GtG.shape[1]:
@@ -380,11 +400,12 @@ def oht_solutions(
         bound = max(eta, rtol * float(evals[order[0]])) if m else eta
         stable = order[evals[order] > bound]
         U = evecs[:, stable]
-        out.update(_ed_solutions(evals[stable], U, U.T @ Gty, yty, n, methods, intercept))
+        out.update(_ed_solutions(evals[stable], U, U.T @ Gty, yty, n, methods, intercept,
+                                 sigma2))
     if any(meth.startswith("GS") for meth in methods):
         top = float(np.max(np.diag(GtG))) if m else 0.0
         R, piv = _pivoted_cholesky(GtG, max(eta, rtol * top))
-        out.update(_gs_solutions(R, piv, Gty, yty, n, methods, intercept))
+        out.update(_gs_solutions(R, piv, Gty, yty, n, methods, intercept, sigma2))
     return {meth: out[meth] for meth in methods}
 
 
