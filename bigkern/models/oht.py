@@ -56,10 +56,28 @@ PAPER_RIDGES: tuple[float, ...] = tuple(k * 10.0**j for j in range(-4, 3) for k 
 MODELS: tuple[str, ...] = ("RM", *METHODS)
 
 
-def _check_X(X: Any, what: str = "X") -> np.ndarray:
-    X = np.asarray(X, dtype=np.float64)
+def _as_dense(X: Any, what: str = "X") -> np.ndarray:
+    """``X`` as a float64 2-D array (no sparse or complex input; 1-D asks to reshape)."""
+    import scipy.sparse
+
+    if scipy.sparse.issparse(X):
+        raise TypeError(f"sparse input is not supported for {what}: pass a dense array")
+    X = np.asarray(X)
+    if np.iscomplexobj(X):
+        raise ValueError(f"Complex data not supported: {what} has a complex dtype")
+    X = X.astype(np.float64)
     if X.ndim != 2:
-        raise ValueError(f"{what} must be 2-D (sample, feature); got shape {X.shape}")
+        raise ValueError(f"{what} must be 2-D (sample, feature); got shape {X.shape}. "
+                         f"Reshape your data with X.reshape(-1, 1) for a single feature or "
+                         f"X.reshape(1, -1) for a single sample")
+    if X.shape[1] == 0:
+        raise ValueError(f"{what} has 0 feature(s) (shape={X.shape}) while a minimum of 1 is "
+                         f"required.")
+    return X
+
+
+def _check_X(X: Any, what: str = "X") -> np.ndarray:
+    X = _as_dense(X, what)
     bad = np.argwhere(~np.isfinite(X))
     if bad.size:
         i, j = bad[0]
@@ -68,14 +86,21 @@ def _check_X(X: Any, what: str = "X") -> np.ndarray:
     return X
 
 
-def _check_Xy(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+def _check_Xy(X: Any, y: Any, who: str) -> tuple[np.ndarray, np.ndarray]:
+    if y is None:
+        raise ValueError(f"{who} requires y to be passed, but the target y is None")
     X = _check_X(X)
-    y = np.asarray(y, dtype=np.float64)
+    y = np.asarray(y)
+    if np.iscomplexobj(y):
+        raise ValueError("Complex data not supported: y has a complex dtype")
+    y = y.astype(np.float64)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
     if y.ndim != 1 or y.shape[0] != X.shape[0]:
         raise ValueError(f"y must be 1-D with one entry per row of X ({X.shape[0]}); "
                          f"got shape {y.shape}")
     if X.shape[0] < 2:
-        raise ValueError(f"at least 2 samples are needed; got n = {X.shape[0]}")
+        raise ValueError(f"at least 2 samples are needed; got n_samples = {X.shape[0]}")
     bad = np.flatnonzero(~np.isfinite(y))
     if bad.size:
         raise DataQualityError(f"y has {bad.size} non-finite value(s) (NaN or ±inf); "
@@ -238,13 +263,16 @@ class _KernelRegressor(RegressorMixin, BaseEstimator):
         """
         import dask.array as da
         import xarray as xr
+        from sklearn.utils.validation import check_is_fitted
 
+        check_is_fitted(self, "coef_")
         if isinstance(X, xr.DataArray):
             X = X.data
         if not isinstance(X, da.Array):
-            X = np.asarray(X, dtype=np.float64)
+            X = _as_dense(X)
         if X.ndim != 2 or X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X must have shape (n, {self.n_features_in_}); got {X.shape}")
+            raise ValueError(f"X has {X.shape[-1]} features, but {type(self).__name__} is "
+                             f"expecting {self.n_features_in_} features as input")
         if isinstance(X, da.Array):
             return X.rechunk({1: -1}).map_blocks(self._expansion, drop_axis=1,
                                                  dtype=np.float64)
@@ -315,7 +343,7 @@ class LOOKernelRidge(_KernelRegressor):
         if self.penalty not in ("weights", "rkhs"):
             raise ValueError(f"penalty must be 'weights' or 'rkhs'; got {self.penalty!r}")
         ridges = tuple(float(r) for r in np.atleast_1d(self.ridges))
-        X, y = _check_Xy(X, y)
+        X, y = _check_Xy(X, y, type(self).__name__)
         self.offset_, self.scale_ = _standardizer(X)
         Z = (X - self.offset_) / self.scale_
         kw = {"ridges": ridges, "penalty": self.penalty}
@@ -401,7 +429,7 @@ class OHTRegressor(_KernelRegressor):
             raise ValueError(f"method must be one of {METHODS}; got {self.method!r}")
         if self.basis is not None:
             return self._fit_reduced(X, y)
-        X, y = _check_Xy(X, y)
+        X, y = _check_Xy(X, y, type(self).__name__)
         self.offset_, self.scale_ = _standardizer(X)
         Z = (X - self.offset_) / self.scale_
         self.omega_ = self._select(Z, y, self.method, eta=self.eta)
