@@ -67,11 +67,15 @@ def row_partials(
 ) -> list[Delayed]:
     """Apply ``func(X_chunk, *other_chunks, **kwargs)`` to every row chunk; one Delayed each.
 
-    ``others`` that are ``None`` are passed as ``None``.
+    ``others`` that are ``None`` are passed as ``None``. The blocks keep their
+    graph keys (``optimize_graph=False``): when ``X`` and ``y`` are slices of one
+    source, a separately optimized graph per array would read each chunk of the
+    source once per array.
     """
-    x_blocks = X.to_delayed().ravel()
+    x_blocks = X.to_delayed(optimize_graph=False).ravel()
     other_blocks = [
-        [None] * len(x_blocks) if o is None else list(o.to_delayed().ravel()) for o in others
+        [None] * len(x_blocks) if o is None else list(o.to_delayed(optimize_graph=False).ravel())
+        for o in others
     ]
     fn = dask.delayed(func, pure=True, name=name)
     return [fn(xb, *(ob[i] for ob in other_blocks), **kwargs) for i, xb in enumerate(x_blocks)]
