@@ -81,3 +81,19 @@ def test_local_scheduler_setting_is_honoured_while_a_client_exists(client):
         remote = percentile_bins(x)
     assert ts.data
     np.testing.assert_array_equal(local["count"].values, remote["count"].values)
+
+
+def test_rows_and_labels_sliced_from_one_array_are_read_once(client, tmp_path):
+    """X and y taken from the columns of one stored array: one read of each chunk per pass."""
+    import dask.array as da
+
+    from bigkern.sampling import sample_rows
+
+    rng = np.random.default_rng(0)
+    path = str(tmp_path / "table.zarr")
+    da.from_array(rng.standard_normal((6000, 3)), chunks=(1000, 3)).to_zarr(path)
+    table = da.from_zarr(path)
+    with get_task_stream(client) as ts:
+        sample_rows(table[:, :2], table[:, 2] > 0, n=50)
+    reads = sum(1 for t in ts.data if str(t["key"]).startswith(("('from-zarr", "from-zarr")))
+    assert reads == table.npartitions
