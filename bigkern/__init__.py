@@ -50,6 +50,7 @@ from bigkern.reduce import (
     percentile_bins,
     quantile_edges,
     quantile_summary,
+    reduced_normal_equations,
     sparse_gram,
 )
 from bigkern.sampling import random_split, sample_rows
@@ -111,6 +112,7 @@ __all__ = [
     "quantile_summary",
     "random_split",
     "read_misr_text",
+    "reduced_normal_equations",
     "sample_rows",
     "save_model",
     "sparse_gram",
