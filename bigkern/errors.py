@@ -14,6 +14,7 @@ __all__ = [
     "ExtendedPrecisionWarning",
     "IllConditionedWarning",
     "LabelError",
+    "NoResidualDegreesOfFreedomError",
     "StoreError",
 ]
 
@@ -32,6 +33,10 @@ class LabelError(BigkernError, ValueError):
 
 class DataQualityError(BigkernError, ValueError):
     """Data are present but too damaged to fit on (e.g. a non-finite rate over the limit)."""
+
+
+class NoResidualDegreesOfFreedomError(BigkernError, ValueError):
+    """OHT's stable set has ``l ≥ n`` components: the noise variance (21) is undefined."""
 
 
 class BigkernWarning(UserWarning):

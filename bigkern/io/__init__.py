@@ -2,6 +2,7 @@
 
 from bigkern.io.misr_text import MISR_TEXT_COLUMNS, ingest_misr_text, read_misr_text
 from bigkern.io.model_store import load_model, save_model
+from bigkern.io.regression_csv import load_regression, read_regression_csv
 from bigkern.io.scenes import (
     SCENE_DIMS,
     Samples,
@@ -19,8 +20,10 @@ __all__ = [
     "default_chunks",
     "ingest_misr_text",
     "load_model",
+    "load_regression",
     "open_scenes",
     "read_misr_text",
+    "read_regression_csv",
     "save_model",
     "stack_samples",
     "validate_scenes",

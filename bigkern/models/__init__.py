@@ -18,6 +18,8 @@ from bigkern.models._base import KernelExpansion, _KernelClassifier
 from bigkern.models.baselines import KernelRidgeClassifier
 from bigkern.models.binned import BinnedKernelRidge, BinnedSVC
 from bigkern.models.compact import CompactKernelPCA, CompactKernelRidge, CompactLSSVC, CompactSVC
+from bigkern.models.kernel_regression import LOOKernelRidge
+from bigkern.models.oht import OHTRegressor
 from bigkern.models.periodic import PeriodicKernelRidge, shi_yu_grid
 from bigkern.models.rls import GaussianRLS
 
@@ -31,6 +33,8 @@ __all__ = [
     "GaussianRLS",
     "KernelExpansion",
     "KernelRidgeClassifier",
+    "LOOKernelRidge",
+    "OHTRegressor",
     "PeriodicKernelRidge",
     "load_model_dataset",
     "shi_yu_grid",

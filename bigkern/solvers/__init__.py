@@ -3,6 +3,7 @@
 from bigkern.solvers.kernel_ridge import solve_weighted_kernel_ridge
 from bigkern.solvers.kpca import kernel_pca
 from bigkern.solvers.lssvm import solve_lssvm
+from bigkern.solvers.oht import OHTSolution, oht_fit, oht_from_normal_equations
 from bigkern.solvers.periodic import (
     SmootherPath,
     equal_bins,
@@ -15,6 +16,7 @@ from bigkern.solvers.sparse_spd import bandwidth, solve_sparse_spd
 from bigkern.solvers.sparse_svm import solve_svm_dual
 
 __all__ = [
+    "OHTSolution",
     "RidgeEigensystem",
     "SmootherPath",
     "bandwidth",
@@ -23,6 +25,8 @@ __all__ = [
     "exact_periodic_kernel",
     "extended_solve",
     "kernel_pca",
+    "oht_fit",
+    "oht_from_normal_equations",
     "periodic_gaussian_kernel",
     "solve_lssvm",
     "solve_sparse_spd",

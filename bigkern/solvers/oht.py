@@ -49,7 +49,7 @@ import numpy as np
 import scipy.linalg
 from scipy.linalg import lapack
 
-from bigkern.errors import DataQualityError
+from bigkern.errors import DataQualityError, NoResidualDegreesOfFreedomError
 
 __all__ = [
     "METHODS",
@@ -63,10 +63,6 @@ __all__ = [
 
 METHODS: tuple[str, ...] = ("ED", "ED2", "GS", "GS2")
 """The four training methods of Hagiwara (2011)."""
-
-
-class NoResidualDegreesOfFreedomError(ValueError):
-    """The stable set has ``l ≥ n`` components: (21) has no residual degrees of freedom."""
 
 
 @dataclass(frozen=True)
