@@ -7,9 +7,13 @@ Minimizing ``(1/n) Σ (1 − y_i f(x_i))² + λ aᵀKa`` over ``f = b + Σ a_i k
     [ 1   K + nλ I ] [a] = [y]
 
 (the paper writes ``1/λ`` for the ridge ``nλ``: another scaling of the same
-parameter). With ``M = K + nλ I`` symmetric positive definite, it is solved by
-one factorization of ``M`` and two right-hand sides: ``M u = 1``, ``M v = y``,
-``b = 1ᵀv / 1ᵀu``, ``a = v − b u``.
+parameter). With ``M = K + nλ I`` symmetric positive definite, a direct method
+solves it by one factorization of ``M`` and two right-hand sides: ``M u = 1``,
+``M v = y``, ``b = 1ᵀv / 1ᵀu``, ``a = v − b u``. The iterative method needs
+only one Krylov sequence: ``a = Pz`` with the projection ``P = I − 11ᵀ/n``
+onto ``1ᵀa = 0`` turns the system into ``P M P z = P y``, symmetric positive
+definite on that subspace, solved by conjugate gradients (one sparse product
+per iteration); then ``b = mean(y − M a)``.
 """
 
 from __future__ import annotations
@@ -21,7 +25,13 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from bigkern.solvers.sparse_spd import SPDSolve, solve_sparse_spd
+from bigkern.solvers.sparse_spd import (
+    SPDSolve,
+    bandwidth,
+    choose_method,
+    has_cholmod,
+    solve_sparse_spd,
+)
 
 __all__ = ["LSSVMSolution", "solve_lssvm"]
 
@@ -72,7 +82,19 @@ def solve_lssvm(
     t0 = time.perf_counter()
     if sp.issparse(K):
         M = sp.csr_matrix(K, dtype=np.float64) + ridge * sp.identity(n, format="csr")
+        estimate: dict = {}
+        if method == "auto" and not has_cholmod():
+            method, estimate = choose_method(M, tol, ridge, 1)
+        if method == "cg":
+            t1 = time.perf_counter()
+            coef, iterations = _projected_cg(M, y, tol)
+            intercept = float(np.mean(y - M @ coef))
+            seconds = time.perf_counter() - t1
+            solve = SPDSolve(coef, "cg", seconds, bandwidth(M), iterations=iterations,
+                             info=estimate)
+            return LSSVMSolution(coef, intercept, ridge, "cg", time.perf_counter() - t0, solve)
         solve = solve_sparse_spd(M, rhs, method=method, tol=tol, lower_bound=ridge)
+        solve.info.update(estimate)
         uv, used = solve.solution, solve.method
     else:
         M = np.array(K, dtype=np.float64)
@@ -83,3 +105,28 @@ def solve_lssvm(
     intercept = float(v.sum() / u.sum())
     coef = v - intercept * u
     return LSSVMSolution(coef, intercept, ridge, used, time.perf_counter() - t0, solve)
+
+
+def _projected_cg(M: sp.csr_matrix, y: np.ndarray, tol: float) -> tuple[np.ndarray, int]:
+    """CG on ``P M P z = P y`` (``P = I − 11ᵀ/n``); returns ``a = Pz`` and the iterations."""
+    r = y - y.mean()
+    target = tol * float(np.linalg.norm(r))
+    a = np.zeros_like(r)
+    p = r.copy()
+    rr = float(r @ r)
+    limit = 10 * len(y)
+    iterations = 0
+    while np.sqrt(rr) > target:
+        if iterations >= limit:
+            raise RuntimeError(f"projected conjugate gradients did not reach rtol={tol:g} in "
+                               f"{limit} iterations")
+        iterations += 1
+        q = M @ p
+        q -= q.mean()
+        alpha = rr / float(p @ q)
+        a += alpha * p
+        r -= alpha * q
+        rr, rr_old = float(r @ r), rr
+        p *= rr / rr_old
+        p += r
+    return a, iterations

@@ -38,7 +38,7 @@ from scipy.sparse.csgraph import reverse_cuthill_mckee
 
 from bigkern import config
 
-__all__ = ["SPDSolve", "bandwidth", "has_cholmod", "solve_sparse_spd"]
+__all__ = ["SPDSolve", "bandwidth", "choose_method", "has_cholmod", "solve_sparse_spd"]
 
 METHODS = ("auto", "cholmod", "banded", "cg")
 
@@ -178,8 +178,9 @@ def _cg(M: sp.csr_matrix, B: np.ndarray, tol: float) -> tuple[np.ndarray, dict]:
 SPMV_SLOWDOWN = 20.0
 
 
-def _auto_method(M: sp.csr_matrix, tol: float, lower_bound: float | None,
-                 n_rhs: int) -> tuple[str, dict]:
+def choose_method(M: sp.csr_matrix, tol: float, lower_bound: float | None,
+                  n_rhs: int) -> tuple[str, dict]:
+    """``"auto"``'s choice between ``"banded"`` and ``"cg"`` and its flop estimates."""
     n = M.shape[0]
     kd = bandwidth(M, reverse_cuthill_mckee(M, symmetric_mode=True)) // 2
     band_bytes = 8 * (kd + 1) * n
@@ -233,8 +234,8 @@ def solve_sparse_spd(
         if has_cholmod():
             method = "cholmod"
         else:
-            method, estimate = _auto_method(M, tol, lower_bound,
-                                            1 if B.ndim == 1 else B.shape[1])
+            method, estimate = choose_method(M, tol, lower_bound,
+                                             1 if B.ndim == 1 else B.shape[1])
     if method == "cholmod" and not has_cholmod():
         raise ImportError("method='cholmod' needs scikit-sparse (pip install scikit-sparse, "
                           "with SuiteSparse's headers installed)")
