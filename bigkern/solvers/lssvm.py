@@ -81,18 +81,19 @@ def solve_lssvm(
     rhs = np.column_stack([np.ones(n), y])
     t0 = time.perf_counter()
     if sp.issparse(K):
-        M = sp.csr_matrix(K, dtype=np.float64) + ridge * sp.identity(n, format="csr")
+        K = sp.csr_matrix(K, dtype=np.float64)
         estimate: dict = {}
         if method == "auto" and not has_cholmod():
-            method, estimate = choose_method(M, tol, ridge, 1)
+            method, estimate = choose_method(K, tol, ridge, 1, shift=ridge)
         if method == "cg":
             t1 = time.perf_counter()
-            coef, iterations = _projected_cg(M, y, tol)
-            intercept = float(np.mean(y - M @ coef))
+            coef, iterations = _projected_cg(K, ridge, y, tol)
+            intercept = float(np.mean(y - K @ coef - ridge * coef))
             seconds = time.perf_counter() - t1
-            solve = SPDSolve(coef, "cg", seconds, bandwidth(M), iterations=iterations,
+            solve = SPDSolve(coef, "cg", seconds, bandwidth(K), iterations=iterations,
                              info=estimate)
             return LSSVMSolution(coef, intercept, ridge, "cg", time.perf_counter() - t0, solve)
+        M = K + ridge * sp.identity(n, format="csr")
         solve = solve_sparse_spd(M, rhs, method=method, tol=tol, lower_bound=ridge)
         solve.info.update(estimate)
         uv, used = solve.solution, solve.method
@@ -107,8 +108,12 @@ def solve_lssvm(
     return LSSVMSolution(coef, intercept, ridge, used, time.perf_counter() - t0, solve)
 
 
-def _projected_cg(M: sp.csr_matrix, y: np.ndarray, tol: float) -> tuple[np.ndarray, int]:
-    """CG on ``P M P z = P y`` (``P = I − 11ᵀ/n``); returns ``a = Pz`` and the iterations."""
+def _projected_cg(K: sp.csr_matrix, ridge: float, y: np.ndarray,
+                  tol: float) -> tuple[np.ndarray, int]:
+    """CG on ``P M P z = P y`` with ``M = K + ridge·I``, ``P = I − 11ᵀ/n``.
+
+    Returns ``a = Pz`` and the iterations.
+    """
     r = y - y.mean()
     target = tol * float(np.linalg.norm(r))
     a = np.zeros_like(r)
@@ -121,7 +126,8 @@ def _projected_cg(M: sp.csr_matrix, y: np.ndarray, tol: float) -> tuple[np.ndarr
             raise RuntimeError(f"projected conjugate gradients did not reach rtol={tol:g} in "
                                f"{limit} iterations")
         iterations += 1
-        q = M @ p
+        q = K @ p
+        q += ridge * p
         q -= q.mean()
         alpha = rr / float(p @ q)
         a += alpha * p

@@ -56,17 +56,24 @@ def bandwidth(A: sp.spmatrix, order: np.ndarray | None = None) -> int:
     """Bandwidth ``bw = 2 max_i b_i + 1`` of a symmetric sparse matrix (the paper's §2.2).
 
     ``b_i = i − min{j : A_ij ≠ 0}`` is row ``i``'s distance from the diagonal to
-    its first stored entry; ``order`` permutes rows and columns first.
+    its first stored entry; ``order`` permutes rows and columns first. (For a
+    non-symmetric pattern, entries right of the diagonal count too.)
     """
-    coo = sp.coo_matrix(A)
-    row, col = coo.row, coo.col
-    if order is not None:
-        inverse = np.empty_like(order)
-        inverse[order] = np.arange(len(order))
-        row, col = inverse[row], inverse[col]
-    if not len(row):
+    A = sp.csr_matrix(A)
+    n = A.shape[0]
+    counts = np.diff(A.indptr)
+    filled = counts > 0
+    if not filled.any():
         return 1
-    return 2 * int(np.max(np.abs(row.astype(np.int64) - col))) + 1
+    position = np.arange(n) if order is None else np.empty(n, dtype=np.int64)
+    if order is not None:
+        position[order] = np.arange(n)
+    cols = position[A.indices]
+    starts = A.indptr[:-1][filled]
+    rows = position[np.flatnonzero(filled)]
+    below = rows - np.minimum.reduceat(cols, starts)
+    above = np.maximum.reduceat(cols, starts) - rows
+    return 2 * int(max(below.max(), above.max(), 0)) + 1
 
 
 @dataclass
@@ -178,25 +185,34 @@ def _cg(M: sp.csr_matrix, B: np.ndarray, tol: float) -> tuple[np.ndarray, dict]:
 SPMV_SLOWDOWN = 20.0
 
 
-def choose_method(M: sp.csr_matrix, tol: float, lower_bound: float | None,
-                  n_rhs: int) -> tuple[str, dict]:
-    """``"auto"``'s choice between ``"banded"`` and ``"cg"`` and its flop estimates."""
-    n = M.shape[0]
-    kd = bandwidth(M, reverse_cuthill_mckee(M, symmetric_mode=True)) // 2
-    band_bytes = 8 * (kd + 1) * n
-    banded_flops = float(n) * (kd * kd + 4 * kd + 1)
-    estimate = {"banded_flops": banded_flops}
-    if band_bytes > float(config.get("max_band_bytes")):
+def choose_method(A: sp.csr_matrix, tol: float, lower_bound: float | None, n_rhs: int,
+                  shift: float = 0.0) -> tuple[str, dict]:
+    """``"auto"``'s choice between ``"banded"`` and ``"cg"`` for ``M = A + shift·I``.
+
+    The reverse Cuthill–McKee ordering (whose bandwidth prices ``"banded"``) is
+    only computed when CG is not already cheaper than the smallest band the
+    densest row allows (half-bandwidth ≥ (row nonzeros − 1) / 2).
+    """
+    n = A.shape[0]
+    row_nnz = int(np.max(np.diff(A.indptr))) if n else 0
+    least_kd = max(row_nnz - 1, 0) // 2
+    estimate: dict = {"banded_flops_lower": float(n) * least_kd * least_kd}
+    if lower_bound is not None and lower_bound > 0:
+        largest = float(np.max(np.asarray(abs(A).sum(axis=1)).ravel())) + abs(shift)
+        kappa = max(largest / lower_bound, 1.0)  # Gershgorin over the floor
+        iterations = 0.5 * np.sqrt(kappa) * np.log(2.0 / tol) + 1
+        # one sparse product per iteration serves every right-hand side (block CG)
+        estimate["cg_flops"] = iterations * (2.0 * A.nnz + 10.0 * n * n_rhs) * SPMV_SLOWDOWN
+        estimate["kappa_bound"] = kappa
+        if estimate["cg_flops"] < estimate["banded_flops_lower"]:
+            return "cg", estimate
+    kd = bandwidth(A, reverse_cuthill_mckee(A, symmetric_mode=True)) // 2
+    estimate["banded_flops"] = float(n) * (kd * kd + 4 * kd + 1)
+    if 8 * (kd + 1) * n > float(config.get("max_band_bytes")):
         return "cg", estimate
-    if lower_bound is None or not lower_bound > 0:
+    if "cg_flops" not in estimate:
         return "banded", estimate
-    largest = float(np.max(np.asarray(abs(M).sum(axis=1)).ravel()))  # Gershgorin
-    kappa = max(largest / lower_bound, 1.0)
-    iterations = 0.5 * np.sqrt(kappa) * np.log(2.0 / tol) + 1
-    # one sparse product per iteration serves every right-hand side (block CG)
-    estimate["cg_flops"] = iterations * (2.0 * M.nnz + 10.0 * n * n_rhs) * SPMV_SLOWDOWN
-    estimate["kappa_bound"] = kappa
-    return ("cg" if estimate["cg_flops"] < banded_flops else "banded"), estimate
+    return ("cg" if estimate["cg_flops"] < estimate["banded_flops"] else "banded"), estimate
 
 
 def solve_sparse_spd(
