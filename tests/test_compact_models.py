@@ -287,3 +287,30 @@ def test_sampled_curves_are_within_their_standard_errors():
     np.testing.assert_array_equal(same["alignment"].values, exact["alignment"].values)
     with pytest.raises(ValueError, match="groups"):
         alignment_sparsity(X, Gaussian(OMEGA), Cs, sample=10, groups=8)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_sparse_spd_methods_solve_several_right_hand_sides(green_red, method):
+    X, y, _, _ = green_red
+    M = sparse_gram(X, CompactSupport(Gaussian(OMEGA), 1.0, nu=3)) + 0.3 * sp.identity(len(X))
+    B = np.column_stack([np.ones(len(X)), y, np.arange(len(X)) % 7])
+    want = np.linalg.solve(M.toarray(), B)
+    got = solve_sparse_spd(M, B, method=method, tol=1e-12)
+    np.testing.assert_allclose(got.solution, want, atol=1e-9)
+    if method == "cg":
+        assert got.iterations > 0
+
+
+def test_auto_method_follows_the_conditioning():
+    X, y = MIXTURE.sample(3000, seed=5)
+    K = sparse_gram(X, CompactSupport(Gaussian(OMEGA), 0.8, nu=3))  # ~80% zeros
+    easy = solve_lssvm(K, y, 1.0)  # ridge n·λ = 3000 ≫ ‖K‖: a few CG steps
+    hard = solve_lssvm(K, y, 1e-9)  # κ ~ 10⁷: the banded factorization
+    assert (easy.method, hard.method) == ("cg", "banded")
+    assert easy.solve.info["cg_flops"] < easy.solve.info["banded_flops"]
+    assert hard.solve.info["banded_flops"] < hard.solve.info["cg_flops"]
+    for solution in (easy, hard):
+        forced = solve_lssvm(K, y, solution.ridge / len(y),
+                             method="banded" if solution.method == "cg" else "cg", tol=1e-12)
+        np.testing.assert_allclose(solution.coef, forced.coef, atol=1e-7)
+        assert solution.intercept == pytest.approx(forced.intercept, abs=1e-7)
