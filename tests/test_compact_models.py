@@ -314,3 +314,14 @@ def test_auto_method_follows_the_conditioning():
                              method="banded" if solution.method == "cg" else "cg", tol=1e-12)
         np.testing.assert_allclose(solution.coef, forced.coef, atol=1e-7)
         assert solution.intercept == pytest.approx(forced.intercept, abs=1e-7)
+
+
+def test_symmetric_storage_multiplies_like_the_full_matrix(green_red):
+    from bigkern.solvers.sparse_spd import SymmetricCSR
+
+    X, _, _, _ = green_red
+    K = sparse_gram(X, CompactSupport(Gaussian(OMEGA), 1.0, nu=3))
+    v = np.random.default_rng(0).standard_normal(len(X))
+    np.testing.assert_allclose(SymmetricCSR(K) @ v, K @ v, rtol=1e-12, atol=1e-12)
+    no_diagonal = K - sp.diags(K.diagonal())
+    np.testing.assert_allclose(SymmetricCSR(no_diagonal) @ v, no_diagonal @ v, atol=1e-12)

@@ -27,6 +27,7 @@ import scipy.sparse as sp
 
 from bigkern.solvers.sparse_spd import (
     SPDSolve,
+    SymmetricCSR,
     bandwidth,
     choose_method,
     has_cholmod,
@@ -108,12 +109,14 @@ def solve_lssvm(
     return LSSVMSolution(coef, intercept, ridge, used, time.perf_counter() - t0, solve)
 
 
-def _projected_cg(K: sp.csr_matrix, ridge: float, y: np.ndarray,
+def _projected_cg(K: sp.spmatrix, ridge: float, y: np.ndarray,
                   tol: float) -> tuple[np.ndarray, int]:
     """CG on ``P M P z = P y`` with ``M = K + ridge·I``, ``P = I − 11ᵀ/n``.
 
-    Returns ``a = Pz`` and the iterations.
+    Returns ``a = Pz`` and the iterations. ``K`` must be symmetric (a Gram matrix):
+    only its upper triangle is read.
     """
+    K = SymmetricCSR(K)
     r = y - y.mean()
     target = tol * float(np.linalg.norm(r))
     a = np.zeros_like(r)
