@@ -56,6 +56,28 @@ def _as_samples(X: Any) -> tuple[Any, list[str] | None]:
     return np.asarray(X), None
 
 
+def checked_features(model: Any, X: Any) -> Any:
+    """``X``'s array with the features ``model`` was fitted on, in the fitted order.
+
+    A DataArray's ``feature`` coordinate is matched by name (reordered when
+    needed); any input must have ``model.n_features_in_`` features.
+    """
+    arr, names = _as_samples(X)
+    expected = getattr(model, "feature_names_in_", None)
+    if names is not None and expected is not None:
+        missing = [f for f in expected if f not in names]
+        if missing:
+            raise ValueError(f"X lacks feature(s) {missing} that the model was fitted on "
+                             f"({list(expected)})")
+        if list(names) != list(expected):
+            X = X.sel(feature=list(expected))
+            arr, names = _as_samples(X)
+    if arr.shape[-1] != model.n_features_in_:
+        raise ValueError(f"X has {arr.shape[-1]} features; the model was fitted on "
+                         f"{model.n_features_in_}")
+    return arr
+
+
 class _KernelClassifier(ClassifierMixin, BaseEstimator):
     """Shared predict/score/persistence of the kernel-expansion classifiers."""
 
@@ -63,20 +85,7 @@ class _KernelClassifier(ClassifierMixin, BaseEstimator):
 
     # -- prediction ----------------------------------------------------------------------------
     def _check_features(self, X: Any) -> Any:
-        arr, names = _as_samples(X)
-        expected = getattr(self, "feature_names_in_", None)
-        if names is not None and expected is not None:
-            missing = [f for f in expected if f not in names]
-            if missing:
-                raise ValueError(f"X lacks feature(s) {missing} that the model was fitted on "
-                                 f"({list(expected)})")
-            if list(names) != list(expected):
-                X = X.sel(feature=list(expected))
-                arr, names = _as_samples(X)
-        if arr.shape[-1] != self.n_features_in_:
-            raise ValueError(f"X has {arr.shape[-1]} features; the model was fitted on "
-                             f"{self.n_features_in_}")
-        return arr
+        return checked_features(self, X)
 
     def decision_function(self, X: Any) -> Any:
         """Decision values (> 0 → ``classes_[1]``); NaN for rows with a non-finite feature.

@@ -28,7 +28,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, Transfo
 
 from bigkern.errors import BigkernWarning, LabelError
 from bigkern.kernels import CompactSupport, Gaussian
-from bigkern.models._base import _as_samples
+from bigkern.models._base import _as_samples, checked_features
 from bigkern.reduce.sparse_gram import gram_report, sparse_gram
 from bigkern.solvers.kpca import centred_projections, kernel_pca
 from bigkern.solvers.lssvm import solve_lssvm
@@ -48,13 +48,15 @@ def isolated_rows(K: sp.csr_matrix) -> np.ndarray:
 class _CompactKernelModel(BaseEstimator):
     """Shared fit preamble (radius, sparse Gram, checks) and sparse prediction."""
 
-    def _gram(self, X: Any) -> tuple[Any, sp.csr_matrix]:
+    def _gram(self, X: Any, n_targets: int | None = None) -> tuple[Any, sp.csr_matrix]:
         arr, names = _as_samples(X)
         if isinstance(arr, da.Array):
             # one read: the quantile sample, the Gram's chunk pairs and X_fit_ reuse it
             arr = arr.astype(np.float64).persist()
         if arr.ndim != 2 or arr.shape[0] < 2:
             raise ValueError(f"X must be 2-D with at least 2 rows; got shape {arr.shape}")
+        if n_targets is not None and n_targets != arr.shape[0]:
+            raise ValueError(f"y has {n_targets} rows; X has {arr.shape[0]}")
         if names is not None:
             self.feature_names_in_ = np.asarray(names, dtype=object)
         self.n_features_in_ = int(arr.shape[1])
@@ -85,23 +87,13 @@ class _CompactKernelModel(BaseEstimator):
                                  dtype=np.float64)
         return arr, K
 
-    def _features(self, X: Any) -> Any:
-        arr, names = _as_samples(X)
-        expected = getattr(self, "feature_names_in_", None)
-        if names is not None and expected is not None and list(names) != list(expected):
-            raise ValueError(f"X has features {names}; the model was fitted on {list(expected)}")
-        if arr.shape[-1] != self.n_features_in_:
-            raise ValueError(f"X has {arr.shape[-1]} features; the model was fitted on "
-                             f"{self.n_features_in_}")
-        return arr
-
     def _expansion(self, Xb: np.ndarray) -> np.ndarray:
         K = sparse_gram(np.asarray(Xb, dtype=np.float64), self.kernel_, self.X_fit_)
         return np.asarray(K @ self.dual_coef_).ravel() + self.intercept_
 
     def decision_function(self, X: Any) -> Any:
         """``f(x) = intercept_ + Σ_i dual_coef_i k_C(x, x_i)`` (lazy for a dask ``X``)."""
-        arr = self._features(X)
+        arr = checked_features(self, X)
         if isinstance(arr, da.Array):
             if len(arr.chunks[1]) != 1:
                 arr = arr.rechunk({1: -1})
@@ -171,10 +163,8 @@ class CompactLSSVC(_CompactClassifier):
 
     def fit(self, X: Any, y: Any) -> CompactLSSVC:
         """Fit on samples ``X`` (numpy, dask or DataArray) and targets ``y``."""
-        _, K = self._gram(X)
         target = self._targets(y)
-        if len(target) != K.shape[0]:
-            raise ValueError(f"y has {len(target)} rows; X has {K.shape[0]}")
+        _, K = self._gram(X, len(target))
         solution = solve_lssvm(K, target, self.lam, method=self.solver)
         self.dual_coef_, self.intercept_ = solution.coef, solution.intercept
         spd = solution.solve
@@ -228,10 +218,8 @@ class CompactSVC(_CompactClassifier):
 
     def fit(self, X: Any, y: Any) -> CompactSVC:
         """Fit on samples ``X`` and two-class labels ``y``."""
-        _, K = self._gram(X)
         target = self._labels(y)
-        if len(target) != K.shape[0]:
-            raise ValueError(f"y has {len(target)} rows; X has {K.shape[0]}")
+        _, K = self._gram(X, len(target))
         if not (np.isfinite(self.lam) and self.lam > 0):
             raise ValueError(f"lam must be a positive finite number; got {self.lam!r}")
         solution = solve_svm_dual(K, target, 1.0 / (2 * len(target) * self.lam), eps=self.tol)
@@ -281,5 +269,5 @@ class CompactKernelPCA(TransformerMixin, _CompactKernelModel):
 
     def transform(self, X: Any) -> np.ndarray:
         """Projections of ``X`` on the axes (in-memory rows)."""
-        arr = np.asarray(self._features(X), dtype=np.float64)
+        arr = np.asarray(checked_features(self, X), dtype=np.float64)
         return centred_projections(sparse_gram(arr, self.kernel_, self.X_fit_), self._solution)
