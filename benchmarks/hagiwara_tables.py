@@ -59,7 +59,7 @@ def one_rep(name: str, rep: int, n_train: int, n_test: int, widths: tuple[float,
     from threadpoolctl import threadpool_limits
 
     from bigkern.io.regression_csv import load_regression
-    from bigkern.models.oht import _mse, fit_at_width, two_fold_width_scores
+    from bigkern.models.kernel_regression import _mse, fit_at_width, two_fold_width_scores
 
     t0 = time.perf_counter()
     with threadpool_limits(1):
