@@ -36,17 +36,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import dask
-import dask.array as da
 import numpy as np
 import scipy.linalg.blas as blas
 import xarray as xr
 
 from bigkern import config
-from bigkern.cluster import compute
-from bigkern.errors import DataQualityError
 from bigkern.kernels import omega_to_gamma, row_blocks
-from bigkern.reduce._tree import add_counts, as_float_block, as_row_chunked, tree_reduce, valid_rows
+from bigkern.reduce._row_pass import as_arrays, count_attrs, run_pass, usable_rows
 
 __all__ = [
     "ReducedBasis",
@@ -183,29 +179,10 @@ def _step(n: int, block_rows: int | None) -> int:
     return max(1, min(n, int(block_rows or config.get("kernel_block_rows"))))
 
 
-def _usable(Xb: np.ndarray, yb: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray,
-                                                                  np.ndarray, dict[str, int]]:
-    """The chunk as floats, y as float64, the usable rows and the counts (with first bad rows)."""
-    X = as_float_block(Xb)
-    valid, counts = valid_rows(X, None)
-    y = np.asarray(yb, dtype=np.float64).ravel()
-    bad_y = valid & ~np.isfinite(y)
-    counts["nonfinite_y"] = int(bad_y.sum())
-    counts["valid"] -= counts["nonfinite_y"]
-    valid &= ~bad_y
-    firsts = {"first_nonfinite": -1, "first_nonfinite_y": -1}
-    if counts["nonfinite"]:
-        some = ~valid & ~bad_y & np.isfinite(X).any(axis=1)
-        firsts["first_nonfinite"] = start + int(np.flatnonzero(some)[0])
-    if counts["nonfinite_y"]:
-        firsts["first_nonfinite_y"] = start + int(np.flatnonzero(bad_y)[0])
-    return X, y, valid, {**counts, **firsts}
-
-
 def _normal_chunk(Xb: np.ndarray, yb: np.ndarray, *, basis: ReducedBasis, start: int,
                   block_rows: int | None) -> dict[str, Any]:
     """Upper triangle of ``[G | 1 | y]ᵀ[G | 1 | y]`` over one chunk's usable rows (float64)."""
-    X, y, valid, counts = _usable(Xb, yb, start)
+    X, y, valid, counts = usable_rows(Xb, yb, start)
     m = basis.n_basis
     acc = np.zeros((m + 2, m + 2), order="F")
     step = _step(len(X), block_rows)
@@ -224,7 +201,7 @@ def _residual_chunk(Xb: np.ndarray, yb: np.ndarray, *, basis: ReducedBasis, star
                     coef: np.ndarray, intercept: float, block_rows: int | None
                     ) -> dict[str, Any]:
     """Σ r², Σ r of the residuals ``r = y − (G coef + intercept)`` over one chunk."""
-    X, y, valid, counts = _usable(Xb, yb, start)
+    X, y, valid, counts = usable_rows(Xb, yb, start)
     rss = 0.0
     rsum = 0.0
     step = _step(len(X), block_rows)
@@ -236,88 +213,6 @@ def _residual_chunk(Xb: np.ndarray, yb: np.ndarray, *, basis: ReducedBasis, star
         rss += float(r @ r)
         rsum += float(r.sum())
     return {"acc": np.array([rss, rsum]), "counts": counts}
-
-
-def _combine(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    acc = parts[0]["acc"].copy(order="K")
-    for p in parts[1:]:
-        acc += p["acc"]
-    firsts = ("first_nonfinite", "first_nonfinite_y")
-    counts = add_counts([{k: v for k, v in p["counts"].items() if k not in firsts}
-                         for p in parts])
-    for k in firsts:
-        counts[k] = min((p["counts"][k] for p in parts if p["counts"][k] >= 0), default=-1)
-    return {"acc": acc, "counts": counts}
-
-
-def _as_arrays(X: Any, y: Any) -> tuple[Any, Any, list[str] | None]:
-    """Array data of ``X`` (sample, feature) and ``y``, and ``X``'s feature names if any."""
-    names = None
-    if isinstance(X, xr.DataArray):
-        if X.ndim != 2 or "feature" not in X.dims:
-            raise ValueError(f"a DataArray X must have dims (sample, feature); got {X.dims}")
-        X = X.transpose(..., "feature")
-        if "feature" in X.coords:
-            names = [str(f) for f in X["feature"].values]
-        X = X.data
-    if isinstance(y, xr.DataArray):
-        y = y.data
-    if y is None:
-        raise ValueError("y is required: one target per row of X")
-    if not isinstance(X, da.Array):
-        X = np.asarray(X)
-    if not isinstance(y, da.Array):
-        y = np.asarray(y)
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-D (sample, feature); got shape {X.shape}")
-    if y.ndim != 1 or y.shape[0] != X.shape[0]:
-        raise ValueError(f"y must be 1-D with one entry per row of X ({X.shape[0]}); got shape "
-                         f"{y.shape}")
-    return X, y, names
-
-
-def _run_pass(X: Any, y: Any, basis: ReducedBasis, func: Any, *, name: str, label: str,
-              split_every: int | None, **kwargs: Any) -> dict[str, Any]:
-    """One read of ``X`` and ``y``: ``func`` per row chunk, tree-reduced; checks the counts."""
-    Xd, yd, _ = as_row_chunked(X, y)
-    starts = np.concatenate(([0], np.cumsum(Xd.chunks[0])[:-1]))
-    fn = dask.delayed(func, pure=True, name=name)
-    # Unoptimized graphs: optimizing X's and y's graphs apart fuses a task that both
-    # share (e.g. a loader of a block of [X | y]) into each, and it would run twice.
-    x_blocks = Xd.to_delayed(optimize_graph=False).ravel()
-    y_blocks = yd.to_delayed(optimize_graph=False).ravel()
-    partials = [fn(xb, yb, basis=basis, start=int(s), **kwargs)
-                for xb, yb, s in zip(x_blocks, y_blocks, starts, strict=True)]
-    (res,) = compute(tree_reduce(partials, _combine, split_every=split_every,
-                                 name=f"{name}-combine"), label=label)
-    _check_counts(res["counts"])
-    return res
-
-
-def _check_counts(c: dict[str, int]) -> None:
-    bad = c["nonfinite"] + c["nonfinite_y"]
-    present = bad + c["valid"]
-    limit = float(config.get("max_nonfinite_fraction"))
-    where = []
-    if c["nonfinite"]:
-        where.append(f"{c['nonfinite']} with a non-finite feature in X (first: row "
-                     f"{c['first_nonfinite']})")
-    if c["nonfinite_y"]:
-        where.append(f"{c['nonfinite_y']} with a non-finite y (first: row "
-                     f"{c['first_nonfinite_y']})")
-    if present and bad / present > limit:
-        raise DataQualityError(
-            f"{bad} of {present} present rows ({bad / present:.1%}) are unusable: "
-            f"{'; '.join(where)}; over the limit bigkern.max_nonfinite_fraction={limit:g}")
-    if c["valid"] == 0:
-        raise DataQualityError(
-            f"no usable rows: all {c['rows']} rows have no finite feature ({c['absent']}) or "
-            f"are unusable{': ' + '; '.join(where) if where else ''}")
-
-
-def _count_attrs(c: dict[str, int]) -> dict[str, int]:
-    return {f"n_{k}" if not k.startswith("first") else k: int(v) for k, v in c.items()
-            if k != "masked"}
 
 
 def reduced_normal_equations(
@@ -371,10 +266,10 @@ def reduced_normal_equations(
     ValueError
         For mismatched shapes, non-finite centers, ω ≤ 0 or bad ``offset``/``scale``.
     """
-    X, y, names = _as_arrays(X, y)
+    X, y, names = as_arrays(X, y)
     basis = ReducedBasis.checked(centers, omega, int(X.shape[1]), offset, scale)
     m = basis.n_basis
-    res = _run_pass(X, y, basis, _normal_chunk, name="reduced-normal-equations",
+    res = run_pass(X, y, _normal_chunk, basis=basis, name="reduced-normal-equations",
                     label=f"reduced normal equations ({m} centers)", split_every=split_every,
                     block_rows=config.get("kernel_block_rows"))
     acc = np.triu(res["acc"])
@@ -394,7 +289,7 @@ def reduced_normal_equations(
         },
         coords={"basis": np.arange(m), "basis_": np.arange(m),
                 **({"feature": names} if names else {})},
-        attrs={"omega": basis.omega, "kernel": "gaussian", **_count_attrs(counts)},
+        attrs={"omega": basis.omega, "kernel": "gaussian", **count_attrs(counts)},
     )
 
 
@@ -430,7 +325,7 @@ def reduced_residual_sums(
         Scalars ``rss`` (Σ r²), ``residual_sum`` (Σ r) and ``n``, with
         ``r = y − f(x)``; attrs as for :func:`reduced_normal_equations`.
     """
-    X, y, _ = _as_arrays(X, y)
+    X, y, _ = as_arrays(X, y)
     basis = ReducedBasis.checked(centers, omega, int(X.shape[1]), offset, scale)
     coef = np.asarray(coef, dtype=np.float64)
     if coef.shape != (basis.n_basis,):
@@ -438,12 +333,12 @@ def reduced_residual_sums(
                          f"{coef.shape}")
     if not np.all(np.isfinite(coef)) or not math.isfinite(float(intercept)):
         raise ValueError("coef and intercept must be finite")
-    res = _run_pass(X, y, basis, _residual_chunk, name="reduced-residual-sums",
+    res = run_pass(X, y, _residual_chunk, basis=basis, name="reduced-residual-sums",
                     label="residual sums", split_every=split_every, coef=coef,
                     intercept=float(intercept), block_rows=config.get("kernel_block_rows"))
     counts = res["counts"]
     return xr.Dataset(
         {"rss": ((), res["acc"][0]), "residual_sum": ((), res["acc"][1]),
          "n": ((), np.int64(counts["valid"]))},
-        attrs={"omega": basis.omega, **_count_attrs(counts)},
+        attrs={"omega": basis.omega, **count_attrs(counts)},
     )

@@ -1,0 +1,130 @@
+"""One read of a sample array and its targets: a function per row chunk, tree-reduced.
+
+The shape shared by the least-squares passes of :mod:`bigkern.reduce.reduced_kernel`
+and :mod:`bigkern.reduce.reduced_folds`: every row chunk of ``X`` (n, d) and ``y``
+(n,) is turned into a partial ``{"acc": ndarray, "counts": dict}`` by a pure
+function, partials are added in a tree, and the row counts are checked (rows with a
+non-finite feature or target are left out, counted, and tolerated up to
+``bigkern.max_nonfinite_fraction``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+import xarray as xr
+
+from bigkern import config
+from bigkern.cluster import compute
+from bigkern.errors import DataQualityError
+from bigkern.reduce._tree import add_counts, as_float_block, as_row_chunked, tree_reduce, valid_rows
+
+__all__ = ["as_arrays", "count_attrs", "run_pass", "usable_rows"]
+
+
+def usable_rows(Xb: np.ndarray, yb: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray,
+                                                                  np.ndarray, dict[str, int]]:
+    """The chunk as floats, y as float64, the usable rows and the counts (with first bad rows)."""
+    X = as_float_block(Xb)
+    valid, counts = valid_rows(X, None)
+    y = np.asarray(yb, dtype=np.float64).ravel()
+    bad_y = valid & ~np.isfinite(y)
+    counts["nonfinite_y"] = int(bad_y.sum())
+    counts["valid"] -= counts["nonfinite_y"]
+    valid &= ~bad_y
+    firsts = {"first_nonfinite": -1, "first_nonfinite_y": -1}
+    if counts["nonfinite"]:
+        some = ~valid & ~bad_y & np.isfinite(X).any(axis=1)
+        firsts["first_nonfinite"] = start + int(np.flatnonzero(some)[0])
+    if counts["nonfinite_y"]:
+        firsts["first_nonfinite_y"] = start + int(np.flatnonzero(bad_y)[0])
+    return X, y, valid, {**counts, **firsts}
+
+
+def combine_partials(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    acc = parts[0]["acc"].copy(order="K")
+    for p in parts[1:]:
+        acc += p["acc"]
+    firsts = ("first_nonfinite", "first_nonfinite_y")
+    counts = add_counts([{k: v for k, v in p["counts"].items() if k not in firsts}
+                         for p in parts])
+    for k in firsts:
+        counts[k] = min((p["counts"][k] for p in parts if p["counts"][k] >= 0), default=-1)
+    return {"acc": acc, "counts": counts}
+
+
+def as_arrays(X: Any, y: Any) -> tuple[Any, Any, list[str] | None]:
+    """Array data of ``X`` (sample, feature) and ``y``, and ``X``'s feature names if any."""
+    names = None
+    if isinstance(X, xr.DataArray):
+        if X.ndim != 2 or "feature" not in X.dims:
+            raise ValueError(f"a DataArray X must have dims (sample, feature); got {X.dims}")
+        X = X.transpose(..., "feature")
+        if "feature" in X.coords:
+            names = [str(f) for f in X["feature"].values]
+        X = X.data
+    if isinstance(y, xr.DataArray):
+        y = y.data
+    if y is None:
+        raise ValueError("y is required: one target per row of X")
+    if not isinstance(X, da.Array):
+        X = np.asarray(X)
+    if not isinstance(y, da.Array):
+        y = np.asarray(y)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D (sample, feature); got shape {X.shape}")
+    if y.ndim != 1 or y.shape[0] != X.shape[0]:
+        raise ValueError(f"y must be 1-D with one entry per row of X ({X.shape[0]}); got shape "
+                         f"{y.shape}")
+    return X, y, names
+
+
+def run_pass(X: Any, y: Any, func: Any, *, name: str, label: str, split_every: int | None,
+             **kwargs: Any) -> dict[str, Any]:
+    """One read of ``X`` and ``y``: ``func`` per row chunk, tree-reduced; checks the counts.
+
+    ``func(X_chunk, y_chunk, start=first_row, **kwargs)`` returns a partial
+    ``{"acc": ndarray, "counts": dict}``; the ``acc`` arrays are added.
+    """
+    Xd, yd, _ = as_row_chunked(X, y)
+    starts = np.concatenate(([0], np.cumsum(Xd.chunks[0])[:-1]))
+    fn = dask.delayed(func, pure=True, name=name)
+    # Unoptimized graphs: optimizing X's and y's graphs apart fuses a task that both
+    # share (e.g. a loader of a block of [X | y]) into each, and it would run twice.
+    x_blocks = Xd.to_delayed(optimize_graph=False).ravel()
+    y_blocks = yd.to_delayed(optimize_graph=False).ravel()
+    partials = [fn(xb, yb, start=int(s), **kwargs)
+                for xb, yb, s in zip(x_blocks, y_blocks, starts, strict=True)]
+    (res,) = compute(tree_reduce(partials, combine_partials, split_every=split_every,
+                                 name=f"{name}-combine"), label=label)
+    check_counts(res["counts"])
+    return res
+
+
+def check_counts(c: dict[str, int]) -> None:
+    bad = c["nonfinite"] + c["nonfinite_y"]
+    present = bad + c["valid"]
+    limit = float(config.get("max_nonfinite_fraction"))
+    where = []
+    if c["nonfinite"]:
+        where.append(f"{c['nonfinite']} with a non-finite feature in X (first: row "
+                     f"{c['first_nonfinite']})")
+    if c["nonfinite_y"]:
+        where.append(f"{c['nonfinite_y']} with a non-finite y (first: row "
+                     f"{c['first_nonfinite_y']})")
+    if present and bad / present > limit:
+        raise DataQualityError(
+            f"{bad} of {present} present rows ({bad / present:.1%}) are unusable: "
+            f"{'; '.join(where)}; over the limit bigkern.max_nonfinite_fraction={limit:g}")
+    if c["valid"] == 0:
+        raise DataQualityError(
+            f"no usable rows: all {c['rows']} rows have no finite feature ({c['absent']}) or "
+            f"are unusable{': ' + '; '.join(where) if where else ''}")
+
+
+def count_attrs(c: dict[str, int]) -> dict[str, int]:
+    return {f"n_{k}" if not k.startswith("first") else k: int(v) for k, v in c.items()
+            if k != "masked"}
