@@ -61,7 +61,7 @@ class OHTRegressor(_KernelRegressor):
         None: a basis function at every training input (the paper). An int
         ``m̃``: a reduced basis of ``m̃`` centers sampled uniformly from the rows
         with ``random_state``; ``fit`` then accepts dask arrays and reads the data
-        through :func:`bigkern.reduce.reduced_kernel.reduced_normal_equations`.
+        in one pass (:func:`bigkern.reduce.reduced_normal_equations_folds`).
     random_state : int, RandomState or None
         Seed of the two-fold split (and of the reduced basis sample).
 
@@ -137,16 +137,17 @@ class OHTRegressor(_KernelRegressor):
         """Fit on a reduced basis of ``self.basis`` sampled rows (see the class docstring).
 
         Standardization (mean / SD) is estimated on the sampled centers. With
-        several widths, the rows are split in two halves by a seeded hash of their
-        index; the normal equations of each half at each width (one read of the
-        data per half and width) give the fit on one half and, from the other
-        half's pieces, its test MSE; the two halves' pieces add up to the full
-        data's, so the final fit needs no further read.
+        several widths, the rows are split in two folds by a seeded hash of their
+        global row number, and one read of the data gives the normal equations of
+        every (width, fold) pair (:func:`bigkern.reduce.reduced_normal_equations_folds`):
+        the fit on one fold is tested, from the other fold's pieces, by its MSE;
+        the folds' pieces add up to the full data's, so the final fit needs no
+        further read.
         """
         import dask.array as da
         import xarray as xr
 
-        from bigkern.reduce.reduced_kernel import reduced_normal_equations
+        from bigkern.reduce.reduced_folds import fold_pieces, reduced_normal_equations_folds
         from bigkern.sampling import sample_rows
         from bigkern.solvers.oht import oht_from_normal_equations
 
@@ -172,11 +173,6 @@ class OHTRegressor(_KernelRegressor):
         centers = (C - offset) / scale
         method, eta = self.method, self.eta
 
-        def pieces(Xp: Any, yp: Any, omega: float) -> dict[str, Any]:
-            ds = reduced_normal_equations(Xp, yp, centers, omega, offset=offset, scale=scale)
-            return {k: np.asarray(ds[k].values, dtype=np.float64)
-                    for k in ("GtG", "Gty", "Gsum", "yty", "ysum", "n")}
-
         def solve(p: dict[str, Any]) -> OHTSolution:
             # a formed G'G resolves its eigenvalues only to ~ m̃ ε γ₁ (benchmarks/oht_scale:
             # with η alone, 993 of 1000 "stable" components and weights of 2e5 at 10^7 rows)
@@ -185,27 +181,28 @@ class OHTRegressor(_KernelRegressor):
                                              ysum=float(p["ysum"]),
                                              rtol=len(centers) * np.finfo(np.float64).eps)
 
-        if len(widths) == 1:
+        n_folds = 1 if len(widths) == 1 else 2
+        ds = reduced_normal_equations_folds(X, y, centers, widths, n_folds=n_folds, seed=seed,
+                                            offset=offset, scale=scale)
+        if n_folds == 1:
             self.omega_, self.cv_scores_ = widths[0], np.full(1, np.nan)
-            full = pieces(X, y, widths[0])
+            full = fold_pieces(ds, 0, 0)
         else:
-            halves = _hash_halves(X, y, seed)
-            scores, sums = np.zeros(len(widths)), []
-            for i, omega in enumerate(widths):
-                pa, pb = (pieces(Xh, yh, omega) for Xh, yh in halves)
-                for fit_on, test_on in ((pa, pb), (pb, pa)):
+            scores = np.zeros(len(widths))
+            for i in range(len(widths)):
+                for fit_on, test_on in ((0, 1), (1, 0)):
                     try:
-                        sol = solve(fit_on)
+                        sol = solve(fold_pieces(ds, i, fit_on))
                     except NoResidualDegreesOfFreedomError:
                         scores[i] = np.inf
                         break
-                    scores[i] += 0.5 * _pieces_mse(test_on, sol.weights, sol.intercept)
-                sums.append({k: pa[k] + pb[k] for k in pa})
+                    scores[i] += 0.5 * _pieces_mse(fold_pieces(ds, i, test_on), sol.weights,
+                                                   sol.intercept)
             self.cv_scores_ = scores
             if not np.isfinite(scores).any():
                 raise ValueError(f"no width in {widths} gives a usable fit for {method}")
             best = int(np.argmin(scores))
-            self.omega_, full = widths[best], sums[best]
+            self.omega_, full = widths[best], fold_pieces(ds, best, [0, 1])
         self.offset_, self.scale_ = offset, scale
         self.reduced_centers_ = centers
         self._store(solve(full), centers)
@@ -219,32 +216,3 @@ def _pieces_mse(p: dict[str, Any], w: np.ndarray, b: float) -> float:
            + 2 * b * (w @ p["Gsum"]) + float(p["n"]) * b * b)
     return max(rss, 0.0) / float(p["n"])
 
-
-def _hash_halves(X: Any, y: Any, seed: int) -> list[tuple[Any, Any]]:
-    """The rows split in two by a seeded hash of the row index (chunking-independent)."""
-    import dask.array as da
-
-    from bigkern.sampling import uniform_from_index
-
-    if not isinstance(X, da.Array):
-        X, y = np.asarray(X), np.asarray(y)
-        first = uniform_from_index(np.arange(X.shape[0]), seed) < 0.5
-        return [(X[first], y[first]), (X[~first], y[~first])]
-    X = X.rechunk({1: -1})
-    y = y.rechunk((X.chunks[0],)) if isinstance(y, da.Array) else da.from_array(
-        np.asarray(y), chunks=(X.chunks[0],))
-    starts = np.concatenate(([0], np.cumsum(X.chunks[0])[:-1]))
-    firsts = [int(np.count_nonzero(uniform_from_index(np.arange(s, s + c), seed) < 0.5))
-              for s, c in zip(starts, X.chunks[0], strict=True)]
-    out = []
-    for which, counts in ((True, firsts), (False, [c - f for c, f in zip(X.chunks[0], firsts,
-                                                                          strict=True)])):
-        def take(b: np.ndarray, block_info: Any = None, which: bool = which) -> np.ndarray:
-            s = block_info[0]["array-location"][0][0]
-            keep = (uniform_from_index(np.arange(s, s + len(b)), seed) < 0.5) == which
-            return b[keep]
-
-        Xh = X.map_blocks(take, chunks=(tuple(counts), X.chunks[1]), dtype=X.dtype)
-        yh = y.map_blocks(take, chunks=(tuple(counts),), dtype=y.dtype)
-        out.append((Xh, yh))
-    return out

@@ -4,6 +4,7 @@ from bigkern.reduce.alignment import alignment_sparsity
 from bigkern.reduce.binning import bin_index, bin_statistics, robust_scaler
 from bigkern.reduce.percentile import percentile_bins
 from bigkern.reduce.quantiles import DECILES, QUANTILE_METHODS, quantile_edges, quantile_summary
+from bigkern.reduce.reduced_folds import reduced_normal_equations_folds
 from bigkern.reduce.reduced_kernel import reduced_normal_equations, reduced_residual_sums
 from bigkern.reduce.sparse_gram import GramReport, gram_report, sparse_gram
 
@@ -19,6 +20,7 @@ __all__ = [
     "quantile_edges",
     "quantile_summary",
     "reduced_normal_equations",
+    "reduced_normal_equations_folds",
     "reduced_residual_sums",
     "robust_scaler",
     "sparse_gram",

@@ -1,0 +1,203 @@
+"""Reduced-kernel normal equations for several widths and cross-validation folds, in one read.
+
+Choosing the Gaussian width ω of a reduced-basis fit by K-fold cross-validation
+needs the normal equations of :func:`bigkern.reduce.reduced_normal_equations`
+for every (width, fold) pair: a fit on the other folds' sums, a test on this
+fold's. Computing them width by width and fold by fold would read the data
+``widths × folds`` times; here every row chunk is read once:
+
+* each row gets its fold from a seeded hash of its global row number
+  (:func:`bigkern.sampling.uniform_from_index`), so folds do not depend on the
+  chunking or on the number of workers;
+* per block of rows, the half squared distances ``S = −‖z − c‖² / 2`` to the
+  centers are computed once, in one matrix product;
+* per width, ``G = exp(S / ω²)`` and one BLAS ``syrk`` of ``[G | 1 | y]`` per fold
+  add the block to that (width, fold)'s float64 sums.
+
+A chunk's partial holds ``widths × folds`` matrices of ``(m̃ + 2)²`` float64
+(1,000 centers, 4 widths, 2 folds: 64 MB); choose ``split_every`` with that in mind.
+The sums over the folds are the full data's normal equations at each width, so
+the final fit at the chosen width needs no further read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import scipy.linalg.blas as blas
+import xarray as xr
+
+from bigkern import config
+from bigkern.kernels import row_blocks
+from bigkern.reduce._row_pass import as_arrays, count_attrs, run_pass, usable_rows
+from bigkern.reduce.reduced_kernel import ReducedBasis, _step
+from bigkern.sampling import uniform_from_index
+
+__all__ = ["fold_of_rows", "fold_pieces", "reduced_normal_equations_folds"]
+
+
+def fold_of_rows(rows: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
+    """The fold (0 … ``n_folds − 1``) of each global row number, by a seeded hash."""
+    u = uniform_from_index(np.asarray(rows, dtype=np.int64), seed)
+    return np.minimum((u * n_folds).astype(np.int64), n_folds - 1)
+
+
+def _check_omegas(omegas: Any) -> tuple[float, ...]:
+    values = np.atleast_1d(np.asarray(omegas, dtype=np.float64))
+    if values.ndim != 1 or len(values) == 0 or not np.all(np.isfinite(values) & (values > 0)):
+        raise ValueError(f"omegas must be a non-empty sequence of positive finite widths; got "
+                         f"{omegas!r}")
+    return tuple(float(v) for v in values)
+
+
+def _folds_chunk(Xb: np.ndarray, yb: np.ndarray, *, basis: ReducedBasis,
+                 omegas: tuple[float, ...], n_folds: int, seed: int, start: int,
+                 block_rows: int | None) -> dict[str, Any]:
+    """Upper triangles of ``[G_w | 1 | y]ᵀ[G_w | 1 | y]`` per width and fold over one chunk."""
+    X, y, valid, counts = usable_rows(Xb, yb, start)
+    m = basis.n_basis
+    dtype = np.dtype(np.float32 if X.dtype == np.float32 else np.float64)
+    n = len(X)
+    fold = fold_of_rows(start + np.arange(n), n_folds, seed)
+    # the Fortran-ordered leading (m+2, m+2) slices are what dsyrk updates in place
+    acc = np.zeros((m + 2, m + 2, len(omegas), n_folds), order="F")
+    C = basis.centers
+    # S in one product: [z, 1, −‖z‖²/2] · [c; −‖c‖²/2; 1]
+    right = np.vstack([C.T, -0.5 * np.einsum("ij,ij->i", C, C), np.ones(m)]).astype(dtype)
+    lowest = float(np.ceil(np.log(np.finfo(dtype).tiny)))
+    inv_sq = [1.0 / (w * w) for w in omegas]
+    step = _step(n, block_rows)
+    S = np.empty((step, m), dtype=dtype)
+    G = np.empty((step, m), dtype=dtype)
+    work = np.empty((step, m + 2))
+    for sl in row_blocks(n, step):
+        rows = sl.start + np.flatnonzero(valid[sl])
+        if len(rows) == 0:
+            continue
+        Z = (np.asarray(X[rows], dtype=np.float64) - basis.offset) / basis.scale
+        left = np.column_stack([Z, np.ones(len(rows)), -0.5 * np.einsum("ij,ij->i", Z, Z)])
+        Sb = S[:len(rows)]
+        np.matmul(left.astype(dtype), right, out=Sb)  # −‖z − c‖² / 2
+        np.minimum(Sb, 0, out=Sb)
+        for f in range(n_folds):
+            in_fold = fold[rows] == f
+            k = int(in_fold.sum())
+            if k == 0:
+                continue
+            Sf = Sb[in_fold] if k < len(rows) else Sb
+            W = work[:k]
+            W[:, m] = 1.0
+            W[:, m + 1] = y[rows[in_fold]]
+            Gf = G[:k]
+            for i, scale in enumerate(inv_sq):
+                np.multiply(Sf, dtype.type(scale), out=Gf)
+                np.maximum(Gf, lowest, out=Gf)
+                np.exp(Gf, out=Gf)
+                W[:, :m] = Gf
+                c = acc[:, :, i, f]
+                out = blas.dsyrk(1.0, W.T, beta=1.0, c=c, trans=0, lower=0, overwrite_c=1)
+                if not np.shares_memory(out, acc):  # pragma: no cover - f2py made a copy
+                    c[...] = out
+    return {"acc": acc, "counts": counts}
+
+
+def reduced_normal_equations_folds(
+    X: Any,
+    y: Any,
+    centers: Any,
+    omegas: Sequence[float],
+    *,
+    n_folds: int = 2,
+    seed: int = 0,
+    offset: Any = None,
+    scale: Any = None,
+    split_every: int | None = None,
+) -> xr.Dataset:
+    """Normal equations of a reduced Gaussian basis per width and per fold, in one read.
+
+    The pieces are those of :func:`bigkern.reduce.reduced_normal_equations`
+    (``GᵀG``, ``Gᵀy``, ``Gᵀ1``, ``yᵀy``, ``Σy``, ``n``) over the usable rows of each
+    fold, for each width. Row ``i`` (global row number) is in fold
+    ``fold_of_rows(i, n_folds, seed)``; summing over ``fold`` gives the whole
+    data's pieces.
+
+    Parameters
+    ----------
+    X : array-like, dask array or DataArray, shape (n, d)
+        Samples (dims ``(sample, feature)`` for a DataArray).
+    y : array-like or dask array, shape (n,)
+        Targets.
+    centers : array-like, shape (m̃, d)
+        The reduced set Ã, in the space of ``(x − offset) / scale``.
+    omegas : sequence of float
+        Candidate widths ω > 0.
+    n_folds : int
+        Number of folds (≥ 1; 1 gives the whole data's pieces per width).
+    seed : int
+        Seed of the fold hash.
+    offset, scale : array-like, shape (d,), optional
+        Standardization of ``X`` (default none).
+    split_every : int, optional
+        Fan-in of the tree reduction (default ``bigkern.split_every``).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``GtG (omega, fold, basis, basis_)``, ``Gty``, ``Gsum (omega, fold, basis)``,
+        ``yty``, ``ysum``, ``n (fold)``; ``centers``, ``offset``, ``scale``; attrs
+        ``n_folds``, ``seed`` and the row counts of
+        :func:`~bigkern.reduce.reduced_normal_equations`.
+
+    Raises
+    ------
+    DataQualityError
+        When too many present rows are unusable or none is usable.
+    ValueError
+        Bad widths, ``n_folds``, centers, offset or scale, or mismatched shapes.
+    """
+    X, y, names = as_arrays(X, y)
+    omegas = _check_omegas(omegas)
+    if isinstance(n_folds, bool) or not isinstance(n_folds, int | np.integer) or n_folds < 1:
+        raise ValueError(f"n_folds must be a positive int; got {n_folds!r}")
+    basis = ReducedBasis.checked(centers, omegas[0], int(X.shape[1]), offset, scale)
+    m = basis.n_basis
+    partial_mb = (m + 2) ** 2 * len(omegas) * n_folds * 8 / 2**20
+    res = run_pass(X, y, _folds_chunk, basis=basis, omegas=omegas, n_folds=int(n_folds),
+                   seed=int(seed), name="reduced-normal-equations-folds",
+                   label=(f"reduced normal equations ({m} centers, {len(omegas)} widths, "
+                          f"{n_folds} folds; {partial_mb:.0f} MB per partial)"),
+                   split_every=split_every, block_rows=config.get("kernel_block_rows"))
+    acc = np.moveaxis(res["acc"], (2, 3), (0, 1))  # (omega, fold, m + 2, m + 2)
+    upper = np.triu(acc)
+    full = upper + np.swapaxes(np.triu(acc, 1), -1, -2)
+    n_fold = np.rint(full[0, :, m, m]).astype(np.int64)
+    if int(n_fold.sum()) != res["counts"]["valid"]:  # pragma: no cover - internal check
+        raise AssertionError("fold counts do not add up to the usable rows")
+    return xr.Dataset(
+        {
+            "GtG": (("omega", "fold", "basis", "basis_"), full[:, :, :m, :m]),
+            "Gty": (("omega", "fold", "basis"), full[:, :, :m, m + 1]),
+            "Gsum": (("omega", "fold", "basis"), full[:, :, :m, m]),
+            "yty": ("fold", full[0, :, m + 1, m + 1]),
+            "ysum": ("fold", full[0, :, m, m + 1]),
+            "n": ("fold", n_fold),
+            "centers": (("basis", "feature"), basis.centers),
+            "offset": ("feature", basis.offset),
+            "scale": ("feature", basis.scale),
+        },
+        coords={"omega": list(omegas), "fold": np.arange(n_folds), "basis": np.arange(m),
+                "basis_": np.arange(m), **({"feature": names} if names else {})},
+        attrs={"kernel": "gaussian", "n_folds": int(n_folds), "seed": int(seed),
+               **count_attrs(res["counts"])},
+    )
+
+
+def fold_pieces(ds: xr.Dataset, omega_index: int, folds: Any) -> dict[str, Any]:
+    """The pieces of one width summed over ``folds`` (plain numpy / Python scalars)."""
+    sub = ds.isel(omega=omega_index, fold=list(np.atleast_1d(folds)))
+    return {"GtG": sub["GtG"].values.sum(0), "Gty": sub["Gty"].values.sum(0),
+            "Gsum": sub["Gsum"].values.sum(0), "yty": float(sub["yty"].values.sum()),
+            "ysum": float(sub["ysum"].values.sum()), "n": int(sub["n"].values.sum())}
+
