@@ -1,49 +1,14 @@
-"""Orthogonalization and hard thresholding regression (Hagiwara 2011).
+"""OHT from the normal-equation pieces ``GᵀG``, ``Gᵀy``, ``yᵀy``, ``n``.
 
-The model is ``f(x) = Σ_j w_j g_j(x)`` on fixed basis functions (Gaussian
-kernels at the training inputs in the paper, any basis here). With ``G`` the
-n×m matrix ``G_ij = g_j(x_i)``, an invertible ``Q`` makes the columns of
-``A = G Q`` orthogonal, ``AᵀA = Γ = diag(γ_j)``; the least-squares orthogonal
-coefficients are ``v̂_j = a_jᵀy / γ_j`` (eq. 6 with ``λ_j = 0``).
-
-* **Stable set** (section 4.3): only components with ``γ_j > η`` are used
-  (``l`` of them).
-* **Noise variance** (eq. 21, Carter & Eagleson): with ``H = A_l Γ_l⁻¹ A_lᵀ``, a
-  projection, ``(I − H)² = I − H``, so
-  ``σ̂² = (yᵀy − Σ_{j≤l} (a_jᵀy)² / γ_j) / (n − l)``.
-* **Thresholds** (section 4.4): ``θ_j = σ̂² / γ_j · 2 log n``; ``v̄_j = v̂_j`` if
-  ``v̂_j² > θ_j`` else 0 (eq. 7).
-* **ED / ED2, GS / GS2**: ``m`` is the last surviving component; ED/GS keep only
-  the survivors among the first ``m``, ED2/GS2 keep all of the first ``m``
-  (section 4.5). The weights are ``w̄ = Q v̄``.
-
-Everything is computed from the normal-equation pieces ``GᵀG``, ``Gᵀy`` and
-``yᵀy`` (and the sample count ``n``), so the same solver serves an in-memory
-basis and a distributed reduced basis accumulated in one pass:
-
-* ``ED``: ``Q`` = eigenvectors of ``GᵀG`` (descending eigenvalues ``γ_j``),
-  ``a_jᵀy = q_jᵀ(Gᵀy)``.
-* ``GS``: Gram–Schmidt that orthogonalizes, at each step, the remaining basis
-  vector with the largest residual norm. The residual norms are the diagonal of
-  the Schur complement of ``GᵀG``, so this is exactly Cholesky with complete
-  diagonal pivoting, ``P ᵀ GᵀG P = RᵀR`` (LAPACK ``dpstrf``): ``γ_k = R_kk²``,
-  ``a_kᵀy = R_kk (R⁻ᵀ Pᵀ Gᵀy)_k``, and LAPACK stops at the first pivot ``≤ η``,
-  which is the stable-set rule. The GS vectors are ``A = G P R⁻¹ diag(R)``, so
-  ``w̄ = R_m⁻¹ diag(R_m) v̄`` on the pivoted basis functions ``c_1 … c_m``: a
-  sparse model in the original basis. With ``G`` in memory (:func:`oht_fit`) the
-  same ``R`` and pivots come from Householder QR of ``G`` with column pivoting,
-  which resolves small ``γ`` that a formed ``GᵀG`` blurs.
-
-Intercept: the paper's model has none (it standardizes ``y`` to mean zero). When
-``ysum`` (and ``Gsum``) are given, ``y`` is centred first — ``Gᵀy − ȳ·Gᵀ1``,
-``yᵀy − nȳ²`` — and ``ȳ`` is returned as the intercept; the denominator of (21)
-stays ``n − l`` as in the paper.
+The shared core of :mod:`bigkern.solvers.oht`: stable set, noise variance (21),
+thresholds and the ED / GS solutions (see the package docstring).
 """
+
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
@@ -55,8 +20,6 @@ __all__ = [
     "METHODS",
     "NoResidualDegreesOfFreedomError",
     "OHTSolution",
-    "oht_fit",
-    "oht_fit_methods",
     "oht_from_normal_equations",
     "oht_solutions",
 ]
@@ -239,21 +202,6 @@ def _pivoted_cholesky(GtG: np.ndarray, bound: float) -> tuple[np.ndarray, np.nda
     return np.triu(R[:l, :l]), piv[:l].astype(np.int64) - 1
 
 
-def _pivoted_qr(G: np.ndarray, eta: float, rtol: float) -> tuple[np.ndarray, np.ndarray]:
-    """Householder QR of G with largest-remaining-norm column pivoting (LAPACK dgeqp3).
-
-    ``|R_kk|`` is the norm of column ``c_k`` after removing its projection on the
-    columns chosen before: the paper's Gram–Schmidt choice. The stable set is the
-    leading run of ``R_kk² > max(η, rtol·R_11²)``.
-    """
-    R, piv = scipy.linalg.qr(G, mode="r", pivoting=True, check_finite=False)
-    gamma = np.diag(R) ** 2
-    bound = max(eta, rtol * float(gamma[0])) if len(gamma) else eta
-    below = np.flatnonzero(~(gamma > bound))
-    l = int(below[0]) if below.size else len(gamma)
-    return np.triu(R[:l, :l]), np.asarray(piv[:l], dtype=np.int64)
-
-
 def _check_methods(methods: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
     methods = (methods,) if isinstance(methods, str) else tuple(methods)
     if not methods:
@@ -404,127 +352,3 @@ def oht_solutions(
         out.update(_gs_solutions(R, piv, Gty, yty, n, methods, intercept, sigma2))
     return {meth: out[meth] for meth in methods}
 
-
-def oht_fit(
-    G: np.ndarray,
-    y: np.ndarray,
-    *,
-    method: str = "ED",
-    eta: float = 1e-10,
-    center: bool = True,
-    rtol: float = 0.0,
-) -> OHTSolution:
-    """Orthogonalization + hard thresholding for an in-memory basis matrix ``G`` (n, m).
-
-    See :func:`oht_fit_methods` (this is it for one method).
-
-    Parameters
-    ----------
-    G : ndarray, shape (n, m)
-        Basis outputs ``G_ij = g_j(x_i)``.
-    y : ndarray, shape (n,)
-        Targets.
-    method : {"ED", "ED2", "GS", "GS2"}
-        See :func:`oht_from_normal_equations`.
-    eta : float
-        Stable-set bound (> 0).
-    center : bool
-        Centre ``y`` and return ``ȳ`` as the intercept.
-    rtol : float
-        See :func:`oht_from_normal_equations`.
-
-    Returns
-    -------
-    OHTSolution
-    """
-    return oht_fit_methods(G, y, methods=(_check_method(method),), eta=eta, center=center,
-                           rtol=rtol)[method]
-
-
-def oht_fit_methods(
-    G: np.ndarray,
-    y: np.ndarray,
-    *,
-    methods: tuple[str, ...] = METHODS,
-    eta: float = 1e-10,
-    center: bool = True,
-    rtol: float = 0.0,
-    eigensystem: tuple[np.ndarray, np.ndarray] | None = None,
-) -> dict[str, OHTSolution]:
-    """Several methods for an in-memory basis matrix ``G`` (n, m).
-
-    ``y`` is centred exactly when ``center`` (``ȳ`` is the intercept). GS works on
-    ``G`` itself: Householder QR with largest-remaining-norm column pivoting
-    (LAPACK ``dgeqp3``), in exact arithmetic the same pivots and ``R`` (up to
-    signs) as the pivoted Cholesky of ``GᵀG``, but with ``γ_k = R_kk²`` accurate
-    far below ``ε·max γ`` (a formed ``GᵀG`` blurs every ``γ`` under about
-    ``m·ε·γ_1``, which can exceed ``η``). For ED, a square symmetric ``G`` (a
-    kernel matrix on the training inputs, the paper's case) is decomposed
-    itself: ``G = V diag(λ) Vᵀ`` gives ``GᵀG = V diag(λ²) Vᵀ``, the same
-    orthogonal components with ``γ_j = λ_j²`` and ``a_jᵀy = λ_j v_jᵀy``, with
-    ``γ_j`` accurate to ``ε·λ_1·|λ_j|`` instead of ``ε·λ_1²`` (so the stable set
-    ``γ_j > η`` is not blurred by round-off). Any other ``G`` goes through ``GᵀG``.
-
-    Parameters
-    ----------
-    G : ndarray, shape (n, m)
-        Basis outputs.
-    y : ndarray, shape (n,)
-        Targets.
-    methods : tuple of str
-        Any of ``"ED"``, ``"ED2"``, ``"GS"``, ``"GS2"``.
-    eta, rtol : float
-        See :func:`oht_from_normal_equations`.
-    center : bool
-        Centre ``y`` and return ``ȳ`` as the intercept.
-    eigensystem : (values, vectors), optional
-        An eigendecomposition of a symmetric ``G`` already at hand (e.g. shared
-        with a ridge fit), in any order.
-
-    Returns
-    -------
-    dict of str to OHTSolution
-    """
-    methods = _check_methods(methods)
-    eta = _check_eta(eta)
-    rtol = _check_rtol(rtol)
-    G = np.asarray(G, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    if G.ndim != 2:
-        raise ValueError(f"G must be a 2-D (n, m) matrix; got shape {G.shape}")
-    if y.shape != (G.shape[0],):
-        raise ValueError(f"y must have shape ({G.shape[0]},) to match G's rows; got {y.shape}")
-    n = _check_n(G.shape[0])
-    _finite("G", G)
-    _finite("y", y)
-    intercept = float(np.mean(y)) if center else 0.0
-    yc = y - intercept
-    if center and not np.any(yc):
-        raise DataQualityError(f"y is constant (every value = {intercept:.6g}): "
-                               f"nothing to regress on")
-    if not np.any(yc):
-        raise DataQualityError("y is all zero: nothing to regress on")
-    square = G.shape[0] == G.shape[1]
-    symmetric = eigensystem is not None or (square and np.array_equal(G, G.T))
-    ed = tuple(meth for meth in methods if meth.startswith("ED"))
-    gs = tuple(meth for meth in methods if meth.startswith("GS"))
-    out: dict[str, OHTSolution] = {}
-    if ed and not symmetric:
-        out.update(oht_solutions(G.T @ G, G.T @ yc, float(yc @ yc), n, methods=ed, eta=eta,
-                                 rtol=rtol))
-    if gs:
-        R, piv = _pivoted_qr(G, eta, rtol)
-        out.update(_gs_solutions(R, piv, G.T @ yc, float(yc @ yc), n, gs, 0.0))
-    if symmetric and ed:
-        if eigensystem is None:
-            lam, V = scipy.linalg.eigh(G, check_finite=False)
-        else:
-            lam, V = (np.asarray(a, dtype=np.float64) for a in eigensystem)
-        gamma = lam * lam
-        order = np.argsort(gamma)[::-1]
-        bound = max(eta, rtol * float(gamma[order[0]]))
-        stable = order[gamma[order] > bound]
-        U = V[:, stable]
-        c = lam[stable] * (U.T @ yc)
-        out.update(_ed_solutions(gamma[stable], U, c, float(yc @ yc), n, ed, 0.0))
-    return {meth: replace(out[meth], intercept=intercept) for meth in methods}
