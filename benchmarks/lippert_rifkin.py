@@ -36,7 +36,8 @@ import _common as C
 import numpy as np
 
 from bigkern.models.rls import GaussianRLS
-from bigkern.solvers.rls import DoublePrecisionWarning, extended_backend
+from bigkern.solvers.rls import DoublePrecisionWarning
+from bigkern.solvers.rls_extended import extended_backend
 
 KS = (0, 1, 2, 4)
 CURVE_SCALES = (1.0, 1e1, 1e2, 1e3, 1e4, 1e6, 1e8, 1e10)
@@ -156,7 +157,7 @@ def run(small: bool, png: Path) -> None:
 
 def backends(small: bool) -> None:
     """Time the two extended-precision backends on the same solve (k = 2, s = 1e3)."""
-    from bigkern.solvers.rls import extended_solve
+    from bigkern.solvers.rls_extended import extended_solve
 
     print("\nextended backends, predict at 201 points (k = 2, s = 1e3, λ = s^-5), one run each")
     rows = []

@@ -19,9 +19,8 @@ from bigkern.solvers.rls import (
     ExtendedPrecisionWarning,
     RidgeEigensystem,
     condition_estimate,
-    extended_backend,
-    extended_solve,
 )
+from bigkern.solvers.rls_extended import extended_backend, extended_solve
 
 
 def _gauss(X: np.ndarray, Z: np.ndarray, sigma: float) -> np.ndarray:

@@ -26,8 +26,8 @@ from bigkern.solvers.rls import (
     RidgeEigensystem,
     condition_estimate,
     double_resolves,
-    extended_solve,
 )
+from bigkern.solvers.rls_extended import extended_solve
 
 __all__ = ["GaussianRLS"]
 

@@ -11,7 +11,8 @@ from bigkern.solvers.periodic import (
     periodic_gaussian_kernel,
     wrapped_gaussian_kernel,
 )
-from bigkern.solvers.rls import RidgeEigensystem, condition_estimate, extended_solve
+from bigkern.solvers.rls import RidgeEigensystem, condition_estimate
+from bigkern.solvers.rls_extended import extended_solve
 from bigkern.solvers.sparse_spd import bandwidth, solve_sparse_spd
 from bigkern.solvers.sparse_svm import solve_svm_dual
 
