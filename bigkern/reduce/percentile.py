@@ -46,11 +46,10 @@ from bigkern.reduce.binning import (
     robust_scaler,
     use_dense_sums,
 )
-from bigkern.reduce.quantiles import (
-    DECILES,
+from bigkern.reduce.quantiles import DECILES, QuantilePlan, prepare_samples, summary_dataset
+from bigkern.reduce.radix_select import (
     GROUP_BITS,
     Bucket,
-    QuantilePlan,
     RadixSelection,
     combine_refine,
     dense_histograms,
@@ -58,9 +57,7 @@ from bigkern.reduce.quantiles import (
     histogram_pass,
     key_dtype,
     keys_to_floats,
-    prepare_samples,
     refine_counts,
-    summary_dataset,
 )
 
 __all__ = ["percentile_bins"]
