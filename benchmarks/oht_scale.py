@@ -252,6 +252,58 @@ def peers(bench: C.Bench, path: Path, n: int, m: int, omega: float, Xt: np.ndarr
     return out
 
 
+def fit_estimator_cv(bench: C.Bench, client: Any, path: Path, n: int, m: int,
+                     grid: tuple[float, ...], Xt: np.ndarray, yt: np.ndarray, task_rows: int
+                     ) -> dict[str, Any]:
+    """``OHTRegressor(basis=m, widths=grid)``: two-fold CV of every width from one pass.
+
+    Against the same estimator at one width (``grid[0]``), so the ratio of the two
+    fit times is the cost of the cross-validation.
+    """
+    from bigkern import OHTRegressor
+
+    X, y = source(path, n, task_rows)
+    n_chunks = X.numblocks[0]
+    out: dict[str, Any] = {"n": n, "grid": grid}
+    for label, widths in (("one width", grid[:1]), (f"{len(grid)} widths, 2 folds", grid)):
+        est = OHTRegressor(method="ED", widths=widths, basis=m, random_state=0)
+        with bench.stage(f"n={n:.0e}: OHTRegressor(basis={m}), {label}", items=n) as st, \
+                Reads(client) as r:
+            est.fit(X, y)
+        pred = est.predict(Xt)
+        out[label] = {"seconds": st.seconds, "peak": st.peak, "reads": r.count / n_chunks,
+                      "omega": est.omega_, "cv": est.cv_scores_.tolist(),
+                      "mse": mse(pred, yt), "kept": est.n_components_}
+    return out
+
+
+def warm_estimator(path: Path, task_rows: int, m: int) -> None:
+    """Imports and BLAS on the workers before anything is timed."""
+    from bigkern import OHTRegressor
+
+    Xw, yw = source(path, 20_000, task_rows)
+    OHTRegressor(method="ED", widths=(1.0, 2.0), basis=min(m, 50), random_state=0).fit(Xw, yw)
+
+
+def report_cv(cv: dict[str, Any], omega_validation: float, noise_mse: float) -> None:
+    """Print the estimator-route comparison."""
+    one, many = (cv[k] for k in cv if k not in ("n", "grid"))
+    label_many = [k for k in cv if k not in ("n", "grid")][1]
+    print(f"\n## OHTRegressor(method='ED', basis=m) on n={cv['n']:.0e}: one width vs two-fold CV "
+          f"over {cv['grid']} in one pass; noise variance (floor) {noise_mse:.5f}")
+    rows = []
+    for label, r in (("one width", one), (label_many, many)):
+        rows.append([label, f"{r['omega']:g}", " ".join(f"{v:.5f}" for v in r["cv"]),
+                     f"{r['mse']:.5f}", str(r["kept"]), f"{r['seconds']:.1f}",
+                     f"{r['peak'] / C.GB:.2f}", f"{r['reads']:g}"])
+    C.print_table(["fit", "omega", "CV MSE per width", "test MSE", "kept", "fit s", "peak GB",
+                   "reads"], rows)
+    print(f"  width by in-memory validation on the peers' subsample: {omega_validation:g}")
+    print(f"  ratio: CV fit / one-width fit time {many['seconds'] / one['seconds']:.2f}x for "
+          f"{len(cv['grid'])} widths x 2 folds; reads {many['reads']:g} vs {one['reads']:g} "
+          f"(center sample + one pass)")
+
+
 def choose_omega(bench: C.Bench, path: Path, n: int, m: int, grid: tuple[float, ...],
                  seed: int = 8) -> tuple[float, list[list[str]]]:
     """ω by validation: in-memory OHTED on the first n rows, MSE on fresh validation rows."""
@@ -317,6 +369,9 @@ def main() -> None:
                         "in-memory OHTED on the peers' subsample)")
     p.add_argument("--task-rows", type=int, default=None,
                    help="rows read per task (default 5e5; 5e4 with --small)")
+    p.add_argument("--cv", action="store_true",
+                   help="only the estimator route: OHTRegressor(basis=m) choosing the width by "
+                        "two-fold CV over 0.7, 1, 1.4, 2 from one pass, on the first (smaller) n")
     args = p.parse_args()
     args.task_rows = args.task_rows or (50_000 if args.small else 500_000)
     size = SMALL if args.small else FULL
@@ -344,6 +399,13 @@ def main() -> None:
                   f" rows, {size['peer_rows']:.0e} fresh validation rows): {omega:g}")
             C.print_table(["omega", "validation MSE", "kept/stable"], table)
         args.omega = omega
+        if args.cv:
+            # warm-up (untimed), then the estimator with one width and with the grid
+            warm_estimator(path, args.task_rows, m)
+            cv = fit_estimator_cv(bench, client, path, rows[0], m, (0.7, 1.0, 1.4, 2.0), Xt,
+                                  yt, args.task_rows)
+            report_cv(cv, omega, noise_mse)
+            return
         with bench.stage("product timings (client, 1 thread)", quiet=True):
             timings = product_timings(m)
         print(f"# G'G products per block of 4096 x {m + 2} rows (ms, 1 BLAS thread):")
