@@ -41,11 +41,16 @@ __all__ = [
 ]
 
 _MODELS = {cls.__name__: cls for cls in (BinnedKernelRidge, BinnedSVC, KernelRidgeClassifier)}
+_REGRESSORS = {cls.__name__: cls for cls in (OHTRegressor, LOOKernelRidge)}
 
 
-def load_model_dataset(ds: xr.Dataset) -> _KernelClassifier:
+def load_model_dataset(ds: xr.Dataset) -> _KernelClassifier | OHTRegressor | LOOKernelRidge:
     """Rebuild a fitted estimator from :meth:`to_dataset`'s output."""
+    from bigkern.models._regressor_dataset import regressor_from_dataset
+
     name = ds.attrs.get("model")
+    if name in _REGRESSORS:
+        return regressor_from_dataset(ds, _REGRESSORS[name])
     if name not in _MODELS:
         raise ValueError(f"not a bigkern model dataset (model={name!r})")
     params = json.loads(ds.attrs["params_json"])

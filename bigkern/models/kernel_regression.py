@@ -273,6 +273,16 @@ class _KernelRegressor(RegressorMixin, BaseEstimator):
                                                  dtype=np.float64)
         return self._expansion(X)
 
+    def to_dataset(self) -> Any:
+        """The fitted model as a small :class:`xarray.Dataset` (for zarr or netCDF).
+
+        Saved and loaded by :func:`bigkern.save_model` / :func:`bigkern.load_model`;
+        see :mod:`bigkern.models._regressor_dataset` for the layout.
+        """
+        from bigkern.models._regressor_dataset import regressor_to_dataset
+
+        return regressor_to_dataset(self)
+
     def _select(self, Z: np.ndarray, y: np.ndarray, model: str, **kw: Any) -> float:
         widths = _check_widths(self.widths)
         if len(widths) == 1:
