@@ -478,8 +478,9 @@ def test_real_auto_mpg_pattern_loosely():
             pred = _gauss(zt, z, omega) @ w + b
             errors[m].append(np.mean((pred - d.y[te]) ** 2) / np.var(d.y[te]))
             if rep == 0 and m in ("RM", "GS2"):
-                est = (LOOKernelRidge(random_state=0) if m == "RM"
-                       else OHTRegressor(method=m, random_state=0)).fit(d.X[tr], d.y[tr])
+                est = (LOOKernelRidge(PAPER_WIDTHS, random_state=0) if m == "RM"
+                       else OHTRegressor(method=m, widths=PAPER_WIDTHS, random_state=0)
+                       ).fit(d.X[tr], d.y[tr])
                 np.testing.assert_allclose(est.predict(d.X[te]), pred, atol=1e-6)
     e = {m: float(np.mean(v)) for m, v in errors.items()}
     # paper: RM 0.129, OHTED 0.144, OHTED2 0.141, OHTGS 0.145, OHTGS2 0.136 (± ~0.05)

@@ -19,6 +19,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from bigkern.models.kernel_regression import (
+    DEFAULT_WIDTHS,
     PAPER_RIDGES,
     PAPER_WIDTHS,
     LOOKernelRidge,
@@ -36,6 +37,7 @@ from bigkern.solvers.oht import (
 )
 
 __all__ = [
+    "DEFAULT_WIDTHS",
     "PAPER_RIDGES",
     "PAPER_WIDTHS",
     "LOOKernelRidge",
@@ -54,7 +56,9 @@ class OHTRegressor(_KernelRegressor):
         Orthogonalization by eigendecomposition (ED) or largest-norm Gram–Schmidt
         (GS); ``2`` keeps every component up to the last surviving one.
     widths : sequence of float
-        Candidate Gaussian widths ω, chosen by two-fold CV (one: no CV).
+        Candidate Gaussian widths ω, chosen by two-fold CV (one: no CV); default
+        :data:`~bigkern.models.kernel_regression.DEFAULT_WIDTHS`, the paper's
+        {1, 2, 5, 8} extended by doublings to 128.
     eta : float
         Stable-set bound ``γ_j > η`` (paper: 1e-10).
     basis : int or None
@@ -88,7 +92,7 @@ class OHTRegressor(_KernelRegressor):
         Intercept and input standardization.
     """
 
-    def __init__(self, method: str = "ED2", widths: Sequence[float] = PAPER_WIDTHS,
+    def __init__(self, method: str = "ED2", widths: Sequence[float] = DEFAULT_WIDTHS,
                  eta: float = 1e-10, basis: int | None = None,
                  random_state: Any = None) -> None:
         self.method = method
