@@ -32,7 +32,7 @@ import xarray as xr
 from bigkern import config
 from bigkern.kernels import row_blocks
 from bigkern.reduce._row_pass import as_arrays, count_attrs, run_pass, usable_rows
-from bigkern.reduce.reduced_kernel import ReducedBasis, _step
+from bigkern.reduce.reduced_kernel import ReducedBasis, _step, exponent_left, exponent_right
 from bigkern.sampling import uniform_from_index
 
 __all__ = ["fold_of_rows", "fold_pieces", "reduced_normal_equations_folds"]
@@ -63,9 +63,7 @@ def _folds_chunk(Xb: np.ndarray, yb: np.ndarray, *, basis: ReducedBasis,
     fold = fold_of_rows(start + np.arange(n), n_folds, seed)
     # the Fortran-ordered leading (m+2, m+2) slices are what dsyrk updates in place
     acc = np.zeros((m + 2, m + 2, len(omegas), n_folds), order="F")
-    C = basis.centers
-    # S in one product: [z, 1, −‖z‖²/2] · [c; −‖c‖²/2; 1]
-    right = np.vstack([C.T, -0.5 * np.einsum("ij,ij->i", C, C), np.ones(m)]).astype(dtype)
+    right = exponent_right(basis.centers, 0.5, dtype)  # γ = 1/2: the product is S
     lowest = float(np.ceil(np.log(np.finfo(dtype).tiny)))
     inv_sq = [1.0 / (w * w) for w in omegas]
     step = _step(n, block_rows)
@@ -76,10 +74,8 @@ def _folds_chunk(Xb: np.ndarray, yb: np.ndarray, *, basis: ReducedBasis,
         rows = sl.start + np.flatnonzero(valid[sl])
         if len(rows) == 0:
             continue
-        Z = (np.asarray(X[rows], dtype=np.float64) - basis.offset) / basis.scale
-        left = np.column_stack([Z, np.ones(len(rows)), -0.5 * np.einsum("ij,ij->i", Z, Z)])
         Sb = S[:len(rows)]
-        np.matmul(left.astype(dtype), right, out=Sb)  # −‖z − c‖² / 2
+        np.matmul(exponent_left(X[rows], basis, 0.5, dtype), right, out=Sb)  # −‖z − c‖² / 2
         np.minimum(Sb, 0, out=Sb)
         for f in range(n_folds):
             in_fold = fold[rows] == f

@@ -154,10 +154,7 @@ def kernel_blocks(
     if valid is None:
         valid = np.isfinite(X).all(axis=1)
     gamma = omega_to_gamma(basis.omega)
-    C = basis.centers
-    # the exponent in one product: [z, -γ‖z‖², 1] · [2γc; 1; -γ‖c‖²]
-    right = np.vstack([2.0 * gamma * C.T, np.ones(len(C)),
-                       -gamma * np.einsum("ij,ij->i", C, C)]).astype(dtype)  # (d + 2, m)
+    right = exponent_right(basis.centers, gamma, dtype)
     lowest = float(np.ceil(np.log(np.finfo(dtype).tiny)))
     step = _step(n, block_rows)
     work = np.empty((step, basis.n_basis), dtype=dtype)
@@ -166,13 +163,29 @@ def kernel_blocks(
         k = len(rows)
         if k == 0:
             continue
-        Z = (np.asarray(X[rows], dtype=np.float64) - basis.offset) / basis.scale
-        left = np.column_stack([Z, -gamma * np.einsum("ij,ij->i", Z, Z), np.ones(k)])
         G = work[:k]
-        np.matmul(left.astype(dtype), right, out=G)
+        np.matmul(exponent_left(X[rows], basis, gamma, dtype), right, out=G)
         np.clip(G, lowest, 0, out=G)
         np.exp(G, out=G)
         yield rows, G
+
+
+def exponent_right(centers: np.ndarray, gamma: float, dtype: Any) -> np.ndarray:
+    """Right factor of the kernel exponent: ``[2γc; 1; −γ‖c‖²]`` per center, (d + 2, m).
+
+    With :func:`exponent_left`, one matrix product gives
+    ``2γ z·c − γ‖z‖² − γ‖c‖² = −γ‖z − c‖²`` for every (row, center) pair.
+    """
+    C = np.asarray(centers, dtype=np.float64)
+    return np.vstack([2.0 * gamma * C.T, np.ones(len(C)),
+                      -gamma * np.einsum("ij,ij->i", C, C)]).astype(dtype)
+
+
+def exponent_left(X: np.ndarray, basis: ReducedBasis, gamma: float, dtype: Any) -> np.ndarray:
+    """Left factor ``[z, −γ‖z‖², 1]`` of raw rows ``X`` standardized to ``z``, (k, d + 2)."""
+    Z = (np.asarray(X, dtype=np.float64) - basis.offset) / basis.scale
+    return np.column_stack([Z, -gamma * np.einsum("ij,ij->i", Z, Z),
+                            np.ones(len(Z))]).astype(dtype)
 
 
 def _step(n: int, block_rows: int | None) -> int:
