@@ -33,6 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from bigkern.errors import BigkernWarning
+from bigkern.solvers._checks import check_ridges
 
 __all__ = [
     "EqualBins",
@@ -238,16 +239,6 @@ def equal_bins(x: ArrayLike, n_bins: int) -> EqualBins:
 # ---------------------------------------------------------------------------------------------
 # fits along a λ path from one eigendecomposition
 # ---------------------------------------------------------------------------------------------
-def _check_ridges(lams: ArrayLike, name: str) -> np.ndarray:
-    r = np.atleast_1d(np.asarray(lams, dtype=np.float64))
-    if r.ndim != 1 or r.size == 0:
-        raise ValueError(f"{name} must be a non-empty 1-D sequence; got shape {r.shape}")
-    bad = np.flatnonzero(~(np.isfinite(r) & (r > 0)))
-    if bad.size:
-        raise ValueError(f"{name} must be positive and finite; {name}[{bad[0]}] = {r[bad[0]]!r}")
-    return r
-
-
 @dataclass(frozen=True)
 class SmootherPath:
     """Fitted values, traces and coefficients of ``S_B(λ_B)`` for many ridges at once.
@@ -322,18 +313,18 @@ class SmootherPath:
 
     def fitted(self, y: ArrayLike, ridges: ArrayLike) -> np.ndarray:
         """In-sample fitted values ``S_B(r) y`` at the n data points, shape (n, len(ridges))."""
-        r = _check_ridges(ridges, "ridges")
+        r = check_ridges(ridges, "ridges")
         a = self._spectral_y(np.asarray(y, dtype=np.float64).reshape(-1))
         return self.projected @ (a[:, None] / (self.values[:, None] + r[None, :]))
 
     def traces(self, ridges: ArrayLike) -> np.ndarray:
         """``trace S_B(r)`` for each ridge, shape (len(ridges),)."""
-        r = _check_ridges(ridges, "ridges")
+        r = check_ridges(ridges, "ridges")
         return (self.trace_weights[:, None] / (self.values[:, None] + r[None, :])).sum(axis=0)
 
     def coefficients(self, y: ArrayLike, ridge: float) -> np.ndarray:
         """Coefficients ``c = (G^{(m)} + r I)⁻¹ ȳ`` on the basis points, shape (m,)."""
-        r = _check_ridges(ridge, "ridge")[0]
+        r = check_ridges(ridge, "ridge")[0]
         a = self._spectral_y(np.asarray(y, dtype=np.float64).reshape(-1))
         return self.vectors @ (a / (self.values + r))
 
@@ -349,7 +340,7 @@ def hat_matrix(x: ArrayLike, omega: float, lam: float, *, kernel: str = "exact",
 
     ``G + λI`` is symmetric, so ``S = ((G + λI)⁻¹ G)ᵀ``.
     """
-    lam = _check_ridges(lam, "lam")[0]
+    lam = check_ridges(lam, "lam")[0]
     G = periodic_gaussian_kernel(x, x, omega, kernel=kernel, J=J)
     return np.linalg.solve(G + lam * np.eye(len(G)), G).T
 
@@ -357,7 +348,7 @@ def hat_matrix(x: ArrayLike, omega: float, lam: float, *, kernel: str = "exact",
 def binned_hat_matrix(x: ArrayLike, omega: float, lam_b: float, n_bins: int, *,
                       kernel: str = "exact", J: int = 1) -> np.ndarray:
     """Binned smoother matrix ``S_B = G^{(n,m)} (G^{(m)} + λ_B I)⁻¹ B`` (n×n), by a direct solve."""
-    lam_b = _check_ridges(lam_b, "lam_b")[0]
+    lam_b = check_ridges(lam_b, "lam_b")[0]
     bins = equal_bins(x, n_bins)
     Gm = periodic_gaussian_kernel(bins.centers, bins.centers, omega, kernel=kernel, J=J)
     Gnm = periodic_gaussian_kernel(x, bins.centers, omega, kernel=kernel, J=J)

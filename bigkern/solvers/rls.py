@@ -23,6 +23,8 @@ import scipy.linalg
 from numpy.typing import ArrayLike
 
 from bigkern.errors import DoublePrecisionWarning, ExtendedPrecisionWarning
+from bigkern.solvers._checks import check_ridges
+from bigkern.solvers.rls_extended import extended_backend, extended_solve
 
 __all__ = [
     "DoublePrecisionWarning",
@@ -30,19 +32,9 @@ __all__ = [
     "RidgeEigensystem",
     "condition_estimate",
     "double_resolves",
+    "extended_backend",
+    "extended_solve",
 ]
-
-
-def _check_ridges(ridges: ArrayLike) -> np.ndarray:
-    r = np.atleast_1d(np.asarray(ridges, dtype=np.float64))
-    if r.ndim != 1 or r.size == 0:
-        raise ValueError(f"ridges must be a non-empty 1-D sequence; got shape {r.shape}")
-    bad = np.flatnonzero(~(np.isfinite(r) & (r > 0)))
-    if bad.size:
-        raise ValueError(
-            f"ridges must be positive and finite; ridges[{bad[0]}] = {r[bad[0]]!r}"
-        )
-    return r
 
 
 @dataclass(frozen=True)
@@ -128,7 +120,7 @@ class RidgeEigensystem:
         -------
         ndarray, shape (R, n) or (R, n, k)
         """
-        r = _check_ridges(ridges)
+        r = check_ridges(ridges)
         Vty, squeeze = self._project(y)
         scaled = Vty[None, :, :] / (self.values[None, :, None] + r[:, None, None])
         C = np.einsum("ij,rjk->rik", self.vectors, scaled, optimize=True)
@@ -136,7 +128,7 @@ class RidgeEigensystem:
 
     def inverse_diagonal(self, ridges: ArrayLike) -> np.ndarray:
         """Diagonals of ``(K + r I)⁻¹`` for every ridge ``r``: shape (R, n)."""
-        r = _check_ridges(ridges)
+        r = check_ridges(ridges)
         inv = 1.0 / (self.values[:, None] + r[None, :])  # (n, R)
         return ((self.vectors**2) @ inv).T
 
@@ -196,7 +188,7 @@ def condition_estimate(values: np.ndarray, ridges: ArrayLike) -> np.ndarray:
     -------
     ndarray, shape (R,)
     """
-    r = _check_ridges(ridges)
+    r = check_ridges(ridges)
     w = np.asarray(values, dtype=np.float64)
     w_max = float(w[-1])
     floor = len(w) * np.finfo(np.float64).eps * max(w_max, 0.0)

@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from bigkern.errors import ExtendedPrecisionWarning
-from bigkern.solvers.rls import _check_ridges
+from bigkern.solvers._checks import check_ridges
 
 __all__ = ["extended_backend", "extended_solve"]
 
@@ -184,7 +184,7 @@ def extended_solve(
     ExtendedPrecisionWarning
         When a fixed ``dps`` does not resolve the results to double accuracy.
     """
-    r = _check_ridges(ridges)
+    r = check_ridges(ridges)
     if want not in ("predict", "coef", "loo"):
         raise ValueError(f"want must be 'predict', 'coef' or 'loo'; got {want!r}")
     if want != "loo" and r.size != 1:
