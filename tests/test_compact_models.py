@@ -263,6 +263,9 @@ def test_kpca_three_clusters_separate_with_rule1_radius():
     spread = max(P[cluster == c].std(axis=0).max() for c in range(3))
     assert pdist(means).min() > 4 * spread
     assert model.eigenvalues_[1] > 2 * model.eigenvalues_[2]  # two leading components
+    lazy = model.transform(da.from_array(X, chunks=(70, -1)))
+    assert isinstance(lazy, da.Array) and lazy.shape == (len(X), 8)
+    np.testing.assert_allclose(lazy.compute(), model.transform(X), rtol=0, atol=1e-12)
 
 
 # -- subsampled alignment and sparsity ------------------------------------------------------

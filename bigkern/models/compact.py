@@ -267,7 +267,17 @@ class CompactKernelPCA(TransformerMixin, _CompactKernelModel):
         self.alphas_ = self._solution.alphas
         return self
 
-    def transform(self, X: Any) -> np.ndarray:
-        """Projections of ``X`` on the axes (in-memory rows)."""
-        arr = np.asarray(checked_features(self, X), dtype=np.float64)
-        return centred_projections(sparse_gram(arr, self.kernel_, self.X_fit_), self._solution)
+    def _project(self, Xb: np.ndarray) -> np.ndarray:
+        K = sparse_gram(np.asarray(Xb, dtype=np.float64), self.kernel_, self.X_fit_)
+        return centred_projections(K, self._solution)
+
+    def transform(self, X: Any) -> Any:
+        """Projections of ``X`` (n, d) on the axes, (n, n_components); lazy for a dask ``X``."""
+        arr = checked_features(self, X)
+        if isinstance(arr, da.Array):
+            if len(arr.chunks[1]) != 1:
+                arr = arr.rechunk({1: -1})
+            k = int(self.n_components)
+            return arr.map_blocks(self._project, chunks=(arr.chunks[0], (k,)),
+                                  dtype=np.float64)
+        return self._project(arr)
