@@ -10,11 +10,12 @@ standardized features ``z``; its class is the positive one where ``f > 0``.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 import xarray as xr
 
-from bigkern.models._base import KernelExpansion, _KernelClassifier
+from bigkern.models._base import KernelExpansion
 from bigkern.models.baselines import KernelRidgeClassifier
 from bigkern.models.binned import BinnedKernelRidge, BinnedSVC
 from bigkern.models.compact import CompactKernelPCA, CompactKernelRidge, CompactLSSVC, CompactSVC
@@ -42,15 +43,20 @@ __all__ = [
 
 _MODELS = {cls.__name__: cls for cls in (BinnedKernelRidge, BinnedSVC, KernelRidgeClassifier)}
 _REGRESSORS = {cls.__name__: cls for cls in (OHTRegressor, LOOKernelRidge)}
+_COMPACT = {cls.__name__: cls for cls in (CompactLSSVC, CompactKernelRidge, CompactSVC,
+                                          CompactKernelPCA)}
 
 
-def load_model_dataset(ds: xr.Dataset) -> _KernelClassifier | OHTRegressor | LOOKernelRidge:
-    """Rebuild a fitted estimator from :meth:`to_dataset`'s output."""
+def load_model_dataset(ds: xr.Dataset) -> Any:
+    """Rebuild a fitted estimator from its ``to_dataset()`` output."""
+    from bigkern.models._compact_dataset import compact_from_dataset
     from bigkern.models._regressor_dataset import regressor_from_dataset
 
     name = ds.attrs.get("model")
     if name in _REGRESSORS:
         return regressor_from_dataset(ds, _REGRESSORS[name])
+    if name in _COMPACT:
+        return compact_from_dataset(ds, _COMPACT[name])
     if name not in _MODELS:
         raise ValueError(f"not a bigkern model dataset (model={name!r})")
     params = json.loads(ds.attrs["params_json"])

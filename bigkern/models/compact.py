@@ -87,6 +87,16 @@ class _CompactKernelModel(BaseEstimator):
                                  dtype=np.float64)
         return arr, K
 
+    def to_dataset(self) -> Any:
+        """The fitted model (with its training rows) as a small :class:`xarray.Dataset`.
+
+        Saved and loaded by :func:`bigkern.save_model` / :func:`bigkern.load_model`;
+        see :mod:`bigkern.models._compact_dataset` for the layout.
+        """
+        from bigkern.models._compact_dataset import compact_to_dataset
+
+        return compact_to_dataset(self)
+
     def _expansion(self, Xb: np.ndarray) -> np.ndarray:
         K = sparse_gram(np.asarray(Xb, dtype=np.float64), self.kernel_, self.X_fit_)
         return np.asarray(K @ self.dual_coef_).ravel() + self.intercept_

@@ -57,7 +57,9 @@ def kernel_pca(K: np.ndarray | sp.spmatrix, n_components: int, *, seed: int = 0,
     signs = np.sign(vectors[np.argmax(np.abs(vectors), axis=0), np.arange(n_components)])
     vectors = vectors * np.where(signs == 0, 1.0, signs)
     positive = np.where(values > 0, values, np.inf)
-    return KernelPCASolution(values, vectors / np.sqrt(positive), r / n, total / n**2)
+    # C order, as a saved and reloaded model has it: projections are then bit-identical
+    alphas = np.ascontiguousarray(vectors / np.sqrt(positive))
+    return KernelPCASolution(values, alphas, r / n, total / n**2)
 
 
 def centred_projections(K_new: np.ndarray | sp.spmatrix,

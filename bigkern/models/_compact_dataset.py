@@ -1,0 +1,108 @@
+"""Fitted compactly supported kernel models as small xarray Datasets, and back.
+
+A compact model predicts from its training rows (only those within ``C`` of a
+new point contribute), so the Dataset holds them: ``X_fit (sample, feature)``,
+with ``dual_coef (sample)`` for :class:`~bigkern.models.CompactLSSVC`,
+:class:`~bigkern.models.CompactKernelRidge` and :class:`~bigkern.models.CompactSVC`,
+or ``alphas (sample, component)``, ``eigenvalues (component)`` and ``row_means
+(sample)`` for :class:`~bigkern.models.CompactKernelPCA`. attrs: ``model``,
+``params_json``, the kernel (``omega``, ``support_radius``, ``nu``; ``nu = -1``:
+chosen from the dimension), ``intercept``, ``classes_json``, ``grand_mean``,
+``has_feature_names`` and ``bigkern_format``. Fit-time diagnostics
+(``gram_report_``, ``solve_report_``) are not saved.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+__all__ = ["compact_from_dataset", "compact_to_dataset"]
+
+FORMAT = 1
+
+
+def _params(model: Any) -> dict[str, Any]:
+    out = {}
+    for k, v in model.get_params().items():
+        if isinstance(v, np.integer | np.floating):
+            v = v.item()
+        if v is not None and not isinstance(v, bool | int | float | str):
+            raise TypeError(f"parameter {k}={v!r} cannot be saved with the model")
+        out[k] = v
+    return out
+
+
+def compact_to_dataset(model: Any) -> xr.Dataset:
+    """The fitted compact model as a Dataset (see the module docstring)."""
+    from sklearn.utils.validation import check_is_fitted
+
+    check_is_fitted(model, "X_fit_")
+    names = list(getattr(model, "feature_names_in_",
+                         [f"f{i}" for i in range(int(model.n_features_in_))]))
+    kernel = model.kernel_
+    data: dict[str, Any] = {"X_fit": (("sample", "feature"), model.X_fit_)}
+    attrs: dict[str, Any] = {
+        "model": type(model).__name__,
+        "params_json": json.dumps(_params(model), sort_keys=True),
+        "omega": float(kernel.kernel.omega),
+        "support_radius": float(kernel.C),
+        "nu": -1 if kernel.nu is None else int(kernel.nu),
+        "has_feature_names": int(hasattr(model, "feature_names_in_")),
+        "bigkern_format": FORMAT,
+    }
+    if hasattr(model, "dual_coef_"):
+        data["dual_coef"] = ("sample", np.asarray(model.dual_coef_, dtype=np.float64))
+        attrs["intercept"] = float(model.intercept_)
+    else:
+        sol = model._solution
+        data["alphas"] = (("sample", "component"), sol.alphas)
+        data["eigenvalues"] = ("component", sol.eigenvalues)
+        data["row_means"] = ("sample", sol.row_means)
+        attrs["grand_mean"] = float(sol.grand_mean)
+    if hasattr(model, "classes_"):
+        attrs["classes_json"] = json.dumps([c.item() if hasattr(c, "item") else c
+                                            for c in model.classes_])
+    return xr.Dataset(data, coords={"feature": names}, attrs=attrs)
+
+
+def compact_from_dataset(ds: xr.Dataset, cls: type) -> Any:
+    """Rebuild a fitted ``cls`` from :func:`compact_to_dataset`'s output."""
+    from bigkern.kernels import CompactSupport, Gaussian
+    from bigkern.models.compact import CompactSVC
+    from bigkern.solvers.kpca import KernelPCASolution
+
+    fmt = int(ds.attrs.get("bigkern_format", 0))
+    if fmt > FORMAT:
+        raise ValueError(f"the model was saved by a newer bigkern (format {fmt}; this one "
+                         f"reads up to {FORMAT})")
+    valid = cls().get_params()
+    model = cls(**{k: v for k, v in json.loads(ds.attrs["params_json"]).items() if k in valid})
+    nu = int(ds.attrs["nu"])
+    model.kernel_ = CompactSupport(Gaussian(float(ds.attrs["omega"])),
+                                   float(ds.attrs["support_radius"]), None if nu < 0 else nu)
+    model.support_radius_ = float(ds.attrs["support_radius"])
+    model.X_fit_ = np.asarray(ds["X_fit"].values, dtype=np.float64)
+    model.n_features_in_ = int(ds.sizes["feature"])
+    if int(ds.attrs.get("has_feature_names", 0)):
+        model.feature_names_in_ = np.asarray([str(f) for f in ds["feature"].values],
+                                             dtype=object)
+    if "dual_coef" in ds:
+        model.dual_coef_ = np.asarray(ds["dual_coef"].values, dtype=np.float64)
+        model.intercept_ = float(ds.attrs["intercept"])
+        if isinstance(model, CompactSVC):  # it keeps the indices of its support vectors
+            model.support_ = np.flatnonzero(model.dual_coef_)
+    else:
+        model._solution = KernelPCASolution(
+            np.asarray(ds["eigenvalues"].values, dtype=np.float64),
+            np.asarray(ds["alphas"].values, dtype=np.float64),
+            np.asarray(ds["row_means"].values, dtype=np.float64),
+            float(ds.attrs["grand_mean"]))
+        model.eigenvalues_ = model._solution.eigenvalues
+        model.alphas_ = model._solution.alphas
+    if "classes_json" in ds.attrs:
+        model.classes_ = np.asarray(json.loads(ds.attrs["classes_json"]))
+    return model
