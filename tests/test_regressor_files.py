@@ -72,3 +72,12 @@ def test_newer_format_is_refused(tmp_path):
     ds.attrs["bigkern_format"] = 99
     with pytest.raises(ValueError, match="newer bigkern"):
         load_model_dataset(ds)
+
+
+def test_a_model_without_a_file_format_is_named(tmp_path):
+    from bigkern import GaussianRLS
+
+    X, y = _data()
+    with pytest.raises(TypeError, match="GaussianRLS cannot be saved"):
+        save_model(GaussianRLS(sigma=1.0, lam=1e-3).fit(X, y), tmp_path / "g.zarr")
+    assert not (tmp_path / "g.zarr").exists()

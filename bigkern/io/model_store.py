@@ -15,6 +15,9 @@ __all__ = ["load_model", "save_model"]
 
 def save_model(model: Any, path: str | Path, *, overwrite: bool = False) -> Path:
     """Save a fitted bigkern model; ``.nc`` paths are netCDF, anything else zarr."""
+    if not callable(getattr(model, "to_dataset", None)):
+        raise TypeError(f"{type(model).__name__} cannot be saved: save_model takes the binned, "
+                        f"compact and OHT / RM models (anything with a to_dataset method)")
     path = Path(path)
     if path.exists() and not overwrite:
         raise StoreError(f"{path} exists; pass overwrite=True (CLI: --overwrite) to replace it")
