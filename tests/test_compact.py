@@ -65,9 +65,20 @@ def test_sparse_gram_is_identical_for_any_chunking(x_chunk, z_chunk):
 def test_sparse_gram_on_a_cluster(client):
     X, _ = _green_red(2000, seed=3)
     kernel = CompactSupport(Gaussian(0.6), 0.7)
-    got = sparse_gram(da.from_array(X, chunks=(300, 2)), kernel)
+    from collections import Counter
+
+    from distributed import get_task_stream
+
+    Xd = da.from_array(X, chunks=(300, 2), name="gram-source")
+    with get_task_stream(client) as ts:
+        got = sparse_gram(Xd, kernel)
     ref = sparse_gram(X, kernel)
     assert (got != ref).nnz == 0
+    # one read of each chunk (fused into another task or not): the bounding boxes and
+    # the chunk pairs share it
+    names = Counter(t["key"][0] if isinstance(t["key"], tuple) else t["key"] for t in ts.data)
+    reads = sum(c for k, c in names.items() if k.startswith("gram-source"))
+    assert reads == Xd.npartitions, names
 
 
 def test_alignment_and_sparsity_equal_their_dense_formulas():

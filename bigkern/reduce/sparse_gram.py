@@ -2,10 +2,11 @@
 
 Only pairs closer than the support radius ``C`` are ever evaluated. In memory
 they are found by a k-d tree (:meth:`scipy.spatial.cKDTree.sparse_distance_matrix`);
-for a dask array, the bounding boxes of the row chunks are computed first (one
-small pass), and only pairs of chunks whose boxes come closer than ``C`` are
-paired, each pair on a worker with its own k-d trees. The partial triplets are
-assembled into one CSR matrix on the client: the result is the small system.
+for a dask array (persisted first, so that the data is read once), the bounding
+boxes of the row chunks are computed first (one small pass), and only pairs of
+chunks whose boxes come closer than ``C`` are paired, each pair on a worker with
+its own k-d trees. The partial triplets are assembled into one CSR matrix on the
+client: the result is the small system.
 Entries do not depend on the chunking (each distance is computed by the same
 arithmetic, feature by feature, whichever pair of chunks holds it).
 """
@@ -166,6 +167,12 @@ def _sparse_gram_dask(X: Any, kernel: CompactSupport, Z: Any) -> sp.csr_matrix:
     if X.shape[1] != Zd.shape[1]:
         raise ValueError(f"X and Z must have the same number of features; got {X.shape[1]} "
                          f"and {Zd.shape[1]}")
+    # the boxes pass and the pairs pass read every chunk: persist once, read once
+    # (X is the n × d input of an n × n sparse matrix assembled on the client, so it fits)
+    if symmetric:
+        X = Zd = X.persist()
+    else:
+        X, Zd = dask.persist(X, Zd)
     d = X.shape[1]
     kernel.nu_for(d)
     box_arrays = [X.map_blocks(_boxes, chunks=((1,) * X.numblocks[0], (2,), (d,)),
