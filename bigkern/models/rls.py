@@ -20,6 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from bigkern.errors import BigkernWarning, DataQualityError
 from bigkern.kernels import gaussian_kernel, kernel_expansion
+from bigkern.solvers._checks import check_ridges
 from bigkern.solvers.rls import (
     DoublePrecisionWarning,
     ExtendedPrecisionWarning,
@@ -140,13 +141,7 @@ class GaussianRLS(RegressorMixin, BaseEstimator):
             if not (np.isfinite(self.lam) and self.lam > 0):
                 raise ValueError(f"lam must be positive and finite; got {self.lam!r}")
             return np.array([float(self.lam)])
-        grid = np.atleast_1d(np.asarray(self.lams, dtype=np.float64))
-        if grid.ndim != 1 or grid.size == 0:
-            raise ValueError(f"lams must be a non-empty 1-D grid; got shape {grid.shape}")
-        bad = np.flatnonzero(~(np.isfinite(grid) & (grid > 0)))
-        if bad.size:
-            raise ValueError(f"lams must be positive and finite; lams[{bad[0]}] = {grid[bad[0]]!r}")
-        return grid
+        return check_ridges(self.lams, "lams")
 
     def fit(self, X: ArrayLike, y: ArrayLike) -> GaussianRLS:
         """Fit on ``X`` (n, d) and targets ``y`` (n,).
