@@ -26,22 +26,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import scipy.linalg.blas as blas
 import xarray as xr
 
 from bigkern import config
-from bigkern.kernels import row_blocks
-from bigkern.reduce._row_pass import as_arrays, count_attrs, run_pass, usable_rows
-from bigkern.reduce.reduced_kernel import ReducedBasis, _step, exponent_left, exponent_right
-from bigkern.sampling import uniform_from_index
+from bigkern.reduce._row_pass import as_arrays, count_attrs, run_pass
+from bigkern.reduce.reduced_kernel import ReducedBasis, _normal_chunk, fold_of_rows
 
 __all__ = ["fold_of_rows", "fold_pieces", "reduced_normal_equations_folds"]
-
-
-def fold_of_rows(rows: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
-    """The fold (0 … ``n_folds − 1``) of each global row number, by a seeded hash."""
-    u = uniform_from_index(np.asarray(rows, dtype=np.int64), seed)
-    return np.minimum((u * n_folds).astype(np.int64), n_folds - 1)
 
 
 def _check_omegas(omegas: Any) -> tuple[float, ...]:
@@ -50,53 +41,6 @@ def _check_omegas(omegas: Any) -> tuple[float, ...]:
         raise ValueError(f"omegas must be a non-empty sequence of positive finite widths; got "
                          f"{omegas!r}")
     return tuple(float(v) for v in values)
-
-
-def _folds_chunk(Xb: np.ndarray, yb: np.ndarray, *, basis: ReducedBasis,
-                 omegas: tuple[float, ...], n_folds: int, seed: int, start: int,
-                 block_rows: int | None) -> dict[str, Any]:
-    """Upper triangles of ``[G_w | 1 | y]ᵀ[G_w | 1 | y]`` per width and fold over one chunk."""
-    X, y, valid, counts = usable_rows(Xb, yb, start)
-    m = basis.n_basis
-    dtype = np.dtype(np.float32 if X.dtype == np.float32 else np.float64)
-    n = len(X)
-    fold = fold_of_rows(start + np.arange(n), n_folds, seed)
-    # the Fortran-ordered leading (m+2, m+2) slices are what dsyrk updates in place
-    acc = np.zeros((m + 2, m + 2, len(omegas), n_folds), order="F")
-    right = exponent_right(basis.centers, 0.5, dtype)  # γ = 1/2: the product is S
-    lowest = float(np.ceil(np.log(np.finfo(dtype).tiny)))
-    inv_sq = [1.0 / (w * w) for w in omegas]
-    step = _step(n, block_rows)
-    S = np.empty((step, m), dtype=dtype)
-    G = np.empty((step, m), dtype=dtype)
-    work = np.empty((step, m + 2))
-    for sl in row_blocks(n, step):
-        rows = sl.start + np.flatnonzero(valid[sl])
-        if len(rows) == 0:
-            continue
-        Sb = S[:len(rows)]
-        np.matmul(exponent_left(X[rows], basis, 0.5, dtype), right, out=Sb)  # −‖z − c‖² / 2
-        np.minimum(Sb, 0, out=Sb)
-        for f in range(n_folds):
-            in_fold = fold[rows] == f
-            k = int(in_fold.sum())
-            if k == 0:
-                continue
-            Sf = Sb[in_fold] if k < len(rows) else Sb
-            W = work[:k]
-            W[:, m] = 1.0
-            W[:, m + 1] = y[rows[in_fold]]
-            Gf = G[:k]
-            for i, scale in enumerate(inv_sq):
-                np.multiply(Sf, dtype.type(scale), out=Gf)
-                np.maximum(Gf, lowest, out=Gf)
-                np.exp(Gf, out=Gf)
-                W[:, :m] = Gf
-                c = acc[:, :, i, f]
-                out = blas.dsyrk(1.0, W.T, beta=1.0, c=c, trans=0, lower=0, overwrite_c=1)
-                if not np.shares_memory(out, acc):  # pragma: no cover - f2py made a copy
-                    c[...] = out
-    return {"acc": acc, "counts": counts}
 
 
 def reduced_normal_equations_folds(
@@ -160,7 +104,7 @@ def reduced_normal_equations_folds(
     basis = ReducedBasis.checked(centers, omegas[0], int(X.shape[1]), offset, scale)
     m = basis.n_basis
     partial_mb = (m + 2) ** 2 * len(omegas) * n_folds * 8 / 2**20
-    res = run_pass(X, y, _folds_chunk, basis=basis, omegas=omegas, n_folds=int(n_folds),
+    res = run_pass(X, y, _normal_chunk, basis=basis, omegas=omegas, n_folds=int(n_folds),
                    seed=int(seed), name="reduced-normal-equations-folds",
                    label=(f"reduced normal equations ({m} centers, {len(omegas)} widths, "
                           f"{n_folds} folds; {partial_mb:.0f} MB per partial)"),

@@ -43,6 +43,7 @@ import xarray as xr
 from bigkern import config
 from bigkern.kernels import omega_to_gamma, row_blocks
 from bigkern.reduce._row_pass import as_arrays, count_attrs, run_pass, usable_rows
+from bigkern.sampling import uniform_from_index
 
 __all__ = [
     "ReducedBasis",
@@ -192,21 +193,62 @@ def _step(n: int, block_rows: int | None) -> int:
     return max(1, min(n, int(block_rows or config.get("kernel_block_rows"))))
 
 
-def _normal_chunk(Xb: np.ndarray, yb: np.ndarray, *, basis: ReducedBasis, start: int,
+def fold_of_rows(rows: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
+    """The fold (0 … ``n_folds − 1``) of each global row number, by a seeded hash."""
+    u = uniform_from_index(np.asarray(rows, dtype=np.int64), seed)
+    return np.minimum((u * n_folds).astype(np.int64), n_folds - 1)
+
+
+def _normal_chunk(Xb: np.ndarray, yb: np.ndarray, *, basis: ReducedBasis,
+                  omegas: tuple[float, ...], n_folds: int, seed: int, start: int,
                   block_rows: int | None) -> dict[str, Any]:
-    """Upper triangle of ``[G | 1 | y]ᵀ[G | 1 | y]`` over one chunk's usable rows (float64)."""
+    """Upper triangles of ``[G_w | 1 | y]ᵀ[G_w | 1 | y]`` per width and fold over one chunk.
+
+    ``acc[:, :, i, f]`` (float64, Fortran-ordered slices) sums the usable rows of fold
+    ``f`` at width ``omegas[i]``; one width and one fold is the plain pass of
+    :func:`reduced_normal_equations`.
+    """
     X, y, valid, counts = usable_rows(Xb, yb, start)
     m = basis.n_basis
-    acc = np.zeros((m + 2, m + 2), order="F")
-    step = _step(len(X), block_rows)
-    work = np.empty((step, m + 2))  # one buffer for every block (see kernel_expansion)
-    for rows, G in kernel_blocks(X, basis, valid=valid, block_rows=step):
-        W = work[:len(rows)]
-        W[:, :m] = G
-        W[:, m] = 1.0
-        W[:, m + 1] = y[rows]
-        # W is C-contiguous, so W.T is Fortran-ordered (m + 2, k): no copy; acc += W.T W
-        blas.dsyrk(1.0, W.T, beta=1.0, c=acc, trans=0, lower=0, overwrite_c=1)
+    dtype = np.dtype(np.float32 if X.dtype == np.float32 else np.float64)
+    n = len(X)
+    fold = (np.zeros(n, dtype=np.int64) if n_folds == 1
+            else fold_of_rows(start + np.arange(n), n_folds, seed))
+    # the Fortran-ordered leading (m+2, m+2) slices are what dsyrk updates in place
+    acc = np.zeros((m + 2, m + 2, len(omegas), n_folds), order="F")
+    right = exponent_right(basis.centers, 0.5, dtype)  # γ = 1/2: the product is S
+    lowest = float(np.ceil(np.log(np.finfo(dtype).tiny)))
+    inv_sq = [1.0 / (w * w) for w in omegas]
+    step = _step(n, block_rows)
+    S = np.empty((step, m), dtype=dtype)
+    G = np.empty((step, m), dtype=dtype)
+    work = np.empty((step, m + 2))
+    for sl in row_blocks(n, step):
+        rows = sl.start + np.flatnonzero(valid[sl])
+        if len(rows) == 0:
+            continue
+        Sb = S[:len(rows)]
+        np.matmul(exponent_left(X[rows], basis, 0.5, dtype), right, out=Sb)  # −‖z − c‖² / 2
+        np.minimum(Sb, 0, out=Sb)
+        for f in range(n_folds):
+            in_fold = fold[rows] == f
+            k = int(in_fold.sum())
+            if k == 0:
+                continue
+            Sf = Sb[in_fold] if k < len(rows) else Sb
+            W = work[:k]
+            W[:, m] = 1.0
+            W[:, m + 1] = y[rows[in_fold]]
+            Gf = G[:k]
+            for i, scale in enumerate(inv_sq):
+                np.multiply(Sf, dtype.type(scale), out=Gf)
+                np.maximum(Gf, lowest, out=Gf)
+                np.exp(Gf, out=Gf)
+                W[:, :m] = Gf
+                c = acc[:, :, i, f]
+                out = blas.dsyrk(1.0, W.T, beta=1.0, c=c, trans=0, lower=0, overwrite_c=1)
+                if not np.shares_memory(out, acc):  # pragma: no cover - f2py made a copy
+                    c[...] = out
     return {"acc": acc, "counts": counts}
 
 
@@ -282,10 +324,10 @@ def reduced_normal_equations(
     X, y, names = as_arrays(X, y)
     basis = ReducedBasis.checked(centers, omega, int(X.shape[1]), offset, scale)
     m = basis.n_basis
-    res = run_pass(X, y, _normal_chunk, basis=basis, name="reduced-normal-equations",
-                    label=f"reduced normal equations ({m} centers)", split_every=split_every,
-                    block_rows=config.get("kernel_block_rows"))
-    acc = np.triu(res["acc"])
+    res = run_pass(X, y, _normal_chunk, basis=basis, omegas=(basis.omega,), n_folds=1, seed=0,
+                   name="reduced-normal-equations", label=f"reduced normal equations ({m} centers)",
+                   split_every=split_every, block_rows=config.get("kernel_block_rows"))
+    acc = np.triu(res["acc"][:, :, 0, 0])
     full = acc + np.triu(acc, 1).T
     counts = res["counts"]
     return xr.Dataset(
