@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from bigkern.errors import LabelError
 from bigkern.reduce import bin_statistics, percentile_bins, quantile_summary
+from bigkern.reduce.binning import OutlierWarning
 
 
 def _data(n=20_000, seed=0, nan_every=97):
@@ -57,13 +58,18 @@ def test_identical_across_worker_counts(n_workers, tmp_path):
     from distributed import Client, LocalCluster
 
     x, y = _data(30_000, 5)
+    x[[5, 17_000], 2] = [1e12, -3e30]  # outliers: summed in several limbs (issue 11)
+    x[9_001, 1] = 5e9
     X = da.from_array(x, chunks=(1700, 3))
     Y = da.from_array(y, chunks=1700)
-    reference = percentile_bins(x, y)
+    with pytest.warns(OutlierWarning):
+        reference = percentile_bins(x, y)
     with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                      dashboard_address=":0") as cluster, Client(cluster):
+                      dashboard_address=":0") as cluster, Client(cluster), \
+            pytest.warns(OutlierWarning):
         got = percentile_bins(X, Y)
     xr.testing.assert_identical(reference, got)
+    assert got.attrs["n_outliers"] == 3
 
 
 def test_empty_bins_counted_and_sparse_ids():
@@ -125,7 +131,8 @@ def test_fused_two_read_plan_equals_three_pass_plan(chunk, seed, ties, dtype):
     assert fused.attrs["passes"] == (2 if dtype == np.float32 else fused.attrs["passes"])
     assert three.attrs["passes"] == fused.attrs["passes"] + 1
     assert 0 <= fused.attrs["n_kept"] <= fused.attrs["n_valid"]
-    for name in ("bin", "count", "center", "positive", "cell", "edge", "quantile_edges"):
+    for name in ("bin", "count", "center", "positive", "cell", "edge", "quantile_edges",
+                 "outliers"):
         np.testing.assert_array_equal(fused[name].values, three[name].values, err_msg=name)
 
 

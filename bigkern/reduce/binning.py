@@ -8,10 +8,14 @@ Only occupied bins ever exist: each chunk reports the bins it sees (sorted
 ids and sums), partials are merged in a tree, and empty bins are counted.
 
 Sums of features are accumulated in **fixed point** — every value is rounded
-to a grid of ``max|x| / 2**30`` (about 100 times finer than float32's own
-resolution) and summed as integers — so that bin centers are bit-for-bit the
-same whatever the chunking and the number of workers; integer sums are exact
-and associative, float sums are not.
+to a grid of ``B / 2**30``, where ``B`` is the largest ``|x|`` that is not an
+outlier (about 100 times finer than float32's own resolution), and summed as
+exact multi-limb integers (see :mod:`bigkern.reduce.fixed_point`) — so that
+bin centers are bit-for-bit the same whatever the chunking and the number of
+workers (integer sums are exact and associative, float sums are not), and a
+wild value (say ``1e12``) changes no other bin's center. Features with values
+far outside their robust scale are reported with an :class:`OutlierWarning`
+(see :mod:`bigkern.reduce.outliers`).
 """
 
 from __future__ import annotations
@@ -33,22 +37,29 @@ from bigkern.reduce._tree import (
     tree_reduce,
     valid_rows,
 )
+from bigkern.reduce.fixed_point import (
+    FixedPointGrid,
+    exact_means,
+    fixed_point_scales,
+    normalize_limbs,
+)
+from bigkern.reduce.outliers import (
+    OutlierWarning,
+    histogram_grid,
+    record_outliers,
+    robust_scaler,
+    summary_grid,
+)
+from bigkern.reduce.radix_select import dense_histograms, histogram_pass
 
-__all__ = ["bin_index", "bin_statistics", "bins_dataset", "fixed_point_scales", "robust_scaler"]
-
-_FIXED_BITS = 30  # |value| * 2**scale <= 2**30
-
-
-def fixed_point_scales(absmax: np.ndarray) -> np.ndarray:
-    """Per-feature power-of-two scale ``s`` with ``|x| · 2**s < 2**30`` for ``|x| <= absmax``.
-
-    Depends only on the binade of ``absmax`` (``absmax = m · 2**e``, ``0.5 <= m < 1``
-    gives ``s = 30 − e``), so any upper bound of ``max|x|`` in the same binade
-    gives the same grid.
-    """
-    absmax = np.asarray(absmax, dtype=np.float64)
-    _, exps = np.frexp(absmax)
-    return np.where(absmax > 0, _FIXED_BITS - exps, 0).astype(np.int64)
+__all__ = [
+    "OutlierWarning",
+    "bin_index",
+    "bin_statistics",
+    "bins_dataset",
+    "fixed_point_scales",
+    "robust_scaler",
+]
 
 
 def bin_index(X: np.ndarray, edges: Sequence[np.ndarray]) -> np.ndarray:
@@ -107,38 +118,45 @@ def use_dense_sums(n_possible: int, n_rows: int) -> bool:
 
 
 def dense_partial(
-    count: np.ndarray, sums: np.ndarray, positive: np.ndarray, counts: dict[str, int],
-    with_labels: bool,
+    count: np.ndarray, sums: np.ndarray, positive: np.ndarray, outside: np.ndarray,
+    extreme: np.ndarray, counts: dict[str, int], limb_index: np.ndarray, with_labels: bool,
 ) -> dict[str, Any]:
     """A chunk's partial bins from dense accumulators (empty bins dropped)."""
     uniq = np.flatnonzero(count)
-    return _partial(counts, uniq, count[uniq], sums[uniq], positive[uniq], with_labels)
+    return _partial(counts, uniq, count[uniq], sums[uniq], positive[uniq], outside, extreme,
+                    limb_index, with_labels)
 
 
 def _partial(counts: dict[str, int], uniq: np.ndarray, count: np.ndarray, sums: np.ndarray,
-             positive: np.ndarray, with_labels: bool) -> dict[str, Any]:
+             positive: np.ndarray, outside: np.ndarray, extreme: np.ndarray,
+             limb_index: np.ndarray, with_labels: bool) -> dict[str, Any]:
     return {
         "counts": counts,
         "bin": uniq.astype(np.int64),
         "n": count,
-        "sum": sums,
+        "sum": normalize_limbs(sums, limb_index),
+        "limb_index": limb_index,
         "positive": positive if with_labels else None,
+        "outside": outside,
+        "extreme": extreme,
     }
 
 
 def accumulate_bins(
-    X: np.ndarray, ids: np.ndarray, is_positive: np.ndarray, scales: np.ndarray,
+    X: np.ndarray, ids: np.ndarray, is_positive: np.ndarray, grid: FixedPointGrid,
     n_possible: int, counts: dict[str, int], with_labels: bool,
 ) -> dict[str, Any]:
-    """Per-bin count, fixed-point sums and positives of the rows with ``ids >= 0``."""
-    scales = np.asarray(scales, dtype=np.int64)
+    """Per-bin count, fixed-point limb sums and positives of the rows with ``ids >= 0``."""
+    args = grid.kernel_args()
     if use_dense_sums(n_possible, len(X)):
-        count, sums, pos = bin_sums_dense(X, ids, is_positive, scales, n_possible)
-        return dense_partial(count, sums, pos, counts, with_labels)
+        count, sums, pos, outside, extreme = bin_sums_dense(X, ids, is_positive, *args,
+                                                            n_possible)
+        return dense_partial(count, sums, pos, outside, extreme, counts, grid.limb_index,
+                             with_labels)
     order = np.flatnonzero(ids >= 0)
     order = order[np.argsort(ids[order], kind="stable")]
-    uniq, count, sums, pos = bin_sums_sparse(X, ids, is_positive, scales, order)
-    return _partial(counts, uniq, count, sums, pos, with_labels)
+    uniq, count, sums, pos, outside, extreme = bin_sums_sparse(X, ids, is_positive, *args, order)
+    return _partial(counts, uniq, count, sums, pos, outside, extreme, grid.limb_index, with_labels)
 
 
 def padded_edges(edges: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -156,7 +174,7 @@ def _bin_chunk(
     mb: np.ndarray | None,
     *,
     edges: tuple[np.ndarray, ...],
-    scales: np.ndarray,
+    grid: FixedPointGrid,
     positive: Any,
     classes: tuple[Any, ...] | None,
 ) -> dict[str, Any]:
@@ -166,10 +184,19 @@ def _bin_chunk(
     ids = bin_ids(X, valid, padded, n_edges)
     is_positive = positive_flags(yb, valid, positive, classes)
     n_possible = int(np.prod(n_edges + 1, dtype=object))
-    return accumulate_bins(X, ids, is_positive, scales, n_possible, counts, positive is not None)
+    return accumulate_bins(X, ids, is_positive, grid, n_possible, counts, positive is not None)
+
+
+def _most_extreme(values: np.ndarray) -> np.ndarray:
+    """Per column, the value of largest magnitude (ties: the larger; NaN = none)."""
+    mag = np.where(np.isnan(values), -np.inf, np.abs(values))
+    best = np.max(mag, axis=0, initial=-np.inf)
+    pick = np.where(mag == best, values, -np.inf)
+    return np.where(np.isinf(best) & (best < 0), np.nan, np.max(pick, axis=0, initial=-np.inf))
 
 
 def combine_bins(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Merge partial bins: counts and limb sums add (then carries are normalized)."""
     ids = np.concatenate([p["bin"] for p in parts])
     uniq, inv = np.unique(ids, return_inverse=True)
     m = len(uniq)
@@ -180,12 +207,16 @@ def combine_bins(parts: list[dict[str, Any]]) -> dict[str, Any]:
         np.add.at(out, inv, stacked)
         return out
 
+    limb_index = parts[0]["limb_index"]
     return {
         "counts": add_counts([p["counts"] for p in parts]),
         "bin": uniq,
         "n": add([p["n"] for p in parts]),
-        "sum": add([p["sum"] for p in parts]),
+        "sum": normalize_limbs(add([p["sum"] for p in parts]), limb_index),
+        "limb_index": limb_index,
         "positive": None if parts[0]["positive"] is None else add([p["positive"] for p in parts]),
+        "outside": np.sum([p["outside"] for p in parts], axis=0),
+        "extreme": _most_extreme(np.stack([p["extreme"] for p in parts])),
     }
 
 
@@ -212,17 +243,19 @@ def bin_statistics(
         per bin is counted, giving fuzzy and majority labels.
     edges : xarray.Dataset, xarray.DataArray or list of arrays
         Per-feature cut points: the output of
-        :func:`~bigkern.reduce.quantile_summary` (whose ``min``/``max`` also
-        fix the fixed-point grid), an ``edges (feature, quantile)`` DataArray,
-        or one increasing array per feature.
+        :func:`~bigkern.reduce.quantile_summary` (whose ``min``/``max`` and
+        10%, 50% and 90% quantiles also fix the fixed-point grid and the
+        outlier limits), an ``edges (feature, quantile)`` DataArray, or one
+        increasing array per feature.
     mask : array-like of bool, shape (n,), optional
         Rows to use.
     classes : sequence of two labels, optional
         ``(negative, positive)``. Labels outside it raise :class:`LabelError`.
     value_range : array-like, shape (d,), optional
-        ``max |x|`` per feature, needed for the fixed-point sums when
-        ``edges`` is not a quantile summary; computed in an extra pass if
-        missing.
+        ``max |x|`` per feature, which then sets the fixed-point grid. Without
+        it and without a quantile summary, an extra pass (the key histogram
+        of :func:`~bigkern.reduce.quantile_summary`) finds a grid that
+        outliers do not coarsen.
     features : sequence of str, optional
         Feature names (taken from ``edges`` when it has a ``feature`` coordinate).
 
@@ -235,17 +268,20 @@ def bin_statistics(
         ``majority_label`` (ties go to the positive class) and ``label_sum``
         (positives minus negatives). attrs: ``n_bins_possible``,
         ``n_bins_empty``, and the row counts ``n_rows``, ``n_valid``,
-        ``n_masked``, ``n_absent``, ``n_nonfinite``.
+        ``n_masked``, ``n_absent``, ``n_nonfinite``. When ``edges`` is a
+        quantile summary with the 10%, 50% and 90% quantiles, also
+        ``outliers (feature)``, the number of values more than 1000 robust σ
+        from the median (see :func:`robust_scaler`), and their total
+        ``n_outliers``; a feature that has any gets an :class:`OutlierWarning`.
     """
     if edges is None:
         raise ValueError("edges are required: pass the output of quantile_summary")
     X, y, mask = as_row_chunked(X, y, mask)
     d = X.shape[1]
     names = list(features) if features is not None else None
-    absmax = None
+    summary = None
     if isinstance(edges, xr.Dataset):
-        if "min" in edges and "max" in edges:
-            absmax = np.maximum(np.abs(edges["min"].values), np.abs(edges["max"].values))
+        summary = edges
         names = names or [str(f) for f in edges["feature"].values]
         edges = edges["edges"]
     if isinstance(edges, xr.DataArray):
@@ -265,14 +301,15 @@ def bin_statistics(
     if n_possible >= 2**62:
         raise ValueError(f"{n_possible} possible bins do not fit a 64-bit bin id; use fewer "
                          "features or fewer quantiles")
+    grid = None
     if value_range is not None:
         absmax = np.asarray(value_range, dtype=np.float64)
-    if absmax is None:
-        import dask.array as da
-
-        finite = da.where(da.isfinite(X), abs(X), 0)
-        (absmax,) = compute(finite.max(axis=0), label="binning: value range")
-    scales = fixed_point_scales(absmax)
+        grid = FixedPointGrid.make(absmax, absmax)
+    elif summary is not None:
+        grid = summary_grid(summary)
+    if grid is None:
+        dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+        grid = histogram_grid(dense_histograms(histogram_pass(X, None, mask)), dtype)
 
     positive = None
     if classes is not None:
@@ -283,17 +320,29 @@ def bin_statistics(
             raise LabelError("classes were given but no labels y")
         positive = classes[1]
 
+    res = binning_pass(X, y, mask, edge_list, grid, positive, classes)
+    bins = bins_dataset(res, edge_list, grid, names, classes)
+    if np.isfinite(grid.limits).any():
+        record_outliers(bins, res["outside"], res["extreme"], grid.limits, names)
+    return bins
+
+
+def binning_pass(
+    X: Any, y: Any, mask: Any, edge_list: tuple[np.ndarray, ...], grid: FixedPointGrid,
+    positive: Any, classes: tuple[Any, ...] | None,
+) -> dict[str, Any]:
+    """One distributed pass: the combined partial bins of row-chunked ``X``."""
     partials = row_partials(
         _bin_chunk, X, y, mask, name="bin-statistics",
-        edges=edge_list, scales=scales, positive=positive, classes=classes,
+        edges=edge_list, grid=grid, positive=positive, classes=classes,
     )
     (res,) = compute(tree_reduce(partials, combine_bins, name="bin-statistics-combine"),
                      label="binning: bin statistics pass")
-    return bins_dataset(res, edge_list, scales, names, classes)
+    return res
 
 
 def bins_dataset(
-    res: dict[str, Any], edge_list: Sequence[np.ndarray], scales: np.ndarray,
+    res: dict[str, Any], edge_list: Sequence[np.ndarray], grid: FixedPointGrid,
     names: Sequence[str], classes: Sequence[Any] | None,
 ) -> xr.Dataset:
     """The bins Dataset from a combined partial (see :func:`bin_statistics`)."""
@@ -303,7 +352,7 @@ def bins_dataset(
     n = res["n"]
     cells = (np.stack(np.unravel_index(res["bin"], dims), axis=1).astype(np.int32) if len(n)
              else np.zeros((0, d), dtype=np.int32))
-    center = (res["sum"].astype(np.float64) / n[:, None]) * np.exp2(-np.asarray(scales, float))
+    center = exact_means(res["sum"], n, grid)
     ds = xr.Dataset(
         {
             "cell": (("bin", "feature"), cells),
@@ -332,19 +381,3 @@ def bins_dataset(
         ds.attrs["classes"] = [c.item() if hasattr(c, "item") else c for c in classes]
         ds.attrs["n_majority_ties"] = int(np.sum(2 * pos == n))
     return ds
-
-
-def robust_scaler(summary: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
-    """Per-feature offset (median) and scale (robust σ from the 10% and 90% quantiles).
-
-    Exact and deterministic, because they come from exact quantiles; robust to
-    the heavy tails of features such as SD. A zero scale becomes 1.
-    """
-    q = summary["edges"]
-    med = q.sel(quantile=0.5).values
-    spread = (q.sel(quantile=0.9) - q.sel(quantile=0.1)).values / (2 * _Z90)
-    scale = np.where(spread > 0, spread, 1.0)
-    return med.astype(np.float64), scale.astype(np.float64)
-
-
-_Z90 = 1.2815515655446004  # standard normal 90% quantile

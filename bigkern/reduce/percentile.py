@@ -18,6 +18,10 @@ times: histogram, refine, bin. bigkern fuses the last two:
 When the histogram shows that too many rows would be kept (heavy ties at an
 edge, e.g. a feature that is mostly zeros), the three-pass plan (histogram,
 refine, bin) is used instead. Both plans give bit-identical bins.
+
+The histogram also fixes the fixed-point grid of the sums (outliers left
+out, see :func:`~bigkern.reduce.outliers.histogram_grid`) and, with the
+exact quantiles, counts the outliers: neither costs a read.
 """
 
 from __future__ import annotations
@@ -36,15 +40,22 @@ from bigkern.reduce._kernels import bin_ids, certain_bin_ids, certain_bin_sums
 from bigkern.reduce._tree import as_float_block, row_partials, tree_reduce, valid_rows
 from bigkern.reduce.binning import (
     accumulate_bins,
-    bin_statistics,
+    binning_pass,
     bins_dataset,
     combine_bins,
     dense_partial,
-    fixed_point_scales,
     padded_edges,
     positive_flags,
-    robust_scaler,
     use_dense_sums,
+)
+from bigkern.reduce.fixed_point import FixedPointGrid
+from bigkern.reduce.outliers import (
+    extreme_examples,
+    histogram_grid,
+    histogram_outliers,
+    outlier_limits,
+    record_outliers,
+    robust_scaler,
 )
 from bigkern.reduce.quantiles import DECILES, QuantilePlan, prepare_samples, summary_dataset
 from bigkern.reduce.radix_select import (
@@ -56,7 +67,6 @@ from bigkern.reduce.radix_select import (
     finish_selection,
     histogram_pass,
     key_dtype,
-    keys_to_floats,
     refine_counts,
 )
 
@@ -89,7 +99,7 @@ def _bin_or_keep_chunk(
     *,
     tables: np.ndarray,
     n_cells: np.ndarray,
-    scales: np.ndarray,
+    grid: FixedPointGrid,
     positive: Any,
     classes: tuple[Any, ...] | None,
 ) -> dict[str, Any]:
@@ -104,14 +114,14 @@ def _bin_or_keep_chunk(
     with_labels = positive is not None
     n_possible = int(np.prod(n_cells, dtype=object))
     if use_dense_sums(n_possible, len(X)):
-        factors = np.ldexp(1.0, np.asarray(scales, dtype=np.int64))
-        count, sums, pos, kept = certain_bin_sums(
-            X, X.view(ukind), valid, is_positive, width, GROUP_BITS, tables, n_cells, factors,
-            n_possible)
-        bins = dense_partial(count, sums, pos, counts, with_labels)
+        count, sums, pos, outside, extreme, kept = certain_bin_sums(
+            X, X.view(ukind), valid, is_positive, width, GROUP_BITS, tables, n_cells,
+            *grid.kernel_args(), n_possible)
+        bins = dense_partial(count, sums, pos, outside, extreme, counts, grid.limb_index,
+                             with_labels)
     else:
         ids, kept = certain_bin_ids(X.view(ukind), valid, width, GROUP_BITS, tables, n_cells)
-        bins = accumulate_bins(X, ids, is_positive, scales, n_possible, counts, with_labels)
+        bins = accumulate_bins(X, ids, is_positive, grid, n_possible, counts, with_labels)
     rows = np.flatnonzero(kept)
     return {"bins": bins, "kept_X": X[rows], "kept_positive": is_positive[rows]}
 
@@ -123,37 +133,16 @@ def _refine_kept(part: dict[str, Any], *, buckets: Sequence[Bucket]) -> dict[Any
 
 
 def _finish_chunk(
-    part: dict[str, Any], *, edges: tuple[np.ndarray, ...], scales: np.ndarray,
+    part: dict[str, Any], *, edges: tuple[np.ndarray, ...], grid: FixedPointGrid,
     with_labels: bool,
 ) -> dict[str, Any]:
     X = part["kept_X"]
     padded, n_edges = padded_edges(edges)
     ids = bin_ids(X, np.ones(len(X), dtype=bool), padded, n_edges)
     n_possible = int(np.prod(n_edges + 1, dtype=object))
-    kept = accumulate_bins(X, ids, part["kept_positive"], scales, n_possible,
+    kept = accumulate_bins(X, ids, part["kept_positive"], grid, n_possible,
                            {"kept": len(X)}, with_labels)
     return combine_bins([part["bins"], kept])
-
-
-def _absmax_bound(hist: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """Upper bound of ``max|x|`` per feature from the first pass's key histogram.
-
-    The bound lies in the same binade as the true maximum, so it gives the
-    same fixed-point scales (see :func:`~bigkern.reduce.binning.fixed_point_scales`).
-    """
-    ukind, width = key_dtype(dtype)
-    low = (1 << (width - GROUP_BITS)) - 1
-    out = np.zeros(hist.shape[0])
-    for f in range(hist.shape[0]):
-        groups = np.flatnonzero(hist[f])
-        if not len(groups):
-            continue
-        lo = keys_to_floats(np.asarray([int(groups[0]) << (width - GROUP_BITS)], dtype=ukind),
-                            dtype)[0]
-        hi = keys_to_floats(np.asarray([(int(groups[-1]) << (width - GROUP_BITS)) | low],
-                                       dtype=ukind), dtype)[0]
-        out[f] = max(abs(float(lo)), abs(float(hi)))
-    return out
 
 
 def percentile_bins(
@@ -194,8 +183,18 @@ def percentile_bins(
         The :func:`~bigkern.reduce.bin_statistics` result plus ``offset`` and
         ``scale (feature)`` from :func:`~bigkern.reduce.robust_scaler`, the
         quantile edges of ``quantiles`` ∪ {0.1, 0.5, 0.9} as ``quantile_edges``,
-        and attrs ``passes`` (reads of the data), ``plan`` (``"fused"`` or
-        ``"three-pass"``) and ``n_kept`` (rows binned after the edges were exact).
+        ``outliers (feature)`` (values more than 1000 robust σ from the median;
+        a value within 2**-11 relative of that limit, 2**-8 for float64, may
+        be left uncounted) and attrs ``n_outliers`` (their total), ``passes``
+        (reads of the data), ``plan`` (``"fused"`` or ``"three-pass"``) and
+        ``n_kept`` (rows binned after the edges were exact).
+
+    Warns
+    -----
+    OutlierWarning
+        Once per feature with outliers, naming it, their count and the most
+        extreme value. They are binned exactly and do not change the other
+        bins' centers, but they dominate their own bins.
     """
     q = np.asarray(quantiles, dtype=np.float64).ravel()
     X, y, mask, names = prepare_samples(X, y, mask, features)
@@ -220,8 +219,7 @@ def percentile_bins(
     kept_bound = sum(int(hist[f, keep_groups[f]].sum()) for f in range(d)) / n_valid
     if fused is None:
         fused = kept_bound <= float(config.get("max_deferred_fraction"))
-    absmax = _absmax_bound(hist, X.dtype)
-    scales = fixed_point_scales(absmax)
+    grid = histogram_grid(hist, X.dtype)
     if len(q) >= KEEP:
         raise ValueError(f"at most {KEEP - 1} quantiles per feature; got {len(q)}")
 
@@ -231,7 +229,7 @@ def percentile_bins(
         parts = row_partials(
             _bin_or_keep_chunk, X, y, mask, name="bin-or-keep",
             tables=tables, n_cells=np.full(d, upper.shape[1] + 1, dtype=np.int64),
-            scales=scales, positive=positive, classes=classes,
+            grid=grid, positive=positive, classes=classes,
         )
         parts = list(dask.persist(*parts))  # kept rows stay on their workers
         refine = dask.delayed(_refine_kept, pure=True)
@@ -245,27 +243,31 @@ def percentile_bins(
         edge_values = plan.edges(values, d)[:, where]
         edge_list = tuple(edge_values[f] for f in range(d))
         finals = [dask.delayed(_finish_chunk, pure=True)(
-            p, edges=edge_list, scales=scales, with_labels=positive is not None) for p in parts]
+            p, edges=edge_list, grid=grid, with_labels=positive is not None) for p in parts]
         (res,) = compute(tree_reduce(finals, combine_bins, name="bin-finish-combine"),
                          label="percentile bins: binning the kept rows")
-        bins = bins_dataset(res, edge_list, scales, names, classes)
         passes = selection.passes + 1
         plan_name = "fused"
     else:
         finish_selection(X, mask, selection)
         values = selection.values()
-        summary = summary_dataset(first, plan, values, names)
-        bins = bin_statistics(X, y if positive is not None else None,
-                              summary.sel(quantile=q), mask=mask, classes=classes,
-                              value_range=absmax, features=names)
-        bins.attrs["n_kept"] = 0
+        edge_values = plan.edges(values, d)[:, where]
+        edge_list = tuple(edge_values[f] for f in range(d))
+        res = binning_pass(X, y if positive is not None else None, mask, edge_list, grid,
+                           positive, classes)
+        res["counts"]["kept"] = 0
         passes = selection.passes + 1
         plan_name = "three-pass"
+    bins = bins_dataset(res, edge_list, grid, names, classes)
     summary = summary_dataset(first, plan, values, names)
     offset, scale = robust_scaler(summary)
     bins["offset"] = ("feature", offset)
     bins["scale"] = ("feature", scale)
     bins["quantile_edges"] = summary["edges"]
+    limits = outlier_limits(offset, scale)
+    record_outliers(bins, histogram_outliers(hist, X.dtype, limits),
+                    extreme_examples(summary["min"].values, summary["max"].values, limits),
+                    limits, names)
     bins.attrs["passes"] = passes
     bins.attrs["plan"] = plan_name
     bins.attrs["kept_fraction_bound"] = float(kept_bound)
