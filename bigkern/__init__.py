@@ -9,6 +9,7 @@ from bigkern.cluster import connect
 from bigkern.errors import (
     BigkernError,
     BigkernWarning,
+    ClusterError,
     DataQualityError,
     DoublePrecisionWarning,
     ExtendedPrecisionWarning,
@@ -77,6 +78,7 @@ __all__ = [
     "BigkernWarning",
     "BinnedKernelRidge",
     "BinnedSVC",
+    "ClusterError",
     "CompactKernelPCA",
     "CompactKernelRidge",
     "CompactLSSVC",

@@ -12,6 +12,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from typing import Any
 
 __all__ = ["main"]
 
@@ -22,6 +23,50 @@ def _add_cluster_args(p: argparse.ArgumentParser) -> None:
                         "embedded LocalCluster)")
     p.add_argument("--workers", type=int, default=None,
                    help="workers of the embedded cluster (default: one per core)")
+
+
+def _add_validity_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--fill-value", action="append", default=[], metavar="[FEATURE=]VALUE",
+                   help="a fill value to mask, for every feature or one (repeatable), "
+                        "e.g. --fill-value -9999 or --fill-value CORR=-999")
+    p.add_argument("--valid-range", action="append", default=[], metavar="FEATURE=MIN:MAX",
+                   help="mask values of FEATURE outside [MIN, MAX] (an empty bound is open), "
+                        "e.g. --valid-range SD=0: ; replaces the CF attributes and the "
+                        "bigkern.valid_ranges default for that feature")
+
+
+def _validity(args: argparse.Namespace) -> dict[str, Any]:
+    """``fill_values=`` and ``valid_ranges=`` keywords from the CLI flags."""
+    fills: dict[str, list[float]] = {}
+    everywhere: list[float] = []
+    for item in args.fill_value:
+        name, sep, value = item.rpartition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            raise SystemExit(f"bigkern: --fill-value takes [FEATURE=]VALUE; got {item!r}") \
+                from None
+        (fills.setdefault(name, []) if sep else everywhere).append(number)
+    ranges: dict[str, tuple[float | None, float | None]] = {}
+    for item in args.valid_range:
+        name, sep, bounds = item.partition("=")
+        lo, colon, hi = bounds.partition(":")
+        try:
+            if not (sep and colon and name):
+                raise ValueError
+            ranges[name] = (float(lo) if lo else None, float(hi) if hi else None)
+        except ValueError:
+            raise SystemExit(f"bigkern: --valid-range takes FEATURE=MIN:MAX; got {item!r}") \
+                from None
+    out: dict[str, Any] = {}
+    if fills and everywhere:
+        raise SystemExit("bigkern: give --fill-value either for every feature or per feature "
+                         "(FEATURE=VALUE), not both")
+    if fills or everywhere:
+        out["fill_values"] = fills or everywhere
+    if ranges:
+        out["valid_ranges"] = ranges
+    return out
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -52,6 +97,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="+", help="input files, one scene each")
     p.add_argument("-o", "--out", required=True, help="zarr store to write")
     p.add_argument("--overwrite", action="store_true")
+    _add_validity_args(p)
 
     p = sub.add_parser("fit", help="fit a binned model on the labelled pixels of a store")
     p.add_argument("store", help="zarr scene store")
@@ -65,6 +111,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="estimator parameter, e.g. omega=0.8, C=3, lam=0.1")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--overwrite", action="store_true")
+    _add_validity_args(p)
     _add_cluster_args(p)
 
     p = sub.add_parser("predict", help="predict a cloud mask for every pixel of a store")
@@ -72,7 +119,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("model", help="model file written by 'bigkern fit'")
     p.add_argument("-o", "--out", required=True, help="zarr store for the predictions")
     p.add_argument("--png", default=None, help="also draw scene 0 to this PNG")
-    p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing prediction store that bigkern wrote")
+    p.add_argument("--no-resume", action="store_true",
+                   help="do not resume an unfinished prediction store of the same job "
+                        "(resuming is the default)")
+    _add_validity_args(p)
     _add_cluster_args(p)
     return parser
 
@@ -99,20 +151,47 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(args)
     except BigkernError as err:
         print(f"bigkern: error: {err}", file=sys.stderr)
-        return 2
+        return 1
+    except (OSError, TimeoutError) as err:
+        if args.command == "ingest" or not _is_connection_error(err):
+            raise
+        where = getattr(args, "scheduler", None) or "the Dask scheduler"
+        print(f"bigkern: error: cannot connect to {where}: {err}", file=sys.stderr)
+        return 1
+
+
+def _is_connection_error(err: BaseException) -> bool:
+    """Whether ``err`` came from reaching the Dask scheduler (not from a file)."""
+    return isinstance(err, (TimeoutError, ConnectionError)) or "connect" in str(err).lower()
 
 
 def _run(args: argparse.Namespace) -> int:
+    # usage errors first, before any file is looked at
+    if args.command == "fit":
+        _parse_params(args.param)
+    if hasattr(args, "fill_value"):
+        _validity(args)
     if args.command == "ingest":
         from bigkern.io.misr_text import ingest_misr_text
 
         t = time.perf_counter()
-        path = ingest_misr_text(args.files, args.out, overwrite=args.overwrite)
+        path = ingest_misr_text(args.files, args.out, overwrite=args.overwrite,
+                                **_validity(args))
         print(f"bigkern: ingested {len(args.files)} file(s) into {path} "
               f"({time.perf_counter() - t:.1f} s)")
         return 0
 
     from bigkern.cluster import connect
+
+    if args.command in ("fit", "predict"):
+        from bigkern.io.outputs import check_not_input, prepare_output
+
+        inputs = [args.store] + ([args.model] if args.command == "predict" else [])
+        check_not_input(args.out, inputs)  # fail fast, before any reading
+        if getattr(args, "png", None):
+            check_not_input(args.png, [*inputs, args.out])
+        if not (args.command == "predict" and _resumable(args.out)):
+            prepare_output(args.out, overwrite=args.overwrite, inputs=inputs)
 
     with connect(args.scheduler, n_workers=args.workers):
         if args.command == "demo":
@@ -132,8 +211,15 @@ def _run(args: argparse.Namespace) -> int:
         elif args.command == "fit":
             _fit(args)
         elif args.command == "predict":
-            _predict(args)
+            return _predict(args)
     return 0
+
+
+def _resumable(out: str) -> bool:
+    """Whether ``out`` is a prediction store (``predict`` decides whether it resumes it)."""
+    from bigkern.io._zarr import KIND_ATTR, read_root_attrs
+
+    return (read_root_attrs(out) or {}).get(KIND_ATTR) == "predictions"
 
 
 def _fit(args: argparse.Namespace) -> None:
@@ -143,37 +229,57 @@ def _fit(args: argparse.Namespace) -> None:
 
     params = _parse_params(args.param)
     features = tuple(args.features or DEFAULT_FEATURES)
-    scenes = open_scenes(args.store)
+    scenes = open_scenes(args.store, **_validity(args))
     outcome = fit_scenes(scenes, model=args.model, features=features, seed=args.seed,
                          grid={} if args.no_search else None, params=params)
-    path = save_model(outcome.model, args.out, overwrite=args.overwrite)
+    path = save_model(outcome.model, args.out, overwrite=args.overwrite, inputs=[args.store])
     report = outcome.model.fit_report_
+    by_feature = ", ".join(f"{k}: {v:,}" for k, v in
+                           report.get("n_nonfinite_by_feature", {}).items() if v)
     print(f"bigkern: fitted {type(outcome.model).__name__} on {report['n_bins_occupied']} bins "
-          f"of {report['n_valid']:,} pixels ({report['n_nonfinite']} non-finite rows left out); "
-          f"model written to {path}")
+          f"of {report['n_valid']:,} pixels ({report['n_nonfinite']:,} rows with a missing, "
+          f"fill or out-of-range feature left out{' — ' + by_feature if by_feature else ''}; "
+          f"{report.get('n_outliers', 0):,} extreme values kept); model written to {path}")
 
 
-def _predict(args: argparse.Namespace) -> None:
+def _predict(args: argparse.Namespace) -> int:
     from bigkern.features import with_features
+    from bigkern.io.integrity import open_checked
     from bigkern.io.model_store import load_model
     from bigkern.io.scenes import open_scenes
     from bigkern.predict import predict_scenes, write_predictions
 
     model = load_model(args.model)
     features = [str(f) for f in model.feature_names_in_]
-    scenes = with_features(open_scenes(args.store), features)
+    scenes = with_features(open_scenes(args.store, **_validity(args)), features)
     t = time.perf_counter()
-    path = write_predictions(predict_scenes(model, scenes), args.out, overwrite=args.overwrite)
-    n = scenes.sizes["scene"] * scenes.sizes["y"] * scenes.sizes["x"]
+    report = write_predictions(predict_scenes(model, scenes), args.out,
+                               overwrite=args.overwrite, resume=not args.no_resume,
+                               inputs=[args.store, args.model])
     seconds = time.perf_counter() - t
-    print(f"bigkern: predicted {n:,} pixels in {seconds:.1f} s ({n / seconds:,.0f} pixels/s); "
-          f"masks written to {path}")
+    counts = report.summary
+    n, missing = counts.get("pixels", 0), counts.get("no_prediction", 0)
+    if report.resumed:
+        print(f"bigkern: {report.path} was started by the same prediction: "
+              f"{report.n_reused} of {report.n_regions} regions were already written and "
+              f"verified; {report.n_computed} computed now ({report.n_damaged} of them because "
+              f"a chunk failed its checksum)")
+    computed = n * report.n_computed // max(1, report.n_regions)
+    print(f"bigkern: predicted {n:,} pixels in {seconds:.1f} s "
+          f"({computed / seconds:,.0f} pixels/s computed); "
+          f"{missing:,} without a prediction ({missing / max(1, n):.1%}); "
+          f"masks written to {report.path}")
     if args.png:
         from bigkern.demo import plot_scene
-        from bigkern.io._zarr import open_zarr
 
-        png = plot_scene(scenes, open_zarr(path), args.png)
+        png = plot_scene(scenes, open_checked(report.path), args.png)
         print(f"bigkern: figure written to {png}")
+    if n == 0 or missing == n:
+        print(f"bigkern: error: no pixel of {args.store} could be predicted (every pixel lacks "
+              f"a finite value of one of the features {features}); the store was written but "
+              f"holds no prediction", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

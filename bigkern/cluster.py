@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,7 +19,7 @@ import dask
 
 from bigkern import config
 
-__all__ = ["compute", "connect", "pin_blas_threads"]
+__all__ = ["compute", "connect", "current_client", "pin_blas_threads"]
 
 
 def pin_blas_threads(n: int | None = None) -> None:
@@ -103,7 +104,7 @@ def compute(*collections: Any, label: str | None = None) -> tuple[Any, ...]:
     """
     show = config.get("progress")
     show = show == "always" or (bool(show) and sys.stderr.isatty())
-    client = _current_client()
+    client = current_client()
     if client is not None:
         futures = client.compute(list(collections))
         if show:
@@ -113,7 +114,7 @@ def compute(*collections: Any, label: str | None = None) -> tuple[Any, ...]:
                 print(f"bigkern: {label}", file=sys.stderr)
             progress(futures, notebook=False)
             print(file=sys.stderr)
-        return tuple(client.gather(futures))
+        return tuple(gather_watching(client, futures))
     if show:
         from dask.diagnostics import ProgressBar
 
@@ -122,7 +123,66 @@ def compute(*collections: Any, label: str | None = None) -> tuple[Any, ...]:
     return dask.compute(*collections)
 
 
-def _current_client() -> Any:
+def _paused_workers(client: Any) -> tuple[int, list[int]]:
+    """Number of workers, and the memory limits of the paused ones."""
+    workers = client.scheduler_info(n_workers=-1).get("workers", {}).values()
+    paused = [int(w.get("memory_limit") or 0) for w in workers if w.get("status") == "paused"]
+    return len(workers), paused
+
+
+def gather_watching(client: Any, futures: list[Any], poll: float = 1.0) -> list[Any]:
+    """``client.gather(futures)``, but fail instead of hanging when every worker is paused.
+
+    A worker pauses when its memory passes distributed's ``pause`` fraction of
+    its limit and runs no task until it drops; if every worker stays paused
+    for ``bigkern.paused_timeout`` seconds the computation cannot progress:
+    it is cancelled and :class:`~bigkern.errors.ClusterError` names the limit.
+    A failed task stops the wait at once.
+
+    The wait is a done-callback and an event, not ``distributed.wait`` with a
+    timeout: a caught ``TimeoutError`` would keep the futures (and their
+    results on the workers) alive in a reference cycle until the next garbage
+    collection.
+    """
+    import threading
+
+    from bigkern.errors import ClusterError
+
+    limit = float(config.get("paused_timeout", 30))
+    finished = threading.Event()
+    remaining = [len(futures)]
+    lock = threading.Lock()
+
+    def on_done(future: Any) -> None:
+        with lock:
+            remaining[0] -= 1
+            if remaining[0] <= 0 or future.status == "error":
+                finished.set()
+
+    if not futures:
+        finished.set()
+    for future in futures:
+        future.add_done_callback(on_done)
+    paused_since = None
+    while not finished.wait(poll):
+        n_workers, paused = _paused_workers(client)
+        if not n_workers or len(paused) < n_workers:
+            paused_since = None
+            continue
+        now = time.monotonic()
+        paused_since = paused_since or now
+        if now - paused_since >= limit:
+            client.cancel(futures)
+            fraction = dask.config.get("distributed.worker.memory.pause", 0.8)
+            limits = ", ".join(sorted({f"{m / 1e6:,.0f} MB" for m in paused}))
+            raise ClusterError(
+                f"every worker has been paused for {limit:g} s because its memory is above "
+                f"{fraction:.0%} of its memory limit ({limits}): the computation cannot "
+                f"progress; give the workers more memory or use smaller chunks")
+    return client.gather(futures)
+
+
+def current_client() -> Any:
     """The default distributed client, unless dask's ``scheduler`` setting names another.
 
     ``with dask.config.set(scheduler="threads"):`` runs bigkern's computations on

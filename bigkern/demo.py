@@ -19,7 +19,7 @@ import xarray as xr
 
 from bigkern.cluster import compute
 from bigkern.features import with_features
-from bigkern.io._zarr import open_zarr
+from bigkern.io.integrity import open_checked
 from bigkern.io.model_store import save_model
 from bigkern.io.scenes import open_scenes, stack_samples, write_scenes
 from bigkern.models import BinnedKernelRidge, BinnedSVC
@@ -185,11 +185,11 @@ def run_demo(
 
     t = time.perf_counter()
     pred = predict_scenes(fitted.model, with_features(scenes, DEFAULT_FEATURES))
-    pred_path = write_predictions(pred, out / "predictions.zarr", overwrite=overwrite)
+    pred_path = write_predictions(pred, out / "predictions.zarr", overwrite=overwrite).path
     timings["predict + write"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    written = open_zarr(pred_path)
+    written = open_checked(pred_path)
     mask = written["cloud_mask"].data
     truth = scenes["cloud_truth"].data
     label = scenes["label"].data

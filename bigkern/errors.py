@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "BigkernError",
     "BigkernWarning",
+    "ClusterError",
     "DataQualityError",
     "DoublePrecisionWarning",
     "ExtendedPrecisionWarning",
@@ -37,6 +38,10 @@ class DataQualityError(BigkernError, ValueError):
 
 class NoResidualDegreesOfFreedomError(BigkernError, ValueError):
     """OHT's stable set has ``l ≥ n`` components: the noise variance (21) is undefined."""
+
+
+class ClusterError(BigkernError, RuntimeError):
+    """The Dask cluster cannot run the computation (e.g. every worker paused on memory)."""
 
 
 class BigkernWarning(UserWarning):

@@ -11,11 +11,10 @@ import numpy as np
 import xarray as xr
 
 from bigkern import config
-from bigkern.errors import StoreError
-from bigkern.io._zarr import to_zarr
+from bigkern.io.regions import RegionReport, write_regions
 from bigkern.io.scenes import SCENE_DIMS, _as_dask, validate_scenes
 
-__all__ = ["predict_scenes", "write_predictions"]
+__all__ = ["predict_scenes", "prediction_job", "write_predictions"]
 
 
 def _decision_block(block: np.ndarray, expansion: Any) -> np.ndarray:
@@ -46,6 +45,62 @@ def _split(n: int, size: int) -> list[int]:
     k = -(-n // size)
     base, extra = divmod(n, k)
     return [base + 1] * extra + [base] * (k - extra)
+
+
+def worker_memory_budget() -> int | None:
+    """Bytes one task may use on the smallest worker of the current cluster, or None.
+
+    The worker's memory limit per thread, times distributed's ``target``
+    fraction (above it a worker starts spilling; above ``pause`` it stops
+    running tasks, which is how an oversized task hangs a computation).
+    """
+    import dask
+
+    from bigkern.cluster import current_client
+
+    client = current_client()
+    if client is None:
+        return None
+    workers = client.scheduler_info(n_workers=-1).get("workers", {}).values()
+    limits = [w["memory_limit"] / max(1, w.get("nthreads", 1)) for w in workers
+              if w.get("memory_limit")]
+    if not limits:
+        return None
+    fraction = dask.config.get("distributed.worker.memory.target", 0.6) or 0.6
+    return int(min(limits) * float(fraction))
+
+
+def _fit_task_to_memory(arrays: Sequence[da.Array], chunks: tuple[tuple[int, ...], ...],
+                        n_basis: int, budget: int, max_pixels: int) -> int:
+    """Pixels per prediction task that fit ``budget`` bytes; raise if reading cannot.
+
+    A task holds its features as float32 and float64 copies, the decision, and
+    one kernel block of ``bigkern.kernel_block_rows`` × ``n_basis`` doubles; the
+    task that reads a store chunk holds every feature's chunk and their stack.
+    """
+    from bigkern.errors import StoreError
+
+    d = len(arrays)
+    itemsize = max(a.dtype.itemsize for a in arrays)
+    store_chunk = max(chunks[0]) * max(chunks[1]) * max(chunks[2])
+    read_bytes = 2 * d * itemsize * store_chunk
+    if read_bytes > budget:
+        raise StoreError(
+            f"a store chunk of {store_chunk:,} pixels × {d} features needs about "
+            f"{read_bytes / 1e6:,.0f} MB to read and stack, over the {budget / 1e6:,.0f} MB "
+            f"a task may use on the smallest worker (its memory limit per thread × "
+            f"distributed.worker.memory.target): give workers more memory or rewrite the "
+            f"store with smaller chunks")
+    fixed = 2 * int(config.get("kernel_block_rows")) * max(1, n_basis) * 8
+    per_pixel = d * (4 + 8) + 8
+    fits = (budget - read_bytes // 2 - fixed) // per_pixel
+    if fits < max(chunks[2]):  # not even one row of a scene
+        raise StoreError(
+            f"predicting with {n_basis} basis functions needs about "
+            f"{(read_bytes // 2 + fixed) / 1e6:,.0f} MB per task before the first pixel, "
+            f"over the {budget / 1e6:,.0f} MB a task may use on the smallest worker: give "
+            f"workers more memory or set a smaller bigkern.kernel_block_rows")
+    return int(min(max_pixels, fits))
 
 
 def predict_scenes(
@@ -85,7 +140,12 @@ def predict_scenes(
     chunks = arrays[0].chunks
     arrays = [a if a.chunks == chunks else a.rechunk(chunks) for a in arrays]
     cube = da.stack(arrays, axis=-1).rechunk({3: -1})
-    tasks = task_chunks(chunks, int(config.get("predict_block_pixels")))
+    max_pixels = int(config.get("predict_block_pixels"))
+    budget = worker_memory_budget()
+    if budget is not None:
+        max_pixels = _fit_task_to_memory(arrays, chunks, model.expansion_.n_basis, budget,
+                                         max_pixels)
+    tasks = task_chunks(chunks, max_pixels)
     cube = cube.rechunk((*tasks, -1))
     decision = cube.map_blocks(
         _decision_block, expansion=model.expansion_, drop_axis=3, dtype=np.float32,
@@ -118,15 +178,64 @@ def predict_scenes(
     return out
 
 
-def write_predictions(pred: xr.Dataset, path: str | Path, *, overwrite: bool = False) -> Path:
-    """Write :func:`predict_scenes` output to zarr, one zarr chunk per dask chunk."""
-    path = Path(path)
-    if path.exists() and not overwrite:
-        raise StoreError(f"{path} exists; pass overwrite=True (CLI: --overwrite) to replace it")
-    from bigkern.cluster import compute
+def _count_predictions(decision: np.ndarray, mask: np.ndarray) -> dict[str, int]:
+    """Pixels, pixels with no prediction, and pixels per predicted sign in one region."""
+    no_prediction = int(np.count_nonzero(mask == 0))
+    positive = int(np.count_nonzero(decision > 0))
+    return {"pixels": int(mask.size), "no_prediction": no_prediction,
+            "positive": positive, "negative": int(mask.size) - no_prediction - positive}
 
-    for name in pred.variables:
-        pred[name].encoding.pop("chunks", None)
-    delayed = to_zarr(pred, path, compute=False)
-    compute(delayed, label=f"predicting and writing {path}")
-    return path
+
+def prediction_job(pred: xr.Dataset) -> str:
+    """A digest of what ``pred`` computes (inputs, model, features, chunks), for resuming.
+
+    Two processes that build the same prediction from the same store and
+    model get the same digest (dask's deterministic tokenization of the graph).
+    """
+    import dask
+    from dask.base import tokenize
+
+    with dask.config.set({"tokenize.ensure-deterministic": True}):
+        return tokenize(pred["decision"].data.name, pred["cloud_mask"].data.name,
+                        dict(pred.attrs))
+
+
+def write_predictions(
+    pred: xr.Dataset,
+    path: str | Path,
+    *,
+    overwrite: bool = False,
+    resume: bool = True,
+    inputs: Sequence[str | Path] = (),
+) -> RegionReport:
+    """Write :func:`predict_scenes` output to zarr region by region, resumably.
+
+    Each store chunk is one region, computed and written by one task with a
+    checksum; an interrupted run leaves a store marked ``writing`` (refused by
+    bigkern's readers), and rerunning the same prediction resumes it,
+    computing only the regions that are missing or fail their checksums.
+
+    Parameters
+    ----------
+    pred : xarray.Dataset
+        The lazy output of :func:`predict_scenes`.
+    path : str or Path
+        Target store.
+    overwrite : bool
+        Replace an existing prediction store that bigkern wrote.
+    resume : bool
+        Resume an unfinished store of the same prediction (default).
+    inputs : sequence of paths
+        The scene store and model file: ``path`` may not be, contain or lie in them.
+
+    Returns
+    -------
+    RegionReport
+        Regions computed, reused and found damaged, and ``summary`` with the
+        counts ``pixels``, ``no_prediction``, ``positive`` and ``negative``.
+    """
+    return write_regions(
+        pred, path, kind="predictions", job=prediction_job(pred),
+        overwrite=overwrite, resume=resume, inputs=inputs, summarize=_count_predictions,
+        label=f"predicting and writing {path}",
+    )

@@ -46,7 +46,7 @@ def test_synth_fit_predict_cycle(tmp_path, capsys):
 
 def test_errors_are_reported_not_raised(tmp_path, capsys):
     assert main(["fit", str(tmp_path / "missing.zarr"), "-o", str(tmp_path / "m.zarr"),
-                 "--workers", "1"]) == 2
+                 "--workers", "1"]) == 1
     assert "does not exist" in capsys.readouterr().err
 
 

@@ -10,6 +10,7 @@ import xarray as xr
 
 from bigkern.datasets import shared_data_dir
 from bigkern.errors import StoreError
+from bigkern.io import apply_validity, open_scenes, validity_report
 from bigkern.io.misr_text import MISR_TEXT_COLUMNS, ingest_misr_text, read_misr_text
 
 FEATURE_COLUMNS = MISR_TEXT_COLUMNS[3:]
@@ -158,7 +159,7 @@ def test_ingest_round_trip(two_files, tmp_path):
     store = tmp_path / "misr.zarr"
     out = ingest_misr_text(list(two_files), store)
     assert out == store and store.is_dir()
-    expected = read_misr_text(list(two_files))
+    expected = apply_validity(read_misr_text(list(two_files)))
     with xr.open_zarr(store, consolidated=True) as ds:
         assert ds.NDAI.chunks[0] == (2,)  # ~100 MB chunks of whole scenes: both in one
         assert list(ds.source.values) == ["a.txt", "b.txt"]
@@ -167,12 +168,58 @@ def test_ingest_round_trip(two_files, tmp_path):
             np.testing.assert_array_equal(ds[name].values, expected[name].values)
         np.testing.assert_array_equal(ds.y.values, expected.y.values)
         np.testing.assert_array_equal(ds.x.values, expected.x.values)
+        # The toy CORR values (1.2 ... 5.2) lie outside CORR's valid range [-1, 1]:
+        # ingest masks them and the store says so.
+        assert np.isnan(ds.CORR.values).all()
+        assert (ds.CORR.attrs["valid_min"], ds.CORR.attrs["valid_max"]) == (-1.0, 1.0)
+        assert ds.CORR.attrs["bigkern_ingest_n_out_of_range"] == 5
+        assert ds.NDAI.attrs["bigkern_ingest_n_out_of_range"] == 0
+        assert ds.SD.attrs["valid_min"] == 0.0 and "valid_max" not in ds.SD.attrs
+        assert "valid_min" not in ds.label.attrs
+
+
+def test_ingest_masks_fills_and_out_of_range_values(tmp_path):
+    good = _line(0, 0, 1, 0.1)  # NDAI 0.1, SD 0.2, CORR 0.3, DF 0.4 ... AN 0.8
+    path = _write(tmp_path / "f.txt", [
+        good,
+        "0 1 -1 0.1 999 0.3 0.4 0.5 0.6 0.7 0.8\n",  # SD = 999: a sentinel within SD's range
+        "0 2 1 0.1 0.2 -9999 0.4 0.5 0.6 0.7 0.8\n",  # CORR = -9999: outside [-1, 1]
+        "0 3 1 -9999 0.2 0.3 0.4 0.5 0.6 0.7 0.8\n",  # NDAI = -9999
+    ])
+    store = ingest_misr_text(path, tmp_path / "f.zarr", fill_values={"SD": 999, "NDAI": -9999})
+    with xr.open_zarr(store) as ds:
+        np.testing.assert_array_equal(np.isnan(ds.SD.values[0, 0]), [0, 1, 0, 0])
+        np.testing.assert_array_equal(np.isnan(ds.CORR.values[0, 0]), [0, 0, 1, 0])
+        np.testing.assert_array_equal(np.isnan(ds.NDAI.values[0, 0]), [0, 0, 0, 1])
+        np.testing.assert_array_equal(ds.label.values[0, 0], [1, -1, 1, 1])  # labels kept
+        sd, corr, ndai = ds.SD.attrs, ds.CORR.attrs, ds.NDAI.attrs
+        assert sd["bigkern_ingest_fill_values"] == [999.0] and sd["bigkern_ingest_n_fill"] == 1
+        assert corr["bigkern_ingest_n_out_of_range"] == 1 and corr["bigkern_ingest_n_fill"] == 0
+        # -9999 is both a given fill and out of NDAI's range: counted once, as a fill
+        assert (ndai["bigkern_ingest_n_fill"], ndai["bigkern_ingest_n_out_of_range"]) == (1, 0)
+    # Opening the store applies its recorded (CF) ranges again.
+    report = validity_report(open_scenes(store))
+    assert report["CORR"]["valid_range_source"] == "attribute"
+    assert (report["CORR"]["valid_min"], report["CORR"]["valid_max"]) == (-1.0, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [({"valid_ranges": {"CORR": (1, -1)}}, r"valid range of 'CORR' is empty"),
+     ({"fill_values": {"logSD": -9999}}, r"'logSD' is derived from 'SD'"),
+     ({"fill_values": {"label": 0}}, r"'label', a label, not a feature")],
+    ids=["min-above-max", "derived", "label"],
+)
+def test_ingest_rejects_nonsense_fills_and_ranges(two_files, tmp_path, kwargs, match):
+    with pytest.raises(StoreError, match=match):
+        ingest_misr_text(list(two_files), tmp_path / "x.zarr", **kwargs)
+    assert not (tmp_path / "x.zarr").exists()
 
 
 def test_ingest_refuses_to_overwrite(two_files, tmp_path):
     store = tmp_path / "misr.zarr"
     ingest_misr_text(two_files[0], store)
-    with pytest.raises(StoreError, match=r"misr\.zarr: store already exists"):
+    with pytest.raises(StoreError, match=r"misr\.zarr exists; pass overwrite"):
         ingest_misr_text(two_files[1], store)
     ingest_misr_text(two_files[1], store, overwrite=True, chunks={"scene": 1, "y": 2})
     with xr.open_zarr(store) as ds:
@@ -216,3 +263,6 @@ def test_real_files_ingest(tmp_path):
     with xr.open_zarr(store) as ds:
         assert int(np.isfinite(ds.NDAI).sum()) == REAL_COUNTS["image1.txt"][0]
         assert int((ds.label == 1).sum()) == REAL_COUNTS["image1.txt"][3]
+        for name in FEATURE_COLUMNS:  # the default valid ranges mask no real data
+            assert ds[name].attrs["bigkern_ingest_n_out_of_range"] == 0, name
+            assert ds[name].attrs["bigkern_ingest_n_fill"] == 0, name

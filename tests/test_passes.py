@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
+import pytest
 from distributed import get_task_stream
 
 from bigkern.features import with_features
@@ -16,58 +17,77 @@ from bigkern.sampling import random_split
 from bigkern.tuning import grid_search_bins
 
 
-def _reads(stream, variable: str) -> int:
-    """Tasks that read a chunk of ``variable`` from the store (fused or not)."""
-    names = Counter()
-    for t in stream.data:
-        key = t["key"][0] if isinstance(t["key"], tuple) else t["key"]
-        names[key] += 1
-    return sum(n for k, n in names.items() if k.startswith(f"open_dataset-{variable}"))
+@pytest.fixture
+def store_reads(monkeypatch):
+    """Counts of store chunk reads per variable, on an in-process cluster made default.
+
+    Every read of a bigkern store goes through ``CheckedChunks.__getitem__``,
+    fused into other tasks or not; counting its calls counts real reads.
+    """
+    from distributed import Client, LocalCluster
+
+    from bigkern.io.integrity import CheckedChunks
+
+    counts: Counter = Counter()
+    original = CheckedChunks.__getitem__
+
+    def counting(self, key):
+        counts[self.name] += 1
+        return original(self, key)
+
+    monkeypatch.setattr(CheckedChunks, "__getitem__", counting)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address=":0") as cluster, Client(cluster) as client:
+        yield client, counts
 
 
-def test_fit_reads_the_store_twice(client, scene_store):
+def test_fit_reads_the_store_twice(store_reads, scene_store):
+    _, reads = store_reads
     ds = open_scenes(scene_store)
     n_chunks = ds["NDAI"].data.npartitions
     s = stack_samples(ds, ["NDAI", "SD", "CORR"])
-    with get_task_stream(client) as ts:
-        model = BinnedSVC(C=3.0).fit(s.X, s.y, mask=s.mask)
+    reads.clear()
+    model = BinnedSVC(C=3.0).fit(s.X, s.y, mask=s.mask)
     # histogram pass + fused refine-and-bin pass, nothing else
     assert model.fit_report_["plan"] == "fused"
     assert model.fit_report_["passes"] == 2
-    assert _reads(ts, "NDAI") == 2 * n_chunks
+    assert reads["NDAI"] == 2 * n_chunks
 
 
-def test_three_pass_plan_reads_three_times(client, scene_store):
+def test_three_pass_plan_reads_three_times(store_reads, scene_store):
+    _, reads = store_reads
     ds = open_scenes(scene_store)
     s = stack_samples(ds, ["NDAI", "SD", "CORR"])
-    with get_task_stream(client) as ts:
-        bins = percentile_bins(s.X, s.y, mask=s.mask, fused=False)
+    reads.clear()
+    bins = percentile_bins(s.X, s.y, mask=s.mask, fused=False)
     assert bins.attrs["passes"] == 3
-    assert _reads(ts, "NDAI") == 3 * ds["NDAI"].data.npartitions
+    assert reads["NDAI"] == 3 * ds["NDAI"].data.npartitions
 
 
-def test_grid_search_scores_every_model_in_one_pass(client, scene_store):
+def test_grid_search_scores_every_model_in_one_pass(store_reads, scene_store):
+    _, reads = store_reads
     ds = open_scenes(scene_store)
     n_chunks = ds["NDAI"].data.npartitions
     s = stack_samples(ds, ["NDAI", "SD", "CORR"])
     train, held_out = random_split(s.pixel, s.mask, seed=0)
     bins = percentile_bins(s.X, s.y, mask=train)
-    with get_task_stream(client) as ts:
-        result = grid_search_bins(BinnedSVC(), bins, {"omega": [0.5, 1.0], "C": [1.0, 10.0]},
-                                  s.X, s.y, mask=held_out)
-    assert _reads(ts, "NDAI") == n_chunks
+    reads.clear()
+    result = grid_search_bins(BinnedSVC(), bins, {"omega": [0.5, 1.0], "C": [1.0, 10.0]},
+                              s.X, s.y, mask=held_out)
+    assert reads["NDAI"] == n_chunks
     assert result.scores.shape == (2, 2)
     assert np.all((result.scores.values > 0.5) & (result.scores.values <= 1))
 
 
-def test_prediction_reads_each_chunk_once(client, scene_store):
+def test_prediction_reads_each_chunk_once(store_reads, scene_store):
+    _, reads = store_reads
     ds = with_features(open_scenes(scene_store), ["NDAI", "logSD", "CORR"])
     s = stack_samples(ds, ["NDAI", "logSD", "CORR"])
     model = BinnedSVC(C=3.0).fit(s.as_dataarray(), s.y, mask=s.mask)
     pred = predict_scenes(model, ds)
-    with get_task_stream(client) as ts:
-        pred["cloud_mask"].compute()
-    assert _reads(ts, "NDAI") == ds["NDAI"].data.npartitions
+    reads.clear()
+    pred["cloud_mask"].compute()
+    assert reads["NDAI"] == ds["NDAI"].data.npartitions
 
 
 def test_local_scheduler_setting_is_honoured_while_a_client_exists(client):

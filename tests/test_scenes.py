@@ -30,6 +30,24 @@ def test_open_is_lazy_and_chunked_like_the_store(scene_store):
     assert ds["NDAI"].dims == ("scene", "y", "x")
 
 
+def test_open_scenes_masks_fills_and_ranges_lazily(scene_store):
+    plain = open_scenes(scene_store)
+    ndai = plain["NDAI"].values
+    fill = float(ndai[0, 0, 0])  # pretend the first value is an undeclared fill
+    ds = open_scenes(scene_store, features=FEATURES, fill_values={"NDAI": fill},
+                     valid_ranges={"SD": (0, 10), "CORR": None})
+    assert isinstance(ds["NDAI"].data, da.Array)
+    assert ds["NDAI"].data.chunks == plain["NDAI"].data.chunks  # the store's chunks
+    assert int(np.isnan(ds["NDAI"]).sum()) == int(np.isnan(ndai).sum() + (ndai == fill).sum())
+    sd = plain["SD"].values
+    assert int(np.isnan(ds["SD"]).sum()) == int(np.isnan(sd).sum() + (sd > 10).sum())
+    assert ds["SD"].attrs["bigkern_valid_max"] == 10.0
+    assert "bigkern_valid_min" not in ds["CORR"].attrs  # range check turned off
+    np.testing.assert_array_equal(ds["label"].values, plain["label"].values)
+    with pytest.raises(StoreError, match=r"valid_ranges names 'ndai', which is not a feature"):
+        open_scenes(scene_store, valid_ranges={"ndai": (0, 1)})
+
+
 def test_missing_path(tmp_path):
     with pytest.raises(StoreError, match="does not exist"):
         open_scenes(tmp_path / "nope.zarr")

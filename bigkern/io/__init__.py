@@ -12,11 +12,13 @@ from bigkern.io.scenes import (
     validate_scenes,
     write_scenes,
 )
+from bigkern.io.validity import apply_validity, validity_report, validity_rules
 
 __all__ = [
     "MISR_TEXT_COLUMNS",
     "SCENE_DIMS",
     "Samples",
+    "apply_validity",
     "default_chunks",
     "ingest_misr_text",
     "load_model",
@@ -27,5 +29,7 @@ __all__ = [
     "save_model",
     "stack_samples",
     "validate_scenes",
+    "validity_report",
+    "validity_rules",
     "write_scenes",
 ]

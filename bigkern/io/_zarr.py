@@ -1,14 +1,60 @@
-"""Writing and reading zarr the same way everywhere in bigkern."""
+"""Writing and reading zarr the same way everywhere in bigkern.
+
+Every store bigkern writes is zarr v3 with a CRC-32C checksum codec on every
+array (so a flipped, truncated or overwritten chunk is detected when read),
+every chunk written even when it holds only fill values (so a *missing* chunk
+is an error, not a silent NaN), and the root attributes
+
+``bigkern_kind``
+    what the store holds (``scenes``, ``predictions``, ``model``);
+``bigkern_status``
+    ``writing`` until the last chunk is in place, then ``complete``;
+``bigkern_version``
+    the bigkern version that wrote it.
+
+:func:`bigkern.io.outputs.is_bigkern_store` recognises such stores; only they
+may be replaced with ``overwrite=True``.
+"""
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import xarray as xr
 
-__all__ = ["open_zarr", "to_zarr"]
+__all__ = [
+    "KIND_ATTR",
+    "STATUS_ATTR",
+    "VERSION_ATTR",
+    "finish_store",
+    "open_zarr",
+    "read_root_attrs",
+    "to_zarr",
+]
+
+KIND_ATTR = "bigkern_kind"
+STATUS_ATTR = "bigkern_status"
+VERSION_ATTR = "bigkern_version"
+
+# encoding keys a variable carries from its source that a rewrite must keep
+_CF_ENCODING = ("_FillValue", "missing_value", "dtype", "scale_factor", "add_offset",
+                "units", "calendar")
+
+
+@contextmanager
+def _quiet_consolidated() -> Iterator[None]:
+    """Consolidated metadata (one read to open a store on object storage) is not in
+    the zarr v3 spec yet; zarr-python supports it and warns, which bigkern
+    acknowledges here once rather than on every write and read."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Consolidated metadata", category=UserWarning)
+        warnings.filterwarnings("ignore", message="Failed to open Zarr store with consolidated",
+                                category=RuntimeWarning)
+        yield
 
 
 def _portable_strings(ds: xr.Dataset) -> xr.Dataset:
@@ -19,25 +65,97 @@ def _portable_strings(ds: xr.Dataset) -> xr.Dataset:
     )
 
 
-def to_zarr(ds: xr.Dataset, path: str | Path, *, compute: bool = True, **kwargs: Any) -> Any:
-    """``ds.to_zarr(path, mode="w", consolidated=True)``, quiet about consolidated metadata.
+def checksum_encoding(ds: xr.Dataset) -> dict[str, dict[str, Any]]:
+    """Encoding that puts zstd compression and a CRC-32C checksum on every variable.
 
-    Consolidated metadata (one read to open a store on object storage) is not
-    in the zarr v3 spec yet; zarr-python supports it and warns, which we
-    acknowledge here once rather than on every write.
+    Variable-length strings keep zarr's default codecs (their serializer is not
+    the plain byte codec) plus the checksum.
     """
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Consolidated metadata", category=UserWarning)
-        return _portable_strings(ds).to_zarr(path, mode="w", consolidated=True, compute=compute,
-                                             **kwargs)
+    from zarr.codecs import Crc32cCodec, ZstdCodec
+
+    encoding: dict[str, dict[str, Any]] = {}
+    for name, var in ds.variables.items():
+        if var.dtype == object:
+            encoding[str(name)] = {"compressors": (Crc32cCodec(),)}
+        else:
+            encoding[str(name)] = {"compressors": (ZstdCodec(level=3), Crc32cCodec())}
+    return encoding
+
+
+def to_zarr(
+    ds: xr.Dataset,
+    path: str | Path,
+    *,
+    kind: str,
+    compute: bool = True,
+    consolidated: bool = True,
+    **kwargs: Any,
+) -> Any:
+    """Write ``ds`` as a new checksummed zarr v3 store marked as bigkern's, status ``writing``.
+
+    The target must not exist (``mode="w-"``): replacing an output is decided
+    by :mod:`bigkern.io.outputs`, never here. Call :func:`finish_store` once
+    every chunk is written.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        What to write.
+    path : str or Path
+        New store.
+    kind : str
+        Recorded as ``bigkern_kind`` (``scenes``, ``predictions``, ``model``).
+    compute : bool
+        As in :meth:`xarray.Dataset.to_zarr`: with False, metadata and
+        in-memory variables are written now and dask variables are returned as
+        a delayed write.
+    consolidated : bool
+        Consolidate metadata now (False for a template still being filled).
+    """
+    from bigkern import __version__
+
+    out = _portable_strings(ds)
+    for var in out.variables.values():  # codecs are bigkern's choice, not the source's
+        for key in ("compressor", "compressors", "filters", "serializer", "object_codec"):
+            var.encoding.pop(key, None)
+    out.attrs = {**out.attrs, KIND_ATTR: kind, STATUS_ATTR: "writing",
+                 VERSION_ATTR: __version__}
+    encoding = checksum_encoding(out)
+    for name, var in out.variables.items():  # keep what the variable declares (fills, packing)
+        kept = {k: v for k, v in var.encoding.items() if k in _CF_ENCODING}
+        encoding[str(name)] = {**kept, **encoding[str(name)]}
+    for name, extra in kwargs.pop("encoding", {}).items():
+        encoding.setdefault(name, {}).update(extra)
+    with _quiet_consolidated():
+        return out.to_zarr(path, mode="w-", consolidated=consolidated, compute=compute,
+                           zarr_format=3, write_empty_chunks=True, encoding=encoding, **kwargs)
+
+
+def finish_store(path: str | Path) -> None:
+    """Mark a store ``complete`` and consolidate its metadata: the last write of all."""
+    import zarr
+
+    group = zarr.open_group(str(path), mode="r+")
+    group.attrs[STATUS_ATTR] = "complete"
+    with _quiet_consolidated():
+        zarr.consolidate_metadata(str(path))
+
+
+def read_root_attrs(path: str | Path) -> dict[str, Any] | None:
+    """The root group's attributes of a zarr store, or None if ``path`` is not one."""
+    import zarr
+
+    try:
+        with _quiet_consolidated():
+            group = zarr.open_group(str(path), mode="r")
+        return dict(group.attrs)
+    except Exception:  # zarr raises several types for "not a group"
+        return None
 
 
 def open_zarr(path: str | Path, **kwargs: Any) -> xr.Dataset:
     """``xarray.open_zarr`` for stores bigkern wrote (consolidated) or others (either way)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Consolidated metadata", category=UserWarning)
-        warnings.filterwarnings("ignore", message="Failed to open Zarr store with consolidated",
-                                category=RuntimeWarning)
+    with _quiet_consolidated():
         ds = xr.open_zarr(path, **kwargs)
     for name, var in ds.variables.items():
         if var.dtype == object and name in ds.coords and var.size and isinstance(

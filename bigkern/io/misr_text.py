@@ -23,6 +23,13 @@ import pandas as pd
 import xarray as xr
 
 from bigkern.errors import StoreError
+from bigkern.io.validity import (
+    FillValues,
+    ValidRanges,
+    apply_validity,
+    validity_report,
+    validity_rules,
+)
 
 __all__ = [
     "MISR_TEXT_COLUMNS",
@@ -244,8 +251,18 @@ def ingest_misr_text(
     *,
     chunks: dict[str, Any] | None = None,
     overwrite: bool = False,
+    fill_values: FillValues = None,
+    valid_ranges: ValidRanges = None,
 ) -> Path:
-    """Read MISR expert-label text files and write them to a zarr store.
+    """Read MISR expert-label text files, mask what is not data, and write a zarr store.
+
+    Values equal to a fill value or outside a feature's valid range become NaN
+    (:func:`bigkern.io.apply_validity`; by default the ``bigkern.valid_ranges``
+    of the MISR features, which mask the usual negative sentinels such as
+    ``-9999``). The store records, per feature, the applied range as CF
+    ``valid_min``/``valid_max`` attributes (so it travels with the data) and what
+    ingest masked: ``bigkern_ingest_fill_values``, ``bigkern_ingest_n_fill`` and
+    ``bigkern_ingest_n_out_of_range``.
 
     Parameters
     ----------
@@ -257,7 +274,15 @@ def ingest_misr_text(
         Chunks along ``scene``, ``y``, ``x``; by default whole scenes in chunks of
         about ``bigkern.chunk_bytes`` (see :func:`bigkern.io.write_scenes`).
     overwrite : bool, default False
-        Replace an existing store. Without it an existing store is an error.
+        Replace an existing store that bigkern wrote. Without it an existing
+        store is an error; a path bigkern did not write, or one that is or
+        holds an input file, is never replaced.
+    fill_values : number, sequence or mapping, optional
+        Extra fill values, for every feature or per feature, e.g.
+        ``{"NDAI": -9999}`` (see :func:`bigkern.io.apply_validity`).
+    valid_ranges : mapping or False, optional
+        Per feature ``(min, max)`` (``None`` = open bound), overriding the
+        ``bigkern.valid_ranges`` setting; ``False`` turns range checks off.
 
     Returns
     -------
@@ -267,18 +292,56 @@ def ingest_misr_text(
     Raises
     ------
     bigkern.errors.StoreError
-        If ``store`` exists and ``overwrite`` is False, or a text file is bad (see
-        :func:`read_misr_text`).
+        If ``store`` exists and ``overwrite`` is False, a text file is bad (see
+        :func:`read_misr_text`), or ``fill_values``/``valid_ranges`` are nonsense
+        (a range with min > max, a feature that is not in the files ...).
 
     Examples
     --------
     >>> ingest_misr_text("image1.txt", "misr.zarr")  # doctest: +SKIP
     PosixPath('misr.zarr')
     """
+    from bigkern.io.outputs import prepare_output
     from bigkern.io.scenes import write_scenes
 
     store_path = Path(store)
-    if store_path.exists() and not overwrite:
-        raise StoreError(f"{store_path}: store already exists (pass overwrite=True to replace it)")
-    ds = read_misr_text(paths)
-    return write_scenes(ds, store_path, overwrite=overwrite, chunks=chunks)
+    files = _as_paths(paths)
+    prepare_output(store_path, overwrite=overwrite, inputs=files)  # before the slow read
+    # nonsense fill values or ranges fail before the slow read
+    validity_rules(_template(), fill_values=fill_values, valid_ranges=valid_ranges)
+    ds = read_misr_text(files)
+    ds = _with_store_validity(apply_validity(ds, fill_values=fill_values,
+                                             valid_ranges=valid_ranges))
+    return write_scenes(ds, store_path, overwrite=overwrite, chunks=chunks, inputs=files)
+
+
+def _template() -> xr.Dataset:
+    """A one-pixel dataset with the variables of a MISR text file (to check arguments on)."""
+    dims = ("scene", "y", "x")
+    data_vars: dict[str, Any] = {name: (dims, np.zeros((1, 1, 1), np.float32))
+                                 for name in _FEATURE_COLUMNS}
+    data_vars["label"] = (dims, np.zeros((1, 1, 1), np.int8))
+    return xr.Dataset(data_vars)
+
+
+def _with_store_validity(ds: xr.Dataset) -> xr.Dataset:
+    """Turn :func:`~bigkern.io.apply_validity`'s records into what the store keeps.
+
+    The applied range becomes CF ``valid_min``/``valid_max`` (opening the store
+    applies it again, from these attributes); the counts of masked values, known
+    only now, are kept as ``bigkern_ingest_*``.
+    """
+    updates = {}
+    for name, entry in validity_report(ds).items():
+        var = ds[name]
+        attrs = {k: v for k, v in var.attrs.items() if not k.startswith("bigkern_")}
+        for bound in ("valid_min", "valid_max"):
+            if entry[bound] is not None:
+                attrs[bound] = float(entry[bound])
+        if entry["fill_values"]:
+            attrs["bigkern_ingest_fill_values"] = [float(v) for v in entry["fill_values"]]
+        attrs["bigkern_ingest_n_fill"] = int(entry.get("n_fill", 0))
+        attrs["bigkern_ingest_n_out_of_range"] = int(entry.get("n_out_of_range", 0))
+        updates[name] = var.copy(deep=False)
+        updates[name].attrs = attrs
+    return ds.assign(updates)

@@ -19,7 +19,10 @@ import xarray as xr
 
 from bigkern import config
 from bigkern.errors import LabelError, StoreError
-from bigkern.io._zarr import open_zarr, to_zarr
+from bigkern.io._zarr import finish_store, to_zarr
+from bigkern.io.integrity import open_checked
+from bigkern.io.outputs import staged_output
+from bigkern.io.validity import FillValues, ValidRanges, apply_validity
 
 __all__ = [
     "SCENE_DIMS",
@@ -51,8 +54,17 @@ def open_scenes(
     chunks: dict[str, int] | str | None = None,
     features: Sequence[str] | None = None,
     validate: bool = True,
+    fill_values: FillValues = None,
+    valid_ranges: ValidRanges = None,
 ) -> xr.Dataset:
-    """Open a scene store lazily (dask-backed).
+    """Open a scene store lazily (dask-backed), with fill and out-of-range values masked.
+
+    Every feature value equal to a fill value or outside the feature's valid
+    range becomes NaN (lazily; see :func:`bigkern.io.apply_validity`): declared
+    CF ``_FillValue``/``missing_value``, ``fill_values``, and the valid range
+    from ``valid_ranges``, else the variable's CF ``valid_range``/``valid_min``/
+    ``valid_max``, else the ``bigkern.valid_ranges`` setting (defaults for the
+    MISR features). Fits leave such rows out and count them per feature.
 
     Parameters
     ----------
@@ -65,12 +77,19 @@ def open_scenes(
         Feature variables that must be present (checked when ``validate``).
     validate : bool
         Run :func:`validate_scenes` (dims, features, label values).
+    fill_values : number, sequence or mapping, optional
+        Extra fill values, for every feature or per feature, e.g.
+        ``{"NDAI": -9999}``.
+    valid_ranges : mapping or False, optional
+        Per feature ``(min, max)`` (``None`` = open bound; a feature mapped to
+        ``None`` is not range-checked); ``False`` turns range checks off.
 
     Raises
     ------
     StoreError
         The path does not exist, is not a zarr store, or the store is empty
-        or malformed.
+        or malformed; or ``fill_values``/``valid_ranges`` are nonsense (a
+        feature not in the store, a range with min > max ...).
     LabelError
         ``label`` holds values outside {-1, 0, 1}.
     """
@@ -78,12 +97,14 @@ def open_scenes(
     if not path.exists():
         raise StoreError(f"no scene store at {path}: the path does not exist")
     try:
-        ds = open_zarr(path, chunks={} if chunks is None else chunks)
+        ds = open_checked(path, chunks=chunks)
+    except StoreError:
+        raise
     except Exception as err:  # zarr raises several types for "not a store"
         raise StoreError(f"{path} is not a readable zarr store: {err}") from err
     if validate:
         validate_scenes(ds, features=features, where=str(path))
-    return ds
+    return apply_validity(ds, fill_values=fill_values, valid_ranges=valid_ranges)
 
 
 def validate_scenes(
@@ -273,8 +294,13 @@ def write_scenes(
     *,
     overwrite: bool = False,
     chunks: dict[str, int] | None = None,
+    inputs: Sequence[str | Path] = (),
 ) -> Path:
-    """Write a scene dataset to a zarr store with chunks aligned to dask's.
+    """Write a scene dataset to a checksummed zarr store with chunks aligned to dask's.
+
+    The store is written to a hidden temporary sibling and moved into place
+    when complete (see :func:`bigkern.io.outputs.staged_output`), so an
+    interrupted write never leaves a store at ``path``.
 
     Parameters
     ----------
@@ -283,14 +309,16 @@ def write_scenes(
     path : str or Path
         Target store.
     overwrite : bool
-        Replace an existing store; otherwise an existing path raises
-        :class:`StoreError`.
+        Replace an existing store that bigkern wrote; otherwise an existing
+        path raises :class:`StoreError`. A path bigkern did not write is never
+        replaced.
     chunks : dict, optional
         Chunks along scene, y, x (default: :func:`default_chunks`).
+    inputs : sequence of paths
+        Files or stores ``ds`` was read from: ``path`` may not be, contain or
+        lie inside any of them.
     """
     path = Path(path)
-    if path.exists() and not overwrite:
-        raise StoreError(f"{path} exists; pass overwrite=True (CLI: --overwrite) to replace it")
     chunks = {**default_chunks(tuple(ds.sizes[d] for d in SCENE_DIMS)), **(chunks or {})}
     out = ds.chunk({d: chunks[d] for d in SCENE_DIMS if d in ds.dims})
     # small text coordinates (e.g. source file names) stay in memory, not in dask
@@ -302,6 +330,8 @@ def write_scenes(
         out[name].encoding.pop("preferred_chunks", None)
     from bigkern.cluster import compute
 
-    delayed = to_zarr(out, path, compute=False)
-    compute(delayed, label=f"writing {path}")
+    with staged_output(path, overwrite=overwrite, inputs=inputs) as temp:
+        delayed = to_zarr(out, temp, kind="scenes", compute=False)
+        compute(delayed, label=f"writing {path}")
+        finish_store(temp)
     return path

@@ -14,6 +14,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from bigkern import config
 from bigkern.errors import DataQualityError
 from bigkern.kernels import kernel_expansion
+from bigkern.reduce._tree import per_feature_counts
 
 __all__ = ["KernelExpansion"]
 
@@ -140,15 +141,33 @@ class _KernelClassifier(ClassifierMixin, BaseEstimator):
         )
 
 
-def _check_nonfinite(counts: dict[str, Any]) -> None:
+def _check_nonfinite(counts: dict[str, Any], names: Any = None) -> None:
+    """Raise when too many present rows have a non-finite feature, naming the features.
+
+    ``counts`` are ``n_``-prefixed row counts (bins attrs); ``names`` the
+    features, in column order, to say which of them the rows were lost to.
+    """
     bad = int(counts.get("n_nonfinite", 0))
     present = bad + int(counts.get("n_valid", 0))
     limit = float(config.get("max_nonfinite_fraction"))
     if present and bad / present > limit:
+        by_feature = _nonfinite_summary(counts, names)
         raise DataQualityError(
             f"{bad} of {present} present rows ({bad / present:.1%}) have a non-finite feature "
-            f"(NaN or ±inf), over the limit bigkern.max_nonfinite_fraction={limit:g}"
+            f"(NaN or ±inf, or a masked fill or out-of-range value){by_feature}, over the "
+            f"limit bigkern.max_nonfinite_fraction={limit:g}"
         )
+
+
+def _nonfinite_summary(counts: dict[str, Any], names: Any) -> str:
+    """``" (NDAI: 12, SD: 3)"``: the features with non-finite rows, most first ("" if none)."""
+    if names is None:
+        return ""
+    per = {k: v for k, v in per_feature_counts(counts, list(names)).items() if v}
+    if not per:
+        return ""
+    parts = sorted(per.items(), key=lambda kv: -kv[1])
+    return " (" + ", ".join(f"{k}: {v}" for k, v in parts) + ")"
 
 
 def _json(obj: Any) -> str:

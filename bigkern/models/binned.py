@@ -13,6 +13,7 @@ from sklearn.svm import SVC
 from bigkern.errors import LabelError
 from bigkern.kernels import gaussian_kernel, omega_to_gamma
 from bigkern.models._base import KernelExpansion, _as_samples, _check_nonfinite, _KernelClassifier
+from bigkern.reduce._tree import per_feature_counts, without_per_feature
 from bigkern.reduce.percentile import percentile_bins
 from bigkern.reduce.quantiles import DECILES
 from bigkern.solvers.kernel_ridge import solve_weighted_kernel_ridge
@@ -30,8 +31,9 @@ class _BinnedKernelClassifier(_KernelClassifier):
         ----------
         X : array-like, dask array or DataArray (sample, feature)
             Samples. Rows with a non-finite feature are left out and counted
-            in ``fit_report_``; over ``bigkern.max_nonfinite_fraction`` of them
-            raises :class:`~bigkern.errors.DataQualityError`.
+            in ``fit_report_`` (``n_nonfinite``, and per feature in
+            ``n_nonfinite_by_feature``); over ``bigkern.max_nonfinite_fraction``
+            of them raises :class:`~bigkern.errors.DataQualityError`.
         y : array-like (n,)
             Two-class labels (e.g. -1 clear / 1 cloud).
         mask : array-like of bool (n,), optional
@@ -57,9 +59,9 @@ class _BinnedKernelClassifier(_KernelClassifier):
         if "positive" not in bins:
             raise LabelError("the bins carry no labels: bin with y to fit a classifier")
         t0 = time.perf_counter()
-        _check_nonfinite(bins.attrs)
-        self.classes_ = np.asarray(bins.attrs["classes"])
         names = [str(f) for f in bins["feature"].values]
+        _check_nonfinite(bins.attrs, names)
+        self.classes_ = np.asarray(bins.attrs["classes"])
         if not all(n == f"f{i}" for i, n in enumerate(names)):
             self.feature_names_in_ = np.asarray(names, dtype=object)
         elif hasattr(self, "feature_names_in_"):
@@ -73,7 +75,8 @@ class _BinnedKernelClassifier(_KernelClassifier):
                                           offset, scale)
         self.n_bins_ = int(bins.sizes["bin"])
         self.fit_report_ = {
-            **{k: v for k, v in bins.attrs.items() if k.startswith("n_")},
+            **without_per_feature({k: v for k, v in bins.attrs.items() if k.startswith("n_")}),
+            "n_nonfinite_by_feature": per_feature_counts(bins.attrs, names),
             "passes": bins.attrs.get("passes", 0),
             "plan": bins.attrs.get("plan", ""),
             "n_basis": self.expansion_.n_basis,
@@ -115,7 +118,10 @@ class BinnedKernelRidge(_BinnedKernelClassifier):
     n_bins_ : int
         Occupied bins.
     fit_report_ : dict
-        Row counts (used, masked, absent, non-finite), bins, passes, timings.
+        Row counts (``n_valid``, ``n_masked``, ``n_absent``, ``n_nonfinite``),
+        ``n_nonfinite_by_feature`` (feature name → rows left out because that
+        feature is non-finite, e.g. a masked fill value; absent rows are not
+        counted there), bins, passes, timings. Not saved with the model.
     """
 
     def __init__(

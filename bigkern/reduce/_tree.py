@@ -19,7 +19,19 @@ from dask.delayed import Delayed
 
 from bigkern import config
 
-__all__ = ["as_row_chunked", "row_partials", "tree_reduce"]
+__all__ = [
+    "NONFINITE_FEATURE",
+    "as_row_chunked",
+    "nonfinite_by_column",
+    "per_feature_counts",
+    "row_partials",
+    "tree_reduce",
+    "without_per_feature",
+]
+
+#: Count key prefix of the rows left out because feature ``j`` is non-finite
+#: (``nonfinite_feature_0``, ``nonfinite_feature_1`` ...; ``n_``-prefixed in attrs).
+NONFINITE_FEATURE = "nonfinite_feature_"
 
 
 def as_row_chunked(
@@ -107,7 +119,10 @@ def valid_rows(
     A row is used when its mask entry is true (or no mask is given) and every
     feature is finite. Left-out rows are counted as ``masked`` (mask false),
     ``absent`` (every feature non-finite: no data there) or ``nonfinite``
-    (some but not all features non-finite).
+    (some but not all features non-finite); the ``nonfinite`` rows are also
+    counted per feature, as ``nonfinite_feature_<j>`` for column ``j`` (see
+    :func:`nonfinite_by_column`). Every count is a plain int, so the counts
+    add with :func:`add_counts` and fit in netCDF/zarr attributes.
     """
     from bigkern.reduce._kernels import row_status
 
@@ -117,7 +132,53 @@ def valid_rows(
     valid, c = row_status(X, m, use_mask)
     counts = {"rows": int(c[0]), "masked": int(c[1]), "absent": int(c[2]),
               "nonfinite": int(c[3]), "valid": int(c[4])}
+    by_column = nonfinite_by_column(X, valid, m if use_mask else None, counts["nonfinite"])
+    counts.update({f"{NONFINITE_FEATURE}{j}": int(v) for j, v in enumerate(by_column)})
     return valid, counts
+
+
+def nonfinite_by_column(
+    X: np.ndarray, valid: np.ndarray, mask: np.ndarray | None, n_nonfinite: int
+) -> np.ndarray:
+    """Per column, the rows left out because that feature is non-finite.
+
+    Counted over the *nonfinite* rows of :func:`valid_rows` (mask true, some
+    but not all features non-finite): absent rows (no finite feature: no data
+    at all) and masked rows are not a feature's fault. A row with two
+    non-finite features counts once in each, so the sum over columns is at
+    least ``n_nonfinite``. Costs nothing when ``n_nonfinite`` is 0.
+    """
+    d = X.shape[1]
+    if not n_nonfinite:
+        return np.zeros(d, dtype=np.int64)
+    left_out = ~valid if mask is None else ~valid & mask
+    bad = ~np.isfinite(X[left_out])
+    present = ~bad.all(axis=1)
+    return bad[present].sum(axis=0, dtype=np.int64)
+
+
+def per_feature_counts(
+    counts: Any, names: Sequence[str], *, prefix: str = "n_"
+) -> dict[str, int]:
+    """``{feature name: rows left out because it is non-finite}`` from counts or attrs.
+
+    ``counts`` holds ``<prefix>nonfinite_feature_<j>`` keys (``prefix`` is
+    ``"n_"`` for the attrs of bins, quantile summaries and fit reports, ``""``
+    for the raw counts of :func:`valid_rows`); column ``j`` is ``names[j]``.
+    Features without a key (counts from before per-feature counting) are left out.
+    """
+    out = {}
+    for j, name in enumerate(names):
+        key = f"{prefix}{NONFINITE_FEATURE}{j}"
+        if key in counts:
+            out[str(name)] = int(counts[key])
+    return out
+
+
+def without_per_feature(counts: Any, *, prefix: str = "n_") -> dict[str, Any]:
+    """``counts`` without its per-column ``nonfinite_feature_<j>`` keys."""
+    return {k: v for k, v in counts.items()
+            if not str(k).startswith(f"{prefix}{NONFINITE_FEATURE}")}
 
 
 def require_finite_rows(X: Any, what: str, needed_for: str, offset: int = 0) -> np.ndarray:
@@ -150,10 +211,13 @@ def as_float_block(Xb: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(X)
 
 
-def add_counts(parts: Sequence[dict[str, int]]) -> dict[str, int]:
-    """Sum dicts of row counts key by key."""
-    out: dict[str, int] = {}
+def add_counts(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Sum dicts of row counts key by key (ints, or per-feature arrays added elementwise).
+
+    A key missing from some parts counts 0 there; inputs are never modified.
+    """
+    out: dict[str, Any] = {}
     for p in parts:
         for k, v in p.items():
-            out[k] = out.get(k, 0) + v
+            out[k] = out[k] + v if k in out else (v.copy() if isinstance(v, np.ndarray) else v)
     return out

@@ -1,0 +1,207 @@
+"""Reading stores so that damage is an error naming the store, the variable and the chunk.
+
+:func:`open_checked` opens a zarr store lazily like :func:`xarray.open_zarr`,
+but every dask task reads its chunk through :class:`CheckedChunks`: a chunk
+that fails its CRC-32C checksum, is truncated, or cannot be decoded raises
+:class:`~bigkern.errors.StoreError` naming the store, the variable and the
+zarr chunk index, on whichever worker reads it. For a store bigkern wrote
+(every chunk is always written), a chunk *missing* from storage is found when
+the store is opened — by listing, not reading — and is an error too, never a
+silent NaN. Stores written elsewhere may legitimately omit chunks that hold
+only fill values; for them a missing chunk reads as the fill value, as zarr
+specifies.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import dask.array as da
+import numpy as np
+import xarray as xr
+from dask.base import tokenize
+
+from bigkern.errors import StoreError
+from bigkern.io._zarr import KIND_ATTR, STATUS_ATTR, _quiet_consolidated
+
+__all__ = ["CheckedChunks", "check_store_complete", "missing_chunks", "open_checked"]
+
+
+def _reason(err: BaseException) -> str:
+    text = str(err)
+    if "checksum" in text.lower():
+        return "it fails its CRC-32C checksum (corrupt or truncated bytes)"
+    return f"it cannot be decoded ({type(err).__name__}: {text})"
+
+
+class CheckedChunks:
+    """Array-like view of one stored variable whose reads name the chunk that fails.
+
+    Parameters
+    ----------
+    store : str
+        The store's path (for messages).
+    name : str
+        The variable's name.
+    variable : xarray.Variable
+        The lazily indexed (not yet loaded) variable, CF-decoded by xarray.
+    chunk_shape : tuple of int
+        The zarr chunk shape, to name the failing chunk.
+    """
+
+    def __init__(self, store: str, name: str, variable: xr.Variable,
+                 chunk_shape: Sequence[int]) -> None:
+        self.store = store
+        self.name = name
+        self.variable = variable
+        self.chunk_shape = tuple(int(c) for c in chunk_shape)
+        self.shape = variable.shape
+        self.dtype = variable.dtype
+        self.ndim = variable.ndim
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        try:
+            return np.asarray(self.variable[key].values)
+        except StoreError:
+            raise
+        except Exception as err:
+            index, cause = self._locate(key, err)
+            raise StoreError(
+                f"store {self.store}: variable {self.name!r}, chunk {index}: {_reason(cause)}"
+            ) from None
+
+    def _chunks_in(self, key: Any) -> Iterable[tuple[int, ...]]:
+        keys = key if isinstance(key, tuple) else (key,)
+        ranges = []
+        for dim, (size, step) in enumerate(zip(self.shape, self.chunk_shape, strict=True)):
+            k = keys[dim] if dim < len(keys) else slice(None)
+            start, stop, _ = k.indices(size) if isinstance(k, slice) else (int(k), int(k) + 1, 1)
+            ranges.append(range(start // step, max(start // step + 1, -(-stop // step))))
+        return itertools.product(*ranges)
+
+    def _locate(self, key: Any, err: BaseException) -> tuple[tuple[int, ...], BaseException]:
+        """The first zarr chunk under ``key`` that fails to read, and why."""
+        if not isinstance(key, tuple) or not all(isinstance(k, slice) for k in key):
+            return (), err
+        candidates = list(self._chunks_in(key))
+        if len(candidates) == 1:
+            return candidates[0], err
+        for index in candidates:
+            region = tuple(slice(i * c, min((i + 1) * c, n))
+                           for i, c, n in zip(index, self.chunk_shape, self.shape, strict=True))
+            try:
+                np.asarray(self.variable[region].values)
+            except Exception as inner:
+                return index, inner
+        return candidates[0], err
+
+
+def _chunk_shape(var: xr.Variable) -> tuple[int, ...]:
+    chunks = var.encoding.get("chunks") or var.encoding.get("preferred_chunks")
+    if isinstance(chunks, Mapping):
+        return tuple(int(chunks.get(d, n)) for d, n in zip(var.dims, var.shape, strict=True))
+    if chunks is None:
+        return tuple(var.shape)
+    return tuple(int(c) for c in chunks)
+
+
+def _dask_chunks(var: xr.Variable, zchunks: tuple[int, ...],
+                 chunks: Mapping[str, Any] | str | None) -> Any:
+    if chunks is None or (isinstance(chunks, Mapping) and not chunks):
+        spec: Any = zchunks
+    elif isinstance(chunks, str):
+        spec = chunks
+    else:
+        spec = tuple(chunks.get(d, z) for d, z in zip(var.dims, zchunks, strict=True))
+    return da.core.normalize_chunks(spec, var.shape, dtype=var.dtype, previous_chunks=zchunks)
+
+
+def open_checked(
+    path: str | Path, *, chunks: Mapping[str, Any] | str | None = None
+) -> xr.Dataset:
+    """Open a zarr store lazily; every chunk read names the store, variable and chunk on failure.
+
+    Parameters
+    ----------
+    path : str or Path
+        The store.
+    chunks : dict or "auto", optional
+        Dask chunks per dimension; by default the store's own zarr chunks.
+
+    Raises
+    ------
+    StoreError
+        For a bigkern store: it is incomplete (``bigkern_status`` is not
+        ``complete``) or a chunk is missing from storage.
+    """
+    where = str(path)
+    with _quiet_consolidated():
+        ds = xr.open_dataset(path, engine="zarr", chunks=None, cache=False)
+    if KIND_ATTR in ds.attrs:
+        check_store_complete(path, ds)
+    try:
+        stamp = os.stat(Path(path) / "zarr.json").st_mtime_ns
+    except OSError:
+        stamp = None
+    replaced: dict[str, xr.Variable] = {}
+    for name, var in ds.variables.items():
+        if name in ds.indexes:
+            continue
+        zchunks = _chunk_shape(var)
+        reader = CheckedChunks(where, str(name), var, zchunks)
+        data = da.from_array(
+            reader, chunks=_dask_chunks(var, zchunks, chunks),
+            name=f"bigkern-read-{name}-{tokenize(where, name, stamp, chunks)}",
+            lock=False, asarray=False, meta=np.empty((0,) * var.ndim, dtype=var.dtype),
+        )
+        replaced[str(name)] = xr.Variable(var.dims, data, var.attrs, var.encoding)
+    return ds.assign({k: v for k, v in replaced.items() if k in ds.data_vars}).assign_coords(
+        {k: v for k, v in replaced.items() if k in ds.coords})
+
+
+def missing_chunks(
+    path: str | Path, names: Iterable[str] | None = None
+) -> dict[str, list[tuple[int, ...]]]:
+    """Chunk indices that the store's arrays should hold but storage lacks, per variable.
+
+    One listing of each array's folder; nothing is read or decoded.
+    """
+    import zarr
+
+    with _quiet_consolidated():
+        group = zarr.open_group(str(path), mode="r")
+    missing: dict[str, list[tuple[int, ...]]] = {}
+    wanted = None if names is None else set(names)
+    for name, arr in group.arrays():
+        if wanted is not None and name not in wanted:
+            continue
+        root = Path(path) / name
+        present = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+        grid = arr.cdata_shape
+        lost = [idx for idx in itertools.product(*(range(n) for n in grid))
+                if arr.metadata.encode_chunk_key(idx) not in present]
+        if lost:
+            missing[name] = lost
+    return missing
+
+
+def check_store_complete(path: str | Path, ds: xr.Dataset | None = None) -> None:
+    """Raise :class:`StoreError` if a bigkern store is unfinished or lacks a chunk."""
+    attrs = ds.attrs if ds is not None else {}
+    status = attrs.get(STATUS_ATTR)
+    if status != "complete":
+        raise StoreError(
+            f"store {path} is incomplete (bigkern_status={status!r}): the command that wrote "
+            f"it did not finish; rerun it (bigkern predict resumes) or write it again with "
+            f"--overwrite")
+    lost = missing_chunks(path)
+    if lost:
+        name, chunks = next(iter(lost.items()))
+        total = sum(len(v) for v in lost.values())
+        raise StoreError(
+            f"store {path}: variable {name!r}, chunk {chunks[0]} is missing from storage "
+            f"({total} chunk(s) missing in all, in {sorted(lost)}): the store is damaged")
