@@ -153,10 +153,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bigkern: error: {err}", file=sys.stderr)
         return 1
     except (OSError, TimeoutError) as err:
-        if args.command == "ingest" or not _is_connection_error(err):
-            raise
-        where = getattr(args, "scheduler", None) or "the Dask scheduler"
-        print(f"bigkern: error: cannot connect to {where}: {err}", file=sys.stderr)
+        if args.command != "ingest" and _is_connection_error(err):
+            where = getattr(args, "scheduler", None) or "the Dask scheduler"
+            print(f"bigkern: error: cannot connect to {where}: {err}", file=sys.stderr)
+        else:  # a file that cannot be read or written: say which, in one line
+            print(f"bigkern: error: {err}", file=sys.stderr)
         return 1
 
 

@@ -78,14 +78,14 @@ def _fit_task_to_memory(arrays: Sequence[da.Array], chunks: tuple[tuple[int, ...
     one kernel block of ``bigkern.kernel_block_rows`` × ``n_basis`` doubles; the
     task that reads a store chunk holds every feature's chunk and their stack.
     """
-    from bigkern.errors import StoreError
+    from bigkern.errors import ClusterError
 
     d = len(arrays)
     itemsize = max(a.dtype.itemsize for a in arrays)
     store_chunk = max(chunks[0]) * max(chunks[1]) * max(chunks[2])
     read_bytes = 2 * d * itemsize * store_chunk
     if read_bytes > budget:
-        raise StoreError(
+        raise ClusterError(
             f"a store chunk of {store_chunk:,} pixels × {d} features needs about "
             f"{read_bytes / 1e6:,.0f} MB to read and stack, over the {budget / 1e6:,.0f} MB "
             f"a task may use on the smallest worker (its memory limit per thread × "
@@ -95,7 +95,7 @@ def _fit_task_to_memory(arrays: Sequence[da.Array], chunks: tuple[tuple[int, ...
     per_pixel = d * (4 + 8) + 8
     fits = (budget - read_bytes // 2 - fixed) // per_pixel
     if fits < max(chunks[2]):  # not even one row of a scene
-        raise StoreError(
+        raise ClusterError(
             f"predicting with {n_basis} basis functions needs about "
             f"{(read_bytes // 2 + fixed) / 1e6:,.0f} MB per task before the first pixel, "
             f"over the {budget / 1e6:,.0f} MB a task may use on the smallest worker: give "

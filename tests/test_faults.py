@@ -308,3 +308,27 @@ def test_paused_workers_fail_within_the_timeout_instead_of_hanging():
         with pytest.raises(ClusterError, match=r"paused for 3 s .* \(1,000 MB\)"):
             compute(da.ones(10, chunks=5).sum())
         assert time.perf_counter() - t < 30
+
+
+def test_prediction_tasks_follow_the_workers_memory_limit(fitted):
+    from distributed import Client, LocalCluster
+
+    from bigkern.errors import ClusterError
+    from bigkern.features import with_features
+    from bigkern.io import load_model
+    from bigkern.predict import _fit_task_to_memory, predict_scenes
+
+    store, model_path = fitted
+    model = load_model(model_path)
+    scenes = with_features(open_scenes(store), list(model.feature_names_in_))
+    arrays = [scenes[f].data for f in model.feature_names_in_]
+    chunks = arrays[0].chunks
+    n_basis = model.expansion_.n_basis
+    roomy = _fit_task_to_memory(arrays, chunks, n_basis, 10**10, 10**6)
+    tight = _fit_task_to_memory(arrays, chunks, n_basis, 2 * 4096 * n_basis * 8 + 10**5, 10**6)
+    assert roomy == 10**6 and 64 <= tight < 10**4
+    # a cluster whose workers cannot hold one kernel block is refused before any work
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, memory_limit="20MB",
+                      dashboard_address=":0") as cluster, Client(cluster), \
+            pytest.raises(ClusterError, match=r"over the 12 MB a task may use"):
+        predict_scenes(model, scenes)

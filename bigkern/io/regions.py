@@ -26,6 +26,7 @@ from typing import Any
 import dask.array as da
 import numpy as np
 import xarray as xr
+from dask.base import tokenize
 
 from bigkern.errors import StoreError
 from bigkern.io._zarr import KIND_ATTR, STATUS_ATTR, finish_store, read_root_attrs, to_zarr
@@ -206,7 +207,7 @@ def write_regions(
         written = da.map_blocks(
             _write_block, *arrays, path=str(path), names=names, summarize=summarize,
             chunks=tuple((1,) * len(c) for c in chunks), dtype=object,
-            name=f"bigkern-write-{job[:16]}-{path.name}",
+            name=f"bigkern-write-{tokenize(job, str(path.resolve()))}",
         )
         ordered = sorted(todo)
         results = compute(*[written.blocks[idx] for idx in ordered],
