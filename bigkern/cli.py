@@ -25,6 +25,10 @@ def _add_cluster_args(p: argparse.ArgumentParser) -> None:
                    help="workers of the embedded cluster (default: one per core)")
 
 
+class UsageError(Exception):
+    """A command line that parses but makes no sense: exit code 2, like argparse's errors."""
+
+
 def _add_validity_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fill-value", action="append", default=[], metavar="[FEATURE=]VALUE",
                    help="a fill value to mask, for every feature or one (repeatable), "
@@ -44,8 +48,7 @@ def _validity(args: argparse.Namespace) -> dict[str, Any]:
         try:
             number = float(value)
         except ValueError:
-            raise SystemExit(f"bigkern: --fill-value takes [FEATURE=]VALUE; got {item!r}") \
-                from None
+            raise UsageError(f"--fill-value takes [FEATURE=]VALUE; got {item!r}") from None
         (fills.setdefault(name, []) if sep else everywhere).append(number)
     ranges: dict[str, tuple[float | None, float | None]] = {}
     for item in args.valid_range:
@@ -56,11 +59,10 @@ def _validity(args: argparse.Namespace) -> dict[str, Any]:
                 raise ValueError
             ranges[name] = (float(lo) if lo else None, float(hi) if hi else None)
         except ValueError:
-            raise SystemExit(f"bigkern: --valid-range takes FEATURE=MIN:MAX; got {item!r}") \
-                from None
+            raise UsageError(f"--valid-range takes FEATURE=MIN:MAX; got {item!r}") from None
     out: dict[str, Any] = {}
     if fills and everywhere:
-        raise SystemExit("bigkern: give --fill-value either for every feature or per feature "
+        raise UsageError("give --fill-value either for every feature or per feature "
                          "(FEATURE=VALUE), not both")
     if fills or everywhere:
         out["fill_values"] = fills or everywhere
@@ -134,7 +136,7 @@ def _parse_params(items: Sequence[str]) -> dict[str, object]:
     for item in items:
         name, sep, value = item.partition("=")
         if not sep:
-            raise SystemExit(f"bigkern: --param takes NAME=VALUE; got {item!r}")
+            raise UsageError(f"--param takes NAME=VALUE; got {item!r}")
         try:
             params[name] = json.loads(value)
         except json.JSONDecodeError:
@@ -149,6 +151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         return _run(args)
+    except UsageError as err:
+        print(f"bigkern {args.command}: error: {err}", file=sys.stderr)
+        return 2
     except BigkernError as err:
         print(f"bigkern: error: {err}", file=sys.stderr)
         return 1

@@ -50,10 +50,16 @@ def test_errors_are_reported_not_raised(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
 
 
-def test_bad_param_syntax(tmp_path):
-    with pytest.raises(SystemExit, match="NAME=VALUE"):
-        main(["fit", str(tmp_path), "-o", str(tmp_path / "m"), "--param", "omega",
-              "--workers", "1"])
+def test_bad_param_syntax(tmp_path, capsys):
+    assert main(["fit", str(tmp_path), "-o", str(tmp_path / "m"), "--param", "omega",
+                 "--workers", "1"]) == 2
+    assert "NAME=VALUE" in capsys.readouterr().err
+    assert main(["fit", str(tmp_path), "-o", str(tmp_path / "m"), "--valid-range", "CORR=1",
+                 "--workers", "1"]) == 2
+    assert "FEATURE=MIN:MAX" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:  # argparse's own usage errors
+        main(["fit"])
+    assert exit_info.value.code == 2
 
 
 def test_ingest_misr_text(tmp_path, capsys):
