@@ -51,17 +51,27 @@ class CheckedChunks:
         The lazily indexed (not yet loaded) variable, CF-decoded by xarray.
     chunk_shape : tuple of int
         The zarr chunk shape, to name the failing chunk.
+    stamp : object, optional
+        Identifies this version of the store (e.g. its metadata's modification
+        time) in dask tokens.
     """
 
     def __init__(self, store: str, name: str, variable: xr.Variable,
-                 chunk_shape: Sequence[int]) -> None:
+                 chunk_shape: Sequence[int], stamp: Any = None) -> None:
         self.store = store
+        self.stamp = stamp
         self.name = name
         self.variable = variable
         self.chunk_shape = tuple(int(c) for c in chunk_shape)
         self.shape = variable.shape
         self.dtype = variable.dtype
         self.ndim = variable.ndim
+
+    def __dask_tokenize__(self) -> tuple[Any, ...]:
+        """The same token for the same stored variable (store, name, modification stamp),
+        so that two opens of one store build graphs with identical keys and tasks."""
+        return ("bigkern-checked-chunks", self.store, self.name, self.stamp, self.chunk_shape,
+                self.shape, str(self.dtype))
 
     def __getitem__(self, key: Any) -> np.ndarray:
         try:
@@ -152,7 +162,7 @@ def open_checked(
         if name in ds.indexes:
             continue
         zchunks = _chunk_shape(var)
-        reader = CheckedChunks(where, str(name), var, zchunks)
+        reader = CheckedChunks(where, str(name), var, zchunks, stamp)
         data = da.from_array(
             reader, chunks=_dask_chunks(var, zchunks, chunks),
             name=f"bigkern-read-{name}-{tokenize(where, name, stamp, chunks)}",
