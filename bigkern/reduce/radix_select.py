@@ -303,9 +303,12 @@ def histogram_pass(X: da.Array, y: da.Array | None, mask: da.Array | None) -> di
                        label="exact quantiles: histogram pass")
     counts = first["counts"]
     if counts["valid"] == 0:
+        by_column = ", ".join(f"column {k.rsplit('_', 1)[1]}: {v}" for k, v in counts.items()
+                              if k.startswith("nonfinite_feature_") and v)
         raise DataQualityError(
             f"no usable rows: all {counts['rows']} rows are masked ({counts['masked']}), "
-            f"absent ({counts['absent']}) or have a non-finite feature ({counts['nonfinite']})"
+            f"absent ({counts['absent']}) or have a non-finite feature ({counts['nonfinite']}"
+            f"{'; ' + by_column if by_column else ''})"
         )
     return first
 
