@@ -285,7 +285,9 @@ def test_nonfinite_sweep_rows_dropped_equal_rows_injected(tmp_path, fraction):
     if fraction == 1.0:
         with pytest.raises(DataQualityError, match=rf"no usable rows: all \d+ rows are masked "
                                                    rf"\(\d+\), absent \(\d+\) or have a "
-                                                   rf"non-finite feature \({n_usable}\)"):
+                                                   rf"non-finite feature \({n_usable}; "
+                                                   rf"column {FEATURES.index(feature)}: "
+                                                   rf"{n_usable}\)"):
             _fit(store)
         return
     if fraction == 0.5:  # over the default limit: refused, naming the feature and its count
