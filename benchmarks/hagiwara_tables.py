@@ -56,10 +56,12 @@ LABELS = {"RM": "RM", "ED": "OHTED", "ED2": "OHTED2", "GS": "OHTGS", "GS2": "OHT
 def one_rep(name: str, rep: int, n_train: int, n_test: int, widths: tuple[float, ...],
             seed: int) -> dict[str, Any]:
     """One train/test split of data set ``name``: every model's test error and sizes."""
+    from sklearn.metrics import mean_squared_error
     from threadpoolctl import threadpool_limits
 
     from bigkern.io.regression_csv import load_regression
-    from bigkern.models.kernel_regression import _mse, fit_at_width, two_fold_width_scores
+    from bigkern.kernels import kernel_expansion
+    from bigkern.models.kernel_regression import fit_at_width, two_fold_width_scores
 
     t0 = time.perf_counter()
     with threadpool_limits(1):
@@ -85,7 +87,8 @@ def one_rep(name: str, rep: int, n_train: int, n_test: int, widths: tuple[float,
                     out[m] = {"omega": omega, "error": None}
                     continue
                 w, b, info = fits[m]
-                rec = {"omega": omega, "error": _mse(Zte, y[te], Ztr, omega, w, b) / var}
+                pred = kernel_expansion(Zte, Ztr, w, omega, b, dtype=np.float64)
+                rec = {"omega": omega, "error": mean_squared_error(y[te], pred) / var}
                 if m == "RM":
                     rec["ridge"] = info[0]
                 else:

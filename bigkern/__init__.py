@@ -17,6 +17,7 @@ from bigkern.errors import (
     LabelError,
     NoResidualDegreesOfFreedomError,
     StoreError,
+    UnknownSettingError,
 )
 from bigkern.features import with_features
 from bigkern.io import (
@@ -56,10 +57,11 @@ from bigkern.reduce import (
     percentile_bins,
     quantile_edges,
     quantile_summary,
+    random_split,
     reduced_normal_equations,
+    sample_rows,
     sparse_gram,
 )
-from bigkern.sampling import random_split, sample_rows
 from bigkern.tuning import (
     choose_support_radius,
     difference_noise_variance,
@@ -69,8 +71,7 @@ from bigkern.tuning import (
     holdout_grid_search,
     mallows_cp,
 )
-
-__version__ = "0.1.0"
+from bigkern.version import __version__
 
 __all__ = [
     "DECILES",
@@ -99,6 +100,7 @@ __all__ = [
     "PeriodicKernelRidge",
     "Samples",
     "StoreError",
+    "UnknownSettingError",
     "__version__",
     "alignment_sparsity",
     "bin_statistics",

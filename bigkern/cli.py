@@ -223,15 +223,15 @@ def _run(args: argparse.Namespace) -> int:
 
 def _resumable(out: str) -> bool:
     """Whether ``out`` is a prediction store (``predict`` decides whether it resumes it)."""
-    from bigkern.io._zarr import KIND_ATTR, read_root_attrs
+    from bigkern.io.zarr_store import KIND_ATTR, read_root_attrs
 
     return (read_root_attrs(out) or {}).get(KIND_ATTR) == "predictions"
 
 
 def _fit(args: argparse.Namespace) -> None:
-    from bigkern.demo import DEFAULT_FEATURES, fit_scenes
     from bigkern.io.model_store import save_model
     from bigkern.io.scenes import open_scenes
+    from bigkern.workflow import DEFAULT_FEATURES, fit_scenes
 
     params = _parse_params(args.param)
     features = tuple(args.features or DEFAULT_FEATURES)
@@ -276,7 +276,7 @@ def _predict(args: argparse.Namespace) -> int:
           f"{missing:,} without a prediction ({missing / max(1, n):.1%}); "
           f"masks written to {report.path}")
     if args.png:
-        from bigkern.demo import plot_scene
+        from bigkern.workflow import plot_scene
 
         png = plot_scene(scenes, open_checked(report.path), args.png)
         print(f"bigkern: figure written to {png}")

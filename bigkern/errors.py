@@ -17,6 +17,7 @@ __all__ = [
     "LabelError",
     "NoResidualDegreesOfFreedomError",
     "StoreError",
+    "UnknownSettingError",
 ]
 
 
@@ -38,6 +39,14 @@ class DataQualityError(BigkernError, ValueError):
 
 class NoResidualDegreesOfFreedomError(BigkernError, ValueError):
     """OHT's stable set has ``l ≥ n`` components: the noise variance (21) is undefined."""
+
+
+class UnknownSettingError(BigkernError, KeyError, ValueError):
+    """A bigkern setting that does not exist (a typo): the message names the closest ones."""
+
+    def __str__(self) -> str:
+        # KeyError would print the message in quotes, as if it were the missing key
+        return str(self.args[0]) if self.args else ""
 
 
 class ClusterError(BigkernError, RuntimeError):

@@ -19,7 +19,7 @@ import xarray as xr
 from sklearn.base import clone
 
 from bigkern.cluster import compute
-from bigkern.reduce._tree import as_row_chunked, row_partials, tree_reduce
+from bigkern.reduce.passes import as_row_chunked, row_partials, tree_reduce
 
 __all__ = [
     "GridSearchResult",
@@ -190,7 +190,7 @@ def distance_quantile(
     The shortcut of rule (10): ``C = distance_quantile(X, 1 − τ)`` leaves about
     a fraction ``τ`` of the Gram matrix zero. With more than ``n_rows`` rows,
     the distances are those among a uniform, chunking-independent sample of
-    ``n_rows`` rows (:func:`~bigkern.sampling.sample_rows`, ``n_rows²`` pairs
+    ``n_rows`` rows (:func:`~bigkern.reduce.sampling.sample_rows`, ``n_rows²`` pairs
     including the diagonal, as in the n² of ``S(C)``); otherwise all pairs.
 
     Returns
@@ -199,8 +199,8 @@ def distance_quantile(
         One distance per probability in ``q`` (a 0-d array for a scalar ``q``).
     """
     from bigkern.kernels import pairwise_distances, row_blocks
-    from bigkern.reduce._tree import require_finite_rows
-    from bigkern.sampling import sample_rows
+    from bigkern.reduce.passes import require_finite_rows
+    from bigkern.reduce.sampling import sample_rows
 
     probs = np.asarray(q, dtype=np.float64)
     if not np.all((probs >= 0) & (probs <= 1)):

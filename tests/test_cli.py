@@ -7,7 +7,7 @@ import pytest
 
 from bigkern.cli import main
 from bigkern.io import load_model, open_scenes
-from bigkern.io._zarr import open_zarr
+from bigkern.io.zarr_store import open_zarr
 
 
 def test_demo_small(tmp_path, capsys):

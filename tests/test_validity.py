@@ -17,7 +17,6 @@ import xarray as xr
 
 from bigkern import config
 from bigkern.datasets import make_scenes
-from bigkern.demo import fit_scenes
 from bigkern.errors import DataQualityError, StoreError
 from bigkern.io import (
     apply_validity,
@@ -31,7 +30,8 @@ from bigkern.io import (
 )
 from bigkern.models import BinnedSVC
 from bigkern.predict import predict_scenes
-from bigkern.reduce._tree import valid_rows
+from bigkern.reduce.passes import valid_rows
+from bigkern.workflow import fit_scenes
 
 FEATURES = ("NDAI", "SD", "CORR")
 QUARTILES = (0.25, 0.5, 0.75)

@@ -25,7 +25,7 @@ import numpy as np
 import xarray as xr
 from scipy.ndimage import gaussian_filter, uniform_filter
 
-from bigkern.io.misr_text import VARIABLE_ATTRS
+from bigkern.features.variables import VARIABLE_ATTRS
 
 __all__ = ["FEATURES", "RADIANCES", "make_scenes"]
 

@@ -8,8 +8,9 @@ import numpy as np
 import xarray as xr
 
 from bigkern.errors import StoreError
+from bigkern.features.variables import VARIABLE_ATTRS
 
-__all__ = ["DERIVED", "with_features"]
+__all__ = ["DERIVED", "VARIABLE_ATTRS", "with_features"]
 
 #: Derived feature name → (source variable, description). ``logSD`` is the
 #: log of the standard deviation of nadir radiances used by Shi & Yu.

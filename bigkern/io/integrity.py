@@ -26,7 +26,7 @@ import xarray as xr
 from dask.base import tokenize
 
 from bigkern.errors import StoreError
-from bigkern.io._zarr import KIND_ATTR, STATUS_ATTR, _quiet_consolidated
+from bigkern.io.zarr_store import KIND_ATTR, STATUS_ATTR, _quiet_consolidated
 
 __all__ = ["CheckedChunks", "check_store_complete", "missing_chunks", "open_checked"]
 

@@ -23,6 +23,7 @@ import pandas as pd
 import xarray as xr
 
 from bigkern.errors import StoreError
+from bigkern.features.variables import VARIABLE_ATTRS
 from bigkern.io.validity import (
     FillValues,
     ValidRanges,
@@ -42,37 +43,6 @@ MISR_TEXT_COLUMNS: tuple[str, ...] = (
     "y", "x", "label", "NDAI", "SD", "CORR", "DF", "CF", "BF", "AF", "AN",
 )
 """Columns of a MISR expert-label text file, in file order."""
-
-_RADIANCE_UNITS = "W m-2 sr-1 um-1"
-
-VARIABLE_ATTRS: dict[str, dict[str, str]] = {
-    "NDAI": {
-        "long_name": "normalized difference angular index (Shi et al.)",
-        "units": "1",
-    },
-    "SD": {
-        "long_name": "standard deviation of nadir (AN) red radiance within the pixel",
-        "units": _RADIANCE_UNITS,
-    },
-    "CORR": {
-        "long_name": "mean correlation of multi-angle views (AF, AN, BF)",
-        "units": "1",
-    },
-    "DF": {"long_name": "red radiance, camera Df (70.5 deg forward)", "units": _RADIANCE_UNITS},
-    "CF": {"long_name": "red radiance, camera Cf (60.0 deg forward)", "units": _RADIANCE_UNITS},
-    "BF": {"long_name": "red radiance, camera Bf (45.6 deg forward)", "units": _RADIANCE_UNITS},
-    "AF": {"long_name": "red radiance, camera Af (26.1 deg forward)", "units": _RADIANCE_UNITS},
-    "AN": {"long_name": "red radiance, camera An (nadir)", "units": _RADIANCE_UNITS},
-    "label": {
-        "long_name": "expert label: 1 cloud, -1 clear, 0 unlabelled",
-        "units": "1",
-    },
-    "cloud_truth": {
-        "long_name": "true cloud mask: 1 cloud, -1 clear",
-        "units": "1",
-    },
-}
-"""``long_name``/``units`` attributes of the scene variables (read-only by convention)."""
 
 _N_COLUMNS = len(MISR_TEXT_COLUMNS)
 _FEATURE_COLUMNS = MISR_TEXT_COLUMNS[3:]

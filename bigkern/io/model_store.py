@@ -9,9 +9,9 @@ from typing import Any
 import xarray as xr
 
 from bigkern.errors import StoreError
-from bigkern.io._zarr import KIND_ATTR, VERSION_ATTR, finish_store, to_zarr
 from bigkern.io.integrity import open_checked
 from bigkern.io.outputs import staged_output
+from bigkern.io.zarr_store import KIND_ATTR, VERSION_ATTR, finish_store, to_zarr
 
 __all__ = ["load_model", "save_model"]
 
@@ -43,7 +43,7 @@ def save_model(
     ds = model.to_dataset()
     with staged_output(path, overwrite=overwrite, inputs=inputs) as temp:
         if path.suffix == ".nc":
-            from bigkern import __version__
+            from bigkern.version import __version__
 
             ds.attrs.update({KIND_ATTR: "model", VERSION_ATTR: __version__})
             ds.to_netcdf(temp)

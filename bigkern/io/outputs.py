@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bigkern.errors import StoreError
-from bigkern.io._zarr import KIND_ATTR, STATUS_ATTR, read_root_attrs
+from bigkern.io.zarr_store import KIND_ATTR, STATUS_ATTR, read_root_attrs
 
 __all__ = [
     "check_not_input",

@@ -29,9 +29,9 @@ import xarray as xr
 from dask.base import tokenize
 
 from bigkern.errors import StoreError
-from bigkern.io._zarr import KIND_ATTR, STATUS_ATTR, finish_store, read_root_attrs, to_zarr
 from bigkern.io.integrity import missing_chunks
 from bigkern.io.outputs import check_not_input, remove_output
+from bigkern.io.zarr_store import KIND_ATTR, STATUS_ATTR, finish_store, read_root_attrs, to_zarr
 
 __all__ = ["JOB_ATTR", "RegionReport", "write_regions"]
 

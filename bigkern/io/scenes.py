@@ -19,14 +19,15 @@ import xarray as xr
 
 from bigkern import config
 from bigkern.errors import LabelError, StoreError
-from bigkern.io._zarr import finish_store, to_zarr
 from bigkern.io.integrity import open_checked
 from bigkern.io.outputs import staged_output
 from bigkern.io.validity import FillValues, ValidRanges, apply_validity
+from bigkern.io.zarr_store import finish_store, to_zarr
 
 __all__ = [
     "SCENE_DIMS",
     "Samples",
+    "as_dask_array",
     "default_chunks",
     "open_scenes",
     "stack_samples",
@@ -239,7 +240,7 @@ def stack_samples(
     if not features:
         raise ValueError("no features given")
     validate_scenes(ds, features=features, check_labels=False)
-    arrays = [_as_dask(ds[f]) for f in features]
+    arrays = [as_dask_array(ds[f]) for f in features]
     chunks = arrays[0].chunks
     arrays = [a if a.chunks == chunks else a.rechunk(chunks) for a in arrays]
     dtype = np.result_type(*[a.dtype for a in arrays], np.float32)
@@ -248,7 +249,7 @@ def stack_samples(
     pixel = _flatten_blocks(_pixel_index(chunks), trailing=())
     y = mask = None
     if label in ds:
-        lab = _as_dask(ds[label])
+        lab = as_dask_array(ds[label])
         if lab.chunks != chunks:
             lab = lab.rechunk(chunks)
         y = _flatten_blocks(lab, trailing=())
@@ -271,7 +272,20 @@ def _pixel_index(chunks: tuple[tuple[int, ...], ...]) -> da.Array:
                          token="bigkern-pixel-index")
 
 
-def _as_dask(var: xr.DataArray) -> da.Array:
+def as_dask_array(var: xr.DataArray) -> da.Array:
+    """The data of ``var`` as a dask array: its own if dask-backed, else chunked by default.
+
+    Parameters
+    ----------
+    var : xarray.DataArray
+        A ``(scene, y, x)`` variable, lazy or in memory.
+
+    Returns
+    -------
+    dask.array.Array
+        ``var.data`` itself when it is a dask array, else a dask array with
+        :func:`default_chunks` (about ``bigkern.chunk_bytes`` per chunk).
+    """
     data = var.data
     if isinstance(data, da.Array):
         return data

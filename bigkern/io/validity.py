@@ -16,7 +16,7 @@ value of a feature that
 
 Masked values are NaN like any other missing value, so every bigkern reduction
 leaves their rows out and counts them per feature (see
-:func:`bigkern.reduce._tree.per_feature_counts`). ``label`` (and ``cloud_truth``) and
+:func:`bigkern.reduce.passes.per_feature_counts`). ``label`` (and ``cloud_truth``) and
 coordinates are never touched.
 
 Each masked variable records what was applied in its attributes

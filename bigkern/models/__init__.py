@@ -56,7 +56,8 @@ def load_model_dataset(ds: xr.Dataset) -> Any:
     if name in _REGRESSORS:
         return regressor_from_dataset(ds, _REGRESSORS[name])
     if name in _COMPACT:
-        return compact_from_dataset(ds, _COMPACT[name])
+        return compact_from_dataset(ds, _COMPACT[name],
+                                    support_from_coef=issubclass(_COMPACT[name], CompactSVC))
     if name not in _MODELS:
         raise ValueError(f"not a bigkern model dataset (model={name!r})")
     params = json.loads(ds.attrs["params_json"])

@@ -69,10 +69,27 @@ def compact_to_dataset(model: Any) -> xr.Dataset:
     return xr.Dataset(data, coords={"feature": names}, attrs=attrs)
 
 
-def compact_from_dataset(ds: xr.Dataset, cls: type) -> Any:
-    """Rebuild a fitted ``cls`` from :func:`compact_to_dataset`'s output."""
+def compact_from_dataset(ds: xr.Dataset, cls: type, *, support_from_coef: bool = False) -> Any:
+    """Rebuild a fitted ``cls`` from :func:`compact_to_dataset`'s output.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The output of :func:`compact_to_dataset`.
+    cls : type
+        The estimator class named by ``ds.attrs["model"]``.
+    support_from_coef : bool
+        Set ``support_`` to the rows with a nonzero dual coefficient (the indices
+        of the support vectors that :class:`~bigkern.models.CompactSVC` keeps).
+        The caller says so: this module cannot import :mod:`bigkern.models.compact`,
+        which imports it.
+
+    Returns
+    -------
+    object
+        The fitted estimator.
+    """
     from bigkern.kernels import CompactSupport, Gaussian
-    from bigkern.models.compact import CompactSVC
     from bigkern.solvers.kpca import KernelPCASolution
 
     fmt = int(ds.attrs.get("bigkern_format", 0))
@@ -93,7 +110,7 @@ def compact_from_dataset(ds: xr.Dataset, cls: type) -> Any:
     if "dual_coef" in ds:
         model.dual_coef_ = np.asarray(ds["dual_coef"].values, dtype=np.float64)
         model.intercept_ = float(ds.attrs["intercept"])
-        if isinstance(model, CompactSVC):  # it keeps the indices of its support vectors
+        if support_from_coef:
             model.support_ = np.flatnonzero(model.dual_coef_)
     else:
         model._solution = KernelPCASolution(

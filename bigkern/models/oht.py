@@ -152,7 +152,7 @@ class OHTRegressor(_KernelRegressor):
         import xarray as xr
 
         from bigkern.reduce.reduced_folds import fold_pieces, reduced_normal_equations_folds
-        from bigkern.sampling import sample_rows
+        from bigkern.reduce.sampling import sample_rows
         from bigkern.solvers.oht import oht_from_normal_equations
 
         m = self.basis

@@ -20,7 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from bigkern.errors import BigkernWarning, DataQualityError
 from bigkern.kernels import gaussian_kernel, kernel_expansion
-from bigkern.solvers._checks import check_ridges
+from bigkern.solvers.checks import check_ridges
 from bigkern.solvers.rls import (
     DoublePrecisionWarning,
     ExtendedPrecisionWarning,

@@ -6,6 +6,7 @@ from bigkern.reduce.percentile import percentile_bins
 from bigkern.reduce.quantiles import DECILES, QUANTILE_METHODS, quantile_edges, quantile_summary
 from bigkern.reduce.reduced_folds import reduced_normal_equations_folds
 from bigkern.reduce.reduced_kernel import reduced_normal_equations, reduced_residual_sums
+from bigkern.reduce.sampling import random_split, sample_rows
 from bigkern.reduce.sparse_gram import GramReport, gram_report, sparse_gram
 
 __all__ = [
@@ -19,9 +20,11 @@ __all__ = [
     "percentile_bins",
     "quantile_edges",
     "quantile_summary",
+    "random_split",
     "reduced_normal_equations",
     "reduced_normal_equations_folds",
     "reduced_residual_sums",
     "robust_scaler",
+    "sample_rows",
     "sparse_gram",
 ]

@@ -20,7 +20,13 @@ import xarray as xr
 from bigkern import config
 from bigkern.cluster import compute
 from bigkern.errors import DataQualityError
-from bigkern.reduce._tree import add_counts, as_float_block, as_row_chunked, tree_reduce, valid_rows
+from bigkern.reduce.passes import (
+    add_counts,
+    as_float_block,
+    as_row_chunked,
+    tree_reduce,
+    valid_rows,
+)
 
 __all__ = ["as_arrays", "count_attrs", "run_pass", "usable_rows"]
 

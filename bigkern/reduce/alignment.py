@@ -30,7 +30,7 @@ import xarray as xr
 
 from bigkern.cluster import compute
 from bigkern.kernels import CompactSupport, pairwise_distances, row_blocks
-from bigkern.reduce._tree import as_row_chunked, require_finite_rows, tree_reduce
+from bigkern.reduce.passes import as_row_chunked, require_finite_rows, tree_reduce
 
 __all__ = ["alignment_sparsity"]
 
@@ -90,7 +90,7 @@ def alignment_sparsity(
         Rows paired with all of ``X`` at once (memory: ``block_rows × n`` floats).
     sample : int, optional
         Estimate the curves from a uniform, chunking-independent sample of this
-        many rows (:func:`~bigkern.sampling.sample_rows`) when ``X`` has more:
+        many rows (:func:`~bigkern.reduce.sampling.sample_rows`) when ``X`` has more:
         ``sample²`` pairs instead of ``n²``. The sample is also split into
         ``groups`` disjoint parts whose curves give the standard errors
         ``alignment_se`` and ``sparsity_se`` (the spread of the part estimates
@@ -177,7 +177,7 @@ def _scaled_sums(sums: dict[str, np.ndarray], m: int, n: int,
 def _sampled_curves(X: Any, kernel: Any, Cs: np.ndarray, *, nu: int, block_rows: int,
                     sample: int, seed: int, groups: int) -> xr.Dataset:
     """The curves of a row sample, their standard errors from disjoint parts of it."""
-    from bigkern.sampling import sample_rows
+    from bigkern.reduce.sampling import sample_rows
 
     if int(groups) < 2 or sample < 2 * int(groups):
         raise ValueError(f"groups must be >= 2 and sample >= 2 * groups; got groups={groups!r}, "

@@ -29,14 +29,6 @@ import xarray as xr
 from bigkern.cluster import compute
 from bigkern.errors import LabelError
 from bigkern.reduce._kernels import bin_ids, bin_sums_dense, bin_sums_sparse, label_flags
-from bigkern.reduce._tree import (
-    add_counts,
-    as_float_block,
-    as_row_chunked,
-    row_partials,
-    tree_reduce,
-    valid_rows,
-)
 from bigkern.reduce.fixed_point import (
     FixedPointGrid,
     exact_means,
@@ -49,6 +41,14 @@ from bigkern.reduce.outliers import (
     record_outliers,
     robust_scaler,
     summary_grid,
+)
+from bigkern.reduce.passes import (
+    add_counts,
+    as_float_block,
+    as_row_chunked,
+    row_partials,
+    tree_reduce,
+    valid_rows,
 )
 from bigkern.reduce.radix_select import dense_histograms, histogram_pass
 

@@ -39,6 +39,9 @@ __all__ = [
 
 #: Distance from the median, in robust σ, beyond which a value is an outlier.
 OUTLIER_SIGMAS = 1000.0
+#: Per-feature key-group histograms: dense (feature, 2**GROUP_BITS), or one sparse
+#: ``(groups, counts)`` pair per feature.
+Histograms = np.ndarray | Sequence[tuple[np.ndarray, np.ndarray]]
 _Z90 = 1.2815515655446004  # standard normal 90% quantile
 _ROBUST_PROBS = (0.1, 0.5, 0.9)
 
@@ -81,8 +84,28 @@ def _group_bounds(groups: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, np.n
             keys_to_floats(last, dtype).astype(np.float64))
 
 
-def histogram_grid(hist: np.ndarray, dtype: np.dtype) -> FixedPointGrid:
+def _occupied_groups(hist: Histograms) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per feature, the occupied key groups (increasing) and their counts."""
+    if isinstance(hist, np.ndarray):
+        out = []
+        for row in hist:
+            groups = np.flatnonzero(row)
+            out.append((groups, row[groups]))
+        return out
+    out = []
+    for groups, counts in hist:
+        counts = np.asarray(counts, dtype=np.int64)
+        occupied = counts > 0
+        out.append((np.asarray(groups, dtype=np.intp)[occupied], counts[occupied]))
+    return out
+
+
+def histogram_grid(hist: Histograms, dtype: np.dtype) -> FixedPointGrid:
     """The fixed-point grid of the first pass's key histograms (feature, 2**20).
+
+    ``hist`` is dense, or per feature the sparse ``(groups, counts)`` of the
+    occupied groups in increasing order (the first pass's own form; the
+    in-memory path never builds a 2**20 table); both give the same grid.
 
     The median and σ are those of :func:`robust_scaler` computed from the
     smallest value of the key groups holding the 10%, 50% and 90% ranks
@@ -93,14 +116,14 @@ def histogram_grid(hist: np.ndarray, dtype: np.dtype) -> FixedPointGrid:
     outliers the bound is ``max|x|`` (up to its binade, which is all the
     grid depends on).
     """
-    d = hist.shape[0]
+    rows = _occupied_groups(hist)
+    d = len(rows)
     bound = np.zeros(d)
     absmax = np.zeros(d)
-    for f in range(d):
-        groups = np.flatnonzero(hist[f])
+    for f, (groups, group_counts) in enumerate(rows):
         if not len(groups):
             continue
-        cum = np.cumsum(hist[f, groups])
+        cum = np.cumsum(group_counts)
         first, last = _group_bounds(groups, dtype)
         ranks = np.floor((cum[-1] - 1) * np.asarray(_ROBUST_PROBS)).astype(np.int64)
         q = first[np.searchsorted(cum, ranks, side="right")]
@@ -112,19 +135,19 @@ def histogram_grid(hist: np.ndarray, dtype: np.dtype) -> FixedPointGrid:
     return FixedPointGrid.make(bound, absmax)
 
 
-def histogram_outliers(hist: np.ndarray, dtype: np.dtype, limits: np.ndarray) -> np.ndarray:
+def histogram_outliers(hist: Histograms, dtype: np.dtype, limits: np.ndarray) -> np.ndarray:
     """Number of values per feature whose whole key group lies outside ``limits`` (d, 2).
 
-    A value within 2**-11 (float32; 2**-8 for float64) relative of a limit
-    may share its key group with values on the other side, and then is not
-    counted.
+    ``hist`` as for :func:`histogram_grid`. A value within 2**-11 (float32;
+    2**-8 for float64) relative of a limit may share its key group with
+    values on the other side, and then is not counted.
     """
-    counts = np.zeros(hist.shape[0], dtype=np.int64)
-    for f in range(hist.shape[0]):
-        groups = np.flatnonzero(hist[f])
+    rows = _occupied_groups(hist)
+    counts = np.zeros(len(rows), dtype=np.int64)
+    for f, (groups, group_counts) in enumerate(rows):
         first, last = _group_bounds(groups, dtype)
         beyond = (first > limits[f, 1]) | (last < limits[f, 0])
-        counts[f] = int(hist[f, groups[beyond]].sum())
+        counts[f] = int(group_counts[beyond].sum())
     return counts
 
 

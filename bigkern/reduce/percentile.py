@@ -37,7 +37,6 @@ from bigkern import config
 from bigkern.cluster import compute
 from bigkern.errors import LabelError
 from bigkern.reduce._kernels import bin_ids, certain_bin_ids, certain_bin_sums
-from bigkern.reduce._tree import as_float_block, row_partials, tree_reduce, valid_rows
 from bigkern.reduce.binning import (
     accumulate_bins,
     binning_pass,
@@ -57,6 +56,7 @@ from bigkern.reduce.outliers import (
     record_outliers,
     robust_scaler,
 )
+from bigkern.reduce.passes import as_float_block, row_partials, tree_reduce, valid_rows
 from bigkern.reduce.quantiles import DECILES, QuantilePlan, prepare_samples, summary_dataset
 from bigkern.reduce.radix_select import (
     GROUP_BITS,

@@ -36,7 +36,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bigkern.reduce._tree import as_row_chunked
+from bigkern.reduce.passes import as_row_chunked
 from bigkern.reduce.radix_select import (
     RadixSelection,
     dense_histograms,

@@ -20,7 +20,7 @@ import numpy as np
 from bigkern.cluster import compute
 from bigkern.errors import DataQualityError
 from bigkern.reduce._kernels import int_label_range, key_histogram, select_digits
-from bigkern.reduce._tree import (
+from bigkern.reduce.passes import (
     add_counts,
     as_float_block,
     row_partials,

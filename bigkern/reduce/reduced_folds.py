@@ -7,7 +7,7 @@ fold's. Computing them width by width and fold by fold would read the data
 ``widths × folds`` times; here every row chunk is read once:
 
 * each row gets its fold from a seeded hash of its global row number
-  (:func:`bigkern.sampling.uniform_from_index`), so folds do not depend on the
+  (:func:`bigkern.reduce.sampling.uniform_from_index`), so folds do not depend on the
   chunking or on the number of workers;
 * per block of rows, the half squared distances ``S = −‖z − c‖² / 2`` to the
   centers are computed once, in one matrix product;

@@ -43,7 +43,7 @@ import xarray as xr
 from bigkern import config
 from bigkern.kernels import omega_to_gamma, row_blocks
 from bigkern.reduce._row_pass import as_arrays, count_attrs, run_pass, usable_rows
-from bigkern.sampling import uniform_from_index
+from bigkern.reduce.sampling import uniform_from_index
 
 __all__ = [
     "ReducedBasis",

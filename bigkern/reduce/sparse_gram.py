@@ -25,7 +25,7 @@ from scipy.spatial import cKDTree
 
 from bigkern.cluster import compute
 from bigkern.kernels import CompactSupport
-from bigkern.reduce._tree import as_row_chunked, require_finite_rows
+from bigkern.reduce.passes import as_row_chunked, require_finite_rows
 
 __all__ = ["GramReport", "gram_report", "sparse_gram"]
 

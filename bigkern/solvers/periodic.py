@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from bigkern.errors import BigkernWarning
-from bigkern.solvers._checks import check_ridges
+from bigkern.solvers.checks import check_ridges
 
 __all__ = [
     "EqualBins",

@@ -23,7 +23,7 @@ import scipy.linalg
 from numpy.typing import ArrayLike
 
 from bigkern.errors import DoublePrecisionWarning, ExtendedPrecisionWarning
-from bigkern.solvers._checks import check_ridges
+from bigkern.solvers.checks import check_ridges
 from bigkern.solvers.rls_extended import extended_backend, extended_solve
 
 __all__ = [

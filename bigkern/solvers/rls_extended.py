@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from bigkern.errors import ExtendedPrecisionWarning
-from bigkern.solvers._checks import check_ridges
+from bigkern.solvers.checks import check_ridges
 
 __all__ = ["extended_backend", "extended_solve"]
 

@@ -112,7 +112,7 @@ def to_zarr(
     consolidated : bool
         Consolidate metadata now (False for a template still being filled).
     """
-    from bigkern import __version__
+    from bigkern.version import __version__
 
     out = _portable_strings(ds)
     for var in out.variables.values():  # codecs are bigkern's choice, not the source's

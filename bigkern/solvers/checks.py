@@ -1,4 +1,4 @@
-"""Argument checks shared by the solvers."""
+"""Argument checks shared by the solvers and the estimators built on them."""
 
 from __future__ import annotations
 

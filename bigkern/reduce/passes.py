@@ -1,0 +1,231 @@
+"""Chunk → combine → aggregate reductions over the row chunks of sample arrays.
+
+Every distributed pass of bigkern has the same shape: a pure function of one
+row chunk (of ``X``, and of ``y``/``mask`` when given) returns a small partial
+result; partials are merged pairwise-associatively in a tree of fan-in
+``split_every``; the root is turned into the final result. Partials are small
+Python objects (dicts of numpy arrays), never n-sized.
+
+These are the building blocks of every pass in :mod:`bigkern.reduce`, public
+because packages above it (:mod:`bigkern.tuning`, :mod:`bigkern.models`) build
+their own passes from them and report the row counts they return.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+from dask.delayed import Delayed
+
+from bigkern import config
+
+__all__ = [
+    "NONFINITE_FEATURE",
+    "add_counts",
+    "as_float_block",
+    "as_row_chunked",
+    "nonfinite_by_column",
+    "per_feature_counts",
+    "require_finite_rows",
+    "row_partials",
+    "tree_reduce",
+    "valid_rows",
+    "without_per_feature",
+]
+
+#: Count key prefix of the rows left out because feature ``j`` is non-finite
+#: (``nonfinite_feature_0``, ``nonfinite_feature_1`` ...; ``n_``-prefixed in attrs).
+NONFINITE_FEATURE = "nonfinite_feature_"
+
+
+def as_row_chunked(
+    X: Any, y: Any = None, mask: Any = None
+) -> tuple[da.Array, da.Array | None, da.Array | None]:
+    """Return ``X`` (n, d) and optional ``y``, ``mask`` (n,) as dask arrays with equal row chunks.
+
+    ``X`` is rechunked to a single chunk along features; ``y`` and ``mask``
+    take ``X``'s row chunks. numpy inputs become one dask chunk per ~100 MB.
+    """
+    if not isinstance(X, da.Array):
+        X = np.asarray(X)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D (sample, feature); got shape {X.shape}")
+        rows = max(1, int(config.get("chunk_bytes")) // max(1, X.itemsize * X.shape[1]))
+        X = da.from_array(X, chunks=(rows, -1))
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D (sample, feature); got shape {X.shape}")
+    if len(X.chunks[1]) != 1:
+        X = X.rechunk({1: -1})
+    out = [X]
+    for name, arr in (("y", y), ("mask", mask)):
+        if arr is None:
+            out.append(None)
+            continue
+        if not isinstance(arr, da.Array):
+            arr = da.from_array(np.asarray(arr), chunks=(X.chunks[0],))
+        if arr.ndim != 1 or arr.shape[0] != X.shape[0]:
+            raise ValueError(
+                f"{name} must be 1-D with one entry per row of X ({X.shape[0]}); "
+                f"got shape {arr.shape}"
+            )
+        if arr.chunks[0] != X.chunks[0]:
+            arr = arr.rechunk((X.chunks[0],))
+        out.append(arr)
+    return out[0], out[1], out[2]
+
+
+def row_partials(
+    func: Callable[..., Any],
+    X: da.Array,
+    *others: da.Array | None,
+    name: str,
+    **kwargs: Any,
+) -> list[Delayed]:
+    """Apply ``func(X_chunk, *other_chunks, **kwargs)`` to every row chunk; one Delayed each.
+
+    ``others`` that are ``None`` are passed as ``None``. The blocks keep their
+    graph keys (``optimize_graph=False``): when ``X`` and ``y`` are slices of one
+    source, a separately optimized graph per array would read each chunk of the
+    source once per array.
+    """
+    x_blocks = X.to_delayed(optimize_graph=False).ravel()
+    other_blocks = [
+        [None] * len(x_blocks) if o is None else list(o.to_delayed(optimize_graph=False).ravel())
+        for o in others
+    ]
+    fn = dask.delayed(func, pure=True, name=name)
+    return [fn(xb, *(ob[i] for ob in other_blocks), **kwargs) for i, xb in enumerate(x_blocks)]
+
+
+def tree_reduce(
+    partials: Sequence[Delayed],
+    combine: Callable[[list[Any]], Any],
+    *,
+    split_every: int | None = None,
+    name: str = "combine",
+) -> Delayed:
+    """Merge ``partials`` in a tree of fan-in ``split_every`` with ``combine(list) -> partial``."""
+    if not partials:
+        raise ValueError("nothing to reduce: the input has no chunks")
+    k = max(2, int(split_every or config.get("split_every")))
+    level = list(partials)
+    fn = dask.delayed(combine, pure=True, name=name)
+    while len(level) > 1:
+        level = [fn(level[i : i + k]) for i in range(0, len(level), k)]
+    return level[0]
+
+
+def valid_rows(
+    Xb: np.ndarray, mb: np.ndarray | None
+) -> tuple[np.ndarray, dict[str, int]]:
+    """Rows of a chunk usable for fitting, and counts of the rows left out.
+
+    A row is used when its mask entry is true (or no mask is given) and every
+    feature is finite. Left-out rows are counted as ``masked`` (mask false),
+    ``absent`` (every feature non-finite: no data there) or ``nonfinite``
+    (some but not all features non-finite); the ``nonfinite`` rows are also
+    counted per feature, as ``nonfinite_feature_<j>`` for column ``j`` (see
+    :func:`nonfinite_by_column`). Every count is a plain int, so the counts
+    add with :func:`add_counts` and fit in netCDF/zarr attributes.
+    """
+    from bigkern.reduce._kernels import row_status
+
+    X = as_float_block(Xb)
+    use_mask = mb is not None
+    m = np.ascontiguousarray(mb, dtype=bool) if use_mask else np.zeros(0, dtype=bool)
+    valid, c = row_status(X, m, use_mask)
+    counts = {"rows": int(c[0]), "masked": int(c[1]), "absent": int(c[2]),
+              "nonfinite": int(c[3]), "valid": int(c[4])}
+    by_column = nonfinite_by_column(X, valid, m if use_mask else None, counts["nonfinite"])
+    counts.update({f"{NONFINITE_FEATURE}{j}": int(v) for j, v in enumerate(by_column)})
+    return valid, counts
+
+
+def nonfinite_by_column(
+    X: np.ndarray, valid: np.ndarray, mask: np.ndarray | None, n_nonfinite: int
+) -> np.ndarray:
+    """Per column, the rows left out because that feature is non-finite.
+
+    Counted over the *nonfinite* rows of :func:`valid_rows` (mask true, some
+    but not all features non-finite): absent rows (no finite feature: no data
+    at all) and masked rows are not a feature's fault. A row with two
+    non-finite features counts once in each, so the sum over columns is at
+    least ``n_nonfinite``. Costs nothing when ``n_nonfinite`` is 0.
+    """
+    d = X.shape[1]
+    if not n_nonfinite:
+        return np.zeros(d, dtype=np.int64)
+    left_out = ~valid if mask is None else ~valid & mask
+    bad = ~np.isfinite(X[left_out])
+    present = ~bad.all(axis=1)
+    return bad[present].sum(axis=0, dtype=np.int64)
+
+
+def per_feature_counts(
+    counts: Any, names: Sequence[str], *, prefix: str = "n_"
+) -> dict[str, int]:
+    """``{feature name: rows left out because it is non-finite}`` from counts or attrs.
+
+    ``counts`` holds ``<prefix>nonfinite_feature_<j>`` keys (``prefix`` is
+    ``"n_"`` for the attrs of bins, quantile summaries and fit reports, ``""``
+    for the raw counts of :func:`valid_rows`); column ``j`` is ``names[j]``.
+    Features without a key (counts from before per-feature counting) are left out.
+    """
+    out = {}
+    for j, name in enumerate(names):
+        key = f"{prefix}{NONFINITE_FEATURE}{j}"
+        if key in counts:
+            out[str(name)] = int(counts[key])
+    return out
+
+
+def without_per_feature(counts: Any, *, prefix: str = "n_") -> dict[str, Any]:
+    """``counts`` without its per-column ``nonfinite_feature_<j>`` keys."""
+    return {k: v for k, v in counts.items()
+            if not str(k).startswith(f"{prefix}{NONFINITE_FEATURE}")}
+
+
+def require_finite_rows(X: Any, what: str, needed_for: str, offset: int = 0) -> np.ndarray:
+    """``X`` as a 2-D float64 array; a row with a non-finite feature raises, naming it.
+
+    For methods that cannot leave rows out (a Gram matrix has one row per sample).
+    ``offset`` is the global number of ``X``'s first row (for a chunk).
+    """
+    from bigkern.errors import DataQualityError
+
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"{what} must be 2-D (sample, feature); got shape {X.shape}")
+    bad = ~np.isfinite(X).all(axis=1)
+    if bad.any():
+        rows = np.flatnonzero(bad)
+        raise DataQualityError(
+            f"{what} has {len(rows)} row(s) with a non-finite feature (first: row "
+            f"{offset + int(rows[0])}); "
+            f"{needed_for} needs finite features: drop or impute them first"
+        )
+    return X
+
+
+def as_float_block(Xb: np.ndarray) -> np.ndarray:
+    """A C-contiguous float32/float64 copy-if-needed of a chunk."""
+    X = np.asarray(Xb)
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
+    return np.ascontiguousarray(X)
+
+
+def add_counts(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Sum dicts of row counts key by key (ints, or per-feature arrays added elementwise).
+
+    A key missing from some parts counts 0 there; inputs are never modified.
+    """
+    out: dict[str, Any] = {}
+    for p in parts:
+        for k, v in p.items():
+            out[k] = out[k] + v if k in out else (v.copy() if isinstance(v, np.ndarray) else v)
+    return out
