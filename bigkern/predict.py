@@ -12,14 +12,14 @@ import xarray as xr
 
 from bigkern import config
 from bigkern.io.regions import RegionReport, write_regions
-from bigkern.io.scenes import SCENE_DIMS, _as_dask, validate_scenes
+from bigkern.io.scenes import SCENE_DIMS, as_dask_array, validate_scenes
 
-__all__ = ["predict_scenes", "prediction_job", "write_predictions"]
+__all__ = ["mask_codes", "predict_scenes", "prediction_job", "write_predictions"]
 
 
-def _decision_block(block: np.ndarray, expansion: Any) -> np.ndarray:
+def _decision_block(block: np.ndarray, decision_rows: Any) -> np.ndarray:
     flat = block.reshape(-1, block.shape[-1])
-    return expansion.decision(flat).astype(np.float32).reshape(block.shape[:-1])
+    return np.asarray(decision_rows(flat)).astype(np.float32).reshape(block.shape[:-1])
 
 
 def task_chunks(
@@ -103,6 +103,25 @@ def _fit_task_to_memory(arrays: Sequence[da.Array], chunks: tuple[tuple[int, ...
     return int(min(max_pixels, fits))
 
 
+def mask_codes(classes: Any) -> tuple[int, int, int]:
+    """The int8 codes of a cloud mask: negative class, positive class, and "no prediction".
+
+    "No prediction" is 0 (MISR's "unlabelled") unless 0 is one of the classes;
+    then it is -128, so that it is never a real class.
+    """
+    values = list(np.asarray(classes).tolist())
+    if len(values) != 2 or not all(isinstance(v, (int, np.integer)) or (
+            isinstance(v, float) and v.is_integer()) for v in values):
+        raise TypeError(f"predict_scenes writes an int8 cloud mask: the model's classes must be "
+                        f"two integers in [-127, 127]; got {values} (use decision values, or "
+                        f"fit on integer labels)")
+    neg, pos = (int(v) for v in values)
+    if not all(-127 <= v <= 127 for v in (neg, pos)):
+        raise TypeError(f"predict_scenes writes an int8 cloud mask: classes {values} are "
+                        f"outside [-127, 127]")
+    return neg, pos, (0 if 0 not in (neg, pos) else -128)
+
+
 def predict_scenes(
     model: Any, ds: xr.Dataset, features: Sequence[str] | None = None
 ) -> xr.Dataset:
@@ -111,7 +130,8 @@ def predict_scenes(
     Parameters
     ----------
     model : fitted bigkern estimator
-        Anything with ``expansion_`` and ``classes_`` (all bigkern models).
+        A fitted bigkern classifier (anything with ``decision_rows``,
+        ``n_basis_`` and two integer ``classes_``).
     ds : xarray.Dataset
         Scene dataset with the model's features as ``(scene, y, x)`` variables.
     features : sequence of str, optional
@@ -123,8 +143,10 @@ def predict_scenes(
     xarray.Dataset
         ``decision`` (float32; NaN where a feature is missing) and
         ``cloud_mask`` (int8: the model's classes, e.g. 1 cloud / -1 clear,
-        and 0 where no prediction is possible), aligned with ``ds``. Unlabelled
-        pixels are predicted too.
+        and the "no prediction" flag — 0, or -128 when 0 is a class, see
+        :func:`mask_codes` — where a feature is missing), aligned with ``ds``;
+        its ``flag_values`` attribute lists the three codes. Unlabelled pixels
+        are predicted too.
     """
     if features is None:
         names = getattr(model, "feature_names_in_", None)
@@ -136,25 +158,25 @@ def predict_scenes(
         raise ValueError(f"{len(features)} features given; the model takes "
                          f"{model.n_features_in_}")
     validate_scenes(ds, features=features, check_labels=False)
-    arrays = [_as_dask(ds[f]) for f in features]
+    arrays = [as_dask_array(ds[f]) for f in features]
     chunks = arrays[0].chunks
     arrays = [a if a.chunks == chunks else a.rechunk(chunks) for a in arrays]
     cube = da.stack(arrays, axis=-1).rechunk({3: -1})
     max_pixels = int(config.get("predict_block_pixels"))
     budget = worker_memory_budget()
     if budget is not None:
-        max_pixels = _fit_task_to_memory(arrays, chunks, model.expansion_.n_basis, budget,
+        max_pixels = _fit_task_to_memory(arrays, chunks, model.n_basis_, budget,
                                          max_pixels)
     tasks = task_chunks(chunks, max_pixels)
     cube = cube.rechunk((*tasks, -1))
     decision = cube.map_blocks(
-        _decision_block, expansion=model.expansion_, drop_axis=3, dtype=np.float32,
+        _decision_block, decision_rows=model.decision_rows, drop_axis=3, dtype=np.float32,
         token="bigkern-decision",
     )
     if decision.chunks != chunks:
         decision = decision.rechunk(chunks)
-    neg, pos = (int(c) for c in model.classes_)
-    mask = da.where(da.isnan(decision), 0, da.where(decision > 0, pos, neg)).astype(np.int8)
+    neg, pos, none = mask_codes(model.classes_)
+    mask = da.where(da.isnan(decision), none, da.where(decision > 0, pos, neg)).astype(np.int8)
     coords = {d: ds[d] for d in SCENE_DIMS if d in ds.coords}
     out = xr.Dataset(
         {
@@ -170,7 +192,7 @@ def predict_scenes(
     )
     out["cloud_mask"].attrs = {
         "long_name": "predicted class",
-        "flag_values": [neg, 0, pos],
+        "flag_values": [neg, none, pos],
         "flag_meanings": "negative no_prediction positive" if (neg, pos) != (-1, 1)
         else "clear no_prediction cloud",
     }
@@ -180,7 +202,7 @@ def predict_scenes(
 
 def _count_predictions(decision: np.ndarray, mask: np.ndarray) -> dict[str, int]:
     """Pixels, pixels with no prediction, and pixels per predicted sign in one region."""
-    no_prediction = int(np.count_nonzero(mask == 0))
+    no_prediction = int(np.count_nonzero(np.isnan(decision)))
     positive = int(np.count_nonzero(decision > 0))
     return {"pixels": int(mask.size), "no_prediction": no_prediction,
             "positive": positive, "negative": int(mask.size) - no_prediction - positive}

@@ -113,12 +113,15 @@ def test_dask_predict_is_lazy_and_equal():
     np.testing.assert_array_equal(lazy.compute(), model.predict(x))
 
 
-def test_nonfinite_rows_counted_and_predicted_as_zero():
+def test_nonfinite_rows_counted_and_never_given_a_class():
     x, y = _data(5000)
     x[::10, 2] = np.nan
+    x[1::10, 0] = -np.inf
     model = BinnedSVC().fit(x, y)
-    assert model.fit_report_["n_nonfinite"] == 500
-    assert np.all(model.predict(x[::10]) == 0)
+    assert model.fit_report_["n_nonfinite"] == 1000
+    assert np.isnan(model.decision_function(x[:20])[[0, 1, 10, 11]]).all()
+    with pytest.raises(DataQualityError, match="cannot be predicted"):
+        model.predict(x[::10])
 
 
 def test_too_many_nonfinite_rows_raise():

@@ -12,11 +12,12 @@ import xarray as xr
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from bigkern import config
-from bigkern.errors import DataQualityError
+from bigkern.errors import DataQualityError, LabelError
 from bigkern.kernels import kernel_expansion
-from bigkern.reduce._tree import per_feature_counts
+from bigkern.models._input import fit_input, map_rows, predict_input
+from bigkern.reduce.passes import per_feature_counts
 
-__all__ = ["KernelExpansion"]
+__all__ = ["BigkernEstimator", "BinaryClassifierMixin", "KernelExpansion"]
 
 
 @dataclass(frozen=True)
@@ -60,57 +61,130 @@ def _as_samples(X: Any) -> tuple[Any, list[str] | None]:
 def checked_features(model: Any, X: Any) -> Any:
     """``X``'s array with the features ``model`` was fitted on, in the fitted order.
 
-    A DataArray's ``feature`` coordinate is matched by name (reordered when
-    needed); any input must have ``model.n_features_in_`` features.
+    Kept for the estimators not yet on :class:`BigkernEstimator`; see
+    :func:`bigkern.models._input.predict_input`.
     """
-    arr, names = _as_samples(X)
-    expected = getattr(model, "feature_names_in_", None)
-    if names is not None and expected is not None:
-        missing = [f for f in expected if f not in names]
-        if missing:
-            raise ValueError(f"X lacks feature(s) {missing} that the model was fitted on "
-                             f"({list(expected)})")
-        if list(names) != list(expected):
-            X = X.sel(feature=list(expected))
-            arr, names = _as_samples(X)
-    if arr.shape[-1] != model.n_features_in_:
-        raise ValueError(f"X has {arr.shape[-1]} features; the model was fitted on "
-                         f"{model.n_features_in_}")
-    return arr
+    return predict_input(model, X)
 
 
-class _KernelClassifier(ClassifierMixin, BaseEstimator):
+class BigkernEstimator(BaseEstimator):
+    """The base of bigkern's estimators: scikit-learn validation, tags, the dask path.
+
+    Class attributes declare what an estimator takes; ``__sklearn_tags__``
+    reports them to scikit-learn:
+
+    ``_allow_nan``
+        Rows with NaN/±inf are left out of the fit and counted (binned
+        models); otherwise they are refused with scikit-learn's error.
+    """
+
+    _allow_nan = False
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = self._allow_nan
+        return tags
+
+    def _fit_input(self, X: Any, y: Any = None, **kwargs: Any) -> tuple[Any, Any]:
+        if y is None and self.__sklearn_tags__().target_tags.required:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
+                             f"is None.")
+        return fit_input(self, X, y, allow_nan=self._allow_nan, **kwargs)
+
+    def _predict_input(self, X: Any) -> Any:
+        return predict_input(self, X, allow_nan=self._allow_nan)
+
+
+class BinaryClassifierMixin(ClassifierMixin):
+    """Two classes of any dtype, mapped once at fit; ``predict`` never invents a class.
+
+    ``fit`` stores ``classes_`` (sorted, as :func:`numpy.unique` gives them)
+    and works on codes 0/1. ``predict`` returns ``classes_[1]`` where the
+    decision value is > 0 and ``classes_[0]`` elsewhere. A row that cannot be
+    predicted (a non-finite feature: its decision value is NaN) is **an
+    error** in ``predict`` — no class, not even 0, is ever made up for it;
+    ``decision_function`` gives NaN there, and :func:`bigkern.predict_scenes`
+    writes its "no prediction" flag.
+    """
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    def _fit_classes(self, y: Any) -> np.ndarray:
+        """``y`` as codes 0/1 (int8); sets ``classes_``. Raises unless there are two classes."""
+        from sklearn.utils.multiclass import check_classification_targets, type_of_target
+
+        check_classification_targets(y)
+        kind = type_of_target(y, input_name="y", raise_unknown=True)
+        if kind != "binary":
+            raise LabelError(
+                f"Only binary classification is supported. The type of the target is {kind}: "
+                f"{type(self).__name__} takes two classes (mask out the others, e.g. "
+                f"unlabelled pixels)")
+        classes, codes = np.unique(y, return_inverse=True)
+        if len(classes) == 1:
+            raise LabelError(
+                f"y has one class only ({classes.tolist()}): {type(self).__name__} needs "
+                f"samples of two classes")
+        if len(classes) != 2:
+            raise LabelError(
+                f"{type(self).__name__} is a binary classifier: y has {len(classes)} "
+                f"class(es) {classes.tolist()[:5]}; it needs two classes (mask out the others, "
+                f"e.g. unlabelled pixels)")
+        self.classes_ = classes
+        return codes.astype(np.int8)
+
+    def predict(self, X: Any) -> Any:
+        """The class of each row; rows with a non-finite feature raise (see the class docs)."""
+        dec = self.decision_function(X)
+        classes = self.classes_
+        if isinstance(dec, da.Array):
+            return dec.map_blocks(_classes_of, classes=classes, dtype=classes.dtype,
+                                  meta=np.empty((0,), dtype=classes.dtype))
+        return _classes_of(dec, classes)
+
+
+def _classes_of(dec: np.ndarray, classes: np.ndarray, block_info: Any = None) -> np.ndarray:
+    bad = np.isnan(dec)
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        if block_info is not None:
+            first += block_info[0]["array-location"][0][0]
+        raise DataQualityError(
+            f"{int(bad.sum())} row(s) of X (first: row {first}) have a non-finite feature and "
+            f"cannot be predicted: no class is made up for them; drop them first, or use "
+            f"decision_function (NaN there) or predict_scenes (a no-prediction flag)")
+    return classes[(dec > 0).astype(np.intp)]
+
+
+class _KernelClassifier(BinaryClassifierMixin, BigkernEstimator):
     """Shared predict/score/persistence of the kernel-expansion classifiers."""
 
     _bins_based = False
 
     # -- prediction ----------------------------------------------------------------------------
-    def _check_features(self, X: Any) -> Any:
-        return checked_features(self, X)
+    def decision_rows(self, X: np.ndarray) -> np.ndarray:
+        """Decision values of a float array of rows in the fitted feature order, unvalidated.
+
+        What :func:`bigkern.predict_scenes` evaluates in each task; NaN for rows
+        with a non-finite feature.
+        """
+        return self.expansion_.decision(X)
+
+    @property
+    def n_basis_(self) -> int:
+        """Basis functions of the fitted expansion (its prediction cost per row)."""
+        return self.expansion_.n_basis
 
     def decision_function(self, X: Any) -> Any:
         """Decision values (> 0 → ``classes_[1]``); NaN for rows with a non-finite feature.
 
         numpy in → numpy out; dask in → lazy dask out (one task per row chunk).
         """
-        arr = self._check_features(X)
-        exp = self.expansion_
-        if isinstance(arr, da.Array):
-            if len(arr.chunks[1]) != 1:
-                arr = arr.rechunk({1: -1})
-            return arr.map_blocks(exp.decision, drop_axis=1, dtype=np.float64)
-        return exp.decision(arr)
-
-    def predict(self, X: Any) -> Any:
-        """Class of each row: ``classes_[1]`` where the decision is > 0, else ``classes_[0]``.
-
-        Rows with a non-finite feature get 0 (MISR's "unlabelled").
-        """
-        dec = self.decision_function(X)
-        neg, pos = self.classes_
-        if isinstance(dec, da.Array):
-            return da.where(da.isnan(dec), 0, da.where(dec > 0, pos, neg))
-        return np.where(np.isnan(dec), 0, np.where(dec > 0, pos, neg))
+        arr = self._predict_input(X)
+        return map_rows(self.expansion_.decision, arr)
 
     # -- persistence ---------------------------------------------------------------------------
     def to_dataset(self) -> xr.Dataset:

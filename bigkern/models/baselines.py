@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import dask.array as da
 import numpy as np
 
-from bigkern.errors import DataQualityError, LabelError
+from bigkern.errors import DataQualityError
 from bigkern.kernels import gaussian_kernel
-from bigkern.models._base import KernelExpansion, _as_samples, _KernelClassifier
+from bigkern.models._base import KernelExpansion, _KernelClassifier
 from bigkern.solvers.kernel_ridge import solve_weighted_kernel_ridge
 
 __all__ = ["KernelRidgeClassifier"]
@@ -29,18 +30,13 @@ class KernelRidgeClassifier(_KernelClassifier):
 
     def fit(self, X: Any, y: Any) -> KernelRidgeClassifier:
         """Fit on in-memory samples (rows with a non-finite feature raise)."""
-        arr, names = _as_samples(X)
+        arr, y = self._fit_input(X, y)
+        if isinstance(arr, da.Array):
+            arr = arr.compute()
         arr = np.asarray(arr, dtype=np.float64)
-        y = np.asarray(y)
         if not np.isfinite(arr).all():
             raise DataQualityError("KernelRidgeClassifier needs finite X; drop non-finite rows")
-        classes = np.unique(y)
-        if len(classes) != 2:
-            raise LabelError(f"y must have two classes; got {classes.tolist()[:10]}")
-        self.classes_ = classes
-        self.n_features_in_ = arr.shape[1]
-        if names is not None:
-            self.feature_names_in_ = np.asarray(names, dtype=object)
+        target = self._fit_classes(np.asarray(y)).astype(np.float64)
         if self.standardize:
             q10, med, q90 = np.quantile(arr, [0.1, 0.5, 0.9], axis=0)
             scale = (q90 - q10) / (2 * 1.2815515655446004)
@@ -49,6 +45,6 @@ class KernelRidgeClassifier(_KernelClassifier):
             offset, scale = np.zeros(arr.shape[1]), np.ones(arr.shape[1])
         Z = (arr - offset) / scale
         K = gaussian_kernel(Z, Z, self.omega)
-        coef = solve_weighted_kernel_ridge(K, (y == classes[1]).astype(np.float64), self.lam)
+        coef = solve_weighted_kernel_ridge(K, target, self.lam)
         self.expansion_ = KernelExpansion(Z, coef, -0.5, float(self.omega), offset, scale)
         return self

@@ -6,14 +6,15 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import dask.array as da
 import numpy as np
 import xarray as xr
 from sklearn.svm import SVC
 
 from bigkern.errors import LabelError
 from bigkern.kernels import gaussian_kernel, omega_to_gamma
-from bigkern.models._base import KernelExpansion, _as_samples, _check_nonfinite, _KernelClassifier
-from bigkern.reduce._tree import per_feature_counts, without_per_feature
+from bigkern.models._base import KernelExpansion, _check_nonfinite, _KernelClassifier
+from bigkern.reduce.passes import per_feature_counts, without_per_feature
 from bigkern.reduce.percentile import percentile_bins
 from bigkern.reduce.quantiles import DECILES
 from bigkern.solvers.kernel_ridge import solve_weighted_kernel_ridge
@@ -21,8 +22,20 @@ from bigkern.solvers.kernel_ridge import solve_weighted_kernel_ridge
 __all__ = ["BinnedKernelRidge", "BinnedSVC"]
 
 
+def _row_mask(mask: Any, n: int) -> np.ndarray:
+    mask = np.asarray(mask.data if isinstance(mask, xr.DataArray) else mask)
+    if mask.shape != (n,):
+        raise ValueError(f"mask must have one entry per row of X ({n}); got shape {mask.shape}")
+    return mask.astype(bool)
+
+
 class _BinnedKernelClassifier(_KernelClassifier):
-    """Fit = percentile bins of the samples (3 distributed passes) + a solve on the bins."""
+    """Fit = percentile bins of the samples (2 distributed passes) + a solve on the bins.
+
+    Rows with NaN/±inf are left out of the bins and counted (``_allow_nan``).
+    """
+
+    _allow_nan = True
 
     def fit(self, X: Any, y: Any, *, mask: Any = None) -> _BinnedKernelClassifier:
         """Bin ``X`` by per-feature quantiles and fit on the bins.
@@ -40,12 +53,24 @@ class _BinnedKernelClassifier(_KernelClassifier):
             Rows to use, e.g. ``y != 0`` to leave out unlabelled pixels.
         """
         t0 = time.perf_counter()
-        arr, names = _as_samples(X)
-        if isinstance(y, xr.DataArray):
-            y = y.data
-        bins = percentile_bins(arr, y, quantiles=self.quantiles, mask=mask, features=names)
+        arr, y = self._fit_input(X, y)
+        names = getattr(self, "feature_names_in_", None)
+        names = None if names is None else [str(f) for f in names]
+        classes = None
+        if isinstance(y, da.Array) or isinstance(mask, da.Array):
+            # lazy labels: their two classes are found by the binning's first pass
+            bins = percentile_bins(arr, y, quantiles=self.quantiles, mask=mask, features=names)
+        else:
+            used = np.ones(len(y), dtype=bool) if mask is None else _row_mask(mask, len(y))
+            codes = np.zeros(len(y), dtype=np.int8)
+            codes[used] = self._fit_classes(y[used])
+            classes = self.classes_
+            bins = percentile_bins(arr, codes, quantiles=self.quantiles, mask=used,
+                                   classes=(0, 1), features=names)
         t_bins = time.perf_counter() - t0
         self.fit_bins(bins)
+        if classes is not None:
+            self.classes_ = classes
         self.fit_report_["seconds_binning"] = t_bins
         self.fit_report_["seconds_total"] = time.perf_counter() - t0
         return self

@@ -24,11 +24,12 @@ from typing import Any
 import dask.array as da
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, TransformerMixin
+from sklearn.base import RegressorMixin, TransformerMixin
 
-from bigkern.errors import BigkernWarning, LabelError
+from bigkern.errors import BigkernWarning
 from bigkern.kernels import CompactSupport, Gaussian
-from bigkern.models._base import _as_samples, checked_features
+from bigkern.models._base import BigkernEstimator, BinaryClassifierMixin
+from bigkern.models._input import map_rows
 from bigkern.reduce.sparse_gram import gram_report, sparse_gram
 from bigkern.solvers.kpca import centred_projections, kernel_pca
 from bigkern.solvers.lssvm import solve_lssvm
@@ -45,21 +46,17 @@ def isolated_rows(K: sp.csr_matrix) -> np.ndarray:
     return np.flatnonzero(counts - (K.diagonal() != 0) == 0)
 
 
-class _CompactKernelModel(BaseEstimator):
-    """Shared fit preamble (radius, sparse Gram, checks) and sparse prediction."""
+class _CompactKernelModel(BigkernEstimator):
+    """Shared fit preamble (validation, radius, sparse Gram, checks)."""
 
-    def _gram(self, X: Any, n_targets: int | None = None) -> tuple[Any, sp.csr_matrix]:
-        arr, names = _as_samples(X)
+    def _gram(self, X: Any, y: Any = None, *,
+              y_numeric: bool = False) -> tuple[Any, Any, sp.csr_matrix]:
+        arr, y = self._fit_input(X, y, y_numeric=y_numeric, min_samples=2)
         if isinstance(arr, da.Array):
             # one read: the quantile sample, the Gram's chunk pairs and X_fit_ reuse it
             arr = arr.astype(np.float64).persist()
-        if arr.ndim != 2 or arr.shape[0] < 2:
-            raise ValueError(f"X must be 2-D with at least 2 rows; got shape {arr.shape}")
-        if n_targets is not None and n_targets != arr.shape[0]:
-            raise ValueError(f"y has {n_targets} rows; X has {arr.shape[0]}")
-        if names is not None:
-            self.feature_names_in_ = np.asarray(names, dtype=object)
-        self.n_features_in_ = int(arr.shape[1])
+            if arr.shape[0] < 2:
+                raise ValueError(f"X must have at least 2 rows; got shape {arr.shape}")
         if self.C is None:
             if not 0 < self.tau < 1:
                 raise ValueError(f"tau must be in (0, 1); got {self.tau!r}")
@@ -85,7 +82,7 @@ class _CompactKernelModel(BaseEstimator):
                 stacklevel=3)
         self.X_fit_ = np.asarray(arr.compute() if isinstance(arr, da.Array) else arr,
                                  dtype=np.float64)
-        return arr, K
+        return arr, y, K
 
     def to_dataset(self) -> Any:
         """The fitted model (with its training rows) as a small :class:`xarray.Dataset`.
@@ -97,36 +94,54 @@ class _CompactKernelModel(BaseEstimator):
 
         return compact_to_dataset(self)
 
-    def _expansion(self, Xb: np.ndarray) -> np.ndarray:
-        K = sparse_gram(np.asarray(Xb, dtype=np.float64), self.kernel_, self.X_fit_)
-        return np.asarray(K @ self.dual_coef_).ravel() + self.intercept_
 
-    def decision_function(self, X: Any) -> Any:
+
+class _CompactExpansion(_CompactKernelModel):
+    """The decision function ``f(x) = b + Σ a_i k_C(x, x_i)`` of the classifiers and ridge."""
+
+    def decision_rows(self, X: np.ndarray) -> np.ndarray:
+        """``f`` on a float array of rows in the fitted feature order, unvalidated; NaN for a
+        row with a non-finite feature (what :func:`bigkern.predict_scenes` evaluates)."""
+        X = np.asarray(X, dtype=np.float64)
+        good = np.isfinite(X).all(axis=1)
+        out = np.full(len(X), np.nan)
+        if good.any():
+            K = sparse_gram(X[good], self.kernel_, self.X_fit_)
+            out[good] = np.asarray(K @ self.dual_coef_).ravel() + self.intercept_
+        return out
+
+    @property
+    def n_basis_(self) -> int:
+        """Training rows with a nonzero coefficient (the expansion's size)."""
+        return int(np.count_nonzero(self.dual_coef_))
+
+    def _decision(self, X: Any) -> Any:
         """``f(x) = intercept_ + Σ_i dual_coef_i k_C(x, x_i)`` (lazy for a dask ``X``)."""
-        arr = checked_features(self, X)
-        if isinstance(arr, da.Array):
-            if len(arr.chunks[1]) != 1:
-                arr = arr.rechunk({1: -1})
-            return arr.map_blocks(self._expansion, drop_axis=1, dtype=np.float64)
-        return self._expansion(arr)
+        return map_rows(self.decision_rows, self._predict_input(X))
+
+    def _fit_lssvm(self, X: Any, y: Any, *, y_numeric: bool) -> Any:
+        """The LS-SVM bordered system (14) on ``K_C``, for labels or real targets."""
+        _, y, K = self._gram(X, y, y_numeric=y_numeric)
+        solution = solve_lssvm(K, self._targets(y), self.lam, method=self.solver)
+        self.dual_coef_, self.intercept_ = solution.coef, solution.intercept
+        spd = solution.solve
+        self.solve_report_ = {
+            "method": solution.method, "seconds": solution.seconds,
+            "bandwidth_before": spd.bandwidth_before, "bandwidth_after": spd.bandwidth_after,
+            "factor_bytes": spd.factor_bytes, "iterations": spd.iterations,
+        }
+        return self
 
 
-class _CompactClassifier(ClassifierMixin, _CompactKernelModel):
-    def _labels(self, y: Any) -> np.ndarray:
-        y = np.asarray(y)
-        classes = np.unique(y)
-        if len(classes) != 2:
-            raise LabelError(f"y must have two classes; got {classes.tolist()[:10]}")
-        self.classes_ = classes
-        return np.where(y == classes[1], 1.0, -1.0)
+class _CompactClassifier(BinaryClassifierMixin, _CompactExpansion):
+    def decision_function(self, X: Any) -> Any:
+        """``f(x) = intercept_ + Σ_i dual_coef_i k_C(x, x_i)`` (> 0 → ``classes_[1]``;
+        lazy for a dask ``X``)."""
+        return self._decision(X)
 
-    def predict(self, X: Any) -> Any:
-        """``classes_[1]`` where the decision is > 0, else ``classes_[0]``."""
-        dec = self.decision_function(X)
-        neg, pos = self.classes_
-        if isinstance(dec, da.Array):
-            return da.where(dec > 0, pos, neg)
-        return np.where(dec > 0, pos, neg)
+    def _targets(self, y: Any) -> np.ndarray:
+        """Labels as ±1 targets; sets ``classes_``."""
+        return np.where(self._fit_classes(np.asarray(y)) == 1, 1.0, -1.0)
 
 
 class CompactLSSVC(_CompactClassifier):
@@ -168,30 +183,24 @@ class CompactLSSVC(_CompactClassifier):
         self.nu = nu
         self.solver = solver
 
-    def _targets(self, y: Any) -> np.ndarray:
-        return self._labels(y)
-
     def fit(self, X: Any, y: Any) -> CompactLSSVC:
         """Fit on samples ``X`` (numpy, dask or DataArray) and targets ``y``."""
-        target = self._targets(y)
-        _, K = self._gram(X, len(target))
-        solution = solve_lssvm(K, target, self.lam, method=self.solver)
-        self.dual_coef_, self.intercept_ = solution.coef, solution.intercept
-        spd = solution.solve
-        self.solve_report_ = {
-            "method": solution.method, "seconds": solution.seconds,
-            "bandwidth_before": spd.bandwidth_before, "bandwidth_after": spd.bandwidth_after,
-            "factor_bytes": spd.factor_bytes, "iterations": spd.iterations,
-        }
-        return self
+        return self._fit_lssvm(X, y, y_numeric=False)
 
 
-class CompactKernelRidge(RegressorMixin, CompactLSSVC):
+
+class CompactKernelRidge(RegressorMixin, _CompactExpansion):
     """LS-SVM regression (kernel ridge with an intercept) with a compactly supported kernel.
 
     The bordered system (14) with real-valued targets; parameters as
     :class:`CompactLSSVC`. ``predict`` returns ``f(x)``.
     """
+
+    __init__ = CompactLSSVC.__init__
+
+    def fit(self, X: Any, y: Any) -> CompactKernelRidge:
+        """Fit on samples ``X`` (numpy, dask or DataArray) and targets ``y``."""
+        return self._fit_lssvm(X, y, y_numeric=True)
 
     def _targets(self, y: Any) -> np.ndarray:
         y = np.asarray(y, dtype=np.float64)
@@ -200,8 +209,8 @@ class CompactKernelRidge(RegressorMixin, CompactLSSVC):
         return y
 
     def predict(self, X: Any) -> Any:
-        """Predicted targets ``f(x)``."""
-        return self.decision_function(X)
+        """Predicted targets ``f(x)`` (lazy for a dask ``X``)."""
+        return self._decision(X)
 
 
 class CompactSVC(_CompactClassifier):
@@ -228,8 +237,8 @@ class CompactSVC(_CompactClassifier):
 
     def fit(self, X: Any, y: Any) -> CompactSVC:
         """Fit on samples ``X`` and two-class labels ``y``."""
-        target = self._labels(y)
-        _, K = self._gram(X, len(target))
+        _, y, K = self._gram(X, y)
+        target = self._targets(y)
         if not (np.isfinite(self.lam) and self.lam > 0):
             raise ValueError(f"lam must be a positive finite number; got {self.lam!r}")
         solution = solve_svm_dual(K, target, 1.0 / (2 * len(target) * self.lam), eps=self.tol)
@@ -271,7 +280,7 @@ class CompactKernelPCA(TransformerMixin, _CompactKernelModel):
 
     def fit(self, X: Any, y: Any = None) -> CompactKernelPCA:
         """Find the leading axes of the training samples ``X``."""
-        _, K = self._gram(X)
+        _, _, K = self._gram(X)
         self._solution = kernel_pca(K, int(self.n_components), seed=self.random_state)
         self.eigenvalues_ = self._solution.eigenvalues
         self.alphas_ = self._solution.alphas
@@ -283,11 +292,5 @@ class CompactKernelPCA(TransformerMixin, _CompactKernelModel):
 
     def transform(self, X: Any) -> Any:
         """Projections of ``X`` (n, d) on the axes, (n, n_components); lazy for a dask ``X``."""
-        arr = checked_features(self, X)
-        if isinstance(arr, da.Array):
-            if len(arr.chunks[1]) != 1:
-                arr = arr.rechunk({1: -1})
-            k = int(self.n_components)
-            return arr.map_blocks(self._project, chunks=(arr.chunks[0], (k,)),
-                                  dtype=np.float64)
-        return self._project(arr)
+        return map_rows(self._project, self._predict_input(X),
+                        trailing=(int(self.n_components),))

@@ -1,0 +1,169 @@
+"""Input handling shared by every bigkern estimator: one validation, one numpy-or-dask path.
+
+* numpy, lists and pandas go through scikit-learn's own
+  :func:`~sklearn.utils.validation.validate_data`, so errors (NaN/inf, sparse,
+  complex, empty, wrong number of features, renamed or reordered DataFrame
+  columns) read exactly like scikit-learn's and ``feature_names_in_`` comes
+  from DataFrame columns;
+* an :class:`xarray.DataArray` with dims ``(sample, feature)`` gives its
+  ``feature`` coordinate as the feature names; at predict time its features
+  are matched by name (reordered when needed);
+* a dask array stays lazy: only its shape and dtype are checked (its rows are
+  checked where they are read);
+* an :class:`xarray.Dataset` is refused with a hint to stack it first.
+
+:func:`map_rows` is the one prediction path: eager on numpy, one lazy task
+per row chunk on dask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import dask.array as da
+import numpy as np
+import xarray as xr
+from sklearn.utils.validation import check_array, validate_data
+
+__all__ = ["fit_input", "map_rows", "predict_input"]
+
+_FLOATS = (np.float64, np.float32)
+
+
+def _refuse_dataset(X: Any) -> None:
+    if isinstance(X, xr.Dataset):
+        raise TypeError(
+            "X is an xarray.Dataset of scene variables; estimators take samples "
+            "(sample, feature): use bigkern.stack_samples(ds, features).as_dataarray() "
+            "(or predict whole scenes with bigkern.predict_scenes)")
+
+
+def _dataarray(X: xr.DataArray) -> tuple[Any, list[str] | None]:
+    if X.ndim != 2 or "feature" not in X.dims:
+        raise ValueError(f"a DataArray X must have dims (sample, feature); got {X.dims}")
+    X = X.transpose(..., "feature")
+    names = [str(f) for f in X["feature"].values] if "feature" in X.coords else None
+    return X.data, names
+
+
+def _check_dask(arr: da.Array, what: str = "X") -> da.Array:
+    if arr.ndim != 2:
+        raise ValueError(f"Expected 2D array, got {arr.ndim}D array instead: {what} must be "
+                         f"(sample, feature); reshape a single feature with x[:, None]")
+    if arr.dtype.kind == "c":
+        raise ValueError("Complex data not supported")
+    if arr.dtype.kind not in "iufb":
+        raise ValueError(f"{what} must hold numbers; got dtype {arr.dtype}")
+    if arr.shape[1] == 0:
+        raise ValueError(f"0 feature(s) (shape={arr.shape}) while a minimum of 1 is required.")
+    return arr if len(arr.chunks[1]) == 1 else arr.rechunk({1: -1})
+
+
+def fit_input(est: Any, X: Any, y: Any = None, *, allow_nan: bool,
+              y_numeric: bool = False, min_samples: int = 1) -> tuple[Any, Any]:
+    """Validate ``X`` (and ``y``) for ``fit``; set ``n_features_in_`` and ``feature_names_in_``.
+
+    Returns ``(X, y)``: numpy float arrays, or dask arrays for dask input
+    (``y`` as given when it is dask). ``allow_nan`` lets rows with NaN/±inf
+    through (estimators that leave such rows out and count them).
+    """
+    _refuse_dataset(X)
+    names = None
+    if isinstance(X, xr.DataArray):
+        X, names = _dataarray(X)
+    if isinstance(y, xr.DataArray):
+        y = y.data
+    if isinstance(X, da.Array) or isinstance(y, da.Array):
+        arr = _check_dask(da.asarray(X))
+        if y is not None and not isinstance(y, da.Array):
+            y = _column(np.asarray(y))
+        if y is not None and y.shape[0] != arr.shape[0]:
+            raise ValueError(f"X has {arr.shape[0]} rows but y has {y.shape[0]}")
+        est.n_features_in_ = int(arr.shape[1])
+        _set_names(est, names)
+        return arr, y
+    # rows with NaN or ±inf are left out and counted by the estimators that allow them
+    finite = not allow_nan
+    if names is not None:  # a numpy-backed DataArray: numbers checked like any array
+        arr = check_array(np.asarray(X), dtype=_FLOATS, ensure_all_finite=finite,
+                          ensure_min_samples=min_samples, estimator=est)
+        est.n_features_in_ = int(arr.shape[1])
+        _set_names(est, names)
+        if y is not None:
+            y = _column(np.asarray(y))
+            if len(y) != len(arr):
+                raise ValueError(f"X has {len(arr)} rows but y has {len(y)}")
+        return arr, y
+    if y is None:
+        arr = validate_data(est, X, reset=True, dtype=_FLOATS, ensure_all_finite=finite,
+                            ensure_min_samples=min_samples)
+    else:
+        arr, y = validate_data(est, X, y, reset=True, dtype=_FLOATS, ensure_all_finite=finite,
+                               ensure_min_samples=min_samples, y_numeric=y_numeric)
+    return arr, y
+
+
+def _column(y: np.ndarray) -> np.ndarray:
+    from sklearn.utils.validation import column_or_1d
+
+    return column_or_1d(y, warn=True)
+
+
+def _set_names(est: Any, names: list[str] | None) -> None:
+    if names is not None:
+        est.feature_names_in_ = np.asarray(names, dtype=object)
+    elif hasattr(est, "feature_names_in_"):
+        del est.feature_names_in_
+
+
+def predict_input(est: Any, X: Any, *, allow_nan: bool = True) -> Any:
+    """Validate ``X`` for ``predict``/``decision_function``/``transform`` of a fitted ``est``.
+
+    Returns a float numpy array or a lazy dask array with ``est``'s features
+    in the fitted order. ``allow_nan`` lets rows with NaN/±inf through (their
+    outputs are NaN); otherwise they raise scikit-learn's error.
+    """
+    from sklearn.utils.validation import check_is_fitted
+
+    check_is_fitted(est)
+    _refuse_dataset(X)
+    expected = getattr(est, "feature_names_in_", None)
+    if isinstance(X, xr.DataArray):
+        _, names = _dataarray(X)
+        if names is not None and expected is not None:
+            missing = [f for f in expected if f not in names]
+            if missing:
+                raise ValueError(f"X lacks feature(s) {missing} that the model was fitted on "
+                                 f"({list(expected)})")
+            if list(names) != list(expected):
+                X = X.sel(feature=list(expected))
+        X, _ = _dataarray(X)
+        if not isinstance(X, da.Array):
+            arr = check_array(np.asarray(X), dtype=_FLOATS, ensure_all_finite=not allow_nan)
+            return _checked_width(est, arr)
+    if isinstance(X, da.Array):
+        return _checked_width(est, _check_dask(X))
+    arr = validate_data(est, X, reset=False, dtype=_FLOATS, ensure_all_finite=not allow_nan)
+    return arr
+
+
+def _checked_width(est: Any, arr: Any) -> Any:
+    if arr.shape[1] != est.n_features_in_:
+        raise ValueError(f"X has {arr.shape[1]} features, but {type(est).__name__} is "
+                         f"expecting {est.n_features_in_} features as input.")
+    return arr
+
+
+def map_rows(func: Callable[[np.ndarray], np.ndarray], arr: Any, *,
+             dtype: Any = np.float64, trailing: tuple[int, ...] = ()) -> Any:
+    """``func`` on the rows of ``arr``: eagerly on numpy, one lazy task per row chunk on dask.
+
+    ``trailing`` is the shape of ``func``'s output per row (``()`` for one value).
+    """
+    if isinstance(arr, da.Array):
+        if trailing:
+            return arr.map_blocks(func, dtype=dtype, chunks=(arr.chunks[0], *[(t,) for t in
+                                                                                trailing]))
+        return arr.map_blocks(func, drop_axis=1, dtype=dtype)
+    return func(arr)
