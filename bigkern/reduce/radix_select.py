@@ -301,7 +301,12 @@ def histogram_pass(X: da.Array, y: da.Array | None, mask: da.Array | None) -> di
     partials = row_partials(_first_pass_chunk, X, y, mask, name="quantile-histogram")
     (first,) = compute(tree_reduce(partials, _combine_first, name="quantile-histogram-combine"),
                        label="exact quantiles: histogram pass")
-    counts = first["counts"]
+    require_usable_rows(first["counts"])
+    return first
+
+
+def require_usable_rows(counts: dict[str, int]) -> None:
+    """Raise :class:`~bigkern.errors.DataQualityError` when the row counts show no usable row."""
     if counts["valid"] == 0:
         by_column = ", ".join(f"column {k.rsplit('_', 1)[1]}: {v}" for k, v in counts.items()
                               if k.startswith("nonfinite_feature_") and v)
@@ -310,7 +315,6 @@ def histogram_pass(X: da.Array, y: da.Array | None, mask: da.Array | None) -> di
             f"absent ({counts['absent']}) or have a non-finite feature ({counts['nonfinite']}"
             f"{'; ' + by_column if by_column else ''})"
         )
-    return first
 
 
 def refine_graph(X: da.Array, mask: da.Array | None, buckets: Sequence[Bucket]) -> Any:
