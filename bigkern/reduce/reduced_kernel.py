@@ -32,8 +32,6 @@ reductions on the same rectangular basis (e.g. the reduced SVM's gradients).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -41,7 +39,14 @@ import scipy.linalg.blas as blas
 import xarray as xr
 
 from bigkern import config
-from bigkern.kernels import omega_to_gamma, row_blocks
+from bigkern.kernels.gaussian import (
+    GaussianBasis,
+    block_step,
+    exponent_left,
+    exponent_right,
+    kernel_blocks,
+    row_blocks,
+)
 from bigkern.reduce._row_pass import as_arrays, count_attrs, run_pass, usable_rows
 from bigkern.reduce.sampling import uniform_from_index
 
@@ -53,144 +58,8 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, eq=False)
-class ReducedBasis:
-    """Gaussian basis functions ``g_j(x) = exp(-‖(x − offset)/scale − c_j‖² / (2 ω²))``.
-
-    Parameters
-    ----------
-    centers : ndarray, shape (m, d)
-        The reduced set Ã, in the standardized space.
-    omega : float
-        Kernel width ω (> 0), the convention of :mod:`bigkern.kernels`.
-    offset, scale : ndarray, shape (d,)
-        Standardization applied to the data before the kernel (zeros / ones for none).
-    """
-
-    centers: np.ndarray
-    omega: float
-    offset: np.ndarray
-    scale: np.ndarray
-
-    @classmethod
-    def checked(cls, centers: Any, omega: float, d: int, offset: Any = None,
-                scale: Any = None) -> ReducedBasis:
-        """Validate the parts for data with ``d`` features; every error names the argument."""
-        C = np.asarray(centers, dtype=np.float64)
-        if C.ndim != 2 or C.shape[0] < 1:
-            raise ValueError(f"centers must be a non-empty 2-D array (basis, feature); got "
-                             f"shape {C.shape}")
-        if C.shape[1] != d:
-            raise ValueError(f"centers have {C.shape[1]} columns but X has {d} features")
-        bad = ~np.isfinite(C).all(axis=1)
-        if bad.any():
-            raise ValueError(f"centers have {int(bad.sum())} row(s) with a non-finite value "
-                             f"(first: center {int(np.flatnonzero(bad)[0])})")
-        if not (isinstance(omega, int | float | np.integer | np.floating)
-                and math.isfinite(omega)):
-            raise ValueError(f"the kernel width omega must be a positive finite number; "
-                             f"got {omega!r}")
-        omega_to_gamma(float(omega))  # raises for omega <= 0
-        vecs = []
-        for name, v, default in (("offset", offset, 0.0), ("scale", scale, 1.0)):
-            v = np.full(d, default) if v is None else np.asarray(v, dtype=np.float64)
-            if v.shape != (d,):
-                raise ValueError(f"{name} must have one entry per feature ({d}); got shape "
-                                 f"{v.shape}")
-            if not np.all(np.isfinite(v)) or (name == "scale" and np.any(v <= 0)):
-                what = "positive and finite" if name == "scale" else "finite"
-                raise ValueError(f"{name} must be {what}; got {v}")
-            vecs.append(v)
-        return cls(C, float(omega), vecs[0], vecs[1])
-
-    @property
-    def n_basis(self) -> int:
-        """Number of basis functions m̃."""
-        return int(self.centers.shape[0])
-
-
-def kernel_blocks(
-    X: np.ndarray,
-    basis: ReducedBasis,
-    *,
-    valid: np.ndarray | None = None,
-    block_rows: int | None = None,
-    dtype: Any = None,
-) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Kernel blocks ``G_b = K(X_b, Ã)`` of the usable rows of a chunk, one block at a time.
-
-    Parameters
-    ----------
-    X : ndarray, shape (n, d)
-        A chunk of raw (unstandardized) samples.
-    basis : ReducedBasis
-        Centers, width and standardization.
-    valid : ndarray of bool, shape (n,), optional
-        Rows to use (default: rows whose features are all finite).
-    block_rows : int, optional
-        Rows per block (default ``bigkern.kernel_block_rows``).
-    dtype : dtype, optional
-        Precision of the exponentials: default float32 for float32 (or narrower) data,
-        else float64.
-
-    Yields
-    ------
-    rows : ndarray of int
-        Indices (into ``X``) of the block's rows.
-    G : ndarray, shape (len(rows), m)
-        The kernel block. It is a view of a work buffer that the next block
-        overwrites: fold it into sums before asking for the next one.
-
-    Notes
-    -----
-    The exponent ``2γ z·c − γ‖z‖² − γ‖c‖²`` (``γ = 1 / (2ω²)``) is clipped to
-    ``[log(tiny), 0]``, as in :func:`bigkern.kernels.kernel_expansion`: far
-    pairs give the smallest normal number instead of a subnormal.
-    """
-    X = np.asarray(X)
-    if dtype is None:
-        dtype = np.float32 if X.dtype.itemsize <= 4 and X.dtype.kind == "f" else np.float64
-    dtype = np.dtype(dtype)
-    n = X.shape[0]
-    if valid is None:
-        valid = np.isfinite(X).all(axis=1)
-    gamma = omega_to_gamma(basis.omega)
-    right = exponent_right(basis.centers, gamma, dtype)
-    lowest = float(np.ceil(np.log(np.finfo(dtype).tiny)))
-    step = _step(n, block_rows)
-    work = np.empty((step, basis.n_basis), dtype=dtype)
-    for sl in row_blocks(n, step):
-        rows = sl.start + np.flatnonzero(valid[sl])
-        k = len(rows)
-        if k == 0:
-            continue
-        G = work[:k]
-        np.matmul(exponent_left(X[rows], basis, gamma, dtype), right, out=G)
-        np.clip(G, lowest, 0, out=G)
-        np.exp(G, out=G)
-        yield rows, G
-
-
-def exponent_right(centers: np.ndarray, gamma: float, dtype: Any) -> np.ndarray:
-    """Right factor of the kernel exponent: ``[2γc; 1; −γ‖c‖²]`` per center, (d + 2, m).
-
-    With :func:`exponent_left`, one matrix product gives
-    ``2γ z·c − γ‖z‖² − γ‖c‖² = −γ‖z − c‖²`` for every (row, center) pair.
-    """
-    C = np.asarray(centers, dtype=np.float64)
-    return np.vstack([2.0 * gamma * C.T, np.ones(len(C)),
-                      -gamma * np.einsum("ij,ij->i", C, C)]).astype(dtype)
-
-
-def exponent_left(X: np.ndarray, basis: ReducedBasis, gamma: float, dtype: Any) -> np.ndarray:
-    """Left factor ``[z, −γ‖z‖², 1]`` of raw rows ``X`` standardized to ``z``, (k, d + 2)."""
-    Z = (np.asarray(X, dtype=np.float64) - basis.offset) / basis.scale
-    return np.column_stack([Z, -gamma * np.einsum("ij,ij->i", Z, Z),
-                            np.ones(len(Z))]).astype(dtype)
-
-
-def _step(n: int, block_rows: int | None) -> int:
-    return max(1, min(n, int(block_rows or config.get("kernel_block_rows"))))
+ReducedBasis = GaussianBasis
+"""The reduced set's basis functions: :class:`bigkern.kernels.GaussianBasis` (its old name)."""
 
 
 def fold_of_rows(rows: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
@@ -219,7 +88,7 @@ def _normal_chunk(Xb: np.ndarray, yb: np.ndarray, *, basis: ReducedBasis,
     right = exponent_right(basis.centers, 0.5, dtype)  # γ = 1/2: the product is S
     lowest = float(np.ceil(np.log(np.finfo(dtype).tiny)))
     inv_sq = [1.0 / (w * w) for w in omegas]
-    step = _step(n, block_rows)
+    step = block_step(n, block_rows)
     S = np.empty((step, m), dtype=dtype)
     G = np.empty((step, m), dtype=dtype)
     work = np.empty((step, m + 2))
@@ -259,7 +128,7 @@ def _residual_chunk(Xb: np.ndarray, yb: np.ndarray, *, basis: ReducedBasis, star
     X, y, valid, counts = usable_rows(Xb, yb, start)
     rss = 0.0
     rsum = 0.0
-    step = _step(len(X), block_rows)
+    step = block_step(len(X), block_rows)
     work = np.empty((step, basis.n_basis))  # reused: no fresh multi-MB temporary per block
     for rows, G in kernel_blocks(X, basis, valid=valid, block_rows=step):
         G64 = work[:len(rows)]

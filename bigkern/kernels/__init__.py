@@ -1,0 +1,46 @@
+"""Kernels: the Gaussian and its one basis type, compactly supported and periodic kernels.
+
+* :mod:`bigkern.kernels.gaussian` — the Gaussian kernel, :class:`GaussianBasis`
+  and :func:`kernel_blocks`, the one place Gaussian kernel blocks are formed;
+* :mod:`bigkern.kernels.compact` — :class:`CompactSupport` (Zhang, Genton & Liu);
+* :mod:`bigkern.kernels.periodic` — the periodic Gaussian kernel on [0, 1) (Shi & Yu).
+"""
+
+from bigkern.kernels.compact import CompactSupport, pairwise_distances
+from bigkern.kernels.gaussian import (
+    Gaussian,
+    GaussianBasis,
+    exponent_left,
+    exponent_right,
+    gaussian_kernel,
+    kernel_blocks,
+    kernel_expansion,
+    omega_to_gamma,
+    row_blocks,
+    squared_distances,
+)
+from bigkern.kernels.periodic import (
+    exact_periodic_kernel,
+    periodic_gaussian_kernel,
+    wrap_error_bound,
+    wrapped_gaussian_kernel,
+)
+
+__all__ = [
+    "CompactSupport",
+    "Gaussian",
+    "GaussianBasis",
+    "exact_periodic_kernel",
+    "exponent_left",
+    "exponent_right",
+    "gaussian_kernel",
+    "kernel_blocks",
+    "kernel_expansion",
+    "omega_to_gamma",
+    "pairwise_distances",
+    "periodic_gaussian_kernel",
+    "row_blocks",
+    "squared_distances",
+    "wrap_error_bound",
+    "wrapped_gaussian_kernel",
+]

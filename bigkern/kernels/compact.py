@@ -1,0 +1,102 @@
+"""Compactly supported kernels (Zhang, Genton & Liu): a radial kernel tapered to zero."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from bigkern.errors import BigkernWarning
+from bigkern.kernels.gaussian import Gaussian
+
+__all__ = ["CompactSupport", "pairwise_distances"]
+
+
+def pairwise_distances(X: np.ndarray, Z: np.ndarray) -> np.ndarray:
+    """Euclidean distances ‖x_i − z_j‖ of all pairs (float64), summed feature by feature.
+
+    The same arithmetic as ``scipy.spatial.distance.cdist`` (no ``‖x‖² + ‖z‖² − 2x·z``
+    cancellation), so distances of coincident points are exactly 0.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    Z = np.asarray(Z, dtype=np.float64)
+    out = np.zeros((len(X), len(Z)))
+    for f in range(X.shape[1]):
+        diff = X[:, f, None] - Z[None, :, f]
+        diff *= diff
+        out += diff
+    return np.sqrt(out, out=out)
+
+
+@dataclass(frozen=True)
+class CompactSupport:
+    """A radial kernel tapered to compact support (Zhang, Genton & Liu, eq. 1).
+
+    ``k_C(x, x') = [(1 − ‖x − x'‖ / C)₊]^ν · k(x, x')``: zero beyond distance
+    ``C``, so Gram matrices are sparse. The taper is a truncated power
+    function, positive definite on R^d for integer ``ν ≥ (d + 1) / 2``
+    (Gneiting 2002), so the product kernel is too. ``nu=None`` takes that
+    smallest valid integer for the data's dimension; a smaller ``nu`` is
+    allowed with a :class:`~bigkern.errors.BigkernWarning`.
+
+    Parameters
+    ----------
+    kernel : radial kernel
+        Anything with ``radial(r)``, e.g. :class:`Gaussian`.
+    C : float
+        Support radius (> 0), in the units of the (standardized) features.
+    nu : int, optional
+        Power of the taper (≥ 1).
+    """
+
+    kernel: Gaussian
+    C: float
+    nu: int | None = None
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.C, int | float | np.floating | np.integer) and self.C > 0
+                and math.isfinite(self.C)):
+            raise ValueError(f"the support radius C must be a positive finite number; "
+                             f"got {self.C!r}")
+        if self.nu is not None and (int(self.nu) != self.nu or self.nu < 1):
+            raise ValueError(f"the taper power nu must be an integer >= 1; got {self.nu!r}")
+        if not hasattr(self.kernel, "radial"):
+            raise TypeError(f"kernel must be a radial kernel with .radial(r); got "
+                            f"{type(self.kernel).__name__}")
+
+    @staticmethod
+    def minimal_nu(d: int) -> int:
+        """Smallest integer ``ν ≥ (d + 1) / 2``: the taper is positive definite on R^d."""
+        return math.ceil((int(d) + 1) / 2)
+
+    def nu_for(self, d: int) -> int:
+        """The taper power used for ``d`` features (warns when below :meth:`minimal_nu`)."""
+        least = self.minimal_nu(d)
+        if self.nu is None:
+            return least
+        if self.nu < least:
+            warnings.warn(
+                f"nu={self.nu} is below (d + 1) / 2 = {(d + 1) / 2} for d = {d} features: "
+                f"the compactly supported kernel may not be positive definite (use nu >= "
+                f"{least})", BigkernWarning, stacklevel=3)
+        return int(self.nu)
+
+    def taper(self, r: np.ndarray, d: int) -> np.ndarray:
+        """``[(1 − r / C)₊]^ν`` at distances ``r`` for ``d`` features."""
+        r = np.asarray(r, dtype=np.float64)
+        base = np.maximum(1.0 - r / self.C, 0.0)
+        out = base.copy()
+        for _ in range(self.nu_for(d) - 1):  # integer power by products: ~10x faster than **
+            out *= base
+        return out
+
+    def radial(self, r: np.ndarray, d: int) -> np.ndarray:
+        """Kernel value at distances ``r`` for ``d`` features."""
+        return self.taper(r, d) * self.kernel.radial(r)
+
+    def __call__(self, X: np.ndarray, Z: np.ndarray) -> np.ndarray:
+        """Dense kernel matrix (for checks and small problems; see ``sparse_gram``)."""
+        X = np.asarray(X, dtype=np.float64)
+        return self.radial(pairwise_distances(X, Z), X.shape[1])
