@@ -48,7 +48,7 @@ def test_matches_numpy_reference():
 @given(chunk=st.integers(50, 5000), seed=st.integers(0, 3))
 def test_identical_for_any_chunking(chunk, seed):
     x, y = _data(4000, seed)
-    one = percentile_bins(x, y)
+    one = percentile_bins(x, y, in_memory=False)  # one dask chunk
     many = percentile_bins(da.from_array(x, chunks=(chunk, 3)), da.from_array(y, chunks=chunk))
     xr.testing.assert_identical(one, many)
 
@@ -63,7 +63,7 @@ def test_identical_across_worker_counts(n_workers, tmp_path):
     X = da.from_array(x, chunks=(1700, 3))
     Y = da.from_array(y, chunks=1700)
     with pytest.warns(OutlierWarning):
-        reference = percentile_bins(x, y)
+        reference = percentile_bins(x, y, in_memory=False)
     with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
                       dashboard_address=":0") as cluster, Client(cluster), \
             pytest.warns(OutlierWarning):
@@ -139,9 +139,9 @@ def test_fused_two_read_plan_equals_three_pass_plan(chunk, seed, ties, dtype):
 def test_default_plan_reads_twice_and_falls_back_on_heavy_ties():
     rng = np.random.default_rng(0)
     x = rng.standard_normal((50_000, 2)).astype(np.float32)
-    assert percentile_bins(x).attrs["plan"] == "fused"
+    assert percentile_bins(x, in_memory=False).attrs["plan"] == "fused"
     x[: 30_000, 1] = 0.0  # 60 % of one feature sits on several edges
-    heavy = percentile_bins(x)
+    heavy = percentile_bins(x, in_memory=False)
     assert heavy.attrs["plan"] == "three-pass" and heavy.attrs["kept_fraction_bound"] > 0.05
 
 

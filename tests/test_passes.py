@@ -95,10 +95,10 @@ def test_local_scheduler_setting_is_honoured_while_a_client_exists(client):
 
     x = np.random.default_rng(0).standard_normal((5000, 2))
     with get_task_stream(client) as ts, dask.config.set(scheduler="sync"):
-        local = percentile_bins(x)
+        local = percentile_bins(x, in_memory=False)
     assert not ts.data  # nothing ran on the cluster
     with get_task_stream(client) as ts:
-        remote = percentile_bins(x)
+        remote = percentile_bins(x, in_memory=False)
     assert ts.data
     np.testing.assert_array_equal(local["count"].values, remote["count"].values)
 

@@ -22,6 +22,11 @@ refine, bin) is used instead. Both plans give bit-identical bins.
 The histogram also fixes the fixed-point grid of the sums (outliers left
 out, see :func:`~bigkern.reduce.outliers.histogram_grid`) and, with the
 exact quantiles, counts the outliers: neither costs a read.
+
+Small numpy inputs (at most ``bigkern.in_memory_rows`` rows) skip both
+plans' fixed costs — task graphs and 2**20-group tables — and are binned in
+memory, in one read, by the same chunk functions (see
+:mod:`bigkern.reduce.in_memory`); the bins are the same, bit for bit.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from bigkern.cluster import compute
 from bigkern.errors import LabelError
 from bigkern.reduce._kernels import bin_ids, certain_bin_ids, certain_bin_sums
 from bigkern.reduce.binning import (
+    _bin_chunk,
     accumulate_bins,
     binning_pass,
     bins_dataset,
@@ -48,6 +54,13 @@ from bigkern.reduce.binning import (
     use_dense_sums,
 )
 from bigkern.reduce.fixed_point import FixedPointGrid
+from bigkern.reduce.in_memory import (
+    as_numpy_samples,
+    first_pass,
+    kept_fraction_bound,
+    order_statistics,
+    use_in_memory,
+)
 from bigkern.reduce.outliers import (
     extreme_examples,
     histogram_grid,
@@ -154,6 +167,7 @@ def percentile_bins(
     classes: Sequence[Any] | None = None,
     features: Sequence[str] | None = None,
     fused: bool | None = None,
+    in_memory: bool | None = None,
 ) -> xr.Dataset:
     """Percentile bins of ``X``: exact per-feature quantile edges, then per-bin statistics.
 
@@ -175,7 +189,13 @@ def percentile_bins(
     fused : bool, optional
         Force (True) or forbid (False) the two-read plan; by default it is used
         when at most ``bigkern.max_deferred_fraction`` of the rows would wait
-        for the exact edges.
+        for the exact edges. Giving it selects a dask plan.
+    in_memory : bool, optional
+        Force (True: dask inputs are computed into memory first) or forbid
+        (False) the in-memory path; by default it is taken when ``X``, ``y``
+        and ``mask`` are not dask collections, ``X`` has at most
+        ``bigkern.in_memory_rows`` rows and ``fused`` is not given. It gives
+        the same bins with no task graph (see :mod:`bigkern.reduce.in_memory`).
 
     Returns
     -------
@@ -186,8 +206,10 @@ def percentile_bins(
         ``outliers (feature)`` (values more than 1000 robust σ from the median;
         a value within 2**-11 relative of that limit, 2**-8 for float64, may
         be left uncounted) and attrs ``n_outliers`` (their total), ``passes``
-        (reads of the data), ``plan`` (``"fused"`` or ``"three-pass"``) and
-        ``n_kept`` (rows binned after the edges were exact).
+        (reads of the data), ``plan`` (``"fused"``, ``"three-pass"`` or
+        ``"in-memory"``), ``n_kept`` (rows binned after the edges were exact;
+        0 but in the fused plan) and ``kept_fraction_bound`` (the share of
+        rows the fused plan may keep, whichever plan ran).
 
     Warns
     -----
@@ -197,9 +219,13 @@ def percentile_bins(
         bins' centers, but they dominate their own bins.
     """
     q = np.asarray(quantiles, dtype=np.float64).ravel()
-    X, y, mask, names = prepare_samples(X, y, mask, features)
-    d = X.shape[1]
-    first = histogram_pass(X, y, mask)
+    columns = None
+    if use_in_memory(X, y, mask, in_memory, fused):
+        X, y, mask, names = as_numpy_samples(X, y, mask, features)
+        first, columns = first_pass(X, y, mask)
+    else:
+        X, y, mask, names = prepare_samples(X, y, mask, features)
+        first = histogram_pass(X, y, mask)
     if y is not None and classes is None:
         classes = _two_classes(first)
     if classes is not None:
@@ -209,9 +235,60 @@ def percentile_bins(
     positive = classes[1] if classes is not None and y is not None else None
 
     plan = QuantilePlan.make(np.union1d(q, [0.1, 0.5, 0.9]), "linear", first["counts"]["valid"])
+    where = np.searchsorted(plan.probs, q)
+    if columns is not None:
+        res, edge_list, values, hist, grid, kept_bound = _in_memory_plan(
+            X, y, mask, first, columns, plan, where, positive, classes)
+        passes, plan_name = 1, "in-memory"
+    else:
+        res, edge_list, values, hist, grid, kept_bound, passes, plan_name = _dask_plan(
+            X, y, mask, first, plan, where, positive, classes, fused)
+    bins = bins_dataset(res, edge_list, grid, names, classes)
+    summary = summary_dataset(first, plan, values, names)
+    offset, scale = robust_scaler(summary)
+    bins["offset"] = ("feature", offset)
+    bins["scale"] = ("feature", scale)
+    bins["quantile_edges"] = summary["edges"]
+    limits = outlier_limits(offset, scale)
+    record_outliers(bins, histogram_outliers(hist, X.dtype, limits),
+                    extreme_examples(summary["min"].values, summary["max"].values, limits),
+                    limits, names)
+    bins.attrs["passes"] = passes
+    bins.attrs["plan"] = plan_name
+    bins.attrs["kept_fraction_bound"] = float(kept_bound)
+    return bins
+
+
+def _in_memory_plan(
+    X: np.ndarray, y: np.ndarray | None, mask: np.ndarray | None, first: dict[str, Any],
+    columns: list[np.ndarray], plan: QuantilePlan, where: np.ndarray, positive: Any,
+    classes: tuple[Any, ...] | None,
+) -> tuple[Any, ...]:
+    """Edges, grid and combined bins of in-memory ``X`` (one chunk), as :func:`_dask_plan`'s."""
+    d = X.shape[1]
+    hist = first["hist"]  # sparse: no 2**20 table
+    wanted = plan.wanted(d)
+    kept_bound = kept_fraction_bound(first, columns, wanted, X.dtype)
+    grid = histogram_grid(hist, X.dtype)
+    if len(where) >= KEEP:
+        raise ValueError(f"at most {KEEP - 1} quantiles per feature; got {len(where)}")
+    values = order_statistics(columns, wanted)
+    edge_values = plan.edges(values, d)[:, where]
+    edge_list = tuple(edge_values[f] for f in range(d))
+    res = _bin_chunk(X, y if positive is not None else None, mask, edges=edge_list, grid=grid,
+                     positive=positive, classes=classes)
+    res["counts"]["kept"] = 0
+    return res, edge_list, values, hist, grid, kept_bound
+
+
+def _dask_plan(
+    X: Any, y: Any, mask: Any, first: dict[str, Any], plan: QuantilePlan, where: np.ndarray,
+    positive: Any, classes: tuple[Any, ...] | None, fused: bool | None,
+) -> tuple[Any, ...]:
+    """Edges, grid and combined bins of row-chunked ``X`` by the fused or three-pass plan."""
+    d = X.shape[1]
     hist = dense_histograms(first)
     selection = RadixSelection(X.dtype, hist, plan.wanted(d))
-    where = np.searchsorted(plan.probs, q)
     groups = selection.top_groups(dict.fromkeys(range(d), plan.hi[where]))
     upper = np.stack([groups[f] for f in range(d)])
     keep_groups = tuple(selection.target_groups(f) for f in range(d))
@@ -220,8 +297,8 @@ def percentile_bins(
     if fused is None:
         fused = kept_bound <= float(config.get("max_deferred_fraction"))
     grid = histogram_grid(hist, X.dtype)
-    if len(q) >= KEEP:
-        raise ValueError(f"at most {KEEP - 1} quantiles per feature; got {len(q)}")
+    if len(where) >= KEEP:
+        raise ValueError(f"at most {KEEP - 1} quantiles per feature; got {len(where)}")
 
     if fused:
         # the look-up tables (2**20 cells per feature) are built once, on a worker
@@ -258,20 +335,7 @@ def percentile_bins(
         res["counts"]["kept"] = 0
         passes = selection.passes + 1
         plan_name = "three-pass"
-    bins = bins_dataset(res, edge_list, grid, names, classes)
-    summary = summary_dataset(first, plan, values, names)
-    offset, scale = robust_scaler(summary)
-    bins["offset"] = ("feature", offset)
-    bins["scale"] = ("feature", scale)
-    bins["quantile_edges"] = summary["edges"]
-    limits = outlier_limits(offset, scale)
-    record_outliers(bins, histogram_outliers(hist, X.dtype, limits),
-                    extreme_examples(summary["min"].values, summary["max"].values, limits),
-                    limits, names)
-    bins.attrs["passes"] = passes
-    bins.attrs["plan"] = plan_name
-    bins.attrs["kept_fraction_bound"] = float(kept_bound)
-    return bins
+    return res, edge_list, values, hist, grid, kept_bound, passes, plan_name
 
 
 def _two_classes(first: dict[str, Any]) -> tuple[Any, Any]:
