@@ -1,23 +1,28 @@
-"""Shared parts of bigkern's classifiers: the fitted kernel expansion, input handling,
-prediction and persistence."""
+"""Shared parts of bigkern's estimators: the base (input handling, tags, the dask path), the
+regressor and binary-classifier bases, and the classifiers' kernel expansion and persistence."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
 import dask.array as da
 import numpy as np
 import xarray as xr
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from bigkern import config
 from bigkern.errors import DataQualityError, LabelError
 from bigkern.kernels import kernel_expansion
-from bigkern.models._input import fit_input, map_rows, predict_input
+from bigkern.models._format import format_attrs
+from bigkern.models._input import fit_input, map_rows, predict_input, refuse_nonfinite
 from bigkern.reduce.passes import per_feature_counts
 
-__all__ = ["BigkernEstimator", "BinaryClassifierMixin", "KernelExpansion"]
+__all__ = ["FORMAT", "BigkernEstimator", "BigkernRegressor", "BinaryClassifierMixin",
+           "KernelExpansion"]
+
+FORMAT = 1  # the classifiers' model files (see to_dataset)
 
 
 @dataclass(frozen=True)
@@ -43,28 +48,6 @@ class KernelExpansion:
     def n_basis(self) -> int:
         """Number of basis functions (bins, samples or support vectors)."""
         return len(self.coef)
-
-
-def _as_samples(X: Any) -> tuple[Any, list[str] | None]:
-    """Array data of ``X`` and its feature names (for a DataArray with a ``feature`` dim)."""
-    if isinstance(X, xr.DataArray):
-        if "feature" not in X.dims or X.ndim != 2:
-            raise ValueError(f"a DataArray X must have dims (sample, feature); got {X.dims}")
-        X = X.transpose(..., "feature")
-        names = [str(f) for f in X["feature"].values] if "feature" in X.coords else None
-        return X.data, names
-    if isinstance(X, da.Array):
-        return X, None
-    return np.asarray(X), None
-
-
-def checked_features(model: Any, X: Any) -> Any:
-    """``X``'s array with the features ``model`` was fitted on, in the fitted order.
-
-    Kept for the estimators not yet on :class:`BigkernEstimator`; see
-    :func:`bigkern.models._input.predict_input`.
-    """
-    return predict_input(model, X)
 
 
 class BigkernEstimator(BaseEstimator):
@@ -93,6 +76,57 @@ class BigkernEstimator(BaseEstimator):
 
     def _predict_input(self, X: Any) -> Any:
         return predict_input(self, X, allow_nan=self._allow_nan)
+
+
+class BigkernRegressor(RegressorMixin, BigkernEstimator):
+    """The base of bigkern's regressors: ``fit`` on finite numbers, one predict path.
+
+    ``fit`` validates with :meth:`_fit_xy` (at least two samples; NaN/±inf refused
+    naming the first one; a column-vector ``y`` raveled with scikit-learn's
+    ``DataConversionWarning``); ``predict`` evaluates a per-row function with
+    :meth:`_predict_rows`: eagerly on numpy, one lazy task per row chunk on dask,
+    where a row with a non-finite feature raises when its chunk is computed.
+    """
+
+    def _fit_xy(self, X: Any, y: Any, *, lazy: bool = False) -> tuple[Any, Any]:
+        """Validated ``X`` (n, d) and float ``y`` (n,); in memory unless ``lazy``.
+
+        ``lazy`` keeps dask input lazy (its rows are checked where they are read);
+        otherwise it is computed, in one pass for ``X`` and ``y``, and checked.
+        """
+        X, y = self._fit_input(X, y, y_numeric=True)
+        if not lazy and (isinstance(X, da.Array) or isinstance(y, da.Array)):
+            X, y = (np.asarray(a) for a in da.compute(X, y))
+            refuse_nonfinite(X, "X in fit")
+            refuse_nonfinite(y, "y")
+        if not isinstance(y, da.Array):
+            y = np.asarray(y, dtype=np.float64)
+        n = X.shape[0]
+        if n < 2:
+            raise ValueError(f"{type(self).__name__} needs at least 2 samples to fit; got "
+                             f"n_samples={n}")
+        return X, y
+
+    def _predict_rows(self, X: Any, func: Any) -> Any:
+        """``func`` (float rows in the fitted feature order → one value each) on ``X``'s rows."""
+        arr = self._predict_input(X)
+        if isinstance(arr, da.Array):
+            return map_rows(functools.partial(_finite_rows, func=func,
+                                              who=type(self).__name__), arr)
+        return map_rows(func, arr)
+
+
+def _finite_rows(block: np.ndarray, func: Any, who: str, block_info: Any = None) -> np.ndarray:
+    """``func(block)``, raising (with the global row number) when a row is not finite."""
+    bad = ~np.isfinite(block).all(axis=1)
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        if block_info is not None:
+            first += block_info[0]["array-location"][0][0]
+        raise DataQualityError(
+            f"Input X contains NaN or infinity: {int(bad.sum())} row(s) of X in predict (first: "
+            f"row {first}) have a non-finite feature; {who} cannot predict them: drop them first")
+    return func(block)
 
 
 class BinaryClassifierMixin(ClassifierMixin):
@@ -210,7 +244,7 @@ class _KernelClassifier(BinaryClassifierMixin, BigkernEstimator):
                 "classes": [c.item() if hasattr(c, "item") else c for c in self.classes_],
                 "params_json": _json(params),
                 "has_feature_names": int(hasattr(self, "feature_names_in_")),
-                "bigkern_format": 1,
+                **format_attrs(FORMAT),
             },
         )
 

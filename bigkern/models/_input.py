@@ -10,6 +10,9 @@
   are matched by name (reordered when needed);
 * a dask array stays lazy: only its shape and dtype are checked (its rows are
   checked where they are read);
+* NaN/±inf, where an estimator refuses them, raise scikit-learn's "Input X
+  contains NaN" as a :class:`~bigkern.errors.DataQualityError` (a ``ValueError``)
+  that also counts them and names the first row and column;
 * an :class:`xarray.Dataset` is refused with a hint to stack it first.
 
 :func:`map_rows` is the one prediction path: eager on numpy, one lazy task
@@ -26,7 +29,9 @@ import numpy as np
 import xarray as xr
 from sklearn.utils.validation import check_array, validate_data
 
-__all__ = ["fit_input", "map_rows", "predict_input"]
+from bigkern.errors import DataQualityError
+
+__all__ = ["fit_input", "map_rows", "predict_input", "refuse_nonfinite"]
 
 _FLOATS = (np.float64, np.float32)
 
@@ -78,36 +83,100 @@ def fit_input(est: Any, X: Any, y: Any = None, *, allow_nan: bool,
         arr = _check_dask(da.asarray(X))
         if y is not None and not isinstance(y, da.Array):
             y = _column(np.asarray(y))
+        elif y is not None and y.ndim == 2 and y.shape[1] == 1:
+            _warn_column()
+            y = y[:, 0]
         if y is not None and y.shape[0] != arr.shape[0]:
-            raise ValueError(f"X has {arr.shape[0]} rows but y has {y.shape[0]}")
+            raise ValueError(f"X has {arr.shape[0]} rows but y has {y.shape[0]} values")
         est.n_features_in_ = int(arr.shape[1])
         _set_names(est, names)
         return arr, y
-    # rows with NaN or ±inf are left out and counted by the estimators that allow them
-    finite = not allow_nan
+    if y is not None:
+        y = _checked_y(X, y, allow_nan)
+    # rows with NaN or ±inf are left out and counted by the estimators that allow them;
+    # the others refuse them below, naming the first one
     if names is not None:  # a numpy-backed DataArray: numbers checked like any array
-        arr = check_array(np.asarray(X), dtype=_FLOATS, ensure_all_finite=finite,
+        arr = check_array(np.asarray(X), dtype=_FLOATS, ensure_all_finite=False,
                           ensure_min_samples=min_samples, estimator=est)
         est.n_features_in_ = int(arr.shape[1])
         _set_names(est, names)
         if y is not None:
             y = _column(np.asarray(y))
-            if len(y) != len(arr):
-                raise ValueError(f"X has {len(arr)} rows but y has {len(y)}")
-        return arr, y
-    if y is None:
-        arr = validate_data(est, X, reset=True, dtype=_FLOATS, ensure_all_finite=finite,
+    elif y is None:
+        arr = validate_data(est, X, reset=True, dtype=_FLOATS, ensure_all_finite=False,
                             ensure_min_samples=min_samples)
     else:
-        arr, y = validate_data(est, X, y, reset=True, dtype=_FLOATS, ensure_all_finite=finite,
+        arr, y = validate_data(est, X, y, reset=True, dtype=_FLOATS, ensure_all_finite=False,
                                ensure_min_samples=min_samples, y_numeric=y_numeric)
+    if not allow_nan:
+        refuse_nonfinite(arr, "X in fit")
     return arr, y
+
+
+def _checked_y(X: Any, y: Any, allow_nan: bool) -> Any:
+    """``y`` of the length of ``X`` and, unless ``allow_nan``, finite (naming the first bad row)."""
+    n_x, n_y = _length(X), _length(y)
+    if n_x is not None and n_y is not None and n_x != n_y:
+        raise ValueError(f"Found input variables with inconsistent numbers of samples: X has "
+                         f"{n_x} rows but y has {n_y} values")
+    if not allow_nan:
+        values = np.asarray(y)
+        if values.dtype.kind in "fc":
+            refuse_nonfinite(values, "y")
+    return y
+
+
+def _length(a: Any) -> int | None:
+    """Number of rows of an array-like (None for a scalar or anything without a length)."""
+    shape = getattr(a, "shape", None)
+    if shape is not None:
+        return int(shape[0]) if len(shape) else None
+    try:
+        return len(a)
+    except TypeError:
+        return None
+
+
+def refuse_nonfinite(arr: np.ndarray, what: str) -> None:
+    """Raise scikit-learn's "Input X contains NaN" error, counting and naming the first bad value.
+
+    Parameters
+    ----------
+    arr : ndarray
+        Numbers (1-D or 2-D).
+    what : str
+        ``"X in fit"``, ``"X in predict"`` or ``"y"``: the start of the message.
+
+    Raises
+    ------
+    DataQualityError
+        (a ``ValueError``) when ``arr`` holds NaN or ±inf.
+    """
+    bad = ~np.isfinite(arr)
+    if not bad.any():
+        return
+    first = tuple(int(i) for i in np.argwhere(bad)[0])
+    where = f"row {first[0]}" + (f", column {first[1]}" if len(first) > 1 else "")
+    kind = "NaN" if np.isnan(arr[bad]).any() else "infinity"
+    raise DataQualityError(
+        f"Input {what.split()[0]} contains {kind}: {what} has {int(bad.sum())} non-finite "
+        f"value(s) (NaN or ±inf); first at {where} ({arr[first].item()!r})")
 
 
 def _column(y: np.ndarray) -> np.ndarray:
     from sklearn.utils.validation import column_or_1d
 
     return column_or_1d(y, warn=True)
+
+
+def _warn_column() -> None:
+    import warnings
+
+    from sklearn.exceptions import DataConversionWarning
+
+    warnings.warn("A column-vector y was passed when a 1d array was expected. Please change "
+                  "the shape of y to (n_samples, ), for example using ravel().",
+                  DataConversionWarning, stacklevel=4)
 
 
 def _set_names(est: Any, names: list[str] | None) -> None:
@@ -140,11 +209,16 @@ def predict_input(est: Any, X: Any, *, allow_nan: bool = True) -> Any:
                 X = X.sel(feature=list(expected))
         X, _ = _dataarray(X)
         if not isinstance(X, da.Array):
-            arr = check_array(np.asarray(X), dtype=_FLOATS, ensure_all_finite=not allow_nan)
-            return _checked_width(est, arr)
+            arr = _checked_width(est, check_array(np.asarray(X), dtype=_FLOATS,
+                                                  ensure_all_finite=False))
+            if not allow_nan:
+                refuse_nonfinite(arr, "X in predict")
+            return arr
     if isinstance(X, da.Array):
         return _checked_width(est, _check_dask(X))
-    arr = validate_data(est, X, reset=False, dtype=_FLOATS, ensure_all_finite=not allow_nan)
+    arr = validate_data(est, X, reset=False, dtype=_FLOATS, ensure_all_finite=False)
+    if not allow_nan:
+        refuse_nonfinite(arr, "X in predict")
     return arr
 
 

@@ -21,11 +21,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils import check_random_state
 
 from bigkern.errors import DataQualityError
 from bigkern.kernels import gaussian_kernel, kernel_expansion
+from bigkern.models._base import BigkernRegressor
 from bigkern.solvers.oht import (
     METHODS,
     NoResidualDegreesOfFreedomError,
@@ -62,59 +62,10 @@ PAPER_RIDGES: tuple[float, ...] = tuple(k * 10.0**j for j in range(-4, 3) for k 
 MODELS: tuple[str, ...] = ("RM", *METHODS)
 
 
-def _as_dense(X: Any, what: str = "X") -> np.ndarray:
-    """``X`` as a float64 2-D array (no sparse or complex input; 1-D asks to reshape)."""
-    import scipy.sparse
-
-    if scipy.sparse.issparse(X):
-        raise TypeError(f"sparse input is not supported for {what}: pass a dense array")
-    X = np.asarray(X)
-    if np.iscomplexobj(X):
-        raise ValueError(f"Complex data not supported: {what} has a complex dtype")
-    X = X.astype(np.float64)
-    if X.ndim != 2:
-        raise ValueError(f"{what} must be 2-D (sample, feature); got shape {X.shape}. "
-                         f"Reshape your data with X.reshape(-1, 1) for a single feature or "
-                         f"X.reshape(1, -1) for a single sample")
-    if X.shape[1] == 0:
-        raise ValueError(f"{what} has 0 feature(s) (shape={X.shape}) while a minimum of 1 is "
-                         f"required.")
-    return X
-
-
-def _check_X(X: Any, what: str = "X") -> np.ndarray:
-    X = _as_dense(X, what)
-    bad = np.argwhere(~np.isfinite(X))
-    if bad.size:
-        i, j = bad[0]
-        raise DataQualityError(f"{what} has {len(bad)} non-finite value(s) (NaN or ±inf); "
-                               f"first at row {i}, column {j}")
-    return X
-
-
-def _check_Xy(X: Any, y: Any, who: str) -> tuple[np.ndarray, np.ndarray]:
-    if y is None:
-        raise ValueError(f"{who} requires y to be passed, but the target y is None")
-    X = _check_X(X)
-    y = np.asarray(y)
-    if np.iscomplexobj(y):
-        raise ValueError("Complex data not supported: y has a complex dtype")
-    y = y.astype(np.float64)
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = y[:, 0]
-    if y.ndim != 1 or y.shape[0] != X.shape[0]:
-        raise ValueError(f"y must be 1-D with one entry per row of X ({X.shape[0]}); "
-                         f"got shape {y.shape}")
-    if X.shape[0] < 2:
-        raise ValueError(f"at least 2 samples are needed; got n_samples = {X.shape[0]}")
-    bad = np.flatnonzero(~np.isfinite(y))
-    if bad.size:
-        raise DataQualityError(f"y has {bad.size} non-finite value(s) (NaN or ±inf); "
-                               f"first at row {bad[0]}")
+def _refuse_constant(y: np.ndarray) -> None:
     if np.ptp(y) == 0:
         raise DataQualityError(f"y is constant (every value = {y[0]:.6g}): nothing to "
                                f"regress on")
-    return X, y
 
 
 def _check_widths(widths: Any) -> tuple[float, ...]:
@@ -226,7 +177,8 @@ def two_fold_width_scores(
 
     The rows are split at random into two halves; each half is fitted and
     tested on the other; the score is the mean of the two test MSEs
-    (``inf`` where a model cannot be fitted at that width).
+    (``inf`` where a model cannot be fitted at that width). A half whose ``y``
+    is constant is fitted by that constant (every model's weights are 0 there).
 
     Returns
     -------
@@ -238,8 +190,11 @@ def two_fold_width_scores(
     scores = {m: np.zeros(len(widths)) for m in models}
     for i, omega in enumerate(widths):
         for a, b in (halves, halves[::-1]):
-            fits = fit_at_width(Z[a], y[a], omega, models, eta=eta, ridges=ridges,
-                                penalty=penalty)
+            if np.ptp(y[a]) == 0:  # nothing to regress on: OHT's solver refuses, RM gives w = 0
+                fits = {m: (np.zeros(len(a)), float(y[a][0]), None) for m in models}
+            else:
+                fits = fit_at_width(Z[a], y[a], omega, models, eta=eta, ridges=ridges,
+                                    penalty=penalty)
             for m in models:
                 if m in fits:
                     w, icpt, _ = fits[m]
@@ -249,40 +204,31 @@ def two_fold_width_scores(
     return scores
 
 
-class _KernelRegressor(RegressorMixin, BaseEstimator):
+class _KernelRegressor(BigkernRegressor):
     """Prediction by the fitted expansion ``Σ_j coef_j k(z(x), c_j) + intercept``."""
 
     def _expansion(self, Xb: np.ndarray) -> np.ndarray:
+        if not len(self.coef_):  # every component thresholded away: the mean of y
+            return np.full(len(Xb), float(self.intercept_))
         return kernel_expansion(Xb, self.centers_, self.coef_, self.omega_, self.intercept_,
                                 offset=self.offset_, scale=self.scale_, dtype=np.float64)
 
     def predict(self, X: Any) -> Any:
-        """Predicted targets for the rows of ``X`` (n, d); NaN for a row with a NaN feature.
+        """Predicted targets for the rows of ``X`` (n, d).
 
         Parameters
         ----------
-        X : array-like or dask array, shape (n, d)
+        X : array-like, DataFrame, DataArray (sample, feature) or dask array, shape (n, d)
+            Finite features, in the fitted order (DataFrame columns and DataArray
+            features are matched by name).
 
         Returns
         -------
-        ndarray, shape (n,) (a lazy dask array for dask input)
+        ndarray, shape (n,)
+            A lazy dask array for dask input (one task per row chunk; a row with a
+            non-finite feature raises when its chunk is computed).
         """
-        import dask.array as da
-        import xarray as xr
-        from sklearn.utils.validation import check_is_fitted
-
-        check_is_fitted(self, "coef_")
-        if isinstance(X, xr.DataArray):
-            X = X.data
-        if not isinstance(X, da.Array):
-            X = _as_dense(X)
-        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[-1]} features, but {type(self).__name__} is "
-                             f"expecting {self.n_features_in_} features as input")
-        if isinstance(X, da.Array):
-            return X.rechunk({1: -1}).map_blocks(self._expansion, drop_axis=1,
-                                                 dtype=np.float64)
-        return self._expansion(X)
+        return self._predict_rows(X, self._expansion)
 
     def to_dataset(self) -> Any:
         """The fitted model as a small :class:`xarray.Dataset` (for zarr or netCDF).
@@ -303,9 +249,13 @@ class _KernelRegressor(RegressorMixin, BaseEstimator):
                                        random_state=self.random_state, **kw)[model]
         self.cv_scores_ = scores
         if not np.isfinite(scores).any():
-            raise ValueError(f"no width in {widths} gives a usable fit for {model} (each "
-                             f"stable set has as many components as samples); try wider "
-                             f"widths")
+            n = len(y)
+            raise ValueError(
+                f"no width in {widths} gives a usable fit for {model} in two-fold "
+                f"cross-validation on {n} samples ({n // 2} and {n - n // 2} per half): at "
+                f"every width a half's stable set has as many components as its samples (the "
+                f"basis interpolates them and the noise variance (21) is undefined); use more "
+                f"samples, wider widths, or a single width (no cross-validation)")
         return widths[int(np.argmin(scores))]
 
 
@@ -360,7 +310,8 @@ class LOOKernelRidge(_KernelRegressor):
         if self.penalty not in ("weights", "rkhs"):
             raise ValueError(f"penalty must be 'weights' or 'rkhs'; got {self.penalty!r}")
         ridges = tuple(float(r) for r in np.atleast_1d(self.ridges))
-        X, y = _check_Xy(X, y, type(self).__name__)
+        X, y = self._fit_xy(X, y)
+        _refuse_constant(y)
         self.offset_, self.scale_ = _standardizer(X)
         Z = (X - self.offset_) / self.scale_
         kw = {"ridges": ridges, "penalty": self.penalty}
@@ -368,5 +319,4 @@ class LOOKernelRidge(_KernelRegressor):
         w, b, (lam, loo) = fit_at_width(Z, y, self.omega_, ("RM",), **kw)["RM"]
         self.ridge_, self.loo_mse_ = lam, loo
         self.coef_, self.intercept_, self.centers_ = w, b, Z
-        self.n_features_in_ = X.shape[1]
         return self

@@ -24,8 +24,8 @@ from bigkern.models.kernel_regression import (
     PAPER_WIDTHS,
     LOOKernelRidge,
     _check_widths,
-    _check_Xy,
     _KernelRegressor,
+    _refuse_constant,
     _standardizer,
     fit_at_width,
     two_fold_width_scores,
@@ -123,7 +123,8 @@ class OHTRegressor(_KernelRegressor):
             raise ValueError(f"method must be one of {METHODS}; got {self.method!r}")
         if self.basis is not None:
             return self._fit_reduced(X, y)
-        X, y = _check_Xy(X, y, type(self).__name__)
+        X, y = self._fit_xy(X, y)
+        _refuse_constant(y)
         self.offset_, self.scale_ = _standardizer(X)
         Z = (X - self.offset_) / self.scale_
         self.omega_ = self._select(Z, y, self.method, eta=self.eta)
@@ -133,7 +134,6 @@ class OHTRegressor(_KernelRegressor):
                 f"at width {self.omega_} the stable set has as many components as samples "
                 f"({len(y)}); the noise variance (21) is undefined: use a wider width")
         self._store(fits[self.method][2], Z)
-        self.n_features_in_ = X.shape[1]
         return self
 
     # -- reduced basis (distributed) -----------------------------------------------------------
@@ -148,9 +148,6 @@ class OHTRegressor(_KernelRegressor):
         the folds' pieces add up to the full data's, so the final fit needs no
         further read.
         """
-        import dask.array as da
-        import xarray as xr
-
         from bigkern.reduce.reduced_folds import fold_pieces, reduced_normal_equations_folds
         from bigkern.reduce.sampling import sample_rows
         from bigkern.solvers.oht import oht_from_normal_equations
@@ -160,17 +157,9 @@ class OHTRegressor(_KernelRegressor):
             raise ValueError(f"basis must be None or a positive int (number of centers); "
                              f"got {m!r}")
         widths = _check_widths(self.widths)
-        if isinstance(X, xr.DataArray):
-            X = X.transpose(..., "feature").data
-        if isinstance(y, xr.DataArray):
-            y = y.data
-        X = X if isinstance(X, da.Array) else np.asarray(X, dtype=np.float64)
-        y = y if isinstance(y, da.Array) else np.asarray(y, dtype=np.float64)
-        if X.ndim != 2 or y.ndim != 1 or y.shape[0] != X.shape[0]:
-            raise ValueError(f"X must be 2-D and y 1-D with one entry per row of X; got "
-                             f"shapes {X.shape} and {y.shape}")
-        if X.shape[0] < 2:
-            raise ValueError(f"at least 2 samples are needed; got n = {X.shape[0]}")
+        # dask input stays lazy: its rows are read once by the sample and once by the pass,
+        # which leaves out and counts rows with a non-finite value (numpy input is checked here)
+        X, y = self._fit_xy(X, y, lazy=True)
         seed = int(check_random_state(self.random_state).randint(2**31 - 1))
         C, _, _ = sample_rows(X, y, n=int(m), seed=seed)
         offset, scale = _standardizer(np.asarray(C, dtype=np.float64))
@@ -210,7 +199,6 @@ class OHTRegressor(_KernelRegressor):
         self.offset_, self.scale_ = offset, scale
         self.reduced_centers_ = centers
         self._store(solve(full), centers)
-        self.n_features_in_ = int(X.shape[1])
         return self
 
 
