@@ -329,7 +329,7 @@ def test_bad_data():
     X = x[:, None]
     with pytest.raises(ValueError, match="at least 2 samples"):
         GaussianRLS().fit(X[:1], y[:1])
-    with pytest.raises(ValueError, match="2-D"):
+    with pytest.raises(ValueError, match="Expected 2D array"):
         GaussianRLS().fit(x, y)
     with pytest.raises(ValueError, match="9 values"):
         GaussianRLS().fit(X, y[:-1])

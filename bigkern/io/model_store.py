@@ -34,11 +34,13 @@ def save_model(
         What the model was fitted from: ``path`` may not be, contain or lie in them.
 
     The file is written to a hidden temporary sibling and moved into place when
-    complete; zarr models carry checksums on every array.
+    complete; zarr models carry checksums on every array. Every model file records
+    the bigkern version that wrote it (``bigkern_version``) next to its format
+    (``bigkern_format``); nothing is pickled.
     """
     if not callable(getattr(model, "to_dataset", None)):
-        raise TypeError(f"{type(model).__name__} cannot be saved: save_model takes the binned, "
-                        f"compact and OHT / RM models (anything with a to_dataset method)")
+        raise TypeError(f"{type(model).__name__} cannot be saved: save_model takes bigkern's "
+                        f"fitted estimators (anything with a to_dataset method)")
     path = Path(path)
     ds = model.to_dataset()
     with staged_output(path, overwrite=overwrite, inputs=inputs) as temp:
@@ -60,7 +62,8 @@ def load_model(path: str | Path) -> Any:
     ------
     StoreError
         No model at ``path``, an unfinished or damaged model store (a chunk
-        missing or failing its checksum), or not a bigkern model.
+        missing or failing its checksum), not a bigkern model, or a model
+        format newer than this bigkern reads (both versions named).
     """
     from bigkern.models import load_model_dataset
 

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from bigkern.models._base import KernelExpansion
+from bigkern.models._base import FORMAT, KernelExpansion
+from bigkern.models._format import check_format
 from bigkern.models.baselines import KernelRidgeClassifier
 from bigkern.models.binned import BinnedKernelRidge, BinnedSVC
 from bigkern.models.compact import CompactKernelPCA, CompactKernelRidge, CompactLSSVC, CompactSVC
@@ -42,7 +43,8 @@ __all__ = [
 ]
 
 _MODELS = {cls.__name__: cls for cls in (BinnedKernelRidge, BinnedSVC, KernelRidgeClassifier)}
-_REGRESSORS = {cls.__name__: cls for cls in (OHTRegressor, LOOKernelRidge)}
+_REGRESSORS = {cls.__name__: cls for cls in (OHTRegressor, LOOKernelRidge, GaussianRLS,
+                                             PeriodicKernelRidge)}
 _COMPACT = {cls.__name__: cls for cls in (CompactLSSVC, CompactKernelRidge, CompactSVC,
                                           CompactKernelPCA)}
 
@@ -60,6 +62,7 @@ def load_model_dataset(ds: xr.Dataset) -> Any:
                                     support_from_coef=issubclass(_COMPACT[name], CompactSVC))
     if name not in _MODELS:
         raise ValueError(f"not a bigkern model dataset (model={name!r})")
+    check_format(ds, FORMAT)
     params = json.loads(ds.attrs["params_json"])
     if "quantiles" in params:
         params["quantiles"] = tuple(params["quantiles"])

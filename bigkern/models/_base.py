@@ -99,6 +99,8 @@ class BigkernRegressor(RegressorMixin, BigkernEstimator):
             X, y = (np.asarray(a) for a in da.compute(X, y))
             refuse_nonfinite(X, "X in fit")
             refuse_nonfinite(y, "y")
+        if not isinstance(X, da.Array):  # float32 data are fitted in double too; C order (a
+            X = np.ascontiguousarray(X, dtype=np.float64)  # DataFrame's is F) as once reloaded
         if not isinstance(y, da.Array):
             y = np.asarray(y, dtype=np.float64)
         n = X.shape[0]

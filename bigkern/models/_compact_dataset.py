@@ -8,7 +8,7 @@ or ``alphas (sample, component)``, ``eigenvalues (component)`` and ``row_means
 (sample)`` for :class:`~bigkern.models.CompactKernelPCA`. attrs: ``model``,
 ``params_json``, the kernel (``omega``, ``support_radius``, ``nu``; ``nu = -1``:
 chosen from the dimension), ``intercept``, ``classes_json``, ``grand_mean``,
-``has_feature_names`` and ``bigkern_format``. Fit-time diagnostics
+``has_feature_names``, ``bigkern_format`` and ``bigkern_version``. Fit-time diagnostics
 (``gram_report_``, ``solve_report_``) are not saved.
 """
 
@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
+
+from bigkern.models._format import check_format, format_attrs
 
 __all__ = ["compact_from_dataset", "compact_to_dataset"]
 
@@ -52,7 +54,7 @@ def compact_to_dataset(model: Any) -> xr.Dataset:
         "support_radius": float(kernel.C),
         "nu": -1 if kernel.nu is None else int(kernel.nu),
         "has_feature_names": int(hasattr(model, "feature_names_in_")),
-        "bigkern_format": FORMAT,
+        **format_attrs(FORMAT),
     }
     if hasattr(model, "dual_coef_"):
         data["dual_coef"] = ("sample", np.asarray(model.dual_coef_, dtype=np.float64))
@@ -92,10 +94,7 @@ def compact_from_dataset(ds: xr.Dataset, cls: type, *, support_from_coef: bool =
     from bigkern.kernels import CompactSupport, Gaussian
     from bigkern.solvers.kpca import KernelPCASolution
 
-    fmt = int(ds.attrs.get("bigkern_format", 0))
-    if fmt > FORMAT:
-        raise ValueError(f"the model was saved by a newer bigkern (format {fmt}; this one "
-                         f"reads up to {FORMAT})")
+    check_format(ds, FORMAT)
     valid = cls().get_params()
     model = cls(**{k: v for k, v in json.loads(ds.attrs["params_json"]).items() if k in valid})
     nu = int(ds.attrs["nu"])

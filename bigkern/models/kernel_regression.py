@@ -290,6 +290,9 @@ class LOOKernelRidge(_KernelRegressor):
         Two-fold CV MSE of every width (NaN with a single width).
     coef_, centers_, intercept_, offset_, scale_, n_features_in_
         The fitted expansion (centers in standardized units).
+    feature_names_in_ : ndarray of str
+        Column names of a DataFrame (or a DataArray's ``feature`` coordinate) given
+        to ``fit``; ``predict`` then checks them.
     """
 
     def __init__(self, widths: Sequence[float] = DEFAULT_WIDTHS,

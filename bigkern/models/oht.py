@@ -90,6 +90,16 @@ class OHTRegressor(_KernelRegressor):
         Two-fold CV MSE of every width (inf: unusable, NaN: single width).
     intercept_, offset_, scale_, n_features_in_
         Intercept and input standardization.
+    feature_names_in_ : ndarray of str
+        Column names of a DataFrame (or a DataArray's ``feature`` coordinate) given
+        to ``fit``; ``predict`` then checks them.
+
+    Notes
+    -----
+    Input is validated as by scikit-learn (:class:`~bigkern.models._base.BigkernRegressor`):
+    NaN/±inf are refused, naming the first one. A dask ``X`` with ``basis=m̃`` stays lazy:
+    its rows with a non-finite value are left out and counted by the distributed pass
+    (an error over ``bigkern.max_nonfinite_fraction``). ``predict`` on dask is lazy.
     """
 
     def __init__(self, method: str = "ED2", widths: Sequence[float] = DEFAULT_WIDTHS,

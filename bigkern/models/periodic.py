@@ -14,10 +14,9 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
-from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted
 
 from bigkern.errors import DataQualityError
+from bigkern.models._base import BigkernRegressor
 from bigkern.solvers.periodic import SmootherPath, equal_bins, periodic_gaussian_kernel
 from bigkern.tuning import difference_noise_variance, grid_argmin, mallows_cp
 
@@ -43,16 +42,24 @@ def _positive(value: Any, name: str) -> float:
     return v
 
 
-def _check_x(X: Any, wrap: bool, where: str) -> np.ndarray:
-    x = np.asarray(X, dtype=np.float64)
-    if x.ndim == 2 and x.shape[1] == 1:
-        x = x[:, 0]
-    if x.ndim != 1:
-        raise ValueError(f"X in {where} must be 1-D or have one column; got shape {x.shape}")
-    bad = np.flatnonzero(~np.isfinite(x))
-    if bad.size:
-        raise DataQualityError(f"X in {where} has {bad.size} non-finite value(s) (NaN or ±inf), "
-                               f"first at row {bad[0]}: {float(x[bad[0]])!r}")
+def _as_column(X: Any) -> Any:
+    """Points of shape (n,) as one column (n, 1); anything else as it is (validated later)."""
+    import scipy.sparse
+
+    if scipy.sparse.issparse(X):
+        return X  # refused by the validation, with scikit-learn's message
+    if isinstance(X, xr.DataArray) and X.ndim == 1:
+        X = X.data
+    if getattr(X, "ndim", None) == 1:
+        return X.to_frame() if hasattr(X, "to_frame") else X[:, None]  # a pandas Series
+    if isinstance(X, list | tuple):
+        arr = np.asarray(X)
+        return arr[:, None] if arr.ndim == 1 else X
+    return X
+
+
+def _on_circle(x: np.ndarray, wrap: bool, where: str) -> np.ndarray:
+    """Finite points ``x`` (n,) on [0, 1): taken mod 1 with ``wrap``, else checked."""
     if wrap:
         return np.mod(x, 1.0)
     out = np.flatnonzero((x < 0) | (x >= 1))
@@ -64,7 +71,7 @@ def _check_x(X: Any, wrap: bool, where: str) -> np.ndarray:
     return x
 
 
-class PeriodicKernelRidge(RegressorMixin, BaseEstimator):
+class PeriodicKernelRidge(BigkernRegressor):
     """Periodic Gaussian kernel regularization on [0, 1), optionally on equal-width bins.
 
     Parameters
@@ -119,6 +126,16 @@ class PeriodicKernelRidge(RegressorMixin, BaseEstimator):
         Degrees of freedom ``trace(S_B)`` of the chosen fit.
     n_features_in_ : int
         Always 1.
+    feature_names_in_ : ndarray of str
+        The column name of a one-column DataFrame (or a named Series) given to ``fit``.
+
+    Notes
+    -----
+    ``X`` is points on the circle: shape (n,) or (n, 1) (a list, Series, one-column
+    DataFrame, DataArray or dask array); more columns are refused. The tags say so as
+    scikit-learn's ``IsotonicRegression`` does (``one_d_array``, not ``two_d_array``).
+    Dask input is computed by ``fit`` (the solve is in memory) and kept lazy by
+    ``predict``.
     """
 
     def __init__(
@@ -172,17 +189,14 @@ class PeriodicKernelRidge(RegressorMixin, BaseEstimator):
         DataQualityError
             NaN or ±inf in ``X`` or ``y``; constant ``y`` when Cp must estimate σ².
         """
-        x = _check_x(X, self.wrap, "fit")
-        yv = np.asarray(y, dtype=np.float64).reshape(-1)
+        X, yv = self._fit_xy(_as_column(X), y)
+        if X.shape[1] != 1:
+            del self.n_features_in_  # not fitted
+            self.__dict__.pop("feature_names_in_", None)
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} takes one "
+                             f"column: points x on the circle [0, 1), of shape (n,) or (n, 1)")
+        x = _on_circle(X[:, 0], self.wrap, "fit")
         n = len(x)
-        if n < 2:
-            raise ValueError(f"need at least 2 samples to fit; got n={n}")
-        if len(yv) != n:
-            raise ValueError(f"X has {n} rows but y has {len(yv)}")
-        bad = np.flatnonzero(~np.isfinite(yv))
-        if bad.size:
-            raise DataQualityError(f"y has {bad.size} non-finite value(s) (NaN or ±inf), "
-                                   f"first at row {bad[0]}: {float(yv[bad[0]])!r}")
         bins = None
         if self.n_bins is not None:
             m = self.n_bins
@@ -227,13 +241,48 @@ class PeriodicKernelRidge(RegressorMixin, BaseEstimator):
         self.n_bins_ = m_eff
         self.n_empty_bins_ = 0 if bins is None else bins.n_empty
         self.bin_counts_ = np.ones(n, dtype=np.int64) if bins is None else bins.counts.copy()
-        self.n_features_in_ = 1
         return self
 
+    def __sklearn_tags__(self) -> Any:
+        """Points on a circle, shape (n,) or (n, 1): declared as scikit-learn's IsotonicRegression.
+
+        ``two_d_array=False``: the estimator takes no general 2-D ``X`` (k > 1
+        columns are refused). scikit-learn's ``check_estimator`` skips such an
+        estimator (its checks build k-column data); the checks that apply to
+        points on a circle are run by bigkern's own tests.
+        """
+        tags = super().__sklearn_tags__()
+        tags.input_tags.one_d_array = True
+        tags.input_tags.two_d_array = False
+        return tags
+
     # -- prediction ----------------------------------------------------------------------------
-    def predict(self, X: Any) -> np.ndarray:
-        """``f̂(x) = Σ_j c_j K(x, b_j)`` at points of [0, 1) (shape (n,) or (n, 1))."""
-        check_is_fitted(self, "coef_")
-        x = _check_x(X, self.wrap, "predict")
+    def predict(self, X: Any) -> Any:
+        """``f̂(x) = Σ_j c_j K(x, b_j)`` at points of [0, 1).
+
+        Parameters
+        ----------
+        X : array-like, Series, DataFrame, DataArray or dask array, shape (n,) or (n, 1)
+            Finite points (any real numbers with ``wrap=True``).
+
+        Returns
+        -------
+        ndarray, shape (n,)
+            A lazy dask array for dask input (one task per row chunk).
+        """
+        return self._predict_rows(_as_column(X), self._rows)
+
+    def _rows(self, X: np.ndarray) -> np.ndarray:
+        x = _on_circle(X[:, 0], self.wrap, "predict")
         K = periodic_gaussian_kernel(x, self.centers_, self.omega_, kernel=self.kernel, J=self.J)
         return K @ self.coef_
+
+    def to_dataset(self) -> xr.Dataset:
+        """The fitted model as a small :class:`xarray.Dataset` (for zarr or netCDF).
+
+        Saved and loaded by :func:`bigkern.save_model` / :func:`bigkern.load_model`;
+        see :mod:`bigkern.models._regressor_dataset` for the layout.
+        """
+        from bigkern.models._regressor_dataset import periodic_to_dataset
+
+        return periodic_to_dataset(self)

@@ -15,11 +15,10 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted
 
-from bigkern.errors import BigkernWarning, DataQualityError
+from bigkern.errors import BigkernWarning
 from bigkern.kernels import gaussian_kernel, kernel_expansion
+from bigkern.models._base import BigkernRegressor
 from bigkern.solvers.checks import check_ridges
 from bigkern.solvers.rls import (
     DoublePrecisionWarning,
@@ -35,24 +34,7 @@ __all__ = ["GaussianRLS"]
 _PRECISIONS = ("auto", "double", "extended")
 
 
-def _finite_matrix(X: Any, name: str) -> np.ndarray:
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2:
-        raise ValueError(
-            f"{name} must be 2-D (sample, feature); got shape {X.shape} "
-            "(use X.reshape(-1, 1) for one feature)"
-        )
-    bad = ~np.isfinite(X)
-    if bad.any():
-        i, j = np.argwhere(bad)[0]
-        raise DataQualityError(
-            f"{name} has {int(bad.sum())} non-finite value(s); first at row {i}, column {j} "
-            f"({X[i, j]!r})"
-        )
-    return X
-
-
-class GaussianRLS(RegressorMixin, BaseEstimator):
+class GaussianRLS(BigkernRegressor):
     """Gaussian RLS ``(K + λnI) c = y``, λ by exact leave-one-out over a grid.
 
     The kernel is Lippert & Rifkin's ``K(x, x') = exp(−‖x − x'‖² / (2σ²))`` — σ is
@@ -105,6 +87,9 @@ class GaussianRLS(RegressorMixin, BaseEstimator):
         Training targets (needed by the extended prediction).
     n_features_in_ : int
         Number of features.
+    feature_names_in_ : ndarray of str
+        Column names of a DataFrame (or a DataArray's ``feature`` coordinate) given
+        to ``fit``; ``predict`` then checks them.
 
     Examples
     --------
@@ -143,8 +128,8 @@ class GaussianRLS(RegressorMixin, BaseEstimator):
             return np.array([float(self.lam)])
         return check_ridges(self.lams, "lams")
 
-    def fit(self, X: ArrayLike, y: ArrayLike) -> GaussianRLS:
-        """Fit on ``X`` (n, d) and targets ``y`` (n,).
+    def fit(self, X: Any, y: Any) -> GaussianRLS:
+        """Fit on ``X`` (n, d) and targets ``y`` (n,) (dask input is computed: RLS is in memory).
 
         Raises
         ------
@@ -163,22 +148,8 @@ class GaussianRLS(RegressorMixin, BaseEstimator):
             ``precision="auto"`` switched to extended precision.
         """
         grid = self._check_params()
-        X = _finite_matrix(X, "X")
-        y = np.asarray(y, dtype=np.float64)
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = y[:, 0]
-        if y.ndim != 1:
-            raise ValueError(f"y must be 1-D (n,); got shape {y.shape}")
+        X, y = self._fit_xy(X, y)
         n = X.shape[0]
-        if n < 2:
-            raise ValueError(f"GaussianRLS needs at least 2 samples (rows of X); got {n}")
-        if len(y) != n:
-            raise ValueError(f"X has {n} rows but y has {len(y)} values")
-        bad = np.flatnonzero(~np.isfinite(y))
-        if bad.size:
-            raise DataQualityError(
-                f"y has {bad.size} non-finite value(s); first at row {bad[0]} ({y[bad[0]]!r})"
-            )
         if np.all(y == y[0]):
             warnings.warn(
                 f"y is constant ({y[0]:g}) on all {n} rows: the fit is that constant shrunk "
@@ -231,21 +202,26 @@ class GaussianRLS(RegressorMixin, BaseEstimator):
         self.precision_ = mode
         self.X_fit_ = X
         self.y_fit_ = y
-        self.n_features_in_ = X.shape[1]
         return self
 
-    def predict(self, X: ArrayLike) -> np.ndarray:
+    def predict(self, X: Any) -> Any:
         """Predictions ``f(x) = Σ_i c_i K(x_i, x)`` for the rows of ``X``.
 
         In extended precision they are computed as ``yᵀ[(K + λnI)⁻¹ k(x)]``.
+
+        Parameters
+        ----------
+        X : array-like, DataFrame, DataArray (sample, feature) or dask array, shape (m, d)
+            Finite features, in the fitted order.
+
+        Returns
+        -------
+        ndarray, shape (m,)
+            A lazy dask array for dask input (one task per row chunk).
         """
-        check_is_fitted(self, "coef_")
-        X = _finite_matrix(X, "X")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X.shape[1]} features but GaussianRLS was fitted on "
-                f"{self.n_features_in_}"
-            )
+        return self._predict_rows(X, self._rows)
+
+    def _rows(self, X: np.ndarray) -> np.ndarray:
         if self.precision_ == "double":
             return kernel_expansion(X, self.X_fit_, self.coef_, float(self.sigma),
                                     dtype=np.float64)
@@ -253,3 +229,13 @@ class GaussianRLS(RegressorMixin, BaseEstimator):
         pred, _ = extended_solve(self.X_fit_, self.y_fit_, self.sigma, [ridge],
                                  want="predict", Z=X, dps=self.dps)
         return pred
+
+    def to_dataset(self) -> Any:
+        """The fitted model as a small :class:`xarray.Dataset` (for zarr or netCDF).
+
+        Saved and loaded by :func:`bigkern.save_model` / :func:`bigkern.load_model`;
+        see :mod:`bigkern.models._regressor_dataset` for the layout.
+        """
+        from bigkern.models._regressor_dataset import rls_to_dataset
+
+        return rls_to_dataset(self)

@@ -1,0 +1,47 @@
+"""Model files: the format a family writes, the bigkern that wrote it, the check on load.
+
+Every model Dataset (and so every zarr or netCDF model file) carries
+``bigkern_format`` — the layout of its family, raised when a layout changes in
+a way older readers cannot follow — and ``bigkern_version``, the version of
+bigkern that wrote it. A file of a newer format than this bigkern reads is an
+error naming both versions, never a half-understood model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import xarray as xr
+
+from bigkern.errors import StoreError
+from bigkern.version import __version__
+
+__all__ = ["check_format", "format_attrs"]
+
+FORMAT_ATTR = "bigkern_format"
+VERSION_ATTR = "bigkern_version"
+
+
+def format_attrs(fmt: int) -> dict[str, Any]:
+    """The attrs that say how a model Dataset was written: its format and this bigkern's version."""
+    return {FORMAT_ATTR: int(fmt), VERSION_ATTR: __version__}
+
+
+def check_format(ds: xr.Dataset, known: int) -> int:
+    """The format of ``ds``; raise when it is newer than ``known`` (what this bigkern reads).
+
+    Raises
+    ------
+    StoreError
+        (a ``ValueError``) naming the bigkern and the format that wrote the file
+        and this bigkern's version and format.
+    """
+    fmt = int(ds.attrs.get(FORMAT_ATTR, 0))
+    if fmt > known:
+        written = ds.attrs.get(VERSION_ATTR)
+        by = f"bigkern {written}" if written else "a bigkern that did not record its version"
+        raise StoreError(
+            f"the {ds.attrs.get('model', 'model')} file was saved by a newer bigkern ({by}, "
+            f"model format {fmt}); this is bigkern {__version__}, which reads model formats up "
+            f"to {known}: upgrade bigkern to load it")
+    return fmt
