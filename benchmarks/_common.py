@@ -18,6 +18,7 @@ import contextlib
 import ctypes
 import datetime as _dt
 import gc
+import io
 import os
 import platform
 import shlex
@@ -384,3 +385,19 @@ def client_profile(enabled: bool, title: str, top: int = 12) -> Iterator[None]:
 def dir_size(path: Path) -> int:
     """Bytes of the files under ``path``."""
     return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
+
+
+class Tee(io.TextIOBase):
+    """Write to several streams."""
+
+    def __init__(self, *streams: Any) -> None:
+        self.streams = streams
+
+    def write(self, s: str) -> int:
+        for st in self.streams:
+            st.write(s)
+        return len(s)
+
+    def flush(self) -> None:
+        for st in self.streams:
+            st.flush()

@@ -77,21 +77,6 @@ SEED = 0
 # ---------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------
-class Tee(io.TextIOBase):
-    """Write to several streams."""
-
-    def __init__(self, *streams: Any) -> None:
-        self.streams = streams
-
-    def write(self, s: str) -> int:
-        for st in self.streams:
-            st.write(s)
-        return len(s)
-
-    def flush(self) -> None:
-        for st in self.streams:
-            st.flush()
-
 
 def write(ds: Any, path: Path, chunks: dict[str, int]) -> Path:
     """``write_scenes`` of an in-memory dataset (its arrays travel in the graph: fine here)."""
@@ -587,7 +572,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="run-", dir=args.workdir))
     buf = io.StringIO()
     try:
-        with contextlib.redirect_stdout(Tee(sys.stdout, buf)):
+        with contextlib.redirect_stdout(C.Tee(sys.stdout, buf)):
             run(args, tmp)
     finally:
         if not args.keep:

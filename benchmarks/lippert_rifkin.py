@@ -86,26 +86,10 @@ def main() -> None:
                        Path(__file__).parent / "results" / "lippert_rifkin.txt")
     out.parent.mkdir(parents=True, exist_ok=True)
     buf = io.StringIO()
-    with contextlib.redirect_stdout(Tee(sys.stdout, buf)):
+    with contextlib.redirect_stdout(C.Tee(sys.stdout, buf)):
         run(args.small, out.with_suffix(".png"))
     out.write_text(buf.getvalue())
     print(f"table written to {out}")
-
-
-class Tee(io.TextIOBase):
-    """Write to several streams."""
-
-    def __init__(self, *streams):
-        self.streams = streams
-
-    def write(self, s: str) -> int:
-        for st in self.streams:
-            st.write(s)
-        return len(s)
-
-    def flush(self) -> None:
-        for st in self.streams:
-            st.flush()
 
 
 def run(small: bool, png: Path) -> None:

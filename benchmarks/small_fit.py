@@ -48,22 +48,6 @@ GOAL_SECONDS = 0.020
 PLAN_ATTRS = ("plan", "passes", "n_kept")
 
 
-class Tee(io.TextIOBase):
-    """Write to several streams."""
-
-    def __init__(self, *streams: Any) -> None:
-        self.streams = streams
-
-    def write(self, s: str) -> int:
-        for st in self.streams:
-            st.write(s)
-        return len(s)
-
-    def flush(self) -> None:
-        for st in self.streams:
-            st.flush()
-
-
 def scene_rows(n: int, n_scenes: int, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
     """The first ``n`` labelled pixels with finite features: X (n, 3) float32, y (n,) int8."""
     from bigkern.datasets import make_scenes
@@ -234,7 +218,7 @@ def main() -> None:
     buf = io.StringIO()
     import bigkern
 
-    with bigkern.config.set(progress=False), contextlib.redirect_stdout(Tee(sys.stdout, buf)):
+    with bigkern.config.set(progress=False), contextlib.redirect_stdout(C.Tee(sys.stdout, buf)):
         run(args)
     out.write_text(buf.getvalue())
     print(f"output written to {out}")
