@@ -437,8 +437,9 @@ def resume(size: tuple[int, tuple[int, int], int], tmp: Path) -> None:
     from bigkern.datasets import make_scenes
     from bigkern.errors import StoreError
     from bigkern.features import with_features
-    from bigkern.io import load_model, open_scenes, save_model, write_scenes
+    from bigkern.io import open_scenes, write_scenes
     from bigkern.io.integrity import open_checked
+    from bigkern.models import load_model, save_model
     from bigkern.predict import predict_scenes, write_predictions
 
     n_scene, shape, rows_per = size

@@ -23,12 +23,10 @@ from bigkern.features import with_features
 from bigkern.io import (
     Samples,
     ingest_misr_text,
-    load_model,
     load_regression,
     open_scenes,
     read_misr_text,
     read_regression_csv,
-    save_model,
     stack_samples,
     validate_scenes,
     write_scenes,
@@ -47,6 +45,8 @@ from bigkern.models import (
     LOOKernelRidge,
     OHTRegressor,
     PeriodicKernelRidge,
+    load_model,
+    save_model,
 )
 from bigkern.predict import predict_scenes, write_predictions
 from bigkern.reduce import (

@@ -229,8 +229,8 @@ def _resumable(out: str) -> bool:
 
 
 def _fit(args: argparse.Namespace) -> None:
-    from bigkern.io.model_store import save_model
     from bigkern.io.scenes import open_scenes
+    from bigkern.models.persistence import save_model
     from bigkern.workflow import DEFAULT_FEATURES, fit_scenes
 
     params = _parse_params(args.param)
@@ -251,8 +251,8 @@ def _fit(args: argparse.Namespace) -> None:
 def _predict(args: argparse.Namespace) -> int:
     from bigkern.features import with_features
     from bigkern.io.integrity import open_checked
-    from bigkern.io.model_store import load_model
     from bigkern.io.scenes import open_scenes
+    from bigkern.models.persistence import load_model
     from bigkern.predict import predict_scenes, write_predictions
 
     model = load_model(args.model)

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from bigkern.cli import main
-from bigkern.io import load_model, open_scenes
+from bigkern.io import open_scenes
 from bigkern.io.zarr_store import open_zarr
+from bigkern.models import load_model
 
 
 def test_demo_small(tmp_path, capsys):

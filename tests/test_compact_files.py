@@ -10,7 +10,7 @@ from sklearn.base import clone
 
 from bigkern import CompactKernelPCA, CompactKernelRidge, CompactLSSVC, CompactSVC
 from bigkern.datasets import GreenRed
-from bigkern.io import load_model, save_model
+from bigkern.models import load_model, save_model
 
 X, Y = GreenRed().sample(400, seed=2)
 LABELS = np.where(Y > 0, "cloud", "clear")

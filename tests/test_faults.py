@@ -211,7 +211,7 @@ def _regions_done(path: Path, n_scene: int, n_y: int) -> set[tuple[int, int]]:
 
 def _predict(store: Path, model: Path, out: Path):
     from bigkern.features import with_features
-    from bigkern.io import load_model
+    from bigkern.models import load_model
     from bigkern.predict import predict_scenes, write_predictions
 
     fitted = load_model(model)
@@ -223,7 +223,7 @@ def _predict(store: Path, model: Path, out: Path):
 @pytest.mark.timeout(300)
 def test_killed_prediction_resumes_computing_only_the_rest(tmp_path, client):
     from bigkern.demo import fit_scenes
-    from bigkern.io import save_model
+    from bigkern.models import save_model
 
     store = tmp_path / "s.zarr"
     n_scene, n_y = 12, 4
@@ -315,7 +315,7 @@ def test_prediction_tasks_follow_the_workers_memory_limit(fitted):
 
     from bigkern.errors import ClusterError
     from bigkern.features import with_features
-    from bigkern.io import load_model
+    from bigkern.models import load_model
     from bigkern.predict import _fit_task_to_memory, predict_scenes
 
     store, model_path = fitted

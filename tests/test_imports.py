@@ -273,6 +273,23 @@ def test_no_private_names_across_packages(tree: Tree) -> None:
                            "in the lower package):\n" + "\n".join(offenders))
 
 
+# DESIGN's layering, where it has bitten: lower packages never import these higher ones
+FORBIDDEN = {
+    "bigkern.io": ("bigkern.models", "bigkern.reduce", "bigkern.solvers", "bigkern.predict"),
+    "bigkern.solvers": ("bigkern.models", "bigkern.reduce", "bigkern.io"),
+    "bigkern.kernels": ("bigkern.models", "bigkern.reduce", "bigkern.solvers", "bigkern.io"),
+}
+
+
+def test_lower_packages_do_not_import_higher_ones(tree: Tree) -> None:
+    offenders = []
+    for module, path in tree.modules.items():
+        above = FORBIDDEN.get(tree.package_of(module), ())
+        offenders += [str(imp) for imp in tree.imports(path)
+                      if any(imp.module == a or imp.module.startswith(a + ".") for a in above)]
+    assert not offenders, "imports against the layering:\n" + "\n".join(offenders)
+
+
 def test_benchmarks_import_no_private_bigkern_names(tree: Tree) -> None:
     offenders = _listed(imp for path in sorted((ROOT / "benchmarks").glob("*.py"))
                         for imp in tree.imports(path) if _private_part(imp.name))

@@ -10,9 +10,14 @@ from sklearn.svm import SVC
 
 from bigkern import config
 from bigkern.errors import DataQualityError, LabelError
-from bigkern.io import load_model, save_model
 from bigkern.kernels import gaussian_kernel, omega_to_gamma
-from bigkern.models import BinnedKernelRidge, BinnedSVC, KernelRidgeClassifier
+from bigkern.models import (
+    BinnedKernelRidge,
+    BinnedSVC,
+    KernelRidgeClassifier,
+    load_model,
+    save_model,
+)
 from bigkern.reduce import percentile_bins
 
 

@@ -1,7 +1,7 @@
 """Scene stores and model files: open, validate, stack, ingest, write."""
 
 from bigkern.io.misr_text import MISR_TEXT_COLUMNS, ingest_misr_text, read_misr_text
-from bigkern.io.model_store import load_model, save_model
+from bigkern.io.model_store import read_model_dataset, write_model_dataset
 from bigkern.io.regression_csv import load_regression, read_regression_csv
 from bigkern.io.scenes import (
     SCENE_DIMS,
@@ -21,15 +21,28 @@ __all__ = [
     "apply_validity",
     "default_chunks",
     "ingest_misr_text",
-    "load_model",
     "load_regression",
     "open_scenes",
     "read_misr_text",
+    "read_model_dataset",
     "read_regression_csv",
-    "save_model",
     "stack_samples",
     "validate_scenes",
     "validity_report",
     "validity_rules",
+    "write_model_dataset",
     "write_scenes",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``bigkern.io.save_model`` / ``load_model``: moved to :mod:`bigkern.models` (deprecated)."""
+    if name in ("save_model", "load_model"):
+        import importlib
+        import warnings
+
+        warnings.warn(f"bigkern.io.{name} has moved to bigkern.{name} (bigkern.models.{name}); "
+                      f"the old path will be removed in the next release",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module("bigkern.models.persistence"), name)
+    raise AttributeError(f"module 'bigkern.io' has no attribute {name!r}")

@@ -1,10 +1,13 @@
-"""Saving and loading fitted models (small xarray Datasets) as zarr or netCDF."""
+"""Model files: a fitted model's small :class:`xarray.Dataset` as zarr or netCDF.
+
+This module writes and reads the dataset only; turning an estimator into one
+and back is :mod:`bigkern.models.persistence` (io never imports models).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import xarray as xr
 
@@ -13,36 +16,22 @@ from bigkern.io.integrity import open_checked
 from bigkern.io.outputs import staged_output
 from bigkern.io.zarr_store import KIND_ATTR, VERSION_ATTR, finish_store, to_zarr
 
-__all__ = ["load_model", "save_model"]
+__all__ = ["read_model_dataset", "write_model_dataset"]
 
 
-def save_model(
-    model: Any, path: str | Path, *, overwrite: bool = False,
+def write_model_dataset(
+    ds: xr.Dataset, path: str | Path, *, overwrite: bool = False,
     inputs: Sequence[str | Path] = (),
 ) -> Path:
-    """Save a fitted bigkern model; ``.nc`` paths are netCDF, anything else zarr.
-
-    Parameters
-    ----------
-    model : fitted bigkern estimator
-        Anything with a ``to_dataset`` method.
-    path : str or Path
-        Target file (``.nc``) or zarr store.
-    overwrite : bool
-        Replace an existing model file that bigkern wrote (never anything else).
-    inputs : sequence of paths
-        What the model was fitted from: ``path`` may not be, contain or lie in them.
+    """Write a model's dataset; ``.nc`` paths are netCDF, anything else zarr.
 
     The file is written to a hidden temporary sibling and moved into place when
-    complete; zarr models carry checksums on every array. Every model file records
-    the bigkern version that wrote it (``bigkern_version``) next to its format
-    (``bigkern_format``); nothing is pickled.
+    complete; zarr models carry checksums on every array, and every model file
+    records the bigkern version that wrote it (``bigkern_version``). An
+    existing ``path`` is replaced only with ``overwrite`` and only if bigkern
+    wrote it; ``path`` may not be, contain or lie inside ``inputs``.
     """
-    if not callable(getattr(model, "to_dataset", None)):
-        raise TypeError(f"{type(model).__name__} cannot be saved: save_model takes bigkern's "
-                        f"fitted estimators (anything with a to_dataset method)")
     path = Path(path)
-    ds = model.to_dataset()
     with staged_output(path, overwrite=overwrite, inputs=inputs) as temp:
         if path.suffix == ".nc":
             from bigkern.version import __version__
@@ -55,28 +44,25 @@ def save_model(
     return path
 
 
-def load_model(path: str | Path) -> Any:
-    """Load a model saved by :func:`save_model`.
+def read_model_dataset(path: str | Path) -> xr.Dataset:
+    """Read a model's dataset (loaded into memory) from a zarr store or netCDF file.
 
     Raises
     ------
     StoreError
-        No model at ``path``, an unfinished or damaged model store (a chunk
-        missing or failing its checksum), not a bigkern model, or a model
-        format newer than this bigkern reads (both versions named).
+        No model at ``path``, or an unfinished or damaged model store (a chunk
+        missing or failing its checksum).
     """
-    from bigkern.models import load_model_dataset
-
     path = Path(path)
     if not path.exists():
         raise StoreError(f"no model at {path}")
     if path.suffix == ".nc":
         with xr.open_dataset(path) as ds:
-            return load_model_dataset(ds.load())
+            return ds.load()
     try:
         ds = open_checked(path)
     except StoreError:
         raise
     except Exception as err:  # zarr raises several types for "not a store"
         raise StoreError(f"{path} is not a readable model store: {err}") from err
-    return load_model_dataset(ds.load())
+    return ds.load()

@@ -9,20 +9,14 @@ standardized features ``z``; its class is the positive one where ``f > 0``.
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
-import numpy as np
-import xarray as xr
-
-from bigkern.models._base import FORMAT, KernelExpansion
-from bigkern.models._format import check_format
+from bigkern.models._base import KernelExpansion
 from bigkern.models.baselines import KernelRidgeClassifier
 from bigkern.models.binned import BinnedKernelRidge, BinnedSVC
 from bigkern.models.compact import CompactKernelPCA, CompactKernelRidge, CompactLSSVC, CompactSVC
 from bigkern.models.kernel_regression import LOOKernelRidge
 from bigkern.models.oht import OHTRegressor
 from bigkern.models.periodic import PeriodicKernelRidge, shi_yu_grid
+from bigkern.models.persistence import load_model, load_model_dataset, save_model
 from bigkern.models.rls import GaussianRLS
 
 __all__ = [
@@ -38,46 +32,8 @@ __all__ = [
     "LOOKernelRidge",
     "OHTRegressor",
     "PeriodicKernelRidge",
+    "load_model",
     "load_model_dataset",
+    "save_model",
     "shi_yu_grid",
 ]
-
-_MODELS = {cls.__name__: cls for cls in (BinnedKernelRidge, BinnedSVC, KernelRidgeClassifier)}
-_REGRESSORS = {cls.__name__: cls for cls in (OHTRegressor, LOOKernelRidge, GaussianRLS,
-                                             PeriodicKernelRidge)}
-_COMPACT = {cls.__name__: cls for cls in (CompactLSSVC, CompactKernelRidge, CompactSVC,
-                                          CompactKernelPCA)}
-
-
-def load_model_dataset(ds: xr.Dataset) -> Any:
-    """Rebuild a fitted estimator from its ``to_dataset()`` output."""
-    from bigkern.models._compact_dataset import compact_from_dataset
-    from bigkern.models._regressor_dataset import regressor_from_dataset
-
-    name = ds.attrs.get("model")
-    if name in _REGRESSORS:
-        return regressor_from_dataset(ds, _REGRESSORS[name])
-    if name in _COMPACT:
-        return compact_from_dataset(ds, _COMPACT[name],
-                                    support_from_coef=issubclass(_COMPACT[name], CompactSVC))
-    if name not in _MODELS:
-        raise ValueError(f"not a bigkern model dataset (model={name!r})")
-    check_format(ds, FORMAT)
-    params = json.loads(ds.attrs["params_json"])
-    if "quantiles" in params:
-        params["quantiles"] = tuple(params["quantiles"])
-    valid = _MODELS[name]().get_params()
-    model = _MODELS[name](**{k: v for k, v in params.items() if k in valid})
-    model.classes_ = np.asarray(ds.attrs["classes"])
-    model.n_features_in_ = int(ds.sizes["feature"])
-    if int(ds.attrs.get("has_feature_names", 1)):
-        model.feature_names_in_ = np.asarray([str(f) for f in ds["feature"].values], dtype=object)
-    model.expansion_ = KernelExpansion(
-        np.asarray(ds["basis"].values, dtype=np.float64),
-        np.asarray(ds["coef"].values, dtype=np.float64),
-        float(ds.attrs["intercept"]),
-        float(ds.attrs["omega"]),
-        np.asarray(ds["offset"].values, dtype=np.float64),
-        np.asarray(ds["scale"].values, dtype=np.float64),
-    )
-    return model

@@ -1,0 +1,108 @@
+"""Saving and loading fitted estimators: every one of them, as zarr or netCDF, never a pickle.
+
+An estimator's ``to_dataset()`` is a small :class:`xarray.Dataset` (its basis,
+coefficients, parameters, classes, feature names, ``bigkern_format`` and
+``bigkern_version``); :func:`save_model` writes it through
+:mod:`bigkern.io.model_store` (checksummed, staged, never over an input or a
+foreign file) and :func:`load_model` rebuilds the estimator from it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from bigkern.io.model_store import read_model_dataset, write_model_dataset
+from bigkern.models._base import FORMAT, KernelExpansion
+from bigkern.models._format import check_format
+from bigkern.models.baselines import KernelRidgeClassifier
+from bigkern.models.binned import BinnedKernelRidge, BinnedSVC
+from bigkern.models.compact import CompactKernelPCA, CompactKernelRidge, CompactLSSVC, CompactSVC
+from bigkern.models.kernel_regression import LOOKernelRidge
+from bigkern.models.oht import OHTRegressor
+from bigkern.models.periodic import PeriodicKernelRidge
+from bigkern.models.rls import GaussianRLS
+
+__all__ = ["load_model", "load_model_dataset", "save_model"]
+
+
+def save_model(
+    model: Any, path: str | Path, *, overwrite: bool = False,
+    inputs: Sequence[str | Path] = (),
+) -> Path:
+    """Save a fitted bigkern estimator; ``.nc`` paths are netCDF, anything else zarr.
+
+    Parameters
+    ----------
+    model : fitted bigkern estimator
+        Anything with a ``to_dataset`` method (every bigkern estimator).
+    path : str or Path
+        Target file (``.nc``) or zarr store.
+    overwrite : bool
+        Replace an existing model file that bigkern wrote (never anything else).
+    inputs : sequence of paths
+        What the model was fitted from: ``path`` may not be, contain or lie in them.
+    """
+    if not callable(getattr(model, "to_dataset", None)):
+        raise TypeError(f"{type(model).__name__} cannot be saved: save_model takes bigkern's "
+                        f"fitted estimators (anything with a to_dataset method)")
+    return write_model_dataset(model.to_dataset(), path, overwrite=overwrite, inputs=inputs)
+
+
+def load_model(path: str | Path) -> Any:
+    """Load an estimator saved by :func:`save_model`.
+
+    Raises
+    ------
+    StoreError
+        No model at ``path``, an unfinished or damaged model store (a chunk
+        missing or failing its checksum), or a model format newer than this
+        bigkern reads (both versions named).
+    """
+    return load_model_dataset(read_model_dataset(path))
+
+
+_MODELS = {cls.__name__: cls for cls in (BinnedKernelRidge, BinnedSVC, KernelRidgeClassifier)}
+_REGRESSORS = {cls.__name__: cls for cls in (OHTRegressor, LOOKernelRidge, GaussianRLS,
+                                             PeriodicKernelRidge)}
+_COMPACT = {cls.__name__: cls for cls in (CompactLSSVC, CompactKernelRidge, CompactSVC,
+                                          CompactKernelPCA)}
+
+
+def load_model_dataset(ds: xr.Dataset) -> Any:
+    """Rebuild a fitted estimator from its ``to_dataset()`` output."""
+    from bigkern.models._compact_dataset import compact_from_dataset
+    from bigkern.models._regressor_dataset import regressor_from_dataset
+
+    name = ds.attrs.get("model")
+    if name in _REGRESSORS:
+        return regressor_from_dataset(ds, _REGRESSORS[name])
+    if name in _COMPACT:
+        return compact_from_dataset(ds, _COMPACT[name],
+                                    support_from_coef=issubclass(_COMPACT[name], CompactSVC))
+    if name not in _MODELS:
+        raise ValueError(f"not a bigkern model dataset (model={name!r})")
+    check_format(ds, FORMAT)
+    params = json.loads(ds.attrs["params_json"])
+    if "quantiles" in params:
+        params["quantiles"] = tuple(params["quantiles"])
+    valid = _MODELS[name]().get_params()
+    model = _MODELS[name](**{k: v for k, v in params.items() if k in valid})
+    model.classes_ = np.asarray(ds.attrs["classes"])
+    model.n_features_in_ = int(ds.sizes["feature"])
+    if int(ds.attrs.get("has_feature_names", 1)):
+        model.feature_names_in_ = np.asarray([str(f) for f in ds["feature"].values], dtype=object)
+    model.expansion_ = KernelExpansion(
+        np.asarray(ds["basis"].values, dtype=np.float64),
+        np.asarray(ds["coef"].values, dtype=np.float64),
+        float(ds.attrs["intercept"]),
+        float(ds.attrs["omega"]),
+        np.asarray(ds["offset"].values, dtype=np.float64),
+        np.asarray(ds["scale"].values, dtype=np.float64),
+    )
+    return model
