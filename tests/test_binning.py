@@ -181,3 +181,13 @@ def test_positive_counts_and_unknown_labels_for_any_label_dtype(labels):
     expected = f"label value {other[0].item()!r} .* not one of the classes"
     with pytest.raises(LabelError, match=expected):
         bin_statistics(x, used, summary, classes=classes)
+
+
+@pytest.mark.parametrize("bad", ["y", "mask"])
+def test_a_numpy_y_or_mask_of_the_wrong_length_is_named_on_the_dask_path(bad):
+    x, y = _data(1000, 0)
+    args = {"y": y, "mask": np.ones(1000, dtype=bool)}
+    args[bad] = args[bad][:-1]
+    with pytest.raises(ValueError, match=rf"{bad} must be 1-D with one entry per row of X "
+                                         rf"\(1000\); got shape \(999,\)"):
+        percentile_bins(da.from_array(x, chunks=(300, 3)), args["y"], mask=args["mask"])

@@ -66,7 +66,9 @@ def as_row_chunked(
             out.append(None)
             continue
         if not isinstance(arr, da.Array):
-            arr = da.from_array(np.asarray(arr), chunks=(X.chunks[0],))
+            arr = np.asarray(arr)
+            if arr.shape == (X.shape[0],):  # else the check below names the problem
+                arr = da.from_array(arr, chunks=(X.chunks[0],))
         if arr.ndim != 1 or arr.shape[0] != X.shape[0]:
             raise ValueError(
                 f"{name} must be 1-D with one entry per row of X ({X.shape[0]}); "
