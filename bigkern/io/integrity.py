@@ -199,10 +199,10 @@ def missing_chunks(
     return missing
 
 
-def check_store_complete(path: str | Path, ds: xr.Dataset | None = None) -> None:
-    """Raise :class:`StoreError` if a bigkern store is unfinished or lacks a chunk."""
-    attrs = ds.attrs if ds is not None else {}
-    status = attrs.get(STATUS_ATTR)
+def check_store_complete(path: str | Path, ds: xr.Dataset) -> None:
+    """Raise :class:`StoreError` if the bigkern store ``ds`` (opened from ``path``) is
+    unfinished or lacks a chunk."""
+    status = ds.attrs.get(STATUS_ATTR)
     if status != "complete":
         raise StoreError(
             f"store {path} is incomplete (bigkern_status={status!r}): the command that wrote "

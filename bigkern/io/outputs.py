@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bigkern.errors import StoreError
-from bigkern.io.zarr_store import KIND_ATTR, STATUS_ATTR, read_root_attrs
+from bigkern.io.zarr_store import KIND_ATTR, read_root_attrs
 
 __all__ = [
     "check_not_input",
@@ -155,7 +155,7 @@ def prepare_output(
 def remove_output(path: str | Path) -> None:
     """Delete ``path`` once :func:`check_replaceable` says it is bigkern's own output."""
     path = Path(path)
-    check_replaceable(path)
+    check_replaceable(path)  # bigkern's marker attributes, and nothing but the store inside
     if path.is_dir():
         shutil.rmtree(path)
     else:
@@ -182,6 +182,7 @@ def staged_output(
     try:
         yield temp
     except BaseException:
+        # ``temp`` carries a fresh random tag: nothing but this call can have made it
         if temp.is_dir():
             shutil.rmtree(temp, ignore_errors=True)
         elif temp.exists():
@@ -192,17 +193,10 @@ def staged_output(
         aside = path.with_name(f".{path.name}{_REPLACED}{tag}")
         path.rename(aside)
         temp.rename(path)
+        # ``aside`` is the old output, just checked to be bigkern's own and nothing else
         if aside.is_dir():
             shutil.rmtree(aside)
         else:
             aside.unlink()
     else:
         temp.rename(path)
-
-
-def store_status(path: str | Path) -> str | None:
-    """``bigkern_status`` of a bigkern store (``writing`` / ``complete``), else None."""
-    attrs = read_root_attrs(path)
-    if attrs is None:
-        return None
-    return attrs.get(STATUS_ATTR)  # type: ignore[return-value]

@@ -118,13 +118,19 @@ class BigkernRegressor(RegressorMixin, BigkernEstimator):
         return map_rows(func, arr)
 
 
+def _first_row(bad: np.ndarray, block_info: Any) -> int:
+    """The global row number of the first true entry of ``bad`` (a block's, on dask)."""
+    first = int(np.flatnonzero(bad)[0])
+    if block_info is not None:
+        first += block_info[0]["array-location"][0][0]
+    return first
+
+
 def _finite_rows(block: np.ndarray, func: Any, who: str, block_info: Any = None) -> np.ndarray:
     """``func(block)``, raising (with the global row number) when a row is not finite."""
     bad = ~np.isfinite(block).all(axis=1)
     if bad.any():
-        first = int(np.flatnonzero(bad)[0])
-        if block_info is not None:
-            first += block_info[0]["array-location"][0][0]
+        first = _first_row(bad, block_info)
         raise DataQualityError(
             f"Input X contains NaN or infinity: {int(bad.sum())} row(s) of X in predict (first: "
             f"row {first}) have a non-finite feature; {who} cannot predict them: drop them first")
@@ -160,15 +166,10 @@ class BinaryClassifierMixin(ClassifierMixin):
                 f"{type(self).__name__} takes two classes (mask out the others, e.g. "
                 f"unlabelled pixels)")
         classes, codes = np.unique(y, return_inverse=True)
-        if len(classes) == 1:
+        if len(classes) == 1:  # "binary" above means one or two classes
             raise LabelError(
                 f"y has one class only ({classes.tolist()}): {type(self).__name__} needs "
                 f"samples of two classes")
-        if len(classes) != 2:
-            raise LabelError(
-                f"{type(self).__name__} is a binary classifier: y has {len(classes)} "
-                f"class(es) {classes.tolist()[:5]}; it needs two classes (mask out the others, "
-                f"e.g. unlabelled pixels)")
         self.classes_ = classes
         return codes.astype(np.int8)
 
@@ -185,9 +186,7 @@ class BinaryClassifierMixin(ClassifierMixin):
 def _classes_of(dec: np.ndarray, classes: np.ndarray, block_info: Any = None) -> np.ndarray:
     bad = np.isnan(dec)
     if bad.any():
-        first = int(np.flatnonzero(bad)[0])
-        if block_info is not None:
-            first += block_info[0]["array-location"][0][0]
+        first = _first_row(bad, block_info)
         raise DataQualityError(
             f"{int(bad.sum())} row(s) of X (first: row {first}) have a non-finite feature and "
             f"cannot be predicted: no class is made up for them; drop them first, or use "
@@ -219,8 +218,7 @@ class _KernelClassifier(BinaryClassifierMixin, BigkernEstimator):
 
         numpy in → numpy out; dask in → lazy dask out (one task per row chunk).
         """
-        arr = self._predict_input(X)
-        return map_rows(self.expansion_.decision, arr)
+        return map_rows(self.decision_rows, self._predict_input(X))
 
     # -- persistence ---------------------------------------------------------------------------
     def to_dataset(self) -> xr.Dataset:
