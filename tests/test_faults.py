@@ -332,3 +332,14 @@ def test_prediction_tasks_follow_the_workers_memory_limit(fitted):
                       dashboard_address=":0") as cluster, Client(cluster), \
             pytest.raises(ClusterError, match=r"over the 12 MB a task may use"):
         predict_scenes(model, scenes)
+
+
+def test_overwrite_refuses_a_symbolic_link_and_leaves_both_ends(tmp_path):
+    real, link = tmp_path / "real.zarr", tmp_path / "link.zarr"
+    write_scenes(make_scenes(1, (8, 8), seed=0), real)
+    link.symlink_to(real.name)
+    before = _snapshot(real)
+    with pytest.raises(StoreError, match="symbolic link"):
+        write_scenes(make_scenes(1, (8, 8), seed=1), link, overwrite=True)
+    assert link.is_symlink() and _snapshot(real) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.zarr", "real.zarr"]

@@ -119,6 +119,10 @@ def _describe(path: Path, limit: int = 5) -> str:
 def check_replaceable(path: str | Path) -> None:
     """Raise :class:`StoreError` unless ``path`` is bigkern's own output and nothing else."""
     path = Path(path)
+    if path.is_symlink():
+        raise StoreError(f"{path} is a symbolic link (to {os.readlink(path)}): bigkern replaces "
+                         f"only outputs it wrote at that path, never what a link points to; "
+                         f"remove the link or choose another output path")
     if not is_bigkern_store(path):
         raise StoreError(f"{path} exists and was not written by bigkern ({_describe(path)}): "
                          f"refusing to replace it, even with --overwrite; choose another "
