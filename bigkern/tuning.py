@@ -18,8 +18,7 @@ import numpy as np
 import xarray as xr
 from sklearn.base import clone
 
-from bigkern.cluster import compute
-from bigkern.reduce.passes import as_row_chunked, row_partials, tree_reduce
+from bigkern.reduce.passes import RowReduction, as_row_chunked, run_reduction
 
 __all__ = [
     "GridSearchResult",
@@ -50,6 +49,10 @@ def _sum(parts: list[np.ndarray]) -> np.ndarray:
     return np.sum(parts, axis=0)
 
 
+#: One pass scoring held-out rows: correct counts per model, and the rows scored last.
+_HOLDOUT_ACCURACY = RowReduction("holdout-accuracy", chunk=_accuracy_chunk, combine=_sum)
+
+
 def holdout_accuracy(
     models: Sequence[Any], X: Any, y: Any, *, mask: Any = None
 ) -> tuple[np.ndarray, int]:
@@ -70,10 +73,8 @@ def holdout_accuracy(
     # one graph node holds the models: sent once to each worker, not once per chunk
     shared = dask.delayed(tuple(models), name=f"holdout-models-{uuid.uuid4().hex}",
                           traverse=False)
-    partials = row_partials(_accuracy_chunk, X, y, mask, name="holdout-accuracy",
-                            models=shared)
-    (correct,) = compute(tree_reduce(partials, _sum, name="holdout-accuracy-sum"),
-                         label=f"scoring {len(models)} models on held-out samples")
+    correct = run_reduction(_HOLDOUT_ACCURACY, X, y, mask, models=shared,
+                            label=f"scoring {len(models)} models on held-out samples")
     n = int(correct[-1])
     if n == 0:
         raise ValueError("no held-out row can be scored (all non-finite or unlabelled)")

@@ -1,30 +1,30 @@
-"""One read of a sample array and its targets: a function per row chunk, tree-reduced.
+"""The shared parts of the least-squares passes (one read of ``X`` and ``y``).
 
-The shape shared by the least-squares passes of :mod:`bigkern.reduce.reduced_kernel`
-and :mod:`bigkern.reduce.reduced_folds`: every row chunk of ``X`` (n, d) and ``y``
-(n,) is turned into a partial ``{"acc": ndarray, "counts": dict}`` by a pure
-function, partials are added in a tree, and the row counts are checked (rows with a
-non-finite feature or target are left out, counted, and tolerated up to
-``bigkern.max_nonfinite_fraction``).
+The passes of :mod:`bigkern.reduce.reduced_kernel` and
+:mod:`bigkern.reduce.reduced_folds` turn every row chunk of ``X`` (n, d) and
+``y`` (n,) into a partial ``{"acc": ndarray, "counts": dict}``; partials are
+added, and the row counts are checked (rows with a non-finite feature or target
+are left out, counted, and tolerated up to ``bigkern.max_nonfinite_fraction``).
+:func:`run_pass` declares that recipe and runs it on the one pass driver of
+:mod:`bigkern.reduce.passes`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import dask
 import dask.array as da
 import numpy as np
 import xarray as xr
 
 from bigkern import config
-from bigkern.cluster import compute
 from bigkern.errors import DataQualityError
 from bigkern.reduce.passes import (
+    RowReduction,
     add_counts,
     as_float_block,
     as_row_chunked,
-    tree_reduce,
+    run_reduction,
     valid_rows,
 )
 
@@ -96,16 +96,12 @@ def run_pass(X: Any, y: Any, func: Any, *, name: str, label: str, split_every: i
     ``{"acc": ndarray, "counts": dict}``; the ``acc`` arrays are added.
     """
     Xd, yd, _ = as_row_chunked(X, y)
-    starts = np.concatenate(([0], np.cumsum(Xd.chunks[0])[:-1]))
-    fn = dask.delayed(func, pure=True, name=name)
-    # Unoptimized graphs: optimizing X's and y's graphs apart fuses a task that both
-    # share (e.g. a loader of a block of [X | y]) into each, and it would run twice.
-    x_blocks = Xd.to_delayed(optimize_graph=False).ravel()
-    y_blocks = yd.to_delayed(optimize_graph=False).ravel()
-    partials = [fn(xb, yb, start=int(s), **kwargs)
-                for xb, yb, s in zip(x_blocks, y_blocks, starts, strict=True)]
-    (res,) = compute(tree_reduce(partials, combine_partials, split_every=split_every,
-                                 name=f"{name}-combine"), label=label)
+    recipe = RowReduction(name, chunk=func, combine=combine_partials, finalize=_checked,
+                          with_start=True)
+    return run_reduction(recipe, Xd, yd, split_every=split_every, label=label, **kwargs)
+
+
+def _checked(res: dict[str, Any]) -> dict[str, Any]:
     check_counts(res["counts"])
     return res
 

@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from bigkern.cluster import compute
 from bigkern.errors import LabelError
 from bigkern.reduce._kernels import bin_ids, bin_sums_dense, bin_sums_sparse, label_flags
 from bigkern.reduce.fixed_point import (
@@ -43,11 +42,11 @@ from bigkern.reduce.outliers import (
     summary_grid,
 )
 from bigkern.reduce.passes import (
+    RowReduction,
     add_counts,
     as_float_block,
     as_row_chunked,
-    row_partials,
-    tree_reduce,
+    run_reduction,
     valid_rows,
 )
 from bigkern.reduce.radix_select import dense_histograms, histogram_pass
@@ -327,18 +326,19 @@ def bin_statistics(
     return bins
 
 
+#: The binning pass: per chunk, the statistics of each occupied bin (counts, exact
+#: fixed-point sums, labels); combined by adding bin by bin.
+BIN_STATISTICS = RowReduction("bin-statistics", chunk=_bin_chunk, combine=combine_bins)
+
+
 def binning_pass(
     X: Any, y: Any, mask: Any, edge_list: tuple[np.ndarray, ...], grid: FixedPointGrid,
     positive: Any, classes: tuple[Any, ...] | None,
 ) -> dict[str, Any]:
     """One distributed pass: the combined partial bins of row-chunked ``X``."""
-    partials = row_partials(
-        _bin_chunk, X, y, mask, name="bin-statistics",
-        edges=edge_list, grid=grid, positive=positive, classes=classes,
-    )
-    (res,) = compute(tree_reduce(partials, combine_bins, name="bin-statistics-combine"),
-                     label="binning: bin statistics pass")
-    return res
+    return run_reduction(BIN_STATISTICS, X, y, mask, edges=edge_list, grid=grid,
+                         positive=positive, classes=classes,
+                         label="binning: bin statistics pass")
 
 
 def bins_dataset(

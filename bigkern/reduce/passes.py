@@ -1,19 +1,24 @@
-"""Chunk → combine → aggregate reductions over the row chunks of sample arrays.
+"""Chunk → combine → finalize reductions over the row chunks of sample arrays.
 
 Every distributed pass of bigkern has the same shape: a pure function of one
 row chunk (of ``X``, and of ``y``/``mask`` when given) returns a small partial
-result; partials are merged pairwise-associatively in a tree of fan-in
-``split_every``; the root is turned into the final result. Partials are small
-Python objects (dicts of numpy arrays), never n-sized.
+result; partials are merged associatively in a tree of fan-in ``split_every``;
+the root is turned into the final result. Partials are small Python objects
+(dicts of numpy arrays), never n-sized.
 
-These are the building blocks of every pass in :mod:`bigkern.reduce`, public
-because packages above it (:mod:`bigkern.tuning`, :mod:`bigkern.models`) build
-their own passes from them and report the row counts they return.
+A pass declares its three functions once, as a :class:`RowReduction` recipe
+(the shape of flox's ``Aggregation``), and one driver runs every recipe:
+:func:`reduction_graph` builds the graph (for passes computed together with
+others), :func:`run_reduction` computes it and finalizes. The helpers here
+(:func:`valid_rows`, :func:`add_counts` ...) are public because packages above
+(:mod:`bigkern.tuning`, :mod:`bigkern.models`) declare passes of their own and
+report the row counts they return.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import dask
@@ -25,13 +30,17 @@ from bigkern import config
 
 __all__ = [
     "NONFINITE_FEATURE",
+    "RowReduction",
     "add_counts",
     "as_float_block",
     "as_row_chunked",
     "nonfinite_by_column",
     "per_feature_counts",
+    "reduction_graph",
     "require_finite_rows",
     "row_partials",
+    "row_starts",
+    "run_reduction",
     "tree_reduce",
     "valid_rows",
     "without_per_feature",
@@ -80,19 +89,98 @@ def as_row_chunked(
     return out[0], out[1], out[2]
 
 
+@dataclass(frozen=True)
+class RowReduction:
+    """The recipe of one distributed pass: chunk → combine → finalize.
+
+    Parameters
+    ----------
+    name : str
+        Task-name prefix (what the dashboard and the task stream show).
+    chunk : callable
+        ``chunk(X_block, *other_blocks, **kwargs) -> partial``: a pure function of
+        one row chunk (``other_blocks`` are the matching chunks of ``y``, a mask
+        ..., or ``None``). With ``with_start``, it also gets ``start=`` the global
+        number of the chunk's first row (for errors naming a row).
+    combine : callable
+        ``combine(list_of_partials) -> partial``, associative: the tree may
+        group partials in any way.
+    finalize : callable, optional
+        ``finalize(root_partial) -> result``, run on the client after compute
+        (checks of the counts, turning sums into the small system).
+    with_start : bool
+        Pass ``start=`` to ``chunk``.
+    """
+
+    name: str
+    chunk: Callable[..., Any]
+    combine: Callable[[list[Any]], Any]
+    finalize: Callable[[Any], Any] | None = None
+    with_start: bool = False
+
+
+def row_starts(chunks: Sequence[int]) -> list[int]:
+    """Global number of the first row of each chunk of row lengths ``chunks``."""
+    return [int(s) for s in np.concatenate(([0], np.cumsum(chunks)[:-1]))]
+
+
+def reduction_graph(
+    reduction: RowReduction,
+    X: da.Array,
+    *others: da.Array | None,
+    split_every: int | None = None,
+    **kwargs: Any,
+) -> Delayed:
+    """The graph of one pass: ``reduction.chunk`` per row chunk, tree-combined (unfinalized).
+
+    ``X`` and ``others`` must share row chunks (see :func:`as_row_chunked`);
+    ``kwargs`` go to every chunk call (wrap a large array in one
+    :func:`dask.delayed` so that it travels once, not once per task).
+    """
+    if reduction.with_start:
+        parts = row_partials(reduction.chunk, X, *others, name=reduction.name,
+                             starts=row_starts(X.chunks[0]), **kwargs)
+    else:
+        parts = row_partials(reduction.chunk, X, *others, name=reduction.name, **kwargs)
+    return tree_reduce(parts, reduction.combine, split_every=split_every,
+                       name=f"{reduction.name}-combine")
+
+
+def run_reduction(
+    reduction: RowReduction,
+    X: da.Array,
+    *others: da.Array | None,
+    split_every: int | None = None,
+    label: str | None = None,
+    **kwargs: Any,
+) -> Any:
+    """Run one pass (one read of ``X`` and ``others``) and finalize its result.
+
+    Computes through :func:`bigkern.cluster.compute` (the cluster's client when
+    there is one, with progress under ``label``).
+    """
+    from bigkern.cluster import compute
+
+    graph = reduction_graph(reduction, X, *others, split_every=split_every, **kwargs)
+    (root,) = compute(graph, label=label or reduction.name)
+    return reduction.finalize(root) if reduction.finalize is not None else root
+
+
 def row_partials(
     func: Callable[..., Any],
     X: da.Array,
     *others: da.Array | None,
     name: str,
+    starts: Sequence[int] | None = None,
     **kwargs: Any,
 ) -> list[Delayed]:
     """Apply ``func(X_chunk, *other_chunks, **kwargs)`` to every row chunk; one Delayed each.
 
-    ``others`` that are ``None`` are passed as ``None``. The blocks keep their
-    graph keys (``optimize_graph=False``): when ``X`` and ``y`` are slices of one
-    source, a separately optimized graph per array would read each chunk of the
-    source once per array.
+    ``others`` that are ``None`` are passed as ``None``; with ``starts``, chunk
+    ``i`` also gets ``start=starts[i]``. The blocks keep their graph keys
+    (``optimize_graph=False``): when ``X`` and ``y`` are slices of one source, a
+    separately optimized graph per array would read each chunk of the source
+    once per array.
     """
     x_blocks = X.to_delayed(optimize_graph=False).ravel()
     other_blocks = [
@@ -100,7 +188,11 @@ def row_partials(
         for o in others
     ]
     fn = dask.delayed(func, pure=True, name=name)
-    return [fn(xb, *(ob[i] for ob in other_blocks), **kwargs) for i, xb in enumerate(x_blocks)]
+    if starts is None:
+        return [fn(xb, *(ob[i] for ob in other_blocks), **kwargs)
+                for i, xb in enumerate(x_blocks)]
+    return [fn(xb, *(ob[i] for ob in other_blocks), start=int(starts[i]), **kwargs)
+            for i, xb in enumerate(x_blocks)]
 
 
 def tree_reduce(

@@ -21,10 +21,11 @@ from bigkern.cluster import compute
 from bigkern.errors import DataQualityError
 from bigkern.reduce._kernels import int_label_range, key_histogram, select_digits
 from bigkern.reduce.passes import (
+    RowReduction,
     add_counts,
     as_float_block,
-    row_partials,
-    tree_reduce,
+    reduction_graph,
+    run_reduction,
     valid_rows,
 )
 
@@ -298,11 +299,7 @@ class RadixSelection:
 
 def histogram_pass(X: da.Array, y: da.Array | None, mask: da.Array | None) -> dict[str, Any]:
     """First pass: row counts, distinct labels and top-20-bit key histograms per feature."""
-    partials = row_partials(_first_pass_chunk, X, y, mask, name="quantile-histogram")
-    (first,) = compute(tree_reduce(partials, _combine_first, name="quantile-histogram-combine"),
-                       label="exact quantiles: histogram pass")
-    require_usable_rows(first["counts"])
-    return first
+    return run_reduction(_HISTOGRAM_PASS, X, y, mask, label="exact quantiles: histogram pass")
 
 
 def require_usable_rows(counts: dict[str, int]) -> None:
@@ -317,10 +314,21 @@ def require_usable_rows(counts: dict[str, int]) -> None:
         )
 
 
+def _usable_first(first: dict[str, Any]) -> dict[str, Any]:
+    require_usable_rows(first["counts"])
+    return first
+
+
+#: The histogram pass (counts, labels, top-group key histograms per feature) and the
+#: refine pass (the rows of the candidate groups, or their lower-digit histograms).
+_HISTOGRAM_PASS = RowReduction("quantile-histogram", chunk=_first_pass_chunk,
+                               combine=_combine_first, finalize=_usable_first)
+_REFINE_PASS = RowReduction("quantile-refine", chunk=_refine_chunk, combine=combine_refine)
+
+
 def refine_graph(X: da.Array, mask: da.Array | None, buckets: Sequence[Bucket]) -> Any:
     """Delayed combined result of one refine pass over ``X``."""
-    partials = row_partials(_refine_chunk, X, mask, name="quantile-refine", buckets=buckets)
-    return tree_reduce(partials, combine_refine, name="quantile-refine-combine")
+    return reduction_graph(_REFINE_PASS, X, mask, buckets=buckets)
 
 
 def finish_selection(

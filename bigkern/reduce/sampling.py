@@ -113,8 +113,7 @@ def sample_rows(
     index_sample : ndarray (n,)
         The global indices of the rows chosen, in sample order.
     """
-    from bigkern.cluster import compute
-    from bigkern.reduce.passes import as_row_chunked, row_partials, tree_reduce
+    from bigkern.reduce.passes import RowReduction, as_row_chunked, run_reduction
 
     if n < 1:
         raise ValueError(f"n must be at least 1; got {n}")
@@ -124,11 +123,11 @@ def sample_rows(
     _, index, _ = as_row_chunked(X, index)
     from functools import partial
 
-    partials = row_partials(_smallest_chunk, X, y, mask, index, name="sample-rows", n=n,
-                            seed=seed)
-    (res,) = compute(tree_reduce(partials, partial(_smallest_combine, n=n), name="sample-merge"),
-                     label=f"sampling {n} rows")
-    res = _smallest_combine([res], n=n)  # sorted even when there was a single chunk
+    smallest = partial(_smallest_combine, n=n)
+    recipe = RowReduction("sample-rows", chunk=_smallest_chunk, combine=smallest,
+                          finalize=lambda res: smallest([res]))  # sorted for a single chunk too
+    res = run_reduction(recipe, X, y, mask, index, n=n, seed=seed,
+                        label=f"sampling {n} rows")
     if len(res["u"]) < n:
         raise ValueError(f"only {len(res['u'])} usable rows; cannot sample {n}")
     return res["X"], res["y"], res["index"]
