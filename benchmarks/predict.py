@@ -150,8 +150,8 @@ def main() -> None:
         svc = SVC(C=3.0, kernel="rbf", gamma=omega_to_gamma(0.8))
         svc.fit(Zc, bins["majority_label"].values, sample_weight=counts / counts.mean())
         sign = 1.0 if svc.classes_[1] == model.classes_[1] else -1.0
-        same_sv = svc.support_vectors_.shape == exp.basis.shape and np.allclose(
-            svc.support_vectors_, exp.basis) and np.allclose(sign * svc.dual_coef_[0], exp.coef)
+        same_sv = svc.support_vectors_.shape == exp.centers.shape and np.allclose(
+            svc.support_vectors_, exp.centers) and np.allclose(sign * svc.dual_coef_[0], exp.coef)
         print(f"# sklearn SVC: {len(svc.support_)} support vectors; identical SVs and dual "
               f"coefficients to the BinnedSVC's: {same_sv}")
 

@@ -31,7 +31,13 @@ from bigkern.io import (
     validate_scenes,
     write_scenes,
 )
-from bigkern.kernels import CompactSupport, Gaussian, gaussian_kernel
+from bigkern.kernels import (
+    CompactSupport,
+    Gaussian,
+    GaussianBasis,
+    GaussianExpansion,
+    gaussian_kernel,
+)
 from bigkern.models import (
     BinnedKernelRidge,
     BinnedSVC,
@@ -89,6 +95,8 @@ __all__ = [
     "DoublePrecisionWarning",
     "ExtendedPrecisionWarning",
     "Gaussian",
+    "GaussianBasis",
+    "GaussianExpansion",
     "GaussianRLS",
     "IllConditionedWarning",
     "KernelExpansion",

@@ -1,4 +1,5 @@
-"""Lazy prediction over whole scenes: a decision value and a cloud mask for every pixel."""
+"""Lazy prediction over whole scenes: a decision value and a cloud mask for every pixel
+(classifiers), or a predicted value (regressors)."""
 
 from __future__ import annotations
 
@@ -130,8 +131,9 @@ def predict_scenes(
     Parameters
     ----------
     model : fitted bigkern estimator
-        A fitted bigkern classifier (anything with ``decision_rows``,
-        ``n_basis_`` and two integer ``classes_``).
+        Any fitted bigkern model with a kernel expansion: anything with
+        ``decision_rows`` and ``n_basis_`` — a classifier with two integer
+        ``classes_``, or a regressor.
     ds : xarray.Dataset
         Scene dataset with the model's features as ``(scene, y, x)`` variables.
     features : sequence of str, optional
@@ -146,8 +148,14 @@ def predict_scenes(
         and the "no prediction" flag — 0, or -128 when 0 is a class, see
         :func:`mask_codes` — where a feature is missing), aligned with ``ds``;
         its ``flag_values`` attribute lists the three codes. Unlabelled pixels
-        are predicted too.
+        are predicted too. For a regressor: ``prediction`` (float32; NaN where a
+        feature is missing) only.
     """
+    from sklearn.base import is_regressor
+
+    if not callable(getattr(model, "decision_rows", None)):
+        raise TypeError(f"{type(model).__name__} cannot predict scenes: predict_scenes takes "
+                        f"a fitted bigkern model with a kernel expansion (decision_rows)")
     if features is None:
         names = getattr(model, "feature_names_in_", None)
         if names is None:
@@ -175,20 +183,21 @@ def predict_scenes(
     )
     if decision.chunks != chunks:
         decision = decision.rechunk(chunks)
+    coords = {d: ds[d] for d in SCENE_DIMS if d in ds.coords}
+    attrs = {"model": type(model).__name__, "features": features}
+    if is_regressor(model):
+        out = xr.Dataset({"prediction": (SCENE_DIMS, decision)}, coords=coords, attrs=attrs)
+        out["prediction"].attrs = {"long_name": "predicted value (NaN: no prediction)"}
+        return out
     neg, pos, none = mask_codes(model.classes_)
     mask = da.where(da.isnan(decision), none, da.where(decision > 0, pos, neg)).astype(np.int8)
-    coords = {d: ds[d] for d in SCENE_DIMS if d in ds.coords}
     out = xr.Dataset(
         {
             "decision": (SCENE_DIMS, decision),
             "cloud_mask": (SCENE_DIMS, mask),
         },
         coords=coords,
-        attrs={
-            "model": type(model).__name__,
-            "features": features,
-            "classes": [neg, pos],
-        },
+        attrs={**attrs, "classes": [neg, pos]},
     )
     out["cloud_mask"].attrs = {
         "long_name": "predicted class",
@@ -200,12 +209,15 @@ def predict_scenes(
     return out
 
 
-def _count_predictions(decision: np.ndarray, mask: np.ndarray) -> dict[str, int]:
-    """Pixels, pixels with no prediction, and pixels per predicted sign in one region."""
+def _count_predictions(decision: np.ndarray, mask: np.ndarray | None = None) -> dict[str, int]:
+    """Pixels, pixels with no prediction, and (with a mask) pixels per predicted sign in
+    one region."""
     no_prediction = int(np.count_nonzero(np.isnan(decision)))
-    positive = int(np.count_nonzero(decision > 0))
-    return {"pixels": int(mask.size), "no_prediction": no_prediction,
-            "positive": positive, "negative": int(mask.size) - no_prediction - positive}
+    counts = {"pixels": int(decision.size), "no_prediction": no_prediction}
+    if mask is not None:
+        positive = int(np.count_nonzero(decision > 0))
+        counts.update(positive=positive, negative=int(mask.size) - no_prediction - positive)
+    return counts
 
 
 def prediction_job(pred: xr.Dataset) -> str:
@@ -218,8 +230,7 @@ def prediction_job(pred: xr.Dataset) -> str:
     from dask.base import tokenize
 
     with dask.config.set({"tokenize.ensure-deterministic": True}):
-        return tokenize(pred["decision"].data.name, pred["cloud_mask"].data.name,
-                        dict(pred.attrs))
+        return tokenize(*(pred[v].data.name for v in pred.data_vars), dict(pred.attrs))
 
 
 def write_predictions(
@@ -254,7 +265,8 @@ def write_predictions(
     -------
     RegionReport
         Regions computed, reused and found damaged, and ``summary`` with the
-        counts ``pixels``, ``no_prediction``, ``positive`` and ``negative``.
+        counts ``pixels``, ``no_prediction`` and (for a cloud mask) ``positive``
+        and ``negative``.
     """
     return write_regions(
         pred, path, kind="predictions", job=prediction_job(pred),

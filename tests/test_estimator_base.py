@@ -193,7 +193,8 @@ def test_predict_scenes_works_for_every_classifier_and_never_flags_a_class(model
     rows = ds[["NDAI", "logSD", "CORR"]].to_array("feature").transpose(..., "feature")
     flat = rows.values.reshape(-1, 3)
     good = np.isfinite(flat).all(axis=1)
-    np.testing.assert_array_equal(mask.reshape(-1)[good], model.predict(flat[good]))
+    np.testing.assert_array_equal(mask.reshape(-1)[good],
+                                  model.predict(pd.DataFrame(flat[good], columns=frame.columns)))
 
 
 def test_predict_scenes_refuses_string_classes_for_an_int8_mask():
@@ -203,3 +204,70 @@ def test_predict_scenes_refuses_string_classes_for_an_int8_mask():
     model = BinnedSVC(omega=1.0, C=3.0).fit(frame, np.where(y > 0, "cloud", "clear"))
     with pytest.raises(TypeError, match="two integers"):
         predict_scenes(model, ds)
+
+
+REGRESSORS = {
+    "OHTRegressor": lambda: __import__("bigkern").OHTRegressor(random_state=0),
+    "LOOKernelRidge": lambda: __import__("bigkern").LOOKernelRidge(random_state=0),
+    "GaussianRLS": lambda: __import__("bigkern").GaussianRLS(sigma=1.0),
+    "CompactKernelRidge": lambda: __import__("bigkern").CompactKernelRidge(omega=1.0),
+}
+
+
+@pytest.mark.parametrize("name", list(REGRESSORS))
+def test_predict_scenes_predicts_values_for_every_regressor(name, tmp_path):
+    from bigkern.models.persistence import load_model, save_model
+    from bigkern.predict import predict_scenes, write_predictions
+
+    ds, frame, y = _scenes_and_samples()
+    target = frame["NDAI"].to_numpy() * 0.5 + np.sin(frame["CORR"].to_numpy() * 3)
+    model = REGRESSORS[name]().fit(frame.iloc[:300], target[:300])
+    pred = predict_scenes(model, ds)
+    assert list(pred.data_vars) == ["prediction"]
+    values = pred["prediction"].values
+    assert np.isnan(values[:, :, 5]).all()  # the column without CORR: no prediction
+    rows = ds[["NDAI", "logSD", "CORR"]].to_array("feature").transpose(..., "feature")
+    flat = rows.values.reshape(-1, 3)
+    good = np.isfinite(flat).all(axis=1)
+    np.testing.assert_array_equal(np.isnan(values.reshape(-1)), ~good)
+    expected = model.predict(pd.DataFrame(flat[good], columns=frame.columns))
+    np.testing.assert_allclose(values.reshape(-1)[good], expected,
+                               rtol=1e-5, atol=1e-5)  # the scene values are float32
+    # reloaded, the model predicts the scenes bit-identically; the store holds them
+    again = predict_scenes(load_model(save_model(model, tmp_path / "m.zarr")), ds)
+    np.testing.assert_array_equal(again["prediction"].values, values)
+    report = write_predictions(again, tmp_path / "pred.zarr")
+    assert report.summary["no_prediction"] == int((~good).sum())
+    assert "positive" not in report.summary
+
+
+def test_predict_scenes_names_a_model_without_an_expansion():
+    from bigkern.predict import predict_scenes
+
+    ds, frame, _ = _scenes_and_samples()
+    pca = CompactKernelPCA(omega=1.0, n_components=2).fit(frame.iloc[:200])
+    with pytest.raises(TypeError, match="CompactKernelPCA cannot predict scenes"):
+        predict_scenes(pca, ds)
+
+
+@pytest.mark.parametrize("name", ["OHTRegressor", "LOOKernelRidge", "GaussianRLS"])
+def test_gaussian_regressors_predict_through_the_one_expansion_type(name):
+    from bigkern.kernels import GaussianExpansion
+
+    _, frame, y = _scenes_and_samples()
+    model = REGRESSORS[name]().fit(frame.iloc[:200], frame["NDAI"].to_numpy()[:200])
+    exp = model.expansion_
+    assert isinstance(exp, GaussianExpansion)
+    X = frame.iloc[200:260]
+    np.testing.assert_array_equal(model.predict(X), exp.decision(X.to_numpy()))
+    assert model.n_basis_ == exp.n_basis
+
+
+def test_the_old_expansion_name_still_builds_one_with_a_warning():
+    import bigkern
+    from bigkern.kernels import GaussianExpansion
+
+    with pytest.warns(DeprecationWarning, match="GaussianExpansion"):
+        exp = bigkern.KernelExpansion(np.zeros((2, 1)), [1.0, 2.0], 0.5, 1.0, [0.0], [1.0])
+    assert isinstance(exp, GaussianExpansion)
+    np.testing.assert_allclose(exp.decision(np.zeros((1, 1))), [3.5], rtol=1e-6)

@@ -262,7 +262,7 @@ def test_fit_survives_a_killed_worker(cluster, scenes, reference_fit, when):
 
     xr.testing.assert_identical(got.bins, ref.bins)
     a, b = got.model.expansion_, ref.model.expansion_
-    for name in ("basis", "coef", "offset", "scale"):
+    for name in ("centers", "coef", "offset", "scale"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
     assert (a.intercept, a.omega) == (b.intercept, b.omega)
     np.testing.assert_array_equal(got.model.classes_, ref.model.classes_)

@@ -1,7 +1,8 @@
 """Kernels: the Gaussian and its one basis type, compactly supported and periodic kernels.
 
-* :mod:`bigkern.kernels.gaussian` — the Gaussian kernel, :class:`GaussianBasis`
-  and :func:`kernel_blocks`, the one place Gaussian kernel blocks are formed;
+* :mod:`bigkern.kernels.gaussian` — the Gaussian kernel, :class:`GaussianBasis`,
+  :class:`GaussianExpansion` (what every Gaussian model predicts through) and
+  :func:`kernel_blocks`, the one place Gaussian kernel blocks are formed;
 * :mod:`bigkern.kernels.compact` — :class:`CompactSupport` (Zhang, Genton & Liu);
 * :mod:`bigkern.kernels.periodic` — the periodic Gaussian kernel on [0, 1) (Shi & Yu).
 """
@@ -10,6 +11,7 @@ from bigkern.kernels.compact import CompactSupport, pairwise_distances
 from bigkern.kernels.gaussian import (
     Gaussian,
     GaussianBasis,
+    GaussianExpansion,
     exponent_left,
     exponent_right,
     gaussian_kernel,
@@ -30,6 +32,7 @@ __all__ = [
     "CompactSupport",
     "Gaussian",
     "GaussianBasis",
+    "GaussianExpansion",
     "exact_periodic_kernel",
     "exponent_left",
     "exponent_right",

@@ -4,10 +4,12 @@ The Gaussian kernel is written with the width ω of Shi & Yu:
 ``k(s, t) = exp(-‖s − t‖² / (2 ω²))`` (scikit-learn's ``gamma`` is
 ``1 / (2 ω²)``; the paper's normalising constant is absorbed into the
 coefficients). A :class:`GaussianBasis` (centers, width, standardization) is
-what every bigkern model with Gaussian basis functions predicts through:
-:func:`kernel_blocks` forms its kernel blocks ``K(X_b, centers)`` one block of
-rows at a time, for predictions (:func:`kernel_expansion`) and for the
-distributed passes that fold blocks into normal equations.
+the basis of every bigkern model with Gaussian basis functions, and a
+:class:`GaussianExpansion` (a basis with coefficients and an intercept) is what
+each of them predicts through. :func:`kernel_blocks` forms the kernel blocks
+``K(X_b, centers)`` one block of rows at a time, for predictions
+(:func:`kernel_expansion`) and for the distributed passes that fold blocks into
+normal equations.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from bigkern import config
 __all__ = [
     "Gaussian",
     "GaussianBasis",
+    "GaussianExpansion",
     "block_step",
     "exponent_left",
     "exponent_right",
@@ -258,12 +261,102 @@ def kernel_expansion(
     float32 halves it) and folded into a float64 result. Rows with a
     non-finite feature give NaN.
     """
-    X = np.asarray(X)
-    d = X.shape[1]
-    gb = GaussianBasis.checked(basis, float(omega), d, offset, scale)
-    c = np.asarray(coef, dtype=dtype)
-    out = np.full(len(X), np.nan, dtype=np.float64)
-    for rows, G in kernel_blocks(X, gb, block_rows=block_rows, dtype=dtype):
-        out[rows] = G @ c
-    out += intercept
-    return out
+    expansion = GaussianExpansion.from_parts(basis, coef, intercept, omega, offset, scale,
+                                             dtype=np.dtype(dtype).name)
+    return expansion.decision(X, block_rows=block_rows)
+
+
+@dataclass(frozen=True, eq=False)
+class GaussianExpansion:
+    """A fitted Gaussian kernel expansion: everything a model needs to predict.
+
+    ``f(x) = Σ_j coef_j exp(-‖(x − offset)/scale − c_j‖² / (2 ω²)) + intercept``,
+    with the centers ``c_j``, width and standardization of ``basis``. The binned,
+    baseline, reduced, OHT/RM and Gaussian RLS models all predict through one of
+    these (``model.expansion_``), and so does :func:`bigkern.predict_scenes`.
+
+    Parameters
+    ----------
+    basis : GaussianBasis
+        Centers, width ω and standardization.
+    coef : ndarray, shape (m,)
+        One coefficient per center.
+    intercept : float
+        Added to every decision value.
+    dtype : {"float32", "float64"}
+        Precision of the kernel blocks (float32 halves the cost of the exp; the
+        sum is float64 either way). Regressors use float64.
+    """
+
+    basis: GaussianBasis
+    coef: np.ndarray
+    intercept: float = 0.0
+    dtype: str = "float32"
+
+    @classmethod
+    def from_parts(cls, centers: Any, coef: Any, intercept: float, omega: float,
+                   offset: Any = None, scale: Any = None, *,
+                   dtype: str = "float32") -> GaussianExpansion:
+        """Build and validate from arrays; ``centers`` may have no rows when ``coef`` is empty."""
+        C = np.asarray(centers, dtype=np.float64)
+        c = np.asarray(coef, dtype=np.float64).ravel()
+        if C.ndim != 2 or C.shape[0] != len(c):
+            raise ValueError(f"an expansion needs one coefficient per center; got centers of "
+                             f"shape {C.shape} and {len(c)} coefficients")
+        d = C.shape[1]
+        if len(c):
+            basis = GaussianBasis.checked(C, omega, d, offset, scale)
+        else:  # every basis function thresholded away: f is the intercept
+            omega_to_gamma(float(omega))
+            off = np.zeros(d) if offset is None else np.asarray(offset, dtype=np.float64)
+            sc = np.ones(d) if scale is None else np.asarray(scale, dtype=np.float64)
+            basis = GaussianBasis(C, float(omega), off, sc)
+        if np.dtype(dtype) not in (np.float32, np.float64):
+            raise ValueError(f"dtype must be float32 or float64; got {dtype!r}")
+        return cls(basis, c, float(intercept), np.dtype(dtype).name)
+
+    @property
+    def n_basis(self) -> int:
+        """Number of basis functions (bins, samples, support vectors or a reduced set)."""
+        return len(self.coef)
+
+    @property
+    def n_features(self) -> int:
+        """Features of the rows the expansion takes."""
+        return int(self.basis.centers.shape[1])
+
+    @property
+    def centers(self) -> np.ndarray:
+        """The centers, in the standardized space (``basis.centers``)."""
+        return self.basis.centers
+
+    @property
+    def omega(self) -> float:
+        """Kernel width ω."""
+        return self.basis.omega
+
+    @property
+    def offset(self) -> np.ndarray:
+        """Standardization offset per feature."""
+        return self.basis.offset
+
+    @property
+    def scale(self) -> np.ndarray:
+        """Standardization scale per feature."""
+        return self.basis.scale
+
+    def decision(self, X: np.ndarray, *, block_rows: int | None = None) -> np.ndarray:
+        """``f`` for the rows of ``X`` (n, d), float64; NaN where a feature is non-finite."""
+        X = np.asarray(X)
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise ValueError(f"X must have shape (n, {self.n_features}); got {X.shape}")
+        out = np.full(len(X), np.nan, dtype=np.float64)
+        if not self.n_basis:
+            out[np.isfinite(X).all(axis=1)] = self.intercept
+            return out
+        dtype = np.dtype(self.dtype)
+        c = self.coef.astype(dtype)
+        for rows, G in kernel_blocks(X, self.basis, block_rows=block_rows, dtype=dtype):
+            out[rows] = G @ c
+        out += self.intercept
+        return out

@@ -4,7 +4,6 @@ regressor and binary-classifier bases, and the classifiers' kernel expansion and
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from typing import Any
 
 import dask.array as da
@@ -14,7 +13,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from bigkern import config
 from bigkern.errors import DataQualityError, LabelError
-from bigkern.kernels import kernel_expansion
+from bigkern.kernels import GaussianExpansion
 from bigkern.models._format import format_attrs
 from bigkern.models._input import fit_input, map_rows, predict_input, refuse_nonfinite
 from bigkern.reduce.passes import per_feature_counts
@@ -25,29 +24,16 @@ __all__ = ["FORMAT", "BigkernEstimator", "BigkernRegressor", "BinaryClassifierMi
 FORMAT = 1  # the classifiers' model files (see to_dataset)
 
 
-@dataclass(frozen=True)
-class KernelExpansion:
-    """A fitted Gaussian kernel expansion: everything needed to predict.
+def KernelExpansion(  # the old class name, kept for one release
+    basis: Any, coef: Any, intercept: float, omega: float, offset: Any, scale: Any
+) -> GaussianExpansion:
+    """Deprecated: use :meth:`bigkern.kernels.GaussianExpansion.from_parts` (same arguments)."""
+    import warnings
 
-    ``decision(x) = Σ_j coef_j exp(-‖(x − offset)/scale − basis_j‖² / (2 ω²)) + intercept``
-    """
-
-    basis: np.ndarray  # (m, d), standardized space
-    coef: np.ndarray  # (m,)
-    intercept: float
-    omega: float
-    offset: np.ndarray  # (d,)
-    scale: np.ndarray  # (d,)
-
-    def decision(self, X: np.ndarray) -> np.ndarray:
-        """Decision values of the rows of ``X`` (n, d); NaN where a feature is non-finite."""
-        return kernel_expansion(X, self.basis, self.coef, self.omega, self.intercept,
-                                offset=self.offset, scale=self.scale)
-
-    @property
-    def n_basis(self) -> int:
-        """Number of basis functions (bins, samples or support vectors)."""
-        return len(self.coef)
+    warnings.warn("KernelExpansion is deprecated: the one expansion type is "
+                  "bigkern.kernels.GaussianExpansion (GaussianExpansion.from_parts takes the "
+                  "same arguments)", DeprecationWarning, stacklevel=2)
+    return GaussianExpansion.from_parts(basis, coef, intercept, omega, offset, scale)
 
 
 class BigkernEstimator(BaseEstimator):
@@ -231,7 +217,7 @@ class _KernelClassifier(BinaryClassifierMixin, BigkernEstimator):
         params["quantiles"] = list(map(float, getattr(self, "quantiles", ())))
         return xr.Dataset(
             {
-                "basis": (("basis", "feature"), exp.basis),
+                "basis": (("basis", "feature"), exp.centers),
                 "coef": ("basis", exp.coef),
                 "offset": ("feature", exp.offset),
                 "scale": ("feature", exp.scale),

@@ -8,8 +8,8 @@ import dask.array as da
 import numpy as np
 
 from bigkern.errors import DataQualityError
-from bigkern.kernels import gaussian_kernel
-from bigkern.models._base import KernelExpansion, _KernelClassifier
+from bigkern.kernels import GaussianExpansion, gaussian_kernel
+from bigkern.models._base import _KernelClassifier
 from bigkern.solvers.kernel_ridge import solve_weighted_kernel_ridge
 
 __all__ = ["KernelRidgeClassifier"]
@@ -46,5 +46,6 @@ class KernelRidgeClassifier(_KernelClassifier):
         Z = (arr - offset) / scale
         K = gaussian_kernel(Z, Z, self.omega)
         coef = solve_weighted_kernel_ridge(K, target, self.lam)
-        self.expansion_ = KernelExpansion(Z, coef, -0.5, float(self.omega), offset, scale)
+        self.expansion_ = GaussianExpansion.from_parts(Z, coef, -0.5, float(self.omega), offset,
+                                                       scale)
         return self

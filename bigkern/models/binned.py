@@ -12,8 +12,8 @@ import xarray as xr
 from sklearn.svm import SVC
 
 from bigkern.errors import LabelError
-from bigkern.kernels import gaussian_kernel, omega_to_gamma
-from bigkern.models._base import KernelExpansion, _check_nonfinite, _KernelClassifier
+from bigkern.kernels import GaussianExpansion, gaussian_kernel, omega_to_gamma
+from bigkern.models._base import _check_nonfinite, _KernelClassifier
 from bigkern.reduce.passes import per_feature_counts, without_per_feature
 from bigkern.reduce.percentile import percentile_bins
 from bigkern.reduce.quantiles import DECILES
@@ -96,8 +96,8 @@ class _BinnedKernelClassifier(_KernelClassifier):
         scale = bins["scale"].values if self.standardize else np.ones(len(names))
         Z = (bins["center"].values - offset) / scale
         basis, coef, intercept = self._solve(Z, bins)
-        self.expansion_ = KernelExpansion(basis, coef, float(intercept), float(self.omega),
-                                          offset, scale)
+        self.expansion_ = GaussianExpansion.from_parts(basis, coef, float(intercept),
+                                                       float(self.omega), offset, scale)
         self.n_bins_ = int(bins.sizes["bin"])
         self.fit_report_ = {
             **without_per_feature({k: v for k, v in bins.attrs.items() if k.startswith("n_")}),
@@ -138,7 +138,7 @@ class BinnedKernelRidge(_BinnedKernelClassifier):
     ----------
     classes_ : ndarray (2,)
         (negative, positive) labels.
-    expansion_ : KernelExpansion
+    expansion_ : GaussianExpansion
         The fitted model.
     n_bins_ : int
         Occupied bins.

@@ -22,9 +22,10 @@ from typing import Any
 
 import numpy as np
 from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
 
 from bigkern.errors import DataQualityError
-from bigkern.kernels import gaussian_kernel, kernel_expansion
+from bigkern.kernels import GaussianExpansion, gaussian_kernel, kernel_expansion
 from bigkern.models._base import BigkernRegressor
 from bigkern.solvers.oht import (
     METHODS,
@@ -207,11 +208,24 @@ def two_fold_width_scores(
 class _KernelRegressor(BigkernRegressor):
     """Prediction by the fitted expansion ``Σ_j coef_j k(z(x), c_j) + intercept``."""
 
-    def _expansion(self, Xb: np.ndarray) -> np.ndarray:
-        if not len(self.coef_):  # every component thresholded away: the mean of y
-            return np.full(len(Xb), float(self.intercept_))
-        return kernel_expansion(Xb, self.centers_, self.coef_, self.omega_, self.intercept_,
-                                offset=self.offset_, scale=self.scale_, dtype=np.float64)
+    @property
+    def expansion_(self) -> GaussianExpansion:
+        """The fitted expansion (float64 kernel blocks); no basis when OHT thresholded every
+        component away (then ``f`` is the intercept, the mean of ``y``)."""
+        check_is_fitted(self, "coef_")
+        return GaussianExpansion.from_parts(self.centers_, self.coef_, float(self.intercept_),
+                                            float(self.omega_), self.offset_, self.scale_,
+                                            dtype="float64")
+
+    @property
+    def n_basis_(self) -> int:
+        """Basis functions of the fitted expansion (its prediction cost per row)."""
+        return len(self.coef_)
+
+    def decision_rows(self, X: np.ndarray) -> np.ndarray:
+        """``f`` on a float array of rows in the fitted feature order, unvalidated; NaN for a
+        row with a non-finite feature (what :func:`bigkern.predict_scenes` evaluates)."""
+        return self.expansion_.decision(X)
 
     def predict(self, X: Any) -> Any:
         """Predicted targets for the rows of ``X`` (n, d).
@@ -228,7 +242,7 @@ class _KernelRegressor(BigkernRegressor):
             A lazy dask array for dask input (one task per row chunk; a row with a
             non-finite feature raises when its chunk is computed).
         """
-        return self._predict_rows(X, self._expansion)
+        return self._predict_rows(X, self.expansion_.decision)
 
     def to_dataset(self) -> Any:
         """The fitted model as a small :class:`xarray.Dataset` (for zarr or netCDF).

@@ -18,7 +18,8 @@ import numpy as np
 import xarray as xr
 
 from bigkern.io.model_store import read_model_dataset, write_model_dataset
-from bigkern.models._base import FORMAT, KernelExpansion
+from bigkern.kernels import GaussianExpansion
+from bigkern.models._base import FORMAT
 from bigkern.models._format import check_format
 from bigkern.models.baselines import KernelRidgeClassifier
 from bigkern.models.binned import BinnedKernelRidge, BinnedSVC
@@ -97,7 +98,7 @@ def load_model_dataset(ds: xr.Dataset) -> Any:
     model.n_features_in_ = int(ds.sizes["feature"])
     if int(ds.attrs.get("has_feature_names", 1)):
         model.feature_names_in_ = np.asarray([str(f) for f in ds["feature"].values], dtype=object)
-    model.expansion_ = KernelExpansion(
+    model.expansion_ = GaussianExpansion.from_parts(
         np.asarray(ds["basis"].values, dtype=np.float64),
         np.asarray(ds["coef"].values, dtype=np.float64),
         float(ds.attrs["intercept"]),

@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
+from sklearn.utils.validation import check_is_fitted
 
 from bigkern.errors import BigkernWarning
-from bigkern.kernels import gaussian_kernel, kernel_expansion
+from bigkern.kernels import GaussianExpansion, gaussian_kernel
 from bigkern.models._base import BigkernRegressor
 from bigkern.solvers.checks import check_ridges
 from bigkern.solvers.rls import (
@@ -219,16 +220,40 @@ class GaussianRLS(BigkernRegressor):
         ndarray, shape (m,)
             A lazy dask array for dask input (one task per row chunk).
         """
-        return self._predict_rows(X, self._rows)
+        return self._predict_rows(X, self.decision_rows)
 
-    def _rows(self, X: np.ndarray) -> np.ndarray:
+    @property
+    def expansion_(self) -> GaussianExpansion:
+        """The fitted expansion ``Σ_i c_i K(x_i, ·)`` over the training rows (float64 blocks).
+
+        Only in double precision: an extended-precision fit predicts through
+        ``yᵀ[(K + λnI)⁻¹ k(x)]`` instead (its coefficients cancel in double).
+        """
+        check_is_fitted(self, "coef_")
+        if self.precision_ != "double":
+            raise AttributeError("an extended-precision GaussianRLS has no double-precision "
+                                 "expansion: it predicts by yᵀ[(K + λnI)⁻¹ k(x)]")
+        return GaussianExpansion.from_parts(self.X_fit_, self.coef_, 0.0, float(self.sigma),
+                                            dtype="float64")
+
+    @property
+    def n_basis_(self) -> int:
+        """Training rows in the expansion (the prediction cost per row)."""
+        return len(self.X_fit_)
+
+    def decision_rows(self, X: np.ndarray) -> np.ndarray:
+        """Predictions for a float array of rows in the fitted feature order, unvalidated;
+        NaN for a row with a non-finite feature (what :func:`bigkern.predict_scenes` uses)."""
         if self.precision_ == "double":
-            return kernel_expansion(X, self.X_fit_, self.coef_, float(self.sigma),
-                                    dtype=np.float64)
-        ridge = self.lam_ * len(self.X_fit_)
-        pred, _ = extended_solve(self.X_fit_, self.y_fit_, self.sigma, [ridge],
-                                 want="predict", Z=X, dps=self.dps)
-        return pred
+            return self.expansion_.decision(X)
+        X = np.asarray(X, dtype=np.float64)
+        out = np.full(len(X), np.nan)
+        good = np.isfinite(X).all(axis=1)
+        if good.any():
+            ridge = self.lam_ * len(self.X_fit_)
+            out[good], _ = extended_solve(self.X_fit_, self.y_fit_, self.sigma, [ridge],
+                                          want="predict", Z=X[good], dps=self.dps)
+        return out
 
     def to_dataset(self) -> Any:
         """The fitted model as a small :class:`xarray.Dataset` (for zarr or netCDF).
