@@ -191,3 +191,23 @@ def test_a_numpy_y_or_mask_of_the_wrong_length_is_named_on_the_dask_path(bad):
     with pytest.raises(ValueError, match=rf"{bad} must be 1-D with one entry per row of X "
                                          rf"\(1000\); got shape \(999,\)"):
         percentile_bins(da.from_array(x, chunks=(300, 3)), args["y"], mask=args["mask"])
+
+
+@pytest.mark.parametrize("lazy", [False, True], ids=["numpy", "dask"])
+def test_a_dataarray_gives_its_feature_names_and_stays_lazy(lazy):
+    """percentile_bins(DataArray) names the bins' features from its coordinate (they were
+    f0, f1 ...) and a dask-backed one is not pulled into the client's memory first."""
+    from bigkern.models import BinnedSVC
+
+    rng = np.random.default_rng(3)
+    data = rng.normal(size=(3000, 2))
+    y = np.where(data[:, 0] > 0, 1, -1)
+    arr = xr.DataArray(da.from_array(data, chunks=(700, 2)) if lazy else data,
+                       dims=("sample", "feature"), coords={"feature": ["NDAI", "CORR"]})
+    bins = percentile_bins(arr, xr.DataArray(y, dims="sample"), classes=(-1, 1))
+    assert list(bins["feature"].values) == ["NDAI", "CORR"]
+    assert (bins.attrs["plan"] == "in-memory") == (not lazy)
+    plain = percentile_bins(data, y, classes=(-1, 1), features=["NDAI", "CORR"])
+    np.testing.assert_array_equal(bins["count"].values, plain["count"].values)
+    model = BinnedSVC(omega=1.0, C=1.0).fit_bins(bins)
+    assert list(model.feature_names_in_) == ["NDAI", "CORR"]

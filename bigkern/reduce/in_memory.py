@@ -36,7 +36,7 @@ import numpy as np
 
 from bigkern import config
 from bigkern.cluster import compute
-from bigkern.reduce.passes import as_float_block, valid_rows
+from bigkern.reduce.passes import as_float_block, unwrap_samples, valid_rows
 from bigkern.reduce.radix_select import (
     GROUP_BITS,
     _distinct_labels,
@@ -83,6 +83,7 @@ def as_numpy_samples(
     The in-memory twin of :func:`~bigkern.reduce.quantiles.prepare_samples`,
     with its checks and messages. Dask inputs are computed.
     """
+    X, y, mask, features = unwrap_samples(X, y, mask, features)
     arrays = [X, y, mask]
     lazy = [i for i, a in enumerate(arrays) if dask.is_dask_collection(a)]
     if lazy:

@@ -42,6 +42,7 @@ __all__ = [
     "row_starts",
     "run_reduction",
     "tree_reduce",
+    "unwrap_samples",
     "valid_rows",
     "without_per_feature",
 ]
@@ -49,6 +50,29 @@ __all__ = [
 #: Count key prefix of the rows left out because feature ``j`` is non-finite
 #: (``nonfinite_feature_0``, ``nonfinite_feature_1`` ...; ``n_``-prefixed in attrs).
 NONFINITE_FEATURE = "nonfinite_feature_"
+
+
+def unwrap_samples(
+    X: Any, y: Any, mask: Any, features: Sequence[str] | None
+) -> tuple[Any, Any, Any, Sequence[str] | None]:
+    """The arrays inside xarray ``X`` (sample, feature), ``y`` and ``mask``, and feature names.
+
+    A DataArray ``X`` must have a ``feature`` dimension; its ``feature``
+    coordinate gives the names unless ``features`` is given. The data are
+    returned as they are (a dask-backed DataArray stays lazy: ``numpy.asarray``
+    on it would compute it).
+    """
+    import xarray as xr
+
+    if isinstance(X, xr.DataArray):
+        if X.ndim != 2 or "feature" not in X.dims:
+            raise ValueError(f"a DataArray X must have dims (sample, feature); got {X.dims}")
+        X = X.transpose(..., "feature")
+        if features is None and "feature" in X.coords:
+            features = [str(f) for f in X["feature"].values]
+        X = X.data
+    y, mask = (a.data if isinstance(a, xr.DataArray) else a for a in (y, mask))
+    return X, y, mask, features
 
 
 def as_row_chunked(

@@ -36,7 +36,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bigkern.reduce.passes import as_row_chunked
+from bigkern.reduce.passes import as_row_chunked, unwrap_samples
 from bigkern.reduce.radix_select import (
     RadixSelection,
     dense_histograms,
@@ -160,6 +160,7 @@ def prepare_samples(
     X: Any, y: Any, mask: Any, features: Sequence[str] | None
 ) -> tuple[da.Array, da.Array | None, da.Array | None, list[str]]:
     """Row-chunked float dask arrays and feature names, validated."""
+    X, y, mask, features = unwrap_samples(X, y, mask, features)
     X, y, mask = as_row_chunked(X, y, mask)
     if X.dtype not in (np.float32, np.float64):
         X = X.astype(np.float64)
