@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.metrics.pairwise import rbf_kernel
 
-from bigkern.kernels import gaussian_kernel, kernel_expansion, omega_to_gamma
+from bigkern.kernels import GaussianExpansion, gaussian_kernel, kernel_expansion, omega_to_gamma
 
 
 def _problem(n=500, m=40, d=3, seed=0):
@@ -66,3 +68,61 @@ def test_empty_input_and_bad_width():
     assert kernel_expansion(np.empty((0, 3)), basis, coef, 1.0).shape == (0,)
     with pytest.raises(ValueError, match="omega must be positive"):
         kernel_expansion(np.ones((2, 3)), basis, coef, 0.0)
+
+
+# -- the fused expansion ------------------------------------------------------------------------
+
+
+def _exact(X: np.ndarray, exp: GaussianExpansion) -> np.ndarray:
+    """The expansion in float64 with a direct distance (no clipping, no float32)."""
+    Z = (X - exp.offset) / exp.scale
+    d2 = ((Z[:, None, :] - exp.centers[None, :, :]) ** 2).sum(axis=2)
+    return np.exp(-omega_to_gamma(exp.omega) * d2) @ exp.coef + exp.intercept
+
+
+@settings(max_examples=200, deadline=None)
+@given(d=st.integers(1, 9), m=st.integers(1, 300), n=st.integers(0, 400),
+       omega=st.floats(0.05, 20.0), spread=st.floats(0.1, 30.0), seed=st.integers(0, 2**16))
+def test_fused_path_equals_the_exact_expansion_and_the_blas_path(d, m, n, omega, spread, seed):
+    rng = np.random.default_rng(seed)
+    exp = GaussianExpansion.from_parts(rng.normal(size=(m, d)), rng.normal(size=m),
+                                       float(rng.normal()), omega, rng.normal(size=d),
+                                       rng.uniform(0.5, 2.0, size=d))
+    X = rng.normal(size=(n, d)) * spread  # far rows too: exponents clipped at log(tiny)
+    fused = exp.decision(X, path="fused")
+    blas = exp.decision(X, path="blas")
+    exact = _exact(X, exp)
+    # float32 rounding of z and c moves the exponent γ‖z − c‖² by about γ (|z| + |c|)² 2^-24
+    # per term: the tolerance is that error (and float32 round-off) on the size of f's terms
+    Z = (X - exp.offset) / exp.scale
+    reach = (np.abs(Z).max(initial=0) + np.abs(exp.centers).max()) ** 2
+    atol = (np.abs(exp.coef).sum() + abs(exp.intercept)) * (
+        1e-6 + 4 * 2.0**-24 * omega_to_gamma(omega) * reach)
+    np.testing.assert_allclose(fused, exact, rtol=0, atol=atol)
+    np.testing.assert_allclose(fused, blas, rtol=0, atol=atol)
+
+
+def test_fused_path_rows_do_not_depend_on_their_neighbours_and_nan_rows_are_nan():
+    rng = np.random.default_rng(5)
+    exp = GaussianExpansion.from_parts(rng.normal(size=(150, 3)), rng.normal(size=150), 0.3,
+                                       0.8)
+    X = rng.normal(size=(70_000, 3)).astype(np.float32)  # more than one standardized slab
+    X[[3, 69_999], [0, 2]] = [np.nan, np.inf]
+    whole = exp.decision(X)
+    assert np.isnan(whole[[3, 69_999]]).all() and np.isfinite(np.delete(whole, [3, 69_999])).all()
+    parts = np.concatenate([exp.decision(X[a:a + 777]) for a in range(0, len(X), 777)])
+    np.testing.assert_array_equal(parts, whole)
+    np.testing.assert_array_equal(exp.decision(X[::-1])[::-1], whole)
+
+
+def test_auto_path_choice_and_errors():
+    rng = np.random.default_rng(1)
+    wide = GaussianExpansion.from_parts(rng.normal(size=(20, 30)), rng.normal(size=20), 0, 1.0)
+    X = rng.normal(size=(50, 30))
+    np.testing.assert_array_equal(wide.decision(X), wide.decision(X, path="blas"))
+    double = GaussianExpansion.from_parts(rng.normal(size=(5, 2)), np.ones(5), 0, 1.0,
+                                          dtype="float64")
+    with pytest.raises(ValueError, match="fused path evaluates float32"):
+        double.decision(np.zeros((1, 2)), path="fused")
+    with pytest.raises(ValueError, match="path must be"):
+        double.decision(np.zeros((1, 2)), path="numba")

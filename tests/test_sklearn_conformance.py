@@ -38,9 +38,6 @@ from bigkern.models import (
     PeriodicKernelRidge,
 )
 
-FLOAT32_KERNEL = ("kernel blocks are evaluated in float32 (SIMD exp, 2x faster prediction): a "
-                  "row's decision value depends on its block's BLAS path at ~1e-6 relative, "
-                  "over the check's 1e-7")
 NAN_ROWS = ("the check makes 9 of 30 rows NaN, over bigkern.max_nonfinite_fraction (25%), "
             "then predicts them; predict refuses rows that cannot be predicted rather than "
             "make up a class (decision_function gives NaN)")
@@ -51,11 +48,10 @@ TINY_CV = ("10 samples in 4-D: two-fold CV halves of 5 are interpolated by the G
            "10 (seeds 0-9) where this happens, so that the run is reproducible")
 
 EXPECTED_FAILURES: dict[type, dict[str, str]] = {
-    BinnedSVC: {"check_methods_subset_invariance": FLOAT32_KERNEL,
-                "check_estimators_pickle": NAN_ROWS},
-    BinnedKernelRidge: {"check_methods_subset_invariance": FLOAT32_KERNEL,
-                        "check_estimators_pickle": NAN_ROWS},
-    KernelRidgeClassifier: {"check_methods_subset_invariance": FLOAT32_KERNEL},
+    # (check_methods_subset_invariance failed while a row's float32 decision value depended
+    # on its kernel block's BLAS path; the fused kernel evaluates every row on its own)
+    BinnedSVC: {"check_estimators_pickle": NAN_ROWS},
+    BinnedKernelRidge: {"check_estimators_pickle": NAN_ROWS},
     OHTRegressor: {"check_regressors_no_decision_function": TINY_CV},
 }
 

@@ -1,0 +1,169 @@
+"""Prediction at the machine's exp limit (issue 15): kernel evaluations per second per core.
+
+One thread (BLAS pinned to 1, numba single-threaded), in one process, on the
+same rows for every contender:
+
+a. numpy's float32 ``exp`` on a 16 MB array in place: the rate the hardware
+   gives for the exponential alone, the ceiling of any Gaussian kernel sum;
+b. bigkern's ``GaussianExpansion.decision`` on the fused path (one compiled
+   pass per row, :mod:`bigkern.kernels.fused`) and on the BLAS path (kernel
+   blocks by ``sgemm``, then ``exp``, then ``sgemv``; the only path before);
+c. scikit-learn ``SVC.decision_function`` with the same support vectors,
+   coefficients and γ (libsvm's kernel cache, float64);
+
+for m = 50, 150, 1,000 basis functions and d = 3, 8 features (and d = 12, 16,
+20 to place the crossover that ``FUSED_MAX_FEATURES`` encodes). A rate is
+``rows × m / seconds`` ("kernel evaluations per second"), best of ``--repeat``
+after a warm-up. For every case it checks that the fused decisions equal the
+BLAS path's to 1e-5 relative (of the largest |decision|) and that their signs —
+the masks — are identical, and it ends with the goal line of acceptance 1:
+fused ≥ 50% of the exp rate at m = 150, d = 3.
+
+    python benchmarks/kernel_limit.py [--rows N] [--repeat N] [--small]
+
+Output is also written to ``benchmarks/results/kernel_limit.txt`` (``--out``;
+with ``--small``, a temporary file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C  # noqa: E402
+
+GOAL = 0.5  # of the exp rate, at m = 150, d = 3
+
+
+def best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    """Shortest of ``repeat`` timed calls after one warm-up call, and the last result."""
+    out = fn()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return min(times), out
+
+
+def exp_rate(repeat: int) -> float:
+    """float32 ``exp`` evaluations per second, in place on 4 M values in [-12, 0]."""
+    base = np.linspace(-12, 0, 4 << 20, dtype=np.float32)
+    work = base.copy()
+
+    def run() -> None:
+        work[:] = base
+        np.exp(work, out=work)
+
+    copy, _ = best(lambda: np.copyto(work, base), repeat)
+    seconds, _ = best(run, repeat)
+    return work.size / max(seconds - copy, 1e-9)
+
+
+def case(d: int, m: int, rows: int, repeat: int, with_svc: bool) -> dict[str, Any]:
+    """One (d, m): rates of the fused and BLAS paths and of SVC, and the agreement checks."""
+    from sklearn.svm import SVC
+
+    from bigkern.kernels import GaussianExpansion, omega_to_gamma
+
+    rng = np.random.default_rng(d * 1000 + m)
+    omega = 1.0 * np.sqrt(d / 3)  # a width that keeps the sum informative as d grows
+    centers = rng.normal(size=(m, d))
+    coef = rng.normal(size=m)
+    exp = GaussianExpansion.from_parts(centers, coef, 0.1, omega)
+    X = rng.normal(size=(rows, d)).astype(np.float32)  # pixels are float32 in the stores
+    t_fused, fused = best(lambda: exp.decision(X, path="fused"), repeat)
+    t_blas, blas = best(lambda: exp.decision(X, path="blas"), repeat)
+    rel = float(np.max(np.abs(fused - blas)) / np.max(np.abs(blas)))
+    same_sign = int(np.count_nonzero(np.sign(fused) != np.sign(blas)))
+    out = {"d": d, "m": m, "rows": rows, "fused": rows * m / t_fused,
+           "blas": rows * m / t_blas, "rel": rel, "sign_diff": same_sign, "svc": None}
+    if with_svc:
+        # a fitted SVC whose support vectors and dual coefficients are ours: fit it on the
+        # centers (so libsvm's model has the right shapes), then put ours in place
+        labels = np.where(coef > 0, 1, -1)
+        if len(np.unique(labels)) < 2:
+            labels[0] = -labels[0]
+        svc = SVC(kernel="rbf", gamma=omega_to_gamma(omega), C=1e6).fit(centers, labels)
+        n_sv = len(svc.support_)
+        n_svc = max(1000, min(rows, 20_000_000 // max(n_sv, 1)))
+        t_svc, _ = best(lambda: svc.decision_function(X[:n_svc]), max(1, repeat // 2))
+        out["svc"] = n_svc * n_sv / t_svc
+        out["svc_m"] = n_sv
+    return out
+
+
+def run(args: argparse.Namespace) -> None:
+    from threadpoolctl import threadpool_limits
+
+    from bigkern.kernels.fused import FUSED_MAX_FEATURES
+
+    threadpool_limits(1)
+    C.header("kernel evaluations per second per core (issue 15): fused and BLAS expansion, "
+             "scikit-learn SVC, against numpy's float32 exp")
+    rate = exp_rate(args.repeat)
+    print(f"numpy float32 exp, in place, one thread: {rate / 1e6:,.0f} M/s")
+    results = []
+    for d in args.features:
+        for m in args.basis:
+            res = case(d, m, args.rows, args.repeat, with_svc=d in (3, 8))
+            results.append(res)
+    rows = []
+    for r in results:
+        rows.append([r["d"], r["m"], f"{r['fused'] / 1e6:,.0f}", f"{r['fused'] / rate:.0%}",
+                     f"{r['blas'] / 1e6:,.0f}", f"{r['blas'] / rate:.0%}",
+                     f"{r['fused'] / r['blas']:.2f}x",
+                     "" if r["svc"] is None else f"{r['svc'] / 1e6:,.0f} (m={r['svc_m']})",
+                     "" if r["svc"] is None else f"{r['fused'] / r['svc']:.1f}x",
+                     f"{r['rel']:.1e}", r["sign_diff"]])
+    print(f"\n{args.rows:,} float32 rows per case, best of {args.repeat} after a warm-up; "
+          f"M/s = million kernel evaluations (row x basis function) per second; 'auto' takes "
+          f"the fused path up to d = {FUSED_MAX_FEATURES}:")
+    C.print_table(["d", "m", "fused M/s", "of exp", "BLAS M/s", "of exp", "fused/BLAS",
+                   "SVC M/s", "fused/SVC", "max rel diff", "signs differ"], rows)
+    bad = [r for r in results if r["rel"] > 1e-5 or r["sign_diff"]]
+    print("\nfused = BLAS to 1e-5 relative and identical masks in every case: "
+          + ("yes" if not bad else f"NO ({[(r['d'], r['m']) for r in bad]})"))
+    goal = [r for r in results if (r["d"], r["m"]) == (3, 150)]
+    if goal:
+        share = goal[0]["fused"] / rate
+        print(f"goal (issue 15, acceptance 1): fused >= {GOAL:.0%} of the exp rate at m = 150, "
+              f"d = 3: {'MET' if share >= GOAL else 'NOT MET'} ({share:.0%})")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rows", type=int, default=1_000_000, help="rows per case (10^6)")
+    p.add_argument("--repeat", type=int, default=5, help="timed calls per contender (5)")
+    p.add_argument("--basis", type=int, nargs="+", default=[50, 150, 1000])
+    p.add_argument("--features", type=int, nargs="+", default=[3, 8, 12, 16, 20])
+    p.add_argument("--small", action="store_true", help="smoke run: 20,000 rows, 2 repeats")
+    p.add_argument("--out", type=Path, default=None,
+                   help="where to write what is printed (default "
+                        "benchmarks/results/kernel_limit.txt; with --small, a temporary file)")
+    args = p.parse_args()
+    if args.small:
+        args.rows, args.repeat = 20_000, 2
+    out = args.out or (Path(tempfile.gettempdir()) / "bigkern-bench-kernel_limit.txt"
+                       if args.small else
+                       Path(__file__).resolve().parent / "results" / "kernel_limit.txt")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(C.Tee(sys.stdout, buf)):
+        run(args)
+    out.write_text(buf.getvalue())
+    print(f"output written to {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""The fused Gaussian expansion: a compiled pass that never forms the kernel block.
+
+``f(z) = Σ_j c_j exp(-γ‖z − c_j‖²)`` for a row ``z`` is the distance to every
+center, an exponential and a weighted sum. The BLAS path of
+:func:`bigkern.kernels.kernel_blocks` writes a (rows × m) block, then clips it,
+exponentiates it and multiplies it by ``c``: four sweeps over memory. Here one
+compiled loop per row does all of it in vectors of length m that stay in L1:
+
+* distances ``‖z − c_j‖²`` accumulated feature by feature (centers stored
+  feature-major so the loop over ``j`` is contiguous and vectorizes);
+* the exponent ``max(−γ‖z − c_j‖², log(tiny))`` — the same clipping as the
+  BLAS path: never above 0, and never so low that the result is subnormal;
+* ``exp`` written out so that it vectorizes: ``e·log2(e) = k + r`` with ``k``
+  an integer and ``|r| ≤ ½``; ``2^r`` by its degree-6 Taylor polynomial
+  (relative error below 1.7e-7 on that interval, float32 round-off level) and
+  ``2^k`` added to the result's exponent bits;
+* the weighted sum, accumulated in float32 like the BLAS path's ``sgemv``.
+
+numba compiles it with ``fastmath`` (reassociation, contraction; not the
+no-NaN/no-inf assumptions: a row with a non-finite feature is found in the
+loop and gives NaN), so LLVM vectorizes each loop over the
+centers (AVX-512 or AVX2 as the CPU has). It releases the GIL, so dask's
+threads run it in parallel. ``benchmarks/kernel_limit.py`` measures it against
+numpy's float32 ``exp`` and the BLAS path; :data:`FUSED_MAX_FEATURES` is the
+crossover measured there (the distance loop is d passes over the centers; a
+BLAS product wins when there are many features).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+__all__ = ["FUSED_MAX_FEATURES", "fused_expansion"]
+
+#: Above this many features the BLAS path is as fast or faster (benchmarks/kernel_limit.py).
+FUSED_MAX_FEATURES = 12
+
+_LN2 = math.log(2.0)
+_C0, _C1, _C2, _C3, _C4, _C5, _C6 = (np.float32(_LN2**k / math.factorial(k)) for k in range(7))
+_LOG2E = np.float32(1.0 / _LN2)
+_LOWEST = np.float32(math.ceil(math.log(np.finfo(np.float32).tiny)))  # -87, as kernel_blocks
+
+
+#: fastmath without "nnan"/"ninf": the loop tests for non-finite features itself
+_FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
+
+
+@numba.njit(nogil=True, cache=True, fastmath=_FASTMATH)
+def _fused_rows(X: np.ndarray, offset: np.ndarray, scale_: np.ndarray, centers_t: np.ndarray,
+                coef: np.ndarray, gamma: float, intercept: float, lowest: np.float32,
+                out: np.ndarray) -> None:  # pragma: no cover - compiled
+    n, d = X.shape
+    m = centers_t.shape[1]
+    z_row = np.empty(d, np.float32)
+    dist = np.empty(m, np.float32)  # ‖z − c_j‖² over the features before the last
+    value = np.empty(m, np.float32)  # 2^r_j, then exp(e_j) once 2^k_j is in its exponent
+    value_bits = value.view(np.int32)
+    shift = np.empty(m, np.int32)  # k_j << 23
+    scale = np.float32(-gamma) * _LOG2E  # exponent in base 2
+    floor = lowest * _LOG2E
+    last = d - 1
+    for i in range(n):
+        finite = True
+        for f in range(d):  # standardized in float64, then float32 (as exponent_left)
+            x = np.float64(X[i, f])
+            if not np.isfinite(x):
+                finite = False
+            z_row[f] = np.float32((x - offset[f]) / scale_[f])
+        if not finite:
+            out[i] = np.nan
+            continue
+        if d == 1:
+            dist[:] = 0
+        else:
+            z = z_row[0]
+            for j in range(m):
+                t = z - centers_t[0, j]
+                dist[j] = t * t
+        for f in range(1, last):
+            z = z_row[f]
+            for j in range(m):
+                t = z - centers_t[f, j]
+                dist[j] += t * t
+        z = z_row[last]
+        for j in range(m):  # the last feature, the exponent and 2^r in one sweep
+            t = z - centers_t[last, j]
+            e = max(scale * (dist[j] + t * t), floor)
+            k = np.floor(e + np.float32(0.5))
+            r = e - k
+            p = _C6 * r + _C5
+            p = p * r + _C4
+            p = p * r + _C3
+            p = p * r + _C2
+            p = p * r + _C1
+            value[j] = p * r + _C0  # in [0.70, 1.42]: a normal float, exponent 126 or 127
+            shift[j] = np.int32(k) << 23
+        for j in range(m):
+            value_bits[j] += shift[j]  # times 2^k: k >= -126, so never subnormal
+        s = np.float32(0)
+        for j in range(m):
+            s += value[j] * coef[j]
+        out[i] = s + intercept
+
+
+def fused_expansion(X: np.ndarray, centers: np.ndarray, coef: np.ndarray, gamma: float,
+                    intercept: float = 0.0, offset: np.ndarray | None = None,
+                    scale: np.ndarray | None = None) -> np.ndarray:
+    """``Σ_j coef_j exp(-γ‖z − c_j‖²) + intercept`` for every row, ``z = (x − offset) / scale``.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        Raw rows, float32 or float64 (others are converted); a row with a
+        non-finite feature gives NaN.
+    centers : ndarray, shape (m, d)
+        The centers ``c_j``, standardized (evaluated in float32).
+    coef : ndarray, shape (m,)
+        The coefficients (float32).
+    gamma : float
+        ``1 / (2 ω²)``.
+    intercept : float
+        Added to every sum.
+    offset, scale : ndarray, shape (d,), optional
+        Standardization (default none).
+
+    Returns
+    -------
+    ndarray, shape (n,), float64
+        The sums (float32 arithmetic, as the BLAS path's float32 blocks).
+    """
+    X = np.asarray(X)
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
+    d = X.shape[1]
+    offset = np.zeros(d) if offset is None else np.asarray(offset, dtype=np.float64)
+    scale = np.ones(d) if scale is None else np.asarray(scale, dtype=np.float64)
+    centers_t = np.ascontiguousarray(np.asarray(centers, dtype=np.float32).T)
+    c = np.ascontiguousarray(coef, dtype=np.float32)
+    out = np.empty(len(X), dtype=np.float64)
+    if len(X):
+        _fused_rows(X, offset, scale, centers_t, c, float(gamma), float(intercept), _LOWEST, out)
+    return out
