@@ -51,6 +51,7 @@ from bigkern.models import (
     LOOKernelRidge,
     OHTRegressor,
     PeriodicKernelRidge,
+    ReducedSVC,
     load_model,
     save_model,
 )
@@ -66,6 +67,7 @@ from bigkern.reduce import (
     random_split,
     reduced_normal_equations,
     sample_rows,
+    select_reduced_set,
     sparse_gram,
 )
 from bigkern.tuning import (
@@ -106,6 +108,7 @@ __all__ = [
     "NoResidualDegreesOfFreedomError",
     "OHTRegressor",
     "PeriodicKernelRidge",
+    "ReducedSVC",
     "Samples",
     "StoreError",
     "UnknownSettingError",
@@ -137,6 +140,7 @@ __all__ = [
     "reduced_normal_equations",
     "sample_rows",
     "save_model",
+    "select_reduced_set",
     "sparse_gram",
     "stack_samples",
     "validate_scenes",

@@ -24,6 +24,7 @@ from bigkern.models import (
     CompactLSSVC,
     CompactSVC,
     KernelRidgeClassifier,
+    ReducedSVC,
 )
 
 CLASSIFIERS = [
@@ -177,8 +178,10 @@ def _scenes_and_samples():
 
 
 @pytest.mark.parametrize("model", [BinnedSVC(omega=1.0, C=3.0), KernelRidgeClassifier(),
-                                   CompactLSSVC(omega=1.0, C=2.0), CompactSVC(omega=1.0, C=2.0)],
-                         ids=["BinnedSVC", "KernelRidgeClassifier", "CompactLSSVC", "CompactSVC"])
+                                   CompactLSSVC(omega=1.0, C=2.0), CompactSVC(omega=1.0, C=2.0),
+                                   ReducedSVC(omega=1.0, C=3.0, size=40, random_state=0)],
+                         ids=["BinnedSVC", "KernelRidgeClassifier", "CompactLSSVC", "CompactSVC",
+                              "ReducedSVC"])
 def test_predict_scenes_works_for_every_classifier_and_never_flags_a_class(model):
     from bigkern.predict import predict_scenes
 
@@ -219,7 +222,7 @@ def test_predict_scenes_predicts_values_for_every_regressor(name, tmp_path):
     from bigkern.models.persistence import load_model, save_model
     from bigkern.predict import predict_scenes, write_predictions
 
-    ds, frame, y = _scenes_and_samples()
+    ds, frame, _ = _scenes_and_samples()
     target = frame["NDAI"].to_numpy() * 0.5 + np.sin(frame["CORR"].to_numpy() * 3)
     model = REGRESSORS[name]().fit(frame.iloc[:300], target[:300])
     pred = predict_scenes(model, ds)
@@ -254,7 +257,7 @@ def test_predict_scenes_names_a_model_without_an_expansion():
 def test_gaussian_regressors_predict_through_the_one_expansion_type(name):
     from bigkern.kernels import GaussianExpansion
 
-    _, frame, y = _scenes_and_samples()
+    _, frame, _ = _scenes_and_samples()
     model = REGRESSORS[name]().fit(frame.iloc[:200], frame["NDAI"].to_numpy()[:200])
     exp = model.expansion_
     assert isinstance(exp, GaussianExpansion)

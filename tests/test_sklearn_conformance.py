@@ -36,6 +36,7 @@ from bigkern.models import (
     LOOKernelRidge,
     OHTRegressor,
     PeriodicKernelRidge,
+    ReducedSVC,
 )
 
 NAN_ROWS = ("the check makes 9 of 30 rows NaN, over bigkern.max_nonfinite_fraction (25%), "
@@ -53,6 +54,7 @@ EXPECTED_FAILURES: dict[type, dict[str, str]] = {
     BinnedSVC: {"check_estimators_pickle": NAN_ROWS},
     BinnedKernelRidge: {"check_estimators_pickle": NAN_ROWS},
     OHTRegressor: {"check_regressors_no_decision_function": TINY_CV},
+    ReducedSVC: {"check_estimators_pickle": NAN_ROWS},
 }
 
 
@@ -70,7 +72,7 @@ def _local_scheduler():
 @parametrize_with_checks(
     [BinnedSVC(), BinnedKernelRidge(), KernelRidgeClassifier(), CompactLSSVC(),
      CompactKernelRidge(), CompactSVC(), CompactKernelPCA(), OHTRegressor(random_state=1),
-     LOOKernelRidge(), GaussianRLS(), PeriodicKernelRidge()],
+     LOOKernelRidge(), GaussianRLS(), PeriodicKernelRidge(), ReducedSVC()],
     expected_failed_checks=_expected,
 )
 def test_scikit_learn_conformance(estimator, check):

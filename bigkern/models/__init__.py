@@ -17,6 +17,7 @@ from bigkern.models.kernel_regression import LOOKernelRidge
 from bigkern.models.oht import OHTRegressor
 from bigkern.models.periodic import PeriodicKernelRidge, shi_yu_grid
 from bigkern.models.persistence import load_model, load_model_dataset, save_model
+from bigkern.models.reduced import ReducedSVC
 from bigkern.models.rls import GaussianRLS
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "LOOKernelRidge",
     "OHTRegressor",
     "PeriodicKernelRidge",
+    "ReducedSVC",
     "load_model",
     "load_model_dataset",
     "save_model",

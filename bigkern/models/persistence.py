@@ -27,6 +27,7 @@ from bigkern.models.compact import CompactKernelPCA, CompactKernelRidge, Compact
 from bigkern.models.kernel_regression import LOOKernelRidge
 from bigkern.models.oht import OHTRegressor
 from bigkern.models.periodic import PeriodicKernelRidge
+from bigkern.models.reduced import ReducedSVC
 from bigkern.models.rls import GaussianRLS
 
 __all__ = ["load_model", "load_model_dataset", "save_model"]
@@ -68,7 +69,8 @@ def load_model(path: str | Path) -> Any:
     return load_model_dataset(read_model_dataset(path))
 
 
-_MODELS = {cls.__name__: cls for cls in (BinnedKernelRidge, BinnedSVC, KernelRidgeClassifier)}
+_MODELS = {cls.__name__: cls for cls in (BinnedKernelRidge, BinnedSVC, KernelRidgeClassifier,
+                                          ReducedSVC)}
 _REGRESSORS = {cls.__name__: cls for cls in (OHTRegressor, LOOKernelRidge, GaussianRLS,
                                              PeriodicKernelRidge)}
 _COMPACT = {cls.__name__: cls for cls in (CompactLSSVC, CompactKernelRidge, CompactSVC,

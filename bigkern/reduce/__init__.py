@@ -6,6 +6,7 @@ from bigkern.reduce.percentile import percentile_bins
 from bigkern.reduce.quantiles import DECILES, QUANTILE_METHODS, quantile_edges, quantile_summary
 from bigkern.reduce.reduced_folds import reduced_normal_equations_folds
 from bigkern.reduce.reduced_kernel import reduced_normal_equations, reduced_residual_sums
+from bigkern.reduce.reduced_set import ReducedSet, select_reduced_set
 from bigkern.reduce.sampling import random_split, sample_rows
 from bigkern.reduce.sparse_gram import GramReport, gram_report, sparse_gram
 
@@ -13,6 +14,7 @@ __all__ = [
     "DECILES",
     "QUANTILE_METHODS",
     "GramReport",
+    "ReducedSet",
     "alignment_sparsity",
     "bin_index",
     "bin_statistics",
@@ -26,5 +28,6 @@ __all__ = [
     "reduced_residual_sums",
     "robust_scaler",
     "sample_rows",
+    "select_reduced_set",
     "sparse_gram",
 ]

@@ -1,0 +1,362 @@
+"""The reduced set Ã of a reduced-kernel model, drawn in one pass without loading the data.
+
+Lee & Huang's reduced SVM builds its separating surface on a *uniform random
+subset* Ã of the training rows (Corollary 1), drawn *within each class* and
+combined (Remark 2: stratified sampling reduces the Monte-Carlo variance).
+:func:`select_reduced_set` draws it from a chunked dask (or numpy) array in
+one read:
+
+* every usable row gets a uniform number from a seeded hash of its **global
+  row number** (:func:`bigkern.reduce.sampling.uniform_from_index`), and a
+  stratum's sample is its rows with the smallest numbers (ties by row number).
+  The draw therefore depends on the data and the seed only — never on the
+  chunking or the number of workers — and each stratum's sample is uniform
+  over that stratum's usable rows;
+* each chunk keeps at most ``size`` candidates per stratum (only those leave
+  a worker); candidates are merged in a tree and trimmed;
+* the ``size`` draws are shared between the classes in proportion to their
+  usable rows (largest remainders; every class gets at least one center);
+* rows with a non-finite feature (or a NaN label) are never drawn; they are
+  counted (as in every bigkern pass, over ``bigkern.max_nonfinite_fraction``
+  of the present rows is an error);
+* identical drawn rows are kept once: duplicate centers add nothing to the
+  basis but change the penalty of a reduced model. They are dropped, counted in
+  ``n_duplicates`` and named in a :class:`DuplicateCentersWarning`.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from sklearn.utils import check_random_state
+
+from bigkern.errors import BigkernWarning, LabelError
+from bigkern.reduce._row_pass import check_counts
+from bigkern.reduce.passes import (
+    RowReduction,
+    add_counts,
+    as_float_block,
+    as_row_chunked,
+    run_reduction,
+    valid_rows,
+)
+from bigkern.reduce.sampling import uniform_from_index
+
+__all__ = ["DuplicateCentersWarning", "ReducedSet", "resolve_size", "select_reduced_set"]
+
+#: Most distinct labels a stratified draw accepts (strata are classes, not targets).
+MAX_STRATA = 256
+_FIRSTS = ("first_nonfinite", "first_nonfinite_y")
+
+
+class DuplicateCentersWarning(BigkernWarning):
+    """Identical rows were drawn into a reduced set; all but one of each were dropped."""
+
+
+@dataclass(frozen=True, eq=False)
+class ReducedSet:
+    """A drawn reduced set Ã and what the draw saw.
+
+    Attributes
+    ----------
+    X : ndarray, shape (m̃, d)
+        The drawn rows (raw feature values, float64), in ascending global row order.
+    y : ndarray, shape (m̃,) or None
+        Their labels.
+    index : ndarray of int, shape (m̃,)
+        Their global row numbers.
+    classes : ndarray or None
+        The distinct labels of the usable rows (sorted), when ``y`` was given and
+        has at most :data:`MAX_STRATA` of them.
+    class_counts : ndarray of int or None
+        Usable rows per class.
+    drawn_per_class : ndarray of int or None
+        Rows of Ã per class (after dropping duplicates).
+    counts : dict
+        Row counts of the pass: ``rows``, ``valid`` (usable), ``absent`` (no finite
+        feature), ``nonfinite`` (some feature non-finite), ``nonfinite_y``,
+        ``nonfinite_feature_<j>``, ``first_nonfinite``, ``first_nonfinite_y``.
+    n_duplicates : int
+        Drawn rows dropped because an identical row was drawn too.
+    seed : int
+        The hash seed of the draw.
+    """
+
+    X: np.ndarray
+    y: np.ndarray | None
+    index: np.ndarray
+    classes: np.ndarray | None
+    class_counts: np.ndarray | None
+    drawn_per_class: np.ndarray | None
+    counts: dict[str, int] = field(default_factory=dict)
+    n_duplicates: int = 0
+    seed: int = 0
+
+    @property
+    def size(self) -> int:
+        """Number of centers m̃."""
+        return int(self.X.shape[0])
+
+
+def resolve_size(size: Any, fraction: Any, n_rows: int) -> int:
+    """The number of rows to draw: ``size``, or ``ceil(fraction · n_rows)``; checked.
+
+    ``n_rows`` is the number of rows of ``X`` (usable or not), known without a read.
+    """
+    if size is not None and fraction is not None:
+        raise ValueError("give size or fraction, not both")
+    if size is None and fraction is None:
+        raise ValueError("give the reduced-set size (an int >= 2) or a fraction in (0, 1]")
+    if fraction is not None:
+        if isinstance(fraction, bool) or not isinstance(fraction, int | float | np.number) \
+                or not 0 < float(fraction) <= 1:
+            raise ValueError(f"fraction must be a number in (0, 1]; got {fraction!r}")
+        size = math.ceil(float(fraction) * n_rows)
+    if isinstance(size, bool) or not isinstance(size, int | np.integer):
+        raise ValueError(f"size must be an int (number of centers); got {size!r}")
+    size = int(size)
+    if size < 2:
+        raise ValueError(f"the reduced set needs at least 2 rows; got size={size}"
+                         + (f" (fraction={fraction} of {n_rows} rows)" if fraction else ""))
+    if size > n_rows:
+        raise ValueError(f"size={size} is more than the {n_rows} rows of X")
+    return size
+
+
+def _draw_chunk(Xb: np.ndarray, yb: np.ndarray | None, *, start: int, keep: int, seed: int,
+                stratified: bool) -> dict[str, Any]:
+    """Per stratum, the ``keep`` usable rows of a chunk with the smallest hashes; counts."""
+    X = as_float_block(Xb)
+    valid, counts = valid_rows(X, None)
+    counts.pop("masked", None)
+    firsts = {"first_nonfinite": -1, "first_nonfinite_y": -1}
+    if counts["nonfinite"]:
+        some = ~valid & np.isfinite(X).any(axis=1)
+        firsts["first_nonfinite"] = start + int(np.flatnonzero(some)[0])
+    counts["nonfinite_y"] = 0
+    labels = None
+    if yb is not None:
+        labels = np.asarray(yb).ravel()
+        if labels.dtype.kind in "fc":
+            bad_y = valid & ~np.isfinite(labels)
+            if bad_y.any():
+                counts["nonfinite_y"] = int(bad_y.sum())
+                counts["valid"] -= counts["nonfinite_y"]
+                firsts["first_nonfinite_y"] = start + int(np.flatnonzero(bad_y)[0])
+                valid &= ~bad_y
+    rows = np.flatnonzero(valid)
+    index = start + rows
+    u = uniform_from_index(index, seed)
+    classes: dict[Any, int] | None = None
+    if labels is not None:
+        values, inverse, n_each = np.unique(labels[rows], return_inverse=True, return_counts=True)
+        if len(values) <= MAX_STRATA:
+            classes = {_key(v): int(c) for v, c in zip(values, n_each, strict=True)}
+        elif stratified:
+            raise ValueError(f"y has {len(values)} distinct values in rows {start}..."
+                             f"{start + len(labels) - 1}: stratified draws take class labels "
+                             f"(at most {MAX_STRATA}); use stratified=False for other targets")
+    strata: dict[Any, dict[str, np.ndarray]] = {}
+    if stratified and labels is not None:
+        groups = [(_key(v), np.flatnonzero(inverse == i)) for i, v in enumerate(values)]
+    else:
+        groups = [(None, np.arange(len(rows)))]
+    for key, sel in groups:
+        if len(sel) > keep:
+            sel = sel[np.lexsort((index[sel], u[sel]))[:keep]]
+        strata[key] = {"u": u[sel], "index": index[sel],
+                       "X": np.asarray(X[rows[sel]], dtype=np.float64),
+                       "y": None if labels is None else labels[rows[sel]]}
+    return {"strata": strata, "classes": classes, "counts": counts, "firsts": firsts}
+
+
+def _key(v: Any) -> Any:
+    return v.item() if hasattr(v, "item") else v
+
+
+def _smallest(parts: list[dict[str, np.ndarray]], keep: int) -> dict[str, np.ndarray]:
+    u = np.concatenate([p["u"] for p in parts])
+    index = np.concatenate([p["index"] for p in parts])
+    order = np.lexsort((index, u))[:keep]
+    out = {"u": u[order], "index": index[order],
+           "X": np.concatenate([p["X"] for p in parts])[order]}
+    out["y"] = None if parts[0]["y"] is None else np.concatenate([p["y"] for p in parts])[order]
+    return out
+
+
+def _combine(parts: list[dict[str, Any]], *, keep: int) -> dict[str, Any]:
+    keys: list[Any] = []
+    for p in parts:
+        keys += [k for k in p["strata"] if k not in keys]
+    strata = {k: _smallest([p["strata"][k] for p in parts if k in p["strata"]], keep)
+              for k in keys}
+    classes: dict[Any, int] | None = {}
+    for p in parts:
+        if p["classes"] is None or classes is None:
+            classes = None
+            continue
+        for k, c in p["classes"].items():
+            classes[k] = classes.get(k, 0) + c
+    if classes is not None and len(classes) > MAX_STRATA:
+        classes = None
+    firsts = {k: min((p["firsts"][k] for p in parts if p["firsts"][k] >= 0), default=-1)
+              for k in _FIRSTS}
+    return {"strata": strata, "classes": classes,
+            "counts": add_counts([p["counts"] for p in parts]), "firsts": firsts}
+
+
+def allocate(size: int, counts: np.ndarray) -> np.ndarray:
+    """Split ``size`` draws over strata in proportion to ``counts``; each stratum gets ≥ 1.
+
+    Largest remainders (ties to the earlier stratum); a stratum never gets more
+    than its count. Requires ``len(counts) <= size <= counts.sum()``.
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    share = size * counts / counts.sum()
+    out = np.floor(share).astype(np.int64)
+    rest = size - int(out.sum())
+    order = np.lexsort((np.arange(len(counts)), -(share - out)))
+    out[order[:rest]] += 1
+    while (out == 0).any():  # a class too rare for its share still gets one center
+        out[int(np.argmax(out))] -= 1
+        out[int(np.flatnonzero(out == 0)[0])] = 1
+    return out
+
+
+def select_reduced_set(
+    X: Any,
+    y: Any = None,
+    *,
+    size: int | None = None,
+    fraction: float | None = None,
+    stratified: bool = True,
+    random_state: Any = None,
+    split_every: int | None = None,
+) -> ReducedSet:
+    """Draw a uniform random reduced set Ã from the usable rows, per class, in one read.
+
+    Parameters
+    ----------
+    X : array-like, dask array or DataArray, shape (n, d)
+        Samples (dims ``(sample, feature)`` for a DataArray). Never loaded whole:
+        each chunk sends at most ``size`` rows per class to the client.
+    y : array-like or dask array, shape (n,), optional
+        Class labels (any dtype). With ``stratified`` the draw is uniform within
+        each class and the classes share ``size`` in proportion to their usable rows.
+    size : int, optional
+        Number of rows to draw (≥ 2, ≤ the usable rows).
+    fraction : float, optional
+        Instead of ``size``: draw ``ceil(fraction · n)`` rows, ``n`` the rows of ``X``.
+    stratified : bool
+        Stratify by ``y`` (Lee & Huang's Remark 2). Ignored without ``y``.
+    random_state : int, RandomState or None
+        Seed of the row hashes (the same seed gives the same set for any chunking).
+    split_every : int, optional
+        Fan-in of the tree merge (default ``bigkern.split_every``).
+
+    Returns
+    -------
+    ReducedSet
+        The rows, their labels and global row numbers, class counts, row counts.
+
+    Raises
+    ------
+    ValueError
+        ``size`` < 2 or more than the usable rows; both or neither of ``size`` and
+        ``fraction``; a stratifying ``y`` with more than :data:`MAX_STRATA` values.
+    LabelError
+        A stratified draw whose usable rows have one class only.
+    DataQualityError
+        Over ``bigkern.max_nonfinite_fraction`` of the present rows are non-finite,
+        or no row is usable.
+
+    Warns
+    -----
+    DuplicateCentersWarning
+        Identical rows were drawn; all but the first of each are dropped (counted in
+        ``n_duplicates``), so Ã may be smaller than ``size``.
+    """
+    if isinstance(X, xr.DataArray):
+        if X.ndim != 2 or "feature" not in X.dims:
+            raise ValueError(f"a DataArray X must have dims (sample, feature); got {X.dims}")
+        X = X.transpose(..., "feature").data
+    if isinstance(y, xr.DataArray):
+        y = y.data
+    Xd, yd, _ = as_row_chunked(X, y)
+    n_rows = int(Xd.shape[0])
+    size = resolve_size(size, fraction, n_rows)
+    seed = int(check_random_state(random_state).randint(2**31 - 1))
+    stratified = bool(stratified) and y is not None
+    recipe = RowReduction("reduced-set", chunk=_draw_chunk,
+                          combine=partial(_combine, keep=size), with_start=True)
+    root = run_reduction(recipe, Xd, yd, split_every=split_every,
+                         label=f"drawing a reduced set of {size} rows",
+                         keep=size, seed=seed, stratified=stratified)
+    return _finalize(root, size, seed, stratified, n_rows)
+
+
+def _finalize(root: dict[str, Any], size: int, seed: int, stratified: bool,
+              n_rows: int) -> ReducedSet:
+    counts = {**root["counts"], **root["firsts"]}
+    check_counts(counts)
+    usable = int(counts["valid"])
+    if size > usable:
+        raise ValueError(f"size={size} is more than the {usable} usable rows of X ({n_rows} rows; "
+                         f"{n_rows - usable} left out: absent {counts['absent']}, non-finite "
+                         f"{counts['nonfinite']}, non-finite y {counts['nonfinite_y']})")
+    cls = root["classes"]
+    classes = class_counts = None
+    if cls is not None:
+        keys = sorted(cls, key=_sort_key)
+        classes = np.asarray(keys)
+        class_counts = np.asarray([cls[k] for k in keys], dtype=np.int64)
+    strata = root["strata"]
+    if stratified:
+        if len(classes) < 2:
+            raise LabelError(f"y has one class only among the usable rows ({classes.tolist()}): "
+                             f"a stratified reduced set needs two classes or more")
+        if size < len(classes):
+            raise ValueError(f"size={size} is smaller than the number of classes "
+                             f"({len(classes)}): each class needs a center")
+        want = dict(zip(keys, allocate(size, class_counts), strict=True))
+    else:
+        want = {None: size}
+    picked = []
+    for k, n_k in want.items():
+        s = strata[k]
+        order = np.lexsort((s["index"], s["u"]))[:n_k]
+        picked.append({name: None if a is None else a[order] for name, a in s.items()})
+    index = np.concatenate([p["index"] for p in picked])
+    order = np.argsort(index, kind="stable")
+    index = index[order]
+    Xs = np.concatenate([p["X"] for p in picked])[order]
+    ys = None if picked[0]["y"] is None else np.concatenate([p["y"] for p in picked])[order]
+    _, first = np.unique(Xs, axis=0, return_index=True)
+    n_dup = len(Xs) - len(first)
+    if n_dup:
+        keep = np.zeros(len(Xs), dtype=bool)
+        keep[first] = True
+        warnings.warn(
+            f"{n_dup} of the {len(Xs)} drawn rows repeat an earlier drawn row (first: row "
+            f"{int(index[~keep][0])}); they are dropped, leaving {int(keep.sum())} centers",
+            DuplicateCentersWarning, stacklevel=3)
+        Xs, index = Xs[keep], index[keep]
+        ys = None if ys is None else ys[keep]
+        if len(Xs) < 2:
+            raise ValueError("the reduced set has fewer than 2 distinct rows")
+    drawn = None
+    if classes is not None and ys is not None:
+        drawn = np.asarray([int(np.sum(ys == c)) for c in classes], dtype=np.int64)
+    return ReducedSet(Xs, ys, index.astype(np.int64), classes, class_counts, drawn,
+                      {k: int(v) for k, v in counts.items()}, int(n_dup), seed)
+
+
+def _sort_key(k: Any) -> tuple[str, Any]:
+    return (type(k).__name__, k)
+

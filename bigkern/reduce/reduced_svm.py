@@ -1,0 +1,141 @@
+"""The distributed pass of the smooth reduced SVM: one read of the data per Newton iteration.
+
+Each pass of :func:`bigkern.solvers.smooth_svm.newton_armijo` needs, over all
+usable rows, the sums ``Σ ℓ`` (at a batch of step sizes), ``Σ ℓ' a`` and
+``Σ ℓ'' a aᵀ`` of the augmented reduced-kernel rows ``a = [K(x, Ã), −1]``
+(see that module). Here every row chunk
+
+1. keeps its usable rows (a non-finite feature or target: left out and counted;
+   over ``bigkern.max_nonfinite_fraction`` of the present rows is an error);
+2. forms its kernel blocks ``K(X_b, Ã)`` with :func:`bigkern.kernels.kernel_blocks`
+   (in the data's precision: float32 data → float32 exponentials), ``bigkern.kernel_block_rows``
+   rows at a time;
+3. copies each block into a float64 work buffer ``[G | −1]`` and folds it into the
+   float64 sums with :func:`~bigkern.solvers.smooth_svm.accumulate_block` (two
+   matrix–vector products, a vectorized loss batch, one BLAS ``syrk``), then drops it;
+
+and the chunks' flat partial sums (``(m̃+1)² + (m̃+1) + #steps`` floats, never
+n-sized) are added in a tree of fan-in ``split_every``. The basis Ã is shipped
+once per fit: scattered to every worker when a distributed client is in use,
+else one :func:`dask.delayed` object shared by all the tasks of a pass.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dask
+import numpy as np
+
+from bigkern import config
+from bigkern.kernels import GaussianBasis, kernel_blocks
+from bigkern.kernels.gaussian import block_step
+from bigkern.reduce._row_pass import run_pass, usable_rows
+from bigkern.reduce.passes import as_row_chunked
+from bigkern.solvers.smooth_svm import RowSums, accumulate_block
+
+__all__ = ["ReducedNewtonPasses", "newton_sums"]
+
+
+def _newton_chunk(Xb: np.ndarray, yb: np.ndarray, *, start: int, basis: GaussianBasis,
+                  point: dict[str, Any], loss: Any, block_rows: int | None) -> dict[str, Any]:
+    """The flat :class:`RowSums` of one chunk at ``point`` (u, d, steps, at), and its counts."""
+    X, y, valid, counts = usable_rows(Xb, yb, start)
+    m = basis.n_basis
+    steps = np.asarray(point["steps"], dtype=np.float64)
+    sums = RowSums.zeros(m + 1, len(steps))
+    step = block_step(max(1, len(X)), block_rows)
+    work = np.empty((step, m + 1))
+    for rows, G in kernel_blocks(X, basis, valid=valid, block_rows=step):
+        A = work[:len(rows)]
+        A[:, :m] = G
+        A[:, m] = -1.0
+        accumulate_block(sums, A, y[rows], point["u"], point["d"], steps, point["at"], loss)
+    return {"acc": sums.flat, "counts": counts}
+
+
+def newton_sums(X: Any, y: Any, basis: GaussianBasis, u: np.ndarray, d: np.ndarray,
+                steps: Any, at: float, *, loss: Any, split_every: int | None = None
+                ) -> tuple[RowSums, dict[str, int]]:
+    """One pass: the :class:`RowSums` over all usable rows of ``X`` (n, d) and ``y`` (n,).
+
+    ``f_i = a_i·(u + λ d)``; the loss at every ``λ`` in ``steps``, the gradient and
+    Hessian sums at ``λ = at``. Returns the sums and the row counts of the pass.
+    """
+    Xd, yd, _ = as_row_chunked(X, y)
+    with ReducedNewtonPasses(Xd, yd, basis, loss, split_every=split_every) as passes:
+        sums = passes(u, d, steps, at)
+    return sums, passes.counts
+
+
+class ReducedNewtonPasses:
+    """The ``evaluate`` of :func:`~bigkern.solvers.smooth_svm.newton_armijo` over chunked data.
+
+    Ships the basis to the workers once (a scattered, broadcast future on a
+    distributed client; otherwise one delayed object) and counts the passes.
+    Use as a context manager so the scattered basis is released.
+
+    Parameters
+    ----------
+    X : dask array, shape (n, d)
+        Samples, row-chunked (see :func:`bigkern.reduce.passes.as_row_chunked`).
+    y : dask array, shape (n,)
+        Targets: ±1 labels for the smooth hinge.
+    basis : GaussianBasis
+        The reduced set Ã (standardized), width and standardization.
+    loss : object
+        The row loss (``value``, ``derivatives``), e.g.
+        :class:`~bigkern.solvers.smooth_svm.SmoothHinge`.
+    split_every : int, optional
+        Fan-in of the tree reduction.
+
+    Attributes
+    ----------
+    passes : int
+        Passes run.
+    counts : dict
+        Row counts of the last pass (``valid``, ``absent``, ``nonfinite``, ...).
+    """
+
+    def __init__(self, X: Any, y: Any, basis: GaussianBasis, loss: Any, *,
+                 split_every: int | None = None) -> None:
+        self.X, self.y, self.basis, self.loss = X, y, basis, loss
+        self.split_every = split_every
+        self.passes = 0
+        self.counts: dict[str, int] = {}
+        self._handle: Any = None
+        self._future: Any = None
+
+    def __enter__(self) -> ReducedNewtonPasses:
+        from bigkern.cluster import current_client
+
+        client = current_client()
+        if client is not None:
+            self._future = client.scatter(self.basis, broadcast=True, hash=False)
+            self._handle = self._future
+        else:
+            self._handle = dask.delayed(self.basis, pure=True, traverse=False)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._future is not None:
+            self._future.release()
+        self._future = self._handle = None
+
+    def __call__(self, u: np.ndarray, d: np.ndarray, steps: Any, at: float) -> RowSums:
+        """One pass (see :func:`newton_sums`)."""
+        if self._handle is None:
+            raise RuntimeError("use ReducedNewtonPasses as a context manager (with ...:)")
+        self.passes += 1
+        steps = np.asarray(steps, dtype=np.float64)
+        point = dask.delayed({"u": np.asarray(u, dtype=np.float64),
+                              "d": np.asarray(d, dtype=np.float64), "steps": steps,
+                              "at": float(at)}, pure=True, traverse=False)
+        m = self.basis.n_basis
+        res = run_pass(self.X, self.y, _newton_chunk, name="reduced-svm-newton",
+                       label=f"reduced SVM pass {self.passes} ({m} centers)",
+                       split_every=self.split_every, basis=self._handle, point=point,
+                       loss=self.loss, block_rows=config.get("kernel_block_rows"))
+        self.counts = dict(res["counts"])
+        return RowSums(res["acc"], m + 1, len(steps))
+

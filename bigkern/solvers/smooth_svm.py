@@ -1,0 +1,387 @@
+"""The smooth reduced SVM (Lee & Huang, problem (5)) by Newton–Armijo, from sums over rows.
+
+Problem (5) on a reduced kernel, with ``u = (v, γ) ∈ R^{m̃+1}`` and for every
+row ``i`` the augmented kernel row ``a_i = [K(A_i, Ã), −1]`` (so the decision
+value is ``f_i = a_i·u = K(A_i, Ã) v − γ``)::
+
+    F(u) = C Σ_i ℓ(f_i, y_i) + ½ ‖u‖²,     ℓ(f, y) = ½ p(1 − y f, α)²,
+
+with the smooth plus function ``p(z, α) = z + log(1 + e^{−αz}) / α`` (6). Then::
+
+    ∇F(u)  = u + C Σ_i ℓ'(f_i, y_i) a_i,          ℓ' = −y p(r) p'(r),
+    ∇²F(u) = I + C Σ_i ℓ''(f_i, y_i) a_i a_iᵀ,    ℓ'' = p'(r)² + p(r) p''(r),
+
+(``r = 1 − y f``, ``y² = 1``; ``p' = σ(αr)``, ``p'' = α σ(αr) σ(−αr)``), so
+everything the solver needs from the data is three sums over rows: ``Σ ℓ``
+(at a batch of points), ``Σ ℓ' a`` and ``Σ ℓ'' a aᵀ``. :class:`RowSums` holds
+them; :func:`accumulate_block` adds one in-memory block of rows (what each
+chunk of a distributed pass does), :func:`newton_armijo` drives the iteration
+through any ``evaluate`` that returns the sums of one pass.
+
+The line-search scheme (one pass per Newton iteration)
+-------------------------------------------------------
+Classic Newton–Armijo at ``u_k``: ``d_k = −∇²F(u_k)⁻¹ ∇F(u_k)``; the step is the
+first ``λ`` of ``1, ½, ¼, …`` with ``F(u_k) − F(u_k + λ d_k) ≥ −δ λ ∇F(u_k)ᵀd_k``;
+``u_{k+1} = u_k + λ d_k``; stop when ``‖∇F(u_k)‖ ≤ tol · ‖∇F(u_0)‖``.
+
+Each *pass* here is given a base point ``u``, a direction ``d``, step sizes
+``Λ`` and one step ``λ₀``. Per row it forms ``s = a·u`` and ``t = a·d`` once,
+so ``F`` along the line costs one scalar loss per row and step:
+``Σ ℓ(s + λ t, y)`` for every ``λ ∈ Λ``; and it forms ``Σ ℓ' a`` and
+``Σ ℓ'' a aᵀ`` at ``u + λ₀ d``. Newton iteration ``k`` makes the pass
+``(u_k, d_k, Λ = {1, ½, …, 2^-L}, λ₀ = 1)``: the whole Armijo search is
+decided from its ``Λ`` losses, and the gradient and Hessian come *speculatively*
+at the full step. When the full step is accepted — the usual case, and always
+near the solution, where Newton converges quadratically — they are those of
+``u_{k+1}``, and the iteration cost exactly one pass. When a shorter step
+``λ* < 1`` is accepted, one more pass ``(u_k, d_k, {λ*}, λ*)`` gives them at
+``u_{k+1}``. The first pass, at ``u_0 = 0``, is ``(0, 0, {0}, 0)``. Hence
+``passes = 1 + iterations + backtracked iterations``, and the iterates, steps
+and stopping point are those of classic Newton–Armijo (the same arithmetic up
+to rounding; ``tests/test_reduced_svm.py`` checks this against a classic
+implementation that evaluates one trial step at a time). Should no step down to
+``2^-L`` pass the test, the iteration stops and says so; when the Newton
+decrement is then below ``1e4 ε |F|`` (the test failed to round-off in ``F``)
+that counts as converged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+import scipy.linalg.blas as blas
+from scipy.special import expit
+
+__all__ = [
+    "NewtonResult",
+    "RowSums",
+    "SmoothEpsilonInsensitive",
+    "SmoothHinge",
+    "accumulate_block",
+    "armijo_steps",
+    "in_memory_evaluate",
+    "newton_armijo",
+    "objective",
+    "smooth_plus",
+]
+
+
+def smooth_plus(z: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``p(z, α)`` of (6) and its first two derivatives, elementwise and overflow-free.
+
+    ``p(z) = z + log(1 + e^{−αz}) / α = log(1 + e^{αz}) / α``,
+    ``p'(z) = σ(αz)``, ``p''(z) = α σ(αz) σ(−αz)`` (σ the logistic function).
+    """
+    az = alpha * np.asarray(z, dtype=np.float64)
+    p = np.logaddexp(0.0, az) / alpha
+    s = expit(az)
+    return p, s, alpha * s * expit(-az)
+
+
+@dataclass(frozen=True)
+class SmoothHinge:
+    """The loss of (5): ``ℓ(f, y) = ½ p(1 − y f, α)²`` for labels ``y ∈ {−1, +1}``.
+
+    Parameters
+    ----------
+    alpha : float
+        Smoothing parameter α > 0 of ``p`` (``p → (·)₊`` as α → ∞).
+    """
+
+    alpha: float = 5.0
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.alpha, int | float | np.number) and np.isfinite(self.alpha)
+                and self.alpha > 0):
+            raise ValueError(f"the smoothing parameter alpha must be a positive number; "
+                             f"got {self.alpha!r}")
+
+    def value(self, f: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """``ℓ(f, y)`` elementwise (``f`` and ``y`` broadcast)."""
+        p = np.logaddexp(0.0, self.alpha * (1.0 - y * f)) / self.alpha
+        return 0.5 * p * p
+
+    def derivatives(self, f: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``∂ℓ/∂f`` and ``∂²ℓ/∂f²`` (≥ 0) elementwise."""
+        p, dp, d2p = smooth_plus(1.0 - y * f, self.alpha)
+        return -y * p * dp, dp * dp + p * d2p
+
+
+@dataclass(frozen=True)
+class SmoothEpsilonInsensitive:
+    """Squared ε-insensitive loss, smoothed (ε-SSVR, for a reduced SVR on the same machinery).
+
+    ``ℓ(f, y) = ½ [p(e − ε, α)² + p(−e − ε, α)²]`` with ``e = y − f``: it tends to
+    ``½ (|e| − ε)₊²`` as α → ∞.
+
+    Parameters
+    ----------
+    alpha : float
+        Smoothing parameter α > 0.
+    epsilon : float
+        Half-width ε ≥ 0 of the insensitive tube.
+    """
+
+    alpha: float = 5.0
+    epsilon: float = 0.1
+
+    def __post_init__(self) -> None:
+        SmoothHinge(self.alpha)  # validates alpha
+        if not (isinstance(self.epsilon, int | float | np.number) and np.isfinite(self.epsilon)
+                and self.epsilon >= 0):
+            raise ValueError(f"epsilon must be a non-negative number; got {self.epsilon!r}")
+
+    def value(self, f: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """``ℓ(f, y)`` elementwise (``f`` and ``y`` broadcast)."""
+        e = y - f
+        a = self.alpha
+        p1 = np.logaddexp(0.0, a * (e - self.epsilon)) / a
+        p2 = np.logaddexp(0.0, a * (-e - self.epsilon)) / a
+        return 0.5 * (p1 * p1 + p2 * p2)
+
+    def derivatives(self, f: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``∂ℓ/∂f`` and ``∂²ℓ/∂f²`` (≥ 0) elementwise."""
+        e = y - f
+        p1, d1, s1 = smooth_plus(e - self.epsilon, self.alpha)
+        p2, d2, s2 = smooth_plus(-e - self.epsilon, self.alpha)
+        return p2 * d2 - p1 * d1, d1 * d1 + p1 * s1 + d2 * d2 + p2 * s2
+
+
+@dataclass
+class RowSums:
+    """The sums over rows one pass returns, in one flat float64 buffer (they add as one array).
+
+    Attributes
+    ----------
+    flat : ndarray
+        ``[hess (dim², Fortran order, upper triangle filled), grad (dim), loss (n_steps)]``.
+    hess : ndarray, shape (dim, dim)
+        ``Σ ℓ''(f_i) a_i a_iᵀ`` at the pass's gradient point; **upper triangle only**
+        (see :meth:`hessian_sum`).
+    grad : ndarray, shape (dim,)
+        ``Σ ℓ'(f_i) a_i`` there.
+    loss : ndarray, shape (n_steps,)
+        ``Σ ℓ(f_i)`` at each step size of the batch.
+    """
+
+    flat: np.ndarray
+    dim: int
+    n_steps: int
+    hess: np.ndarray = field(init=False, repr=False)
+    grad: np.ndarray = field(init=False, repr=False)
+    loss: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        d2 = self.dim * self.dim
+        if self.flat.shape != (d2 + self.dim + self.n_steps,):
+            raise ValueError(f"a RowSums buffer for dim={self.dim}, n_steps={self.n_steps} has "
+                             f"{d2 + self.dim + self.n_steps} entries; got {self.flat.shape}")
+        self.hess = self.flat[:d2].reshape((self.dim, self.dim), order="F")
+        self.grad = self.flat[d2:d2 + self.dim]
+        self.loss = self.flat[d2 + self.dim:]
+
+    @classmethod
+    def zeros(cls, dim: int, n_steps: int) -> RowSums:
+        """Empty sums."""
+        return cls(np.zeros(dim * dim + dim + n_steps), dim, n_steps)
+
+    def hessian_sum(self) -> np.ndarray:
+        """The full symmetric ``Σ ℓ'' a aᵀ`` from its upper triangle."""
+        upper = np.triu(self.hess)
+        return upper + np.triu(upper, 1).T
+
+
+def accumulate_block(sums: RowSums, A: np.ndarray, y: np.ndarray, u: np.ndarray,
+                     d: np.ndarray, steps: np.ndarray, at: float, loss: Any) -> None:
+    """Add the rows ``A`` (k, dim; float64, C order) with labels ``y`` to ``sums``, in place.
+
+    Per row ``s = a·u`` and ``t = a·d``; ``sums.loss[j] += Σ ℓ(s + steps[j] t)``;
+    ``grad``/``hess`` get ``ℓ'``/``ℓ''`` at ``s + at·t``. ``A`` is overwritten
+    (scaled by ``√ℓ''`` for one BLAS ``syrk`` into the upper triangle of ``hess``).
+    """
+    s = A @ u
+    t = A @ d
+    sums.loss += loss.value(s[:, None] + t[:, None] * steps[None, :], y[:, None]).sum(axis=0)
+    d1, d2 = loss.derivatives(s + at * t, y)
+    sums.grad += d1 @ A
+    A *= np.sqrt(d2)[:, None]
+    out = blas.dsyrk(1.0, A.T, beta=1.0, c=sums.hess, trans=0, lower=0, overwrite_c=1)
+    if not np.shares_memory(out, sums.hess):  # pragma: no cover - f2py made a copy
+        sums.hess[...] = out
+
+
+def armijo_steps(max_halvings: int) -> np.ndarray:
+    """The trial steps ``1, ½, …, 2^-max_halvings`` of the batched Armijo search."""
+    return 0.5 ** np.arange(int(max_halvings) + 1, dtype=np.float64)
+
+
+@dataclass
+class NewtonResult:
+    """What :func:`newton_armijo` found.
+
+    Attributes
+    ----------
+    u : ndarray
+        The solution ``(v, γ)``; the decision function is ``K(x, Ã) v − γ``.
+    objective : float
+        ``F(u)``.
+    grad_norm, grad_norm0 : float
+        ``‖∇F‖`` at ``u`` and at the start ``u_0 = 0``.
+    iterations : int
+        Newton steps taken.
+    passes : int
+        Evaluations of the sums (reads of the data, for a distributed ``evaluate``).
+    backtracked : int
+        Iterations whose accepted step was < 1 (each cost one extra pass).
+    steps : list of float
+        The accepted step of every iteration.
+    converged : bool
+        ``grad_norm ≤ tol · grad_norm0``, or no trial step decreased ``F`` while the
+        Newton decrement ``−∇Fᵀd`` (≈ 2 (F(u) − min F)) was below ``1e4 ε |F|``:
+        ``u`` is then optimal to the precision with which ``F`` can be evaluated.
+    message : str
+        Why the iteration stopped.
+    """
+
+    u: np.ndarray
+    objective: float
+    grad_norm: float
+    grad_norm0: float
+    iterations: int
+    passes: int
+    backtracked: int
+    steps: list[float]
+    converged: bool
+    message: str
+
+
+#: Newton decrement (relative to |F|) below which a failed line search means "optimal".
+_ROUNDOFF = 1e4 * np.finfo(np.float64).eps
+
+Evaluate = Callable[[np.ndarray, np.ndarray, np.ndarray, float], RowSums]
+
+
+def newton_armijo(
+    evaluate: Evaluate,
+    dim: int,
+    *,
+    C: float,
+    tol: float = 1e-8,
+    max_iter: int = 50,
+    delta: float = 1e-4,
+    max_halvings: int = 20,
+    callback: Callable[[dict[str, Any]], None] | None = None,
+) -> NewtonResult:
+    """Minimize ``F(u) = C Σ ℓ + ½‖u‖²`` by Newton–Armijo, one ``evaluate`` per iteration.
+
+    Parameters
+    ----------
+    evaluate : callable
+        ``evaluate(u, d, steps, at) -> RowSums``: the sums over all rows with
+        ``f_i = a_i·(u + λ d)``, the loss at each ``λ`` in ``steps`` and the
+        gradient/Hessian sums at ``λ = at`` (one pass over the data).
+    dim : int
+        ``m̃ + 1``.
+    C : float
+        Weight of the data term (> 0).
+    tol : float
+        Stop when ``‖∇F(u)‖ ≤ tol · ‖∇F(0)‖``.
+    max_iter : int
+        Most Newton steps.
+    delta : float
+        Armijo constant δ ∈ (0, ½).
+    max_halvings : int
+        Trial steps ``1 … 2^-max_halvings`` (one batch, one pass).
+    callback : callable, optional
+        Called after every iteration with a dict (iteration, step, objective, grad_norm).
+
+    Returns
+    -------
+    NewtonResult
+    """
+    for name, v in (("C", C), ("tol", tol)):
+        if not (isinstance(v, int | float | np.number) and np.isfinite(v) and v > 0):
+            raise ValueError(f"{name} must be a positive number; got {v!r}")
+    if not 0 < delta < 0.5:
+        raise ValueError(f"delta must be in (0, 1/2); got {delta!r}")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 0:
+        raise ValueError(f"max_iter must be a non-negative int; got {max_iter!r}")
+    C = float(C)
+    steps = armijo_steps(max_halvings)
+    u = np.zeros(dim)
+    zero = np.zeros(dim)
+    sums = evaluate(u, zero, np.zeros(1), 0.0)
+    passes, backtracked, taken = 1, 0, []
+    f = C * float(sums.loss[0])
+    g, H = _gradient_hessian(u, sums, C)
+    g0 = float(np.linalg.norm(g))
+    message = "max_iter reached"
+    while True:
+        gnorm = float(np.linalg.norm(g))
+        if gnorm <= tol * g0 or g0 == 0.0:
+            message = "gradient norm below tol"
+            break
+        if len(taken) >= max_iter:
+            break
+        d = -scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, lower=False), g)
+        slope = float(g @ d)
+        trial = evaluate(u, d, steps, 1.0)
+        passes += 1
+        f_trial = np.array([C * trial.loss[j] + 0.5 * float((u + lam * d) @ (u + lam * d))
+                            for j, lam in enumerate(steps)])
+        ok = np.flatnonzero(f - f_trial >= -delta * steps * slope)
+        if not len(ok):
+            # −slope = gᵀH⁻¹g ≈ 2 (F(u) − min F): below ~1e4 ε |F| the decrease is lost in
+            # the rounding of F itself, so u is optimal to the precision F can be evaluated
+            at_roundoff = -slope <= _ROUNDOFF * abs(f)
+            message = (f"line search found no decrease down to step 2^-{max_halvings}"
+                       + (": F is optimal to round-off" if at_roundoff else ""))
+            break
+        j = int(ok[0])
+        lam = float(steps[j])
+        if j:
+            trial = evaluate(u, d, steps[j:j + 1], lam)
+            passes += 1
+            backtracked += 1
+        u = u + lam * d
+        f = float(f_trial[j])
+        g, H = _gradient_hessian(u, trial, C)
+        taken.append(lam)
+        if callback is not None:
+            callback({"iteration": len(taken), "step": lam, "objective": f,
+                      "grad_norm": float(np.linalg.norm(g))})
+    gnorm = float(np.linalg.norm(g))
+    converged = gnorm <= tol * g0 or g0 == 0.0 or message.endswith("round-off")
+    return NewtonResult(u, f, gnorm, g0, len(taken), passes, backtracked, taken, converged,
+                        message)
+
+
+def _gradient_hessian(u: np.ndarray, sums: RowSums, C: float) -> tuple[np.ndarray, np.ndarray]:
+    """``∇F = u + C Σ ℓ' a`` and ``∇²F = I + C Σ ℓ'' a aᵀ`` from the sums."""
+    H = C * sums.hessian_sum()
+    H[np.diag_indices_from(H)] += 1.0
+    return u + C * sums.grad, H
+
+
+def objective(u: np.ndarray, loss_sum: float, C: float) -> float:
+    """``F(u) = C Σ ℓ + ½ ‖u‖²`` from the loss sum."""
+    return float(C * loss_sum + 0.5 * float(u @ u))
+
+
+def in_memory_evaluate(A: np.ndarray, y: np.ndarray, loss: Any) -> Evaluate:
+    """An ``evaluate`` for :func:`newton_armijo` over rows held in memory (one block)."""
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+
+    def evaluate(u: np.ndarray, d: np.ndarray, steps: Sequence[float] | np.ndarray,
+                 at: float) -> RowSums:
+        steps = np.asarray(steps, dtype=np.float64)
+        sums = RowSums.zeros(A.shape[1], len(steps))
+        accumulate_block(sums, A.copy(), y, u, d, steps, at, loss)
+        return sums
+
+    return evaluate
