@@ -240,6 +240,7 @@ def write_predictions(
     overwrite: bool = False,
     resume: bool = True,
     inputs: Sequence[str | Path] = (),
+    storage_options: dict[str, Any] | None = None,
 ) -> RegionReport:
     """Write :func:`predict_scenes` output to zarr region by region, resumably.
 
@@ -252,14 +253,16 @@ def write_predictions(
     ----------
     pred : xarray.Dataset
         The lazy output of :func:`predict_scenes`.
-    path : str or Path
-        Target store.
+    path : str, Path or URL
+        Target store: a local path or an fsspec URL (``s3://bucket/masks.zarr``).
     overwrite : bool
         Replace an existing prediction store that bigkern wrote.
     resume : bool
         Resume an unfinished store of the same prediction (default).
     inputs : sequence of paths
         The scene store and model file: ``path`` may not be, contain or lie in them.
+    storage_options : dict, optional
+        fsspec options when ``path`` is a URL (credentials, ``endpoint_url`` …).
 
     Returns
     -------
@@ -271,5 +274,6 @@ def write_predictions(
     return write_regions(
         pred, path, kind="predictions", job=prediction_job(pred),
         overwrite=overwrite, resume=resume, inputs=inputs, summarize=_count_predictions,
+        storage_options=storage_options,
         label=f"predicting and writing {path}",
     )

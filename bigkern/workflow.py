@@ -125,7 +125,8 @@ def plot_scene(
     *,
     scene: int = 0,
     truth: str | None = "cloud_truth",
-) -> Path:
+    storage_options: dict[str, Any] | None = None,
+) -> Path | str:
     """PNG of one scene: NDAI, SD, CORR, expert labels, predicted mask (and the truth).
 
     Parameters
@@ -134,18 +135,23 @@ def plot_scene(
         The scenes predicted.
     pred : xarray.Dataset
         Their predictions, with ``cloud_mask``.
-    path : str or Path
-        The PNG written.
+    path : str, Path or URL
+        The PNG written: a local path or an fsspec URL (``s3://bucket/scene0.png``).
     scene : int
         Index of the scene drawn.
     truth : str or None
         Variable of ``scenes`` drawn as the truth when present.
+    storage_options : dict, optional
+        fsspec options for a URL (see :func:`bigkern.io.urls.location`).
 
     Returns
     -------
-    pathlib.Path
-        ``path``.
+    pathlib.Path or str
+        ``path``: a Path for a local path, the URL as given for a URL.
     """
+    from bigkern.io.urls import location
+
+    target = location(path, storage_options)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -180,7 +186,13 @@ def plot_scene(
         ax.axis("off")
     fig.suptitle(f"scene {scene}: white = cloud, blue = clear, black = unlabelled / no data")
     fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=90)
+    if target.local:
+        fig.savefig(target.local_path, dpi=90)
+    else:  # one object, put whole
+        import io
+
+        buffer = io.BytesIO()
+        fig.savefig(buffer, dpi=90, format="png")
+        target.fs.pipe_file(target.path, buffer.getvalue())
     plt.close(fig)
-    return path
+    return target.local_path if target.local else str(path)

@@ -10,14 +10,17 @@ the store is opened — by listing, not reading — and is an error too, never a
 silent NaN. Stores written elsewhere may legitimately omit chunks that hold
 only fill values; for them a missing chunk reads as the fill value, as zarr
 specifies.
+
+Stores are local paths or fsspec URLs (``s3://``, ``memory://`` …) with
+``storage_options``; messages name the store as it was given.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+import posixpath
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import dask.array as da
@@ -26,6 +29,7 @@ import xarray as xr
 from dask.base import tokenize
 
 from bigkern.errors import StoreError
+from bigkern.io.urls import Location, PathOrURL, StorageOptions, location
 from bigkern.io.zarr_store import KIND_ATTR, STATUS_ATTR, _quiet_consolidated
 
 __all__ = ["CheckedChunks", "check_store_complete", "missing_chunks", "open_checked"]
@@ -44,7 +48,7 @@ class CheckedChunks:
     Parameters
     ----------
     store : str
-        The store's path (for messages).
+        The store's path or URL (for messages).
     name : str
         The variable's name.
     variable : xarray.Variable
@@ -130,17 +134,31 @@ def _dask_chunks(var: xr.Variable, zchunks: tuple[int, ...],
     return da.core.normalize_chunks(spec, var.shape, dtype=var.dtype, previous_chunks=zchunks)
 
 
+def _stamp(loc: Location) -> Any:
+    """Something that changes when the store's root metadata is rewritten (None if unknown)."""
+    meta = loc.joinpath("zarr.json")
+    try:
+        if loc.local:
+            return os.stat(meta.path).st_mtime_ns
+        return loc.fs.ukey(meta.path)  # a digest of the object's info: ETag, size, time
+    except Exception:  # no root metadata, or the filesystem cannot say
+        return None
+
+
 def open_checked(
-    path: str | Path, *, chunks: Mapping[str, Any] | str | None = None
+    path: PathOrURL | Location, *, chunks: Mapping[str, Any] | str | None = None,
+    storage_options: StorageOptions = None,
 ) -> xr.Dataset:
     """Open a zarr store lazily; every chunk read names the store, variable and chunk on failure.
 
     Parameters
     ----------
-    path : str or Path
-        The store.
+    path : str, Path or URL
+        The store: a local path or an fsspec URL.
     chunks : dict or "auto", optional
         Dask chunks per dimension; by default the store's own zarr chunks.
+    storage_options : mapping, optional
+        fsspec options for a URL (see :func:`bigkern.io.urls.location`).
 
     Raises
     ------
@@ -148,15 +166,14 @@ def open_checked(
         For a bigkern store: it is incomplete (``bigkern_status`` is not
         ``complete``) or a chunk is missing from storage.
     """
-    where = str(path)
+    loc = location(path, storage_options)
+    where = loc.url
     with _quiet_consolidated():
-        ds = xr.open_dataset(path, engine="zarr", chunks=None, cache=False)
+        ds = xr.open_dataset(loc.zarr_store(read_only=True), engine="zarr", chunks=None,
+                             cache=False)
     if KIND_ATTR in ds.attrs:
-        check_store_complete(path, ds)
-    try:
-        stamp = os.stat(Path(path) / "zarr.json").st_mtime_ns
-    except OSError:
-        stamp = None
+        check_store_complete(loc, ds)
+    stamp = _stamp(loc)
     replaced: dict[str, xr.Variable] = {}
     for name, var in ds.variables.items():
         if name in ds.indexes:
@@ -173,24 +190,35 @@ def open_checked(
         {k: v for k, v in replaced.items() if k in ds.coords})
 
 
+def _present_keys(array_root: Location) -> set[str]:
+    """Relative keys (``c/0/1``, ``zarr.json``) of the objects stored under an array."""
+    if array_root.local:
+        root = array_root.local_path
+        return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+    array_root.refresh()
+    base = array_root.path.rstrip("/")
+    return {posixpath.relpath(f, base) for f in array_root.fs.find(base)}
+
+
 def missing_chunks(
-    path: str | Path, names: Iterable[str] | None = None
+    path: PathOrURL | Location, names: Iterable[str] | None = None,
+    storage_options: StorageOptions = None,
 ) -> dict[str, list[tuple[int, ...]]]:
     """Chunk indices that the store's arrays should hold but storage lacks, per variable.
 
-    One listing of each array's folder; nothing is read or decoded.
+    One listing of each array's folder (or object prefix); nothing is read or decoded.
     """
     import zarr
 
+    loc = location(path, storage_options)
     with _quiet_consolidated():
-        group = zarr.open_group(str(path), mode="r")
+        group = zarr.open_group(loc.zarr_store(read_only=True), mode="r")
     missing: dict[str, list[tuple[int, ...]]] = {}
     wanted = None if names is None else set(names)
     for name, arr in group.arrays():
         if wanted is not None and name not in wanted:
             continue
-        root = Path(path) / name
-        present = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+        present = _present_keys(loc.joinpath(name))
         grid = arr.cdata_shape
         lost = [idx for idx in itertools.product(*(range(n) for n in grid))
                 if arr.metadata.encode_chunk_key(idx) not in present]
@@ -199,7 +227,9 @@ def missing_chunks(
     return missing
 
 
-def check_store_complete(path: str | Path, ds: xr.Dataset) -> None:
+def check_store_complete(
+    path: PathOrURL | Location, ds: xr.Dataset, storage_options: StorageOptions = None
+) -> None:
     """Raise :class:`StoreError` if the bigkern store ``ds`` (opened from ``path``) is
     unfinished or lacks a chunk."""
     status = ds.attrs.get(STATUS_ATTR)
@@ -208,7 +238,7 @@ def check_store_complete(path: str | Path, ds: xr.Dataset) -> None:
             f"store {path} is incomplete (bigkern_status={status!r}): the command that wrote "
             f"it did not finish; rerun it (bigkern predict resumes) or write it again with "
             f"--overwrite")
-    lost = missing_chunks(path)
+    lost = missing_chunks(path, storage_options=storage_options)
     if lost:
         name, chunks = next(iter(lost.items()))
         total = sum(len(v) for v in lost.values())

@@ -9,6 +9,9 @@ file per scene, one pixel a line, whitespace-separated columns::
 1 (cloud), -1 (clear) or 0 (unlabelled). Pixels may be absent (the files hold only
 part of a scene); :func:`read_misr_text` rebuilds the pixel grid from ``y`` and
 ``x`` and marks absent pixels NaN in every feature and 0 in ``label``.
+
+Text files and stores are local paths or fsspec URLs (``s3://…``, ``memory://…``)
+with ``storage_options``.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import xarray as xr
 
 from bigkern.errors import StoreError
 from bigkern.features.variables import VARIABLE_ATTRS
+from bigkern.io.urls import Location, PathOrURL, StorageOptions, location
 from bigkern.io.validity import (
     FillValues,
     ValidRanges,
@@ -48,15 +52,18 @@ _N_COLUMNS = len(MISR_TEXT_COLUMNS)
 _FEATURE_COLUMNS = MISR_TEXT_COLUMNS[3:]
 
 
-def _as_paths(paths: str | Path | Sequence[str | Path]) -> list[Path]:
-    """Normalize one path or a sequence of paths to a non-empty list of :class:`Path`."""
-    out = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
+def _as_paths(
+    paths: PathOrURL | Sequence[PathOrURL], storage_options: StorageOptions = None
+) -> list[Location]:
+    """Normalize one path/URL or a sequence of them to a non-empty list of locations."""
+    one = isinstance(paths, (str, Path, Location))
+    out = [location(p, storage_options) for p in ([paths] if one else paths)]  # type: ignore[list-item]
     if not out:
         raise StoreError("read_misr_text: no files given")
     return out
 
 
-def _locate_problem(path: Path) -> str | None:
+def _locate_problem(path: Location) -> str | None:
     """Scan ``path`` line by line and describe its first problem, or return None.
 
     This is the slow path, run only when the fast parser fails or its result does
@@ -64,7 +71,7 @@ def _locate_problem(path: Path) -> str | None:
     """
     seen: dict[tuple[int, int], int] = {}
     n_pixels = 0
-    with open(path, encoding="utf-8", errors="replace") as f:
+    with path.open("r", encoding="utf-8", errors="replace") as f:
         for lineno, line in enumerate(f, start=1):
             tokens = line.split()
             if not tokens:
@@ -103,14 +110,15 @@ def _locate_problem(path: Path) -> str | None:
     return None
 
 
-def _read_one(path: Path) -> np.ndarray:
+def _read_one(path: Location) -> np.ndarray:
     """Parse and validate one MISR text file into a float64 array of shape (pixels, 11)."""
     if not path.exists():
         raise StoreError(f"{path}: file not found")
-    if path.is_dir():
+    if path.isdir():
         raise StoreError(f"{path}: is a directory, not a MISR text file")
     try:
-        frame = pd.read_csv(path, sep=r"\s+", header=None, dtype=np.float64, engine="c")
+        with path.open("rb") as fh:
+            frame = pd.read_csv(fh, sep=r"\s+", header=None, dtype=np.float64, engine="c")
         table = frame.to_numpy(dtype=np.float64)
     except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
         table = None
@@ -143,13 +151,18 @@ def _read_one(path: Path) -> np.ndarray:
     raise StoreError(problem)
 
 
-def read_misr_text(paths: str | Path | Sequence[str | Path]) -> xr.Dataset:
+def read_misr_text(
+    paths: PathOrURL | Sequence[PathOrURL], *, storage_options: StorageOptions = None
+) -> xr.Dataset:
     """Read MISR expert-label text files, one scene per file, onto one pixel grid.
 
     Parameters
     ----------
-    paths : str, Path or sequence of them
-        One file or several. Each file becomes one scene, in the order given.
+    paths : str, Path, URL or sequence of them
+        One file or several (local paths or fsspec URLs). Each file becomes
+        one scene, in the order given.
+    storage_options : mapping, optional
+        fsspec options for URLs (see :func:`bigkern.io.urls.location`).
 
     Returns
     -------
@@ -174,7 +187,7 @@ def read_misr_text(paths: str | Path | Sequence[str | Path]) -> xr.Dataset:
     >>> ds = read_misr_text(["image1.txt", "image2.txt"])  # doctest: +SKIP
     >>> ds.label.sel(scene=0).sum()  # doctest: +SKIP
     """
-    files = _as_paths(paths)
+    files = _as_paths(paths, storage_options)
     tables = [_read_one(p) for p in files]
 
     y_min = min(int(t[:, 0].min()) for t in tables)
@@ -209,21 +222,22 @@ def read_misr_text(paths: str | Path | Sequence[str | Path]) -> xr.Dataset:
         },
         attrs={
             "title": "MISR expert-labelled scenes",
-            "sources": [str(p) for p in files],
+            "sources": [p.url for p in files],
             "reader": "bigkern.io.misr_text.read_misr_text",
         },
     )
 
 
 def ingest_misr_text(
-    paths: str | Path | Sequence[str | Path],
-    store: str | Path,
+    paths: PathOrURL | Sequence[PathOrURL],
+    store: PathOrURL,
     *,
     chunks: dict[str, Any] | None = None,
     overwrite: bool = False,
     fill_values: FillValues = None,
     valid_ranges: ValidRanges = None,
-) -> Path:
+    storage_options: StorageOptions = None,
+) -> Path | str:
     """Read MISR expert-label text files, mask what is not data, and write a zarr store.
 
     Values equal to a fill value or outside a feature's valid range become NaN
@@ -236,10 +250,10 @@ def ingest_misr_text(
 
     Parameters
     ----------
-    paths : str, Path or sequence of them
+    paths : str, Path, URL or sequence of them
         The text files, one scene each (see :func:`read_misr_text`).
-    store : str or Path
-        Path of the zarr store to create.
+    store : str, Path or URL
+        The zarr store to create: a local path or an fsspec URL.
     chunks : dict, optional
         Chunks along ``scene``, ``y``, ``x``; by default whole scenes in chunks of
         about ``bigkern.chunk_bytes`` (see :func:`bigkern.io.write_scenes`).
@@ -253,11 +267,15 @@ def ingest_misr_text(
     valid_ranges : mapping or False, optional
         Per feature ``(min, max)`` (``None`` = open bound), overriding the
         ``bigkern.valid_ranges`` setting; ``False`` turns range checks off.
+    storage_options : mapping, optional
+        fsspec options for the URLs among ``paths`` and ``store`` (see
+        :func:`bigkern.io.urls.location`).
 
     Returns
     -------
-    pathlib.Path
-        The path of the store written (with consolidated metadata).
+    pathlib.Path or str
+        The store written (with consolidated metadata): a Path for a local
+        path, the URL as given for a URL.
 
     Raises
     ------
@@ -274,15 +292,16 @@ def ingest_misr_text(
     from bigkern.io.outputs import prepare_output
     from bigkern.io.scenes import write_scenes
 
-    store_path = Path(store)
-    files = _as_paths(paths)
+    store_path = location(store, storage_options)
+    files = _as_paths(paths, storage_options)
     prepare_output(store_path, overwrite=overwrite, inputs=files)  # before the slow read
     # nonsense fill values or ranges fail before the slow read
     validity_rules(_template(), fill_values=fill_values, valid_ranges=valid_ranges)
     ds = read_misr_text(files)
     ds = _with_store_validity(apply_validity(ds, fill_values=fill_values,
                                              valid_ranges=valid_ranges))
-    return write_scenes(ds, store_path, overwrite=overwrite, chunks=chunks, inputs=files)
+    written = write_scenes(ds, store_path, overwrite=overwrite, chunks=chunks, inputs=files)
+    return written if store_path.local else str(store)
 
 
 def _template() -> xr.Dataset:

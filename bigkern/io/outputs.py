@@ -12,19 +12,30 @@ Three rules, applied by every writer in bigkern (scenes, models, predictions):
    to a hidden temporary sibling and moved into place when finished
    (:func:`staged_output`), or — for resumable predictions — written in place
    with ``bigkern_status = "writing"`` until the last chunk is in.
+
+Every function takes local paths or fsspec URLs (``s3://``, ``gs://``,
+``memory://`` …, with ``storage_options=``; see :mod:`bigkern.io.urls`). Local
+paths are handled with :mod:`os` as always. On a URL the same three rules
+hold: paths are compared per protocol (an ``s3://`` output never overlaps a
+local input), a store is recognised by the same root attributes, and a staged
+output is published as :func:`staged_output` describes — object stores have
+no atomic rename, so bigkern relies on the root ``zarr.json`` (the one object
+that carries ``bigkern_status``) being written last.
 """
 
 from __future__ import annotations
 
 import os
+import posixpath
 import shutil
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from bigkern.errors import StoreError
-from bigkern.io.zarr_store import KIND_ATTR, read_root_attrs
+from bigkern.io.urls import Location, PathOrURL, StorageOptions, location
+from bigkern.io.zarr_store import KIND_ATTR, STATUS_ATTR, read_root_attrs
 
 __all__ = [
     "check_not_input",
@@ -43,72 +54,108 @@ def _resolved(path: str | Path) -> Path:
     return Path(os.path.abspath(os.path.expanduser(str(path)))).resolve()
 
 
-def check_not_input(out: str | Path, inputs: Iterable[str | Path]) -> None:
+def _overlap(target: Location, source: Location) -> str | None:
+    """How ``target`` relates to ``source``: "is", "contains", "inside" or None."""
+    if target.local != source.local or target.protocol != source.protocol:
+        return None
+    if target.local:
+        a: PurePosixPath | Path = _resolved(target.path)
+        b: PurePosixPath | Path = _resolved(source.path)
+    else:
+        a = PurePosixPath("/" + target.path.strip("/"))
+        b = PurePosixPath("/" + source.path.strip("/"))
+    if a == b:
+        return "is"
+    if a in b.parents:
+        return "contains"
+    if b in a.parents:
+        return "inside"
+    return None
+
+
+def check_not_input(
+    out: PathOrURL | Location, inputs: Iterable[PathOrURL | Location],
+    storage_options: StorageOptions = None,
+) -> None:
     """Raise :class:`StoreError` if ``out`` is, contains or lies inside one of ``inputs``.
 
-    Paths are compared after resolving symbolic links and ``..``, so
-    ``-o ./a/../s.zarr`` is recognised as ``s.zarr``.
+    Local paths are compared after resolving symbolic links and ``..``, so
+    ``-o ./a/../s.zarr`` is recognised as ``s.zarr``; URLs are compared by
+    protocol and path (``s3://b/x.zarr/`` is ``s3://b/x.zarr``).
     """
-    target = _resolved(out)
+    target = location(out, storage_options)
     for item in inputs:
-        source = _resolved(item)
-        if target == source:
+        how = _overlap(target, location(item, storage_options))
+        if how == "is":
             raise StoreError(f"the output {out} is the input {item}: bigkern never writes over "
                              f"its input; choose another output path")
-        if target in source.parents:
+        if how == "contains":
             raise StoreError(f"the output {out} contains the input {item}: replacing it would "
                              f"delete the input; choose another output path")
-        if source in target.parents:
+        if how == "inside":
             raise StoreError(f"the output {out} lies inside the input {item}: bigkern never "
                              f"writes into its input; choose another output path")
 
 
-def _netcdf_attrs(path: Path) -> dict[str, object] | None:
+def _netcdf_attrs(path: Location) -> dict[str, object] | None:
+    import io
+
     import xarray as xr
 
     try:
-        with xr.open_dataset(path) as ds:
+        source = path.local_path if path.local else io.BytesIO(path.fs.cat_file(path.path))
+        with xr.open_dataset(source) as ds:
             return dict(ds.attrs)
     except Exception:  # not netCDF, or unreadable
         return None
 
 
-def is_bigkern_store(path: str | Path) -> bool:
+def is_bigkern_store(path: PathOrURL | Location, storage_options: StorageOptions = None) -> bool:
     """Whether ``path`` is a zarr store or netCDF model file that bigkern wrote."""
-    path = Path(path)
-    if path.is_dir():
-        attrs = read_root_attrs(path)
-    elif path.is_file():
-        attrs = _netcdf_attrs(path)
+    loc = location(path, storage_options)
+    if loc.isdir():
+        attrs = read_root_attrs(loc)
+    elif loc.isfile():
+        attrs = _netcdf_attrs(loc)
     else:
         return False
     return attrs is not None and (KIND_ATTR in attrs or "bigkern_format" in attrs)
 
 
-def _store_members(path: Path) -> set[str]:
+def _store_members(path: Location) -> set[str]:
     """Top-level names a zarr store may hold: its metadata and one folder per array."""
     import zarr
 
-    group = zarr.open_group(str(path), mode="r")
+    group = zarr.open_group(path.zarr_store(read_only=True), mode="r")
     names = {name for name, _ in group.members()}
     return names | {"zarr.json", ".zattrs", ".zgroup", ".zmetadata"}
 
 
-def _foreign_entries(path: Path) -> list[str]:
+def _entries(path: Location) -> list[tuple[str, bool]]:
+    """(name, is a directory) of each entry directly under ``path``."""
+    if path.local:
+        return [(p.name, p.is_dir()) for p in path.local_path.iterdir()]
+    path.refresh()
+    return [(posixpath.basename(e["name"].rstrip("/")), e["type"] == "directory")
+            for e in path.fs.ls(path.path, detail=True)]
+
+
+def _foreign_entries(path: Location) -> list[str]:
     """Entries of a bigkern store that are not part of the store (sorted, relative)."""
     allowed = _store_members(path)
-    foreign = [p.name for p in path.iterdir() if p.name not in allowed]
-    for member in allowed & {p.name for p in path.iterdir() if p.is_dir()}:
-        for child in (path / member).iterdir():
-            if child.name not in {"zarr.json", "c"}:
-                foreign.append(f"{member}/{child.name}")
+    entries = _entries(path)
+    foreign = [name for name, _ in entries if name not in allowed]
+    for member in allowed & {name for name, is_dir in entries if is_dir}:
+        for child, _ in _entries(path.joinpath(member)):
+            if child not in {"zarr.json", "c"}:
+                foreign.append(f"{member}/{child}")
     return sorted(foreign)
 
 
-def _describe(path: Path, limit: int = 5) -> str:
-    if path.is_file():
+def _describe(path: Location, limit: int = 5) -> str:
+    if path.isfile():
         return "a file"
-    entries = sorted(p.name for p in path.iterdir())
+    entries = sorted(name for name, _ in _entries(path))
     if not entries:
         return "an empty directory"
     shown = ", ".join(entries[:limit]) + (", …" if len(entries) > limit else "")
@@ -116,19 +163,19 @@ def _describe(path: Path, limit: int = 5) -> str:
            f"({shown})"
 
 
-def check_replaceable(path: str | Path) -> None:
+def check_replaceable(path: PathOrURL | Location, storage_options: StorageOptions = None) -> None:
     """Raise :class:`StoreError` unless ``path`` is bigkern's own output and nothing else."""
-    path = Path(path)
-    if path.is_symlink():
-        raise StoreError(f"{path} is a symbolic link (to {os.readlink(path)}): bigkern replaces "
-                         f"only outputs it wrote at that path, never what a link points to; "
-                         f"remove the link or choose another output path")
-    if not is_bigkern_store(path):
-        raise StoreError(f"{path} exists and was not written by bigkern ({_describe(path)}): "
+    loc = location(path, storage_options)
+    if loc.local and loc.local_path.is_symlink():
+        raise StoreError(f"{path} is a symbolic link (to {os.readlink(loc.path)}): bigkern "
+                         f"replaces only outputs it wrote at that path, never what a link "
+                         f"points to; remove the link or choose another output path")
+    if not is_bigkern_store(loc):
+        raise StoreError(f"{path} exists and was not written by bigkern ({_describe(loc)}): "
                          f"refusing to replace it, even with --overwrite; choose another "
                          f"output path or remove it yourself")
-    if path.is_dir():
-        foreign = _foreign_entries(path)
+    if loc.isdir():
+        foreign = _foreign_entries(loc)
         if foreign:
             shown = ", ".join(foreign[:5]) + (", …" if len(foreign) > 5 else "")
             raise StoreError(f"{path} is a bigkern store but also holds {len(foreign)} "
@@ -137,7 +184,8 @@ def check_replaceable(path: str | Path) -> None:
 
 
 def prepare_output(
-    path: str | Path, *, overwrite: bool, inputs: Iterable[str | Path] = ()
+    path: PathOrURL | Location, *, overwrite: bool,
+    inputs: Iterable[PathOrURL | Location] = (), storage_options: StorageOptions = None,
 ) -> None:
     """Check that ``path`` may be written: not an input, and new or replaceable.
 
@@ -147,60 +195,123 @@ def prepare_output(
         ``path`` is (or contains, or lies inside) an input; or it exists and
         ``overwrite`` is False; or it exists and is not bigkern's own output.
     """
-    check_not_input(path, inputs)
-    path = Path(path)
-    if not path.exists() and not path.is_symlink():
+    check_not_input(path, inputs, storage_options)
+    loc = location(path, storage_options)
+    if not loc.exists():
         return
     if not overwrite:
         raise StoreError(f"{path} exists; pass overwrite=True (CLI: --overwrite) to replace it")
-    check_replaceable(path)
+    check_replaceable(loc)
 
 
-def remove_output(path: str | Path) -> None:
-    """Delete ``path`` once :func:`check_replaceable` says it is bigkern's own output."""
-    path = Path(path)
-    check_replaceable(path)  # bigkern's marker attributes, and nothing but the store inside
-    if path.is_dir():
-        shutil.rmtree(path)
+def _delete(path: Location) -> None:
+    """Delete ``path`` (a file or a whole directory / prefix), no questions asked."""
+    if path.local:
+        if path.local_path.is_dir() and not path.local_path.is_symlink():
+            shutil.rmtree(path.local_path)
+        else:
+            path.local_path.unlink()
     else:
-        path.unlink()
+        path.fs.rm(path.path, recursive=True)
+        path.refresh()
+
+
+def remove_output(path: PathOrURL | Location, storage_options: StorageOptions = None) -> None:
+    """Delete ``path`` once :func:`check_replaceable` says it is bigkern's own output."""
+    loc = location(path, storage_options)
+    check_replaceable(loc)  # bigkern's marker attributes, and nothing but the store inside
+    _delete(loc)
 
 
 @contextmanager
 def staged_output(
-    path: str | Path, *, overwrite: bool = False, inputs: Iterable[str | Path] = ()
-) -> Iterator[Path]:
+    path: PathOrURL | Location, *, overwrite: bool = False,
+    inputs: Iterable[PathOrURL | Location] = (), storage_options: StorageOptions = None,
+) -> Iterator[Path | Location]:
     """Yield a hidden temporary sibling of ``path`` to write; move it into place on success.
 
     On an exception the temporary sibling is removed and ``path`` is left as
-    it was. A replaced output is first moved aside, and deleted only once the
-    new one is in place, so a crash at any moment leaves either the old
-    complete output or the new one at ``path`` (plus, at worst, a hidden
-    ``.<name>.bigkern-…`` sibling).
+    it was.
+
+    For a **local path** (a :class:`~pathlib.Path` is yielded) the sibling is
+    renamed into place. A replaced output is first moved aside, and deleted
+    only once the new one is in place, so a crash at any moment leaves either
+    the old complete output or the new one at ``path`` (plus, at worst, a
+    hidden ``.<name>.bigkern-…`` sibling).
+
+    For a **URL** (a :class:`~bigkern.io.urls.Location` is yielded: pass it to
+    bigkern's writers, or use its ``fs`` and ``path``) object stores cannot
+    rename atomically, so the staged sibling prefix is *copied* into place
+    (server-side on S3 and GCS) and then deleted: first every object but the
+    root ``zarr.json``, then the root ``zarr.json`` — the object that makes the
+    store a store and says ``bigkern_status = "complete"`` — last. A replaced
+    output is first marked ``bigkern_status = "writing"`` and emptied. So a
+    crash while writing leaves the old output untouched; a crash while
+    publishing leaves a store that reads as unfinished (refused by bigkern's
+    readers, replaceable with ``overwrite``), never one that reads as
+    complete. A single-file output (a netCDF model) is one object, put whole.
     """
-    path = Path(path)
+    loc = location(path, storage_options)
     inputs = list(inputs)
-    prepare_output(path, overwrite=overwrite, inputs=inputs)
+    prepare_output(loc, overwrite=overwrite, inputs=inputs)
     tag = uuid.uuid4().hex[:12]
-    temp = path.with_name(f".{path.name}{_PARTIAL}{tag}")
+    temp = loc.with_name(f".{loc.name}{_PARTIAL}{tag}")
     try:
-        yield temp
+        yield temp.local_path if loc.local else temp
     except BaseException:
         # ``temp`` carries a fresh random tag: nothing but this call can have made it
-        if temp.is_dir():
-            shutil.rmtree(temp, ignore_errors=True)
-        elif temp.exists():
-            temp.unlink()
+        if temp.exists():
+            _delete(temp)
         raise
-    if path.exists() or path.is_symlink():
-        check_replaceable(path)  # checked again: it may have changed while we wrote
-        aside = path.with_name(f".{path.name}{_REPLACED}{tag}")
-        path.rename(aside)
-        temp.rename(path)
+    if not loc.local:
+        _publish(temp, loc)
+        return
+    target, staged = loc.local_path, temp.local_path
+    if target.exists() or target.is_symlink():
+        check_replaceable(loc)  # checked again: it may have changed while we wrote
+        aside = target.with_name(f".{target.name}{_REPLACED}{tag}")
+        target.rename(aside)
+        staged.rename(target)
         # ``aside`` is the old output, just checked to be bigkern's own and nothing else
         if aside.is_dir():
             shutil.rmtree(aside)
         else:
             aside.unlink()
     else:
-        temp.rename(path)
+        staged.rename(target)
+
+
+def _retire(target: Location) -> None:
+    """Mark the old output ``writing`` and delete all of it but its root ``zarr.json``."""
+    import zarr
+
+    if not target.isdir():
+        _delete(target)
+        return
+    zarr.open_group(target.zarr_store(), mode="r+", use_consolidated=False).attrs[
+        STATUS_ATTR] = "writing"
+    for name, _ in _entries(target):
+        if name != "zarr.json":
+            _delete(target.joinpath(name))
+
+
+def _publish(temp: Location, target: Location) -> None:
+    """Copy the staged output ``temp`` to ``target`` (root metadata last), then delete ``temp``."""
+    fs = temp.fs
+    if target.exists():
+        check_replaceable(target)  # checked again: it may have changed while we wrote
+        _retire(target)
+    temp.refresh()
+    if temp.isfile():
+        fs.copy(temp.path, target.path)
+    else:
+        root = temp.path.rstrip("/")
+        names = sorted(posixpath.relpath(f, root) for f in fs.find(root))
+        rest = [n for n in names if n != "zarr.json"]
+        if rest:
+            fs.copy([f"{root}/{n}" for n in rest],
+                    [target.joinpath(*n.split("/")).path for n in rest])
+        if "zarr.json" in names:
+            fs.copy(f"{root}/zarr.json", target.joinpath("zarr.json").path)
+    target.refresh()
+    _delete(temp)

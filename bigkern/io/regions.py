@@ -13,6 +13,12 @@ finished, repairs it: finished regions are verified (read and checksummed,
 not recomputed) and kept untouched; only the missing or damaged ones are
 computed. Metadata is consolidated and the store
 marked ``complete`` last of all.
+
+The store may be a local path or an fsspec URL (``s3://``, ``memory://`` …):
+the template, every region and the final status are written in place there,
+and each task reopens the store from its URL and storage options (resolved
+once, in the process that builds the graph, so workers need no configuration
+of their own).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from dask.base import tokenize
 from bigkern.errors import StoreError
 from bigkern.io.integrity import missing_chunks
 from bigkern.io.outputs import check_not_input, remove_output
+from bigkern.io.urls import Location, PathOrURL, StorageOptions, location
 from bigkern.io.zarr_store import KIND_ATTR, STATUS_ATTR, finish_store, read_root_attrs, to_zarr
 
 __all__ = ["JOB_ATTR", "RegionReport", "write_regions"]
@@ -42,9 +49,9 @@ Summary = dict[str, int]
 
 @dataclass
 class RegionReport:
-    """What :func:`write_regions` did."""
+    """What :func:`write_regions` did (``path``: a :class:`~pathlib.Path`, or the URL given)."""
 
-    path: Path
+    path: Path | str
     n_regions: int
     n_computed: int = 0
     n_reused: int = 0
@@ -60,15 +67,15 @@ def _region_slices(
     return tuple(slice(s, s + c[i]) for s, c, i in zip(starts, chunks, index, strict=True))
 
 
-def _open_arrays(path: str, names: Sequence[str]) -> dict[str, Any]:
+def _open_arrays(path: Location, names: Sequence[str]) -> dict[str, Any]:
     import zarr
 
-    group = zarr.open_group(path, mode="r+")
+    group = zarr.open_group(path.zarr_store(), mode="r+")
     # every chunk is written, even one holding only fill values: a missing chunk is damage
     return {n: group[n].with_config({"write_empty_chunks": True}) for n in names}
 
 
-def _write_block(*blocks: np.ndarray, path: str, names: tuple[str, ...],
+def _write_block(*blocks: np.ndarray, path: Location, names: tuple[str, ...],
                  summarize: Callable[..., Summary] | None, block_info: Any = None) -> np.ndarray:
     """Write one region of every variable; return its summary in a 1-element object array."""
     loc = block_info[0]["array-location"]
@@ -81,7 +88,7 @@ def _write_block(*blocks: np.ndarray, path: str, names: tuple[str, ...],
     return out
 
 
-def _verify_region(path: str, names: tuple[str, ...], region: tuple[slice, ...],
+def _verify_region(path: Location, names: tuple[str, ...], region: tuple[slice, ...],
                    summarize: Callable[..., Summary] | None) -> Summary | None:
     """Read one finished region back (checksums verified); None if a chunk is damaged."""
     try:
@@ -92,21 +99,26 @@ def _verify_region(path: str, names: tuple[str, ...], region: tuple[slice, ...],
     return summarize(*blocks) if summarize else {}
 
 
+def _identity(path: Location) -> str:
+    """The store's full identity for task names: resolved local path, or the URL."""
+    return str(path.local_path.resolve()) if path.local else f"{path.protocol}://{path.path}"
+
+
 def _add(total: Summary, part: Summary) -> None:
     for k, v in part.items():
         total[k] = total.get(k, 0) + int(v)
 
 
-def _mark_writing(path: Path) -> None:
+def _mark_writing(path: Location) -> None:
     import zarr
 
-    zarr.open_group(str(path), mode="r+").attrs[STATUS_ATTR] = "writing"
+    zarr.open_group(path.zarr_store(), mode="r+").attrs[STATUS_ATTR] = "writing"
 
 
-def _start_or_resume(ds: xr.Dataset, path: Path, *, kind: str, job: str, overwrite: bool,
+def _start_or_resume(ds: xr.Dataset, path: Location, *, kind: str, job: str, overwrite: bool,
                      resume: bool) -> bool:
     """Create the template, or decide to resume the one at ``path``; True when resuming."""
-    if path.exists() or path.is_symlink():
+    if path.exists():
         attrs = read_root_attrs(path) or {}
         same_job = attrs.get(KIND_ATTR) == kind and attrs.get(JOB_ATTR) == job
         if same_job and resume and not overwrite:
@@ -121,6 +133,12 @@ def _start_or_resume(ds: xr.Dataset, path: Path, *, kind: str, job: str, overwri
                              f"replace it")
         remove_output(path)
     template = ds.copy()
+    # coordinates are written with the template, not by the region tasks: a lazy one (e.g. the
+    # ``source`` file names of an ingested store, read through open_checked) is loaded here,
+    # else its chunks would never be written and the finished store would read as damaged
+    lazy = {k: v.variable.load() for k, v in template.coords.items()
+            if k not in template.dims and isinstance(v.data, da.Array)}
+    template = template.assign_coords(lazy)
     template.attrs = {**ds.attrs, JOB_ATTR: job}
     for name in template.variables:
         template[name].encoding.pop("chunks", None)
@@ -131,15 +149,16 @@ def _start_or_resume(ds: xr.Dataset, path: Path, *, kind: str, job: str, overwri
 
 def write_regions(
     ds: xr.Dataset,
-    path: str | Path,
+    path: PathOrURL | Location,
     *,
     kind: str,
     job: str,
     overwrite: bool = False,
     resume: bool = True,
-    inputs: Sequence[str | Path] = (),
+    inputs: Sequence[PathOrURL | Location] = (),
     summarize: Callable[..., Summary] | None = None,
     label: str | None = None,
+    storage_options: StorageOptions = None,
 ) -> RegionReport:
     """Write the dask-backed data variables of ``ds`` region by region, resumably.
 
@@ -148,8 +167,8 @@ def write_regions(
     ds : xarray.Dataset
         Data variables with the same dims and dask chunks; each dask chunk
         becomes one zarr chunk (a region).
-    path : str or Path
-        The store.
+    path : str, Path or URL
+        The store: a local path or an fsspec URL.
     kind : str
         ``bigkern_kind`` of the store (e.g. ``predictions``).
     job : str
@@ -168,10 +187,13 @@ def write_regions(
         earlier or now, are returned in :attr:`RegionReport.summary`.
     label : str, optional
         Progress label.
+    storage_options : mapping, optional
+        fsspec options for a URL (see :func:`bigkern.io.urls.location`).
     """
     from bigkern.cluster import compute
 
-    path = Path(path)
+    given = path
+    path = location(path, storage_options)
     check_not_input(path, inputs)
     names = tuple(str(n) for n in ds.data_vars)
     arrays = [ds[n].data if isinstance(ds[n].data, da.Array) else da.asarray(ds[n].data)
@@ -182,7 +204,8 @@ def write_regions(
     resumed = _start_or_resume(ds, path, kind=kind, job=job, overwrite=overwrite, resume=resume)
     grid = [range(len(c)) for c in chunks]
     regions = list(itertools.product(*grid))
-    report = RegionReport(path, len(regions), resumed=resumed)
+    shown = path.local_path if path.local else str(given)
+    report = RegionReport(shown, len(regions), resumed=resumed)
 
     todo = set(regions)
     if resumed:
@@ -192,7 +215,7 @@ def write_regions(
         import dask
 
         checks = [dask.delayed(_verify_region, pure=False)(
-            str(path), names, _region_slices(idx, chunks), summarize) for idx in present]
+            path, names, _region_slices(idx, chunks), summarize) for idx in present]
         results = compute(*checks, label=f"verifying finished regions of {path}") if checks \
             else ()
         for idx, result in zip(present, results, strict=True):
@@ -205,9 +228,9 @@ def write_regions(
 
     if todo:
         written = da.map_blocks(
-            _write_block, *arrays, path=str(path), names=names, summarize=summarize,
+            _write_block, *arrays, path=path, names=names, summarize=summarize,
             chunks=tuple((1,) * len(c) for c in chunks), dtype=object,
-            name=f"bigkern-write-{tokenize(job, str(path.resolve()))}",
+            name=f"bigkern-write-{tokenize(job, _identity(path))}",
         )
         ordered = sorted(todo)
         results = compute(*[written.blocks[idx] for idx in ordered],

@@ -12,6 +12,9 @@ Format: a header row of column names, one sample a row, comma separated, the
 * Missing values (empty, ``?``, ``NA``, ``NaN``) raise
   :class:`~bigkern.errors.DataQualityError` naming the line and the column; the
   files of ``shared/data/regression`` have none.
+
+Files are local paths or fsspec URLs (``s3://…``, ``memory://…``) with
+``storage_options``.
 """
 
 from __future__ import annotations
@@ -20,11 +23,11 @@ import csv
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from bigkern.errors import DataQualityError
+from bigkern.io.urls import PathOrURL, StorageOptions, location
 
 __all__ = ["REGRESSION_SETS", "RegressionData", "load_regression", "read_regression_csv"]
 
@@ -76,17 +79,19 @@ def _number(text: str) -> float | None:
 
 
 def read_regression_csv(
-    path: str | Path, *, one_hot: Sequence[str] = ()
+    path: PathOrURL, *, one_hot: Sequence[str] = (), storage_options: StorageOptions = None
 ) -> RegressionData:
     """Read a regression CSV file (header row, last column = target).
 
     Parameters
     ----------
-    path : str or Path
-        The CSV file.
+    path : str, Path or URL
+        The CSV file: a local path or an fsspec URL.
     one_hot : sequence of str
         Numeric input columns to one-hot encode as nominal (non-numeric columns
         always are).
+    storage_options : mapping, optional
+        fsspec options for a URL (see :func:`bigkern.io.urls.location`).
 
     Returns
     -------
@@ -102,8 +107,10 @@ def read_regression_csv(
     ValueError
         A name in ``one_hot`` that is not an input column.
     """
-    path = Path(path)
-    with path.open(newline="") as fh:
+    loc = location(path, storage_options)
+    if not loc.local and not loc.exists():
+        raise FileNotFoundError(f"no such file: {path}")
+    with loc.open("r", newline="") as fh:
         rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]
     if not rows:
         raise DataQualityError(f"{path}: empty file (no header row)")
@@ -149,21 +156,25 @@ def read_regression_csv(
             names.append(f"{name}={level}")
     X = np.column_stack(columns)
     return RegressionData(X=X, y=np.array(target, dtype=np.float64),
-                          feature_names=tuple(names), target_name=header[-1], name=path.stem)
+                          feature_names=tuple(names), target_name=header[-1],
+                          name=loc.name[: -len(loc.suffix)] if loc.suffix else loc.name)
 
 
-def load_regression(name: str, root: str | Path | None = None, *,
-                    one_hot: Sequence[str] = ()) -> RegressionData:
+def load_regression(name: str, root: PathOrURL | None = None, *,
+                    one_hot: Sequence[str] = (),
+                    storage_options: StorageOptions = None) -> RegressionData:
     """Read ``<root>/<name>.csv`` (default root: ``shared_data_dir() / "regression"``).
 
     Parameters
     ----------
     name : str
         File stem, e.g. ``"kin8nm"`` (see :data:`REGRESSION_SETS`).
-    root : str or Path, optional
-        Folder of the CSV files.
+    root : str, Path or URL, optional
+        Folder of the CSV files (a local path or an fsspec URL).
     one_hot : sequence of str
         See :func:`read_regression_csv`.
+    storage_options : mapping, optional
+        fsspec options for a URL (see :func:`bigkern.io.urls.location`).
 
     Returns
     -------
@@ -182,7 +193,7 @@ def load_regression(name: str, root: str | Path | None = None, *,
             raise FileNotFoundError("the shared data folder (../shared/data) is absent; set "
                                     "BIGKERN_SHARED_DATA or pass root")
         root = base / "regression"
-    path = Path(root) / f"{name}.csv"
-    if not path.is_file():
+    path = location(root, storage_options).joinpath(f"{name}.csv")
+    if not path.isfile():
         raise FileNotFoundError(f"no regression set {name!r}: {path} does not exist")
-    return read_regression_csv(path, one_hot=one_hot)
+    return read_regression_csv(path.local_path if path.local else path, one_hot=one_hot)

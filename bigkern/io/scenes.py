@@ -21,6 +21,7 @@ from bigkern import config
 from bigkern.errors import LabelError, StoreError
 from bigkern.io.integrity import open_checked
 from bigkern.io.outputs import staged_output
+from bigkern.io.urls import Location, PathOrURL, StorageOptions, location
 from bigkern.io.validity import FillValues, ValidRanges, apply_validity
 from bigkern.io.zarr_store import finish_store, to_zarr
 
@@ -50,13 +51,14 @@ def default_chunks(shape: tuple[int, int, int], itemsize: int = 4) -> dict[str, 
 
 
 def open_scenes(
-    path: str | Path,
+    path: PathOrURL | Location,
     *,
     chunks: dict[str, int] | str | None = None,
     features: Sequence[str] | None = None,
     validate: bool = True,
     fill_values: FillValues = None,
     valid_ranges: ValidRanges = None,
+    storage_options: StorageOptions = None,
 ) -> xr.Dataset:
     """Open a scene store lazily (dask-backed), with fill and out-of-range values masked.
 
@@ -69,8 +71,10 @@ def open_scenes(
 
     Parameters
     ----------
-    path : str or Path
-        A zarr store written by :func:`write_scenes` or ``bigkern ingest``.
+    path : str, Path or URL
+        A zarr store written by :func:`write_scenes` or ``bigkern ingest``: a
+        local path or an fsspec URL (``s3://bucket/scenes.zarr``, ``gs://…``,
+        ``memory://…``).
     chunks : dict or "auto", optional
         Dask chunks; by default the store's own zarr chunks, so that each task
         reads whole zarr chunks.
@@ -84,6 +88,9 @@ def open_scenes(
     valid_ranges : mapping or False, optional
         Per feature ``(min, max)`` (``None`` = open bound; a feature mapped to
         ``None`` is not range-checked); ``False`` turns range checks off.
+    storage_options : mapping, optional
+        fsspec options for a URL (credentials, ``endpoint_url`` …; see
+        :func:`bigkern.io.urls.location`).
 
     Raises
     ------
@@ -94,11 +101,11 @@ def open_scenes(
     LabelError
         ``label`` holds values outside {-1, 0, 1}.
     """
-    path = Path(path)
-    if not path.exists():
+    loc = location(path, storage_options)
+    if not loc.exists():
         raise StoreError(f"no scene store at {path}: the path does not exist")
     try:
-        ds = open_checked(path, chunks=chunks)
+        ds = open_checked(loc, chunks=chunks)
     except StoreError:
         raise
     except Exception as err:  # zarr raises several types for "not a store"
@@ -304,12 +311,13 @@ def _flatten_blocks(arr: da.Array, trailing: tuple[int, ...]) -> da.Array:
 
 def write_scenes(
     ds: xr.Dataset,
-    path: str | Path,
+    path: PathOrURL | Location,
     *,
     overwrite: bool = False,
     chunks: dict[str, int] | None = None,
-    inputs: Sequence[str | Path] = (),
-) -> Path:
+    inputs: Sequence[PathOrURL | Location] = (),
+    storage_options: StorageOptions = None,
+) -> Path | str:
     """Write a scene dataset to a checksummed zarr store with chunks aligned to dask's.
 
     The store is written to a hidden temporary sibling and moved into place
@@ -320,8 +328,8 @@ def write_scenes(
     ----------
     ds : xarray.Dataset
         Scene dataset.
-    path : str or Path
-        Target store.
+    path : str, Path or URL
+        Target store: a local path or an fsspec URL.
     overwrite : bool
         Replace an existing store that bigkern wrote; otherwise an existing
         path raises :class:`StoreError`. A path bigkern did not write is never
@@ -331,8 +339,16 @@ def write_scenes(
     inputs : sequence of paths
         Files or stores ``ds`` was read from: ``path`` may not be, contain or
         lie inside any of them.
+    storage_options : mapping, optional
+        fsspec options for a URL (see :func:`bigkern.io.urls.location`).
+
+    Returns
+    -------
+    pathlib.Path or str
+        The store written: a :class:`~pathlib.Path` for a local path, the URL
+        as given for a URL.
     """
-    path = Path(path)
+    loc = location(path, storage_options)
     chunks = {**default_chunks(tuple(ds.sizes[d] for d in SCENE_DIMS)), **(chunks or {})}
     out = ds.chunk({d: chunks[d] for d in SCENE_DIMS if d in ds.dims})
     # small text coordinates (e.g. source file names) stay in memory, not in dask
@@ -344,8 +360,8 @@ def write_scenes(
         out[name].encoding.pop("preferred_chunks", None)
     from bigkern.cluster import compute
 
-    with staged_output(path, overwrite=overwrite, inputs=inputs) as temp:
+    with staged_output(loc, overwrite=overwrite, inputs=inputs) as temp:
         delayed = to_zarr(out, temp, kind="scenes", compute=False)
         compute(delayed, label=f"writing {path}")
         finish_store(temp)
-    return path
+    return loc.local_path if loc.local else str(path)

@@ -21,10 +21,11 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import xarray as xr
+
+from bigkern.io.urls import Location, PathOrURL, StorageOptions, location
 
 __all__ = [
     "KIND_ATTR",
@@ -84,11 +85,12 @@ def checksum_encoding(ds: xr.Dataset) -> dict[str, dict[str, Any]]:
 
 def to_zarr(
     ds: xr.Dataset,
-    path: str | Path,
+    path: PathOrURL | Location,
     *,
     kind: str,
     compute: bool = True,
     consolidated: bool = True,
+    storage_options: StorageOptions = None,
     **kwargs: Any,
 ) -> Any:
     """Write ``ds`` as a new checksummed zarr v3 store marked as bigkern's, status ``writing``.
@@ -101,8 +103,8 @@ def to_zarr(
     ----------
     ds : xarray.Dataset
         What to write.
-    path : str or Path
-        New store.
+    path : str, Path, URL or Location
+        New store: a local path or an fsspec URL.
     kind : str
         Recorded as ``bigkern_kind`` (``scenes``, ``predictions``, ``model``).
     compute : bool
@@ -111,6 +113,8 @@ def to_zarr(
         a delayed write.
     consolidated : bool
         Consolidate metadata now (False for a template still being filled).
+    storage_options : mapping, optional
+        fsspec options for a URL (see :func:`bigkern.io.urls.location`).
     """
     from bigkern.version import __version__
 
@@ -127,36 +131,48 @@ def to_zarr(
     for name, extra in kwargs.pop("encoding", {}).items():
         encoding.setdefault(name, {}).update(extra)
     with _quiet_consolidated():
-        return out.to_zarr(path, mode="w-", consolidated=consolidated, compute=compute,
-                           zarr_format=3, write_empty_chunks=True, encoding=encoding, **kwargs)
+        return out.to_zarr(location(path, storage_options).zarr_store(), mode="w-",
+                           consolidated=consolidated, compute=compute, zarr_format=3,
+                           write_empty_chunks=True, encoding=encoding, **kwargs)
 
 
-def finish_store(path: str | Path) -> None:
-    """Mark a store ``complete`` and consolidate its metadata: the last write of all."""
+def finish_store(path: PathOrURL | Location, storage_options: StorageOptions = None) -> None:
+    """Mark a store ``complete`` and consolidate its metadata: the last write of all.
+
+    On a local path and on an object store alike this rewrites only the root
+    ``zarr.json`` (one object, replaced whole), so the store reads as complete
+    only once every chunk and array's metadata is in place.
+    """
     import zarr
 
-    group = zarr.open_group(str(path), mode="r+")
+    store = location(path, storage_options).zarr_store()
+    group = zarr.open_group(store, mode="r+")
     group.attrs[STATUS_ATTR] = "complete"
     with _quiet_consolidated():
-        zarr.consolidate_metadata(str(path))
+        zarr.consolidate_metadata(store)
 
 
-def read_root_attrs(path: str | Path) -> dict[str, Any] | None:
+def read_root_attrs(
+    path: PathOrURL | Location, storage_options: StorageOptions = None
+) -> dict[str, Any] | None:
     """The root group's attributes of a zarr store, or None if ``path`` is not one."""
     import zarr
 
     try:
+        store = location(path, storage_options).zarr_store(read_only=True)
         with _quiet_consolidated():
-            group = zarr.open_group(str(path), mode="r")
+            group = zarr.open_group(store, mode="r")
         return dict(group.attrs)
     except Exception:  # zarr raises several types for "not a group"
         return None
 
 
-def open_zarr(path: str | Path, **kwargs: Any) -> xr.Dataset:
+def open_zarr(
+    path: PathOrURL | Location, *, storage_options: StorageOptions = None, **kwargs: Any
+) -> xr.Dataset:
     """``xarray.open_zarr`` for stores bigkern wrote (consolidated) or others (either way)."""
     with _quiet_consolidated():
-        ds = xr.open_zarr(path, **kwargs)
+        ds = xr.open_zarr(location(path, storage_options).zarr_store(read_only=True), **kwargs)
     for name, var in ds.variables.items():
         if var.dtype == object and name in ds.coords and var.size and isinstance(
                 var.values.flat[0], str):

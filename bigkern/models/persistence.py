@@ -35,29 +35,45 @@ __all__ = ["load_model", "load_model_dataset", "save_model"]
 
 def save_model(
     model: Any, path: str | Path, *, overwrite: bool = False,
-    inputs: Sequence[str | Path] = (),
-) -> Path:
+    inputs: Sequence[str | Path] = (), storage_options: dict[str, Any] | None = None,
+) -> Path | str:
     """Save a fitted bigkern estimator; ``.nc`` paths are netCDF, anything else zarr.
 
     Parameters
     ----------
     model : fitted bigkern estimator
         Anything with a ``to_dataset`` method (every bigkern estimator).
-    path : str or Path
-        Target file (``.nc``) or zarr store.
+    path : str, Path or URL
+        Target file (``.nc``) or zarr store: a local path or an fsspec URL
+        (``s3://bucket/model.zarr``, ``memory://m.nc`` …).
     overwrite : bool
         Replace an existing model file that bigkern wrote (never anything else).
     inputs : sequence of paths
         What the model was fitted from: ``path`` may not be, contain or lie in them.
+    storage_options : dict, optional
+        fsspec options for a URL (credentials, ``endpoint_url`` …).
+
+    Returns
+    -------
+    pathlib.Path or str
+        The model written: a Path for a local path, the URL as given for a URL.
     """
     if not callable(getattr(model, "to_dataset", None)):
         raise TypeError(f"{type(model).__name__} cannot be saved: save_model takes bigkern's "
                         f"fitted estimators (anything with a to_dataset method)")
-    return write_model_dataset(model.to_dataset(), path, overwrite=overwrite, inputs=inputs)
+    return write_model_dataset(model.to_dataset(), path, overwrite=overwrite, inputs=inputs,
+                               storage_options=storage_options)
 
 
-def load_model(path: str | Path) -> Any:
+def load_model(path: str | Path, *, storage_options: dict[str, Any] | None = None) -> Any:
     """Load an estimator saved by :func:`save_model`.
+
+    Parameters
+    ----------
+    path : str, Path or URL
+        The model file or store: a local path or an fsspec URL.
+    storage_options : dict, optional
+        fsspec options for a URL (credentials, ``endpoint_url`` …).
 
     Raises
     ------
@@ -66,7 +82,7 @@ def load_model(path: str | Path) -> Any:
         missing or failing its checksum), or a model format newer than this
         bigkern reads (both versions named).
     """
-    return load_model_dataset(read_model_dataset(path))
+    return load_model_dataset(read_model_dataset(path, storage_options))
 
 
 _MODELS = {cls.__name__: cls for cls in (BinnedKernelRidge, BinnedSVC, KernelRidgeClassifier,
