@@ -280,6 +280,21 @@ def repeat(bench: Bench, name: str, fn: Any, n: int, **kwargs: Any) -> Any:
 # ---------------------------------------------------------------------------
 # tables and profiles
 # ---------------------------------------------------------------------------
+def best_of(fn: Any, repeat: int, warmup: int) -> tuple[float, float, Any]:
+    """(best, median) seconds of ``repeat`` calls after ``warmup`` untimed ones; last result."""
+    import numpy as np
+
+    out = None
+    for _ in range(warmup):
+        out = fn()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return min(times), float(np.median(times)), out
+
+
 def fmt_seconds(s: float) -> str:
     return f"{s:.2f}" if s < 100 else f"{s:.0f}"
 

@@ -32,7 +32,6 @@ import contextlib
 import io
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -47,13 +46,8 @@ GOAL = 0.5  # of the exp rate, at m = 150, d = 3
 
 def best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     """Shortest of ``repeat`` timed calls after one warm-up call, and the last result."""
-    out = fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return min(times), out
+    seconds, _, out = C.best_of(fn, repeat, 1)
+    return seconds, out
 
 
 def exp_rate(repeat: int) -> float:

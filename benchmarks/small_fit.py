@@ -32,8 +32,6 @@ import contextlib
 import io
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,19 +57,6 @@ def scene_rows(n: int, n_scenes: int, shape: tuple[int, int]) -> tuple[np.ndarra
     if len(use) < n:
         raise SystemExit(f"only {len(use)} labelled pixels, {n} wanted")
     return np.ascontiguousarray(X[use[:n]]), y[use[:n]]
-
-
-def best_of(fn: Callable[[], Any], repeat: int, warmup: int) -> tuple[float, float, Any]:
-    """(best, median) seconds of ``repeat`` calls after ``warmup`` untimed ones; last result."""
-    out = None
-    for _ in range(warmup):
-        out = fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return min(times), float(np.median(times)), out
 
 
 def ms(s: float) -> str:
@@ -107,13 +92,13 @@ def run(args: Any) -> None:
     rows = []
 
     # a. the in-memory path
-    fit_mem, med_mem, model_mem = best_of(lambda: BinnedSVC().fit(X, y), rep, warm)
+    fit_mem, med_mem, model_mem = C.best_of(lambda: BinnedSVC().fit(X, y), rep, warm)
     report = model_mem.fit_report_
     rows.append([f"a. BinnedSVC().fit, in memory (plan {report['plan']!r}, "
                  f"{report['passes']} read)", ms(fit_mem), ms(med_mem)])
     # b. the dask plan
     with bigkern.config.set(in_memory_rows=0):
-        fit_dask, med_dask, model_dask = best_of(lambda: BinnedSVC().fit(X, y), rep, warm)
+        fit_dask, med_dask, model_dask = C.best_of(lambda: BinnedSVC().fit(X, y), rep, warm)
     report_dask = model_dask.fit_report_
     rows.append([f"b. BinnedSVC().fit, dask plan (plan {report_dask['plan']!r}, "
                  f"{report_dask['passes']} reads)", ms(fit_dask), ms(med_dask)])
@@ -125,9 +110,9 @@ def run(args: Any) -> None:
     def bins(**kw: Any) -> Any:
         return percentile_bins(X, codes, mask=used, classes=(0, 1), **kw)
 
-    pb_mem, pb_mem_med, b_mem = best_of(bins, rep, warm)
-    pb_dask, pb_dask_med, b_dask = best_of(lambda: bins(in_memory=False), rep, warm)
-    solve, solve_med, _ = best_of(lambda: BinnedSVC().fit_bins(b_mem), rep, warm)
+    pb_mem, pb_mem_med, b_mem = C.best_of(bins, rep, warm)
+    pb_dask, pb_dask_med, b_dask = C.best_of(lambda: bins(in_memory=False), rep, warm)
+    solve, solve_med, _ = C.best_of(lambda: BinnedSVC().fit_bins(b_mem), rep, warm)
     rows.append(["   percentile_bins alone, in memory", ms(pb_mem), ms(pb_mem_med)])
     rows.append(["   percentile_bins alone, dask plan", ms(pb_dask), ms(pb_dask_med)])
     rows.append([f"   BinnedSVC().fit_bins (solve on {b_mem.sizes['bin']} bins)", ms(solve),
@@ -135,7 +120,7 @@ def run(args: Any) -> None:
 
     # c. scikit-learn
     SVC().fit(X[:1000], y[:1000])
-    svc, svc_med, _ = best_of(lambda: SVC().fit(X, y), args.svc_repeat, 0)
+    svc, svc_med, _ = C.best_of(lambda: SVC().fit(X, y), args.svc_repeat, 0)
     rows.append([f"c. scikit-learn SVC().fit on the same {N_ROWS:,} rows", ms(svc), ms(svc_med)])
     print()
     C.print_table(["step", "best ms", "median ms"], rows)
@@ -158,8 +143,8 @@ def run(args: Any) -> None:
         def large(**kw: Any) -> Any:
             return percentile_bins(XL, codesL, classes=(0, 1), **kw)
 
-        lm, lm_med, l_mem = best_of(large, args.large_repeat, 1)
-        ld, ld_med, l_dask = best_of(lambda: large(in_memory=False), args.large_repeat, 1)
+        lm, lm_med, l_mem = C.best_of(large, args.large_repeat, 1)
+        ld, ld_med, l_dask = C.best_of(lambda: large(in_memory=False), args.large_repeat, 1)
         xr.testing.assert_identical(without_plan(l_mem), without_plan(l_dask))
         print(f"\npercentile_bins on {N_LARGE:,} rows x 3 (the in_memory_rows default; first "
               f"labelled pixels of make_scenes(4, (512, 2048), seed=0)), best of "
