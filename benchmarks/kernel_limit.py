@@ -16,8 +16,9 @@ for m = 50, 150, 1,000 basis functions and d = 3, 8 features (and d = 12, 16,
 ``rows × m / seconds`` ("kernel evaluations per second"), best of ``--repeat``
 after a warm-up. For every case it checks that the fused decisions equal the
 BLAS path's to 1e-5 relative (of the largest |decision|) and that their signs —
-the masks — are identical, and it ends with the goal line of acceptance 1:
-fused ≥ 50% of the exp rate at m = 150, d = 3.
+the masks — are identical wherever |decision| is above that round-off band,
+and it ends with the goal line of acceptance 1: fused ≥ 50% of the exp rate at
+m = 150, d = 3.
 
     python benchmarks/kernel_limit.py [--rows N] [--repeat N] [--small]
 
@@ -79,9 +80,14 @@ def case(d: int, m: int, rows: int, repeat: int, with_svc: bool) -> dict[str, An
     t_fused, fused = best(lambda: exp.decision(X, path="fused"), repeat)
     t_blas, blas = best(lambda: exp.decision(X, path="blas"), repeat)
     rel = float(np.max(np.abs(fused - blas)) / np.max(np.abs(blas)))
-    same_sign = int(np.count_nonzero(np.sign(fused) != np.sign(blas)))
+    # a sign (a mask) may differ only inside the round-off band around 0
+    band = 1e-5 * np.max(np.abs(blas))
+    flipped = np.sign(fused) != np.sign(blas)
+    same_sign = int(np.count_nonzero(flipped & (np.abs(blas) > band)))
+    near_zero = int(np.count_nonzero(flipped))
     out = {"d": d, "m": m, "rows": rows, "fused": rows * m / t_fused,
-           "blas": rows * m / t_blas, "rel": rel, "sign_diff": same_sign, "svc": None}
+           "blas": rows * m / t_blas, "rel": rel, "sign_diff": same_sign,
+           "near_zero": near_zero, "svc": None}
     if with_svc:
         # a fitted SVC whose support vectors and dual coefficients are ours: fit it on the
         # centers (so libsvm's model has the right shapes), then put ours in place
@@ -119,14 +125,16 @@ def run(args: argparse.Namespace) -> None:
                      f"{r['fused'] / r['blas']:.2f}x",
                      "" if r["svc"] is None else f"{r['svc'] / 1e6:,.0f} (m={r['svc_m']})",
                      "" if r["svc"] is None else f"{r['fused'] / r['svc']:.1f}x",
-                     f"{r['rel']:.1e}", r["sign_diff"]])
+                     f"{r['rel']:.1e}", f"{r['sign_diff']} ({r['near_zero']})"])
     print(f"\n{args.rows:,} float32 rows per case, best of {args.repeat} after a warm-up; "
           f"M/s = million kernel evaluations (row x basis function) per second; 'auto' takes "
           f"the fused path up to d = {FUSED_MAX_FEATURES}:")
     C.print_table(["d", "m", "fused M/s", "of exp", "BLAS M/s", "of exp", "fused/BLAS",
-                   "SVC M/s", "fused/SVC", "max rel diff", "signs differ"], rows)
+                   "SVC M/s", "fused/SVC", "max rel diff", "signs differ (in band)"], rows)
     bad = [r for r in results if r["rel"] > 1e-5 or r["sign_diff"]]
-    print("\nfused = BLAS to 1e-5 relative and identical masks in every case: "
+    print("\n'signs differ' counts rows whose masks differ with |decision| above the 1e-5 "
+          "round-off band (in parentheses: all flips, the others within 1e-5 of 0)")
+    print("fused = BLAS to 1e-5 relative and identical masks outside the band in every case: "
           + ("yes" if not bad else f"NO ({[(r['d'], r['m']) for r in bad]})"))
     goal = [r for r in results if (r["d"], r["m"]) == (3, 150)]
     if goal:
