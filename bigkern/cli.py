@@ -1,8 +1,10 @@
 """The ``bigkern`` command: demo, synth, ingest, fit, predict.
 
 Every command runs on a Dask cluster: ``--scheduler ADDRESS`` (or
-``DASK_SCHEDULER_ADDRESS``) connects to a running one; by default an embedded
-LocalCluster is started for the duration of the command.
+``DASK_SCHEDULER_ADDRESS``) or ``--scheduler-file FILE`` connects to a running
+one, ``--profile NAME`` builds one from ``bigkern.cluster.profiles`` (``local``,
+``slurm``, ``pbs``, ``kubernetes``); by default an embedded LocalCluster is
+started for the duration of the command (:func:`bigkern.cluster.connect`).
 """
 
 from __future__ import annotations
@@ -18,11 +20,20 @@ __all__ = ["main"]
 
 
 def _add_cluster_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--scheduler", metavar="ADDRESS", default=None,
-                   help="Dask scheduler address (default: DASK_SCHEDULER_ADDRESS, else an "
-                        "embedded LocalCluster)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                       help="Dask scheduler address (default: DASK_SCHEDULER_ADDRESS, else an "
+                            "embedded LocalCluster)")
+    where.add_argument("--scheduler-file", metavar="FILE", default=None,
+                       help="JSON file written by 'dask scheduler --scheduler-file FILE' "
+                            "(waited for while the scheduler starts)")
+    where.add_argument("--profile", metavar="NAME", default=None,
+                       help="build the cluster of profile NAME of bigkern.cluster.profiles "
+                            "(local, slurm, pbs, kubernetes)")
     p.add_argument("--workers", type=int, default=None,
-                   help="workers of the embedded cluster (default: one per core)")
+                   help="workers of the embedded or profile's cluster (default: one per core, "
+                        "or the profile's); with --scheduler or --scheduler-file, wait until "
+                        "this many workers have joined")
 
 
 class UsageError(Exception):
@@ -76,6 +87,9 @@ def _parser() -> argparse.ArgumentParser:
         prog="bigkern",
         description="Out-of-core Gaussian-kernel learning on satellite scenes (zarr + Dask).",
     )
+    from bigkern.version import __version__
+
+    parser.add_argument("--version", action="version", version=f"bigkern {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("demo", help="synthetic MISR-like scenes → bins → model → cloud masks")
@@ -199,7 +213,8 @@ def _run(args: argparse.Namespace) -> int:
         if not (args.command == "predict" and _resumable(args.out)):
             prepare_output(args.out, overwrite=args.overwrite, inputs=inputs)
 
-    with connect(args.scheduler, n_workers=args.workers):
+    with connect(args.scheduler, scheduler_file=args.scheduler_file, profile=args.profile,
+                 n_workers=args.workers):
         if args.command == "demo":
             from bigkern.demo import run_demo
 

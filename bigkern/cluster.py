@@ -1,35 +1,45 @@
 """Where bigkern's computations run: a Dask distributed Client.
 
-By default an embedded :class:`distributed.LocalCluster` sized to the machine
-is started; pass a scheduler address (or set ``DASK_SCHEDULER_ADDRESS``) to
-use a running cluster, e.g. one started by dask-jobqueue on SLURM/PBS or by
-dask-kubernetes.
+:func:`connect` returns a :class:`distributed.Client` to a scheduler given by
+address, scheduler file, :class:`~distributed.deploy.Cluster` object,
+``DASK_SCHEDULER_ADDRESS`` or the existing default client, or to a cluster it
+builds from a named profile of ``bigkern.cluster.profiles`` (``local``,
+``slurm``, ``pbs``, ``kubernetes``). Every worker, including those that join
+later, is set up by the ``PinBlasThreads`` worker plugin.
 """
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import os
 import sys
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import dask
 
 from bigkern import config
+from bigkern.cluster_profiles import build_cluster
+from bigkern.errors import ClusterError
 
+# BigkernClient and PinBlasThreads (subclasses of distributed's Client and WorkerPlugin)
+# are built on first access, by the module __getattr__ below.
 __all__ = ["compute", "connect", "current_client", "pin_blas_threads"]
+
 
 
 def pin_blas_threads(n: int | None = None) -> None:
     """Limit BLAS/OpenMP threads in this process so dask's threads do not oversubscribe.
 
-    Run on every worker with ``client.run(pin_blas_threads)``; the embedded
-    cluster does it for you.
+    Parameters
+    ----------
+    n : int, optional
+        Threads per BLAS call; default the ``bigkern.blas_threads`` setting.
     """
     n = int(n or config.get("blas_threads") or 1)
     try:
+        import numpy  # noqa: F401  (load the BLAS libraries so their pools are limited)
+        import scipy.linalg  # noqa: F401
         from threadpoolctl import threadpool_limits
 
         threadpool_limits(n)
@@ -37,73 +47,239 @@ def pin_blas_threads(n: int | None = None) -> None:
         pass
 
 
-@contextlib.contextmanager
+@functools.cache
+def _plugin_class() -> type:
+    """:class:`PinBlasThreads`, defined once, when distributed is first needed."""
+    from distributed import WorkerPlugin
+
+    class PinBlasThreads(WorkerPlugin):
+        """Worker plugin: pin BLAS threads on every worker, present and future.
+
+        Registered by :func:`connect` with ``client.register_plugin``; the
+        scheduler keeps it and runs :meth:`setup` on each worker that joins
+        later (adaptive scaling, jobqueue jobs, a restarted worker).
+
+        Parameters
+        ----------
+        n : int, optional
+            Threads per BLAS call; default the ``bigkern.blas_threads`` setting
+            of the process that creates the plugin.
+        """
+
+        name = "bigkern-pin-blas-threads"
+
+        def __init__(self, n: int | None = None) -> None:
+            self.n = int(n or config.get("blas_threads") or 1)
+
+        def setup(self, worker: Any) -> None:
+            """Pin the worker process's BLAS pools to ``n`` threads."""
+            pin_blas_threads(self.n)
+
+    PinBlasThreads.__module__ = __name__
+    PinBlasThreads.__qualname__ = "PinBlasThreads"
+    return PinBlasThreads
+
+
+@functools.cache
+def _client_class() -> type:
+    """:class:`BigkernClient`, defined once, when distributed is first needed."""
+    from distributed import Client
+
+    class BigkernClient(Client):
+        """A :class:`distributed.Client` that also closes the cluster :func:`connect` built."""
+
+        _bigkern_cluster: Any = None
+
+        def close(self, *args: Any, **kwargs: Any) -> Any:
+            result = super().close(*args, **kwargs)
+            cluster, self._bigkern_cluster = self._bigkern_cluster, None
+            if cluster is not None:
+                cluster.close()
+            return result
+
+    BigkernClient.__module__ = __name__
+    BigkernClient.__qualname__ = "BigkernClient"
+    return BigkernClient
+
+
+def __getattr__(name: str) -> Any:
+    # The two distributed subclasses are built on first use, so that importing
+    # bigkern does not import distributed; pickle finds them here by name.
+    if name == "PinBlasThreads":
+        return _plugin_class()
+    if name == "BigkernClient":
+        return _client_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def connect(
-    address: str | None = None,
+    address: Any = None,
     *,
+    scheduler_file: str | os.PathLike[str] | None = None,
+    cluster: Any = None,
+    profile: str | None = None,
     n_workers: int | None = None,
     threads_per_worker: int | None = None,
     memory_limit: str | None = None,
+    adapt: dict[str, int] | None = None,
+    timeout: float | None = None,
     quiet: bool = False,
-) -> Iterator[Any]:
-    """Yield a :class:`distributed.Client`: to ``address`` if given, else an embedded cluster.
+    **options: Any,
+) -> Any:
+    """Return a :class:`distributed.Client` to the cluster bigkern should use.
+
+    The first that applies: a ``cluster`` object (or one passed as
+    ``address``); ``address``; ``scheduler_file``; ``profile``;
+    ``DASK_SCHEDULER_ADDRESS`` (dask's ``scheduler-address`` setting); the
+    existing default client; the profile named by
+    ``bigkern.cluster.default_profile`` (``local``: an embedded LocalCluster).
+
+    Use it as ``client = connect(...)`` or ``with connect(...) as client:``.
+    Closing the client (or leaving the ``with`` block) closes the cluster
+    :func:`connect` built from a profile, and nothing else: never a cluster
+    object passed in, nor a client that existed before.
 
     Parameters
     ----------
-    address : str, optional
-        A scheduler address such as ``tcp://10.0.0.5:8786``. Defaults to
-        ``DASK_SCHEDULER_ADDRESS`` (dask's ``scheduler-address`` setting); when
-        neither is set an embedded :class:`~distributed.LocalCluster` is started
-        and closed on exit.
-    n_workers, threads_per_worker, memory_limit
-        Sizing of the embedded cluster (defaults: one worker per core, one
-        thread each, memory split evenly).
+    address : str or Cluster, optional
+        A scheduler address such as ``tcp://10.0.0.5:8786``, or a Cluster.
+    scheduler_file : path, optional
+        A JSON file written by ``dask scheduler --scheduler-file``; waited
+        for up to ``timeout`` seconds.
+    cluster : distributed.deploy.Cluster, optional
+        A running cluster (e.g. a user's ``SLURMCluster``).
+    profile : str, optional
+        A key of ``bigkern.cluster.profiles``.
+    n_workers : int, optional
+        Workers of a profile's cluster (overrides the profile's); with a
+        scheduler address or file, wait until this many workers have joined.
+    threads_per_worker, memory_limit
+        Sizing of a ``local`` profile's cluster.
+    adapt : dict, optional
+        ``{"minimum": m, "maximum": M}``: scale a profile's cluster adaptively.
+    timeout : float, optional
+        Seconds to reach the scheduler (default dask's
+        ``distributed.comm.timeouts.connect``); workers are waited for up to
+        ``bigkern.cluster.worker_timeout`` seconds.
     quiet : bool
         Do not print where the dashboard is.
-    """
-    from distributed import Client, LocalCluster
+    **options
+        More keyword arguments of the profile's cluster class.
 
-    address = address or dask.config.get("scheduler-address", None)
-    if address:
-        client = Client(address)
+    Returns
+    -------
+    distributed.Client
+
+    Raises
+    ------
+    ClusterError
+        The scheduler cannot be reached, the workers do not come, the
+        profile is unknown or its package is not installed (one line).
+    """
+    from distributed.deploy import Cluster
+
+    if isinstance(address, Cluster):
+        address, cluster = None, address
+    given = [n for n, v in (("address", address), ("scheduler_file", scheduler_file),
+                            ("cluster", cluster), ("profile", profile)) if v is not None]
+    if len(given) > 1:
+        raise ValueError(f"give at most one of address, scheduler_file, cluster and profile; "
+                         f"got {' and '.join(given)}")
+    if timeout is None:
+        timeout = dask.utils.parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"))
+    if cluster is not None:
+        client = _client(cluster, timeout, where=f"cluster {cluster!r}")
+    elif address is not None:
+        client = _client(address, timeout)
+    elif scheduler_file is not None:
+        client = _client(None, timeout, scheduler_file=_await_file(scheduler_file, timeout),
+                         where=f"the scheduler of {os.fspath(scheduler_file)}")
+    elif profile is None and dask.config.get("scheduler-address", None):
+        client = _client(dask.config.get("scheduler-address"), timeout)
+    elif profile is None and (existing := _default_client()) is not None:
+        client = _client(existing.scheduler.address, timeout, set_as_default=False,
+                         security=existing.security)
+    else:
+        profile = profile or config.get("cluster.default_profile") or "local"
+        built, n_wait = build_cluster(profile, n_workers, threads_per_worker, memory_limit,
+                                       adapt, options)
         try:
-            client.run(pin_blas_threads)
-            if not quiet:
-                print(f"bigkern: connected to {address} (dashboard {client.dashboard_link})",
-                      file=sys.stderr)
-            yield client
-        finally:
-            client.close()
-        return
-    n_workers = n_workers or max(1, os.cpu_count() or 1)
-    cluster = LocalCluster(
-        n_workers=n_workers,
-        threads_per_worker=threads_per_worker or 1,
-        memory_limit=memory_limit or "auto",
-        processes=True,
-        dashboard_address=":0",
-    )
-    client = Client(cluster)
+            client = _client(built, timeout, where=f"the {profile!r} cluster")
+        except BaseException:
+            built.close()
+            raise
+        client._bigkern_cluster = built
+        n_workers = n_wait
     try:
-        client.run(pin_blas_threads)
-        if not quiet:
-            print(f"bigkern: embedded LocalCluster with {n_workers} workers "
-                  f"(dashboard {client.dashboard_link})", file=sys.stderr)
-        yield client
-    finally:
+        client.register_plugin(_plugin_class()())
+        if n_workers:
+            _wait_for_workers(client, n_workers)
+    except BaseException:
         client.close()
-        cluster.close()
+        raise
+    if not quiet:
+        n = len(client.scheduler_info(n_workers=-1).get("workers", {}))
+        print(f"bigkern: connected to {client.scheduler.address} with {n} workers "
+              f"(dashboard {client.dashboard_link})", file=sys.stderr)
+    return client
+
+
+def _default_client() -> Any:
+    """The running default client, or None."""
+    from distributed import default_client
+
+    try:
+        client = default_client()
+    except ValueError:
+        return None
+    return client if client.status == "running" else None
+
+
+def _client(target: Any, timeout: float, where: str | None = None, **kwargs: Any) -> Any:
+    """A client to ``target``; a failure to connect is a one-line :class:`ClusterError`."""
+    try:
+        return _client_class()(target, timeout=timeout, **kwargs)
+    except (OSError, TimeoutError) as err:
+        reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        where = where or f"the Dask scheduler at {target}"
+        raise ClusterError(f"cannot connect to {where}: {reason}") from None
+
+
+def _await_file(path: str | os.PathLike[str], timeout: float) -> str:
+    """``path`` once it exists (a scheduler writes its file a moment after it starts)."""
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise ClusterError(f"cannot connect to the Dask scheduler: its scheduler file "
+                               f"{os.fspath(path)} did not appear in {timeout:g} s")
+        time.sleep(0.05)
+    return os.fspath(path)
+
+
+def _wait_for_workers(client: Any, n: int) -> None:
+    limit = dask.utils.parse_timedelta(config.get("cluster.worker_timeout", 300))
+    t = time.monotonic()
+    try:
+        client.wait_for_workers(n, timeout=limit)
+    except TimeoutError:
+        have = len(client.scheduler_info(n_workers=-1).get("workers", {}))
+        raise ClusterError(f"only {have} of {n} workers joined {client.scheduler.address} in "
+                           f"{time.monotonic() - t:.0f} s (bigkern.cluster.worker_timeout)"
+                           ) from None
 
 
 def compute(*collections: Any, label: str | None = None) -> tuple[Any, ...]:
     """``dask.compute`` with a progress bar when ``bigkern.progress`` is on.
 
-    On a distributed client the bar is :func:`distributed.progress`; otherwise
-    the local :class:`dask.diagnostics.ProgressBar`. The bar is written to
-    stderr only when stderr is a terminal or ``bigkern.progress`` is ``"always"``.
+    On a distributed client the bar is :func:`distributed.progress` — its widget
+    form in a Jupyter kernel (with ipywidgets), else text on stderr; without a
+    client the local :class:`dask.diagnostics.ProgressBar`. Bars are shown when
+    stderr is a terminal or the code runs in a Jupyter kernel, or always when
+    ``bigkern.progress`` is ``"always"``.
     """
     show = config.get("progress")
-    show = show == "always" or (bool(show) and sys.stderr.isatty())
+    widget = _notebook_widgets()
+    show = show == "always" or (bool(show) and (sys.stderr.isatty() or widget))
     client = current_client()
     if client is not None:
         futures = client.compute(list(collections))
@@ -112,8 +288,13 @@ def compute(*collections: Any, label: str | None = None) -> tuple[Any, ...]:
 
             if label:
                 print(f"bigkern: {label}", file=sys.stderr)
-            progress(futures, notebook=False)
-            print(file=sys.stderr)
+            bar = progress(futures, notebook=widget)
+            if widget:  # the widget updates itself while gather_watching waits
+                from IPython.display import display
+
+                display(bar)
+            else:
+                print(file=sys.stderr)
         return tuple(gather_watching(client, futures))
     if show:
         from dask.diagnostics import ProgressBar
@@ -121,6 +302,21 @@ def compute(*collections: Any, label: str | None = None) -> tuple[Any, ...]:
         with ProgressBar(out=sys.stderr):
             return dask.compute(*collections)
     return dask.compute(*collections)
+
+
+def _notebook_widgets() -> bool:
+    """Whether this runs in a Jupyter kernel that can show ipywidgets."""
+    shell = sys.modules.get("IPython")
+    if shell is None:
+        return False
+    try:
+        ip = shell.get_ipython()
+        if ip is None or type(ip).__name__ != "ZMQInteractiveShell":
+            return False
+        import ipywidgets  # noqa: F401
+    except (ImportError, AttributeError):
+        return False
+    return True
 
 
 def _paused_workers(client: Any) -> tuple[int, list[int]]:

@@ -1,0 +1,54 @@
+"""Compile and cache bigkern's numba functions, so workers do not JIT-compile on start.
+
+Run once where bigkern is installed, with ``NUMBA_CACHE_DIR`` pointing at a
+directory the workers read (the Dockerfile does it at build time)::
+
+    NUMBA_CACHE_DIR=/opt/bigkern/numba-cache python deploy/warm_numba.py
+
+It runs bigkern's main paths on tiny data in this process (dask's synchronous
+scheduler): percentile binning of a dask array, a binned SVM and its predicted
+scenes, and the compactly supported LS-SVM and SVM, which between them call
+every ``@numba.njit(cache=True)`` function of the package, with the argument
+types the real jobs use.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import dask
+import dask.array as da
+import numpy as np
+
+import bigkern
+from bigkern.datasets import GreenRed, make_scenes
+
+
+def warm() -> int:
+    """Run the paths; return the number of cache index files now in ``NUMBA_CACHE_DIR``."""
+    with dask.config.set(scheduler="synchronous"), bigkern.config.set(progress=False):
+        scenes = bigkern.with_features(make_scenes(2, (64, 64), seed=0),
+                                       ["NDAI", "logSD", "CORR"])
+        s = bigkern.stack_samples(scenes, ["NDAI", "logSD", "CORR"])
+        model = bigkern.BinnedSVC(omega=0.8, C=3.0).fit(s.as_dataarray(), s.y, mask=s.mask)
+        bigkern.predict_scenes(model, scenes).compute()
+        rng = np.random.default_rng(0)
+        for dtype in (np.float32, np.float64):
+            X = da.from_array(rng.normal(size=(4000, 3)).astype(dtype), chunks=1000)
+            y = da.from_array(np.where(rng.random(4000) < 0.5, 1, -1), chunks=1000)
+            bigkern.percentile_bins(X, y)
+        X, y = GreenRed().sample(600, seed=1)
+        for solver in ("banded", "cg"):
+            bigkern.CompactLSSVC(omega=0.42, lam=1e-3, C=1.0, solver=solver).fit(X, y).predict(X)
+        bigkern.CompactSVC(omega=0.42, lam=1e-3, tau=0.7).fit(X, y).predict(X)
+    cache = os.environ.get("NUMBA_CACHE_DIR")
+    return len(list(Path(cache).rglob("*.nbi"))) if cache else 0
+
+
+if __name__ == "__main__":
+    t = time.perf_counter()
+    n = warm()
+    print(f"bigkern: numba functions compiled and cached ({n} index files) in "
+          f"{time.perf_counter() - t:.1f} s")
