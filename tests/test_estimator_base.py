@@ -214,6 +214,8 @@ REGRESSORS = {
     "LOOKernelRidge": lambda: __import__("bigkern").LOOKernelRidge(random_state=0),
     "GaussianRLS": lambda: __import__("bigkern").GaussianRLS(sigma=1.0),
     "CompactKernelRidge": lambda: __import__("bigkern").CompactKernelRidge(omega=1.0),
+    "ReducedSVR": lambda: __import__("bigkern").ReducedSVR(random_state=0),
+    "NystromKernelRidge": lambda: __import__("bigkern").NystromKernelRidge(random_state=0),
 }
 
 

@@ -14,10 +14,11 @@ from bigkern.models.baselines import KernelRidgeClassifier
 from bigkern.models.binned import BinnedKernelRidge, BinnedSVC
 from bigkern.models.compact import CompactKernelPCA, CompactKernelRidge, CompactLSSVC, CompactSVC
 from bigkern.models.kernel_regression import LOOKernelRidge
+from bigkern.models.nystrom import NystromKernelRidge, NystromKernelRidgeClassifier
 from bigkern.models.oht import OHTRegressor
 from bigkern.models.periodic import PeriodicKernelRidge, shi_yu_grid
 from bigkern.models.persistence import load_model, load_model_dataset, save_model
-from bigkern.models.reduced import ReducedSVC
+from bigkern.models.reduced import ReducedSVC, ReducedSVR
 from bigkern.models.rls import GaussianRLS
 
 __all__ = [
@@ -31,9 +32,12 @@ __all__ = [
     "KernelExpansion",
     "KernelRidgeClassifier",
     "LOOKernelRidge",
+    "NystromKernelRidge",
+    "NystromKernelRidgeClassifier",
     "OHTRegressor",
     "PeriodicKernelRidge",
     "ReducedSVC",
+    "ReducedSVR",
     "load_model",
     "load_model_dataset",
     "save_model",

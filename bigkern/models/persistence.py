@@ -25,9 +25,10 @@ from bigkern.models.baselines import KernelRidgeClassifier
 from bigkern.models.binned import BinnedKernelRidge, BinnedSVC
 from bigkern.models.compact import CompactKernelPCA, CompactKernelRidge, CompactLSSVC, CompactSVC
 from bigkern.models.kernel_regression import LOOKernelRidge
+from bigkern.models.nystrom import NystromKernelRidge, NystromKernelRidgeClassifier
 from bigkern.models.oht import OHTRegressor
 from bigkern.models.periodic import PeriodicKernelRidge
-from bigkern.models.reduced import ReducedSVC
+from bigkern.models.reduced import ReducedSVC, ReducedSVR
 from bigkern.models.rls import GaussianRLS
 
 __all__ = ["load_model", "load_model_dataset", "save_model"]
@@ -86,9 +87,10 @@ def load_model(path: str | Path, *, storage_options: dict[str, Any] | None = Non
 
 
 _MODELS = {cls.__name__: cls for cls in (BinnedKernelRidge, BinnedSVC, KernelRidgeClassifier,
-                                          ReducedSVC)}
+                                          ReducedSVC, NystromKernelRidgeClassifier)}
 _REGRESSORS = {cls.__name__: cls for cls in (OHTRegressor, LOOKernelRidge, GaussianRLS,
-                                             PeriodicKernelRidge)}
+                                             PeriodicKernelRidge, ReducedSVR,
+                                             NystromKernelRidge)}
 _COMPACT = {cls.__name__: cls for cls in (CompactLSSVC, CompactKernelRidge, CompactSVC,
                                           CompactKernelPCA)}
 

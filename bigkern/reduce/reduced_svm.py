@@ -12,7 +12,9 @@ usable rows, the sums ``Σ ℓ`` (at a batch of step sizes), ``Σ ℓ' a`` and
    rows at a time;
 3. copies each block into a float64 work buffer ``[G | −1]`` and folds it into the
    float64 sums with :func:`~bigkern.solvers.smooth_svm.accumulate_block` (two
-   matrix–vector products, a vectorized loss batch, one BLAS ``syrk``), then drops it;
+   matrix–vector products, a vectorized loss batch, one BLAS ``syrk``), then drops it
+   (the ``syrk`` — ``k·m̃²`` of the ``k·m̃·(d + 4)`` work — may run on float32
+   copies, see ``hessian_dtype``);
 
 and the chunks' flat partial sums (``(m̃+1)² + (m̃+1) + #steps`` floats, never
 n-sized) are added in a tree of fan-in ``split_every``. The basis Ã is shipped
@@ -50,7 +52,8 @@ def _newton_chunk(Xb: np.ndarray, yb: np.ndarray, *, start: int, basis: Gaussian
         A = work[:len(rows)]
         A[:, :m] = G
         A[:, m] = -1.0
-        accumulate_block(sums, A, y[rows], point["u"], point["d"], steps, point["at"], loss)
+        accumulate_block(sums, A, y[rows], point["u"], point["d"], steps, point["at"], loss,
+                         hessian_dtype=point.get("hessian_dtype", np.float64))
     return {"acc": sums.flat, "counts": counts}
 
 
@@ -88,6 +91,10 @@ class ReducedNewtonPasses:
         :class:`~bigkern.solvers.smooth_svm.SmoothHinge`.
     split_every : int, optional
         Fan-in of the tree reduction.
+    hessian_dtype : {"float64", "float32"}
+        Precision of the Hessian's ``syrk`` products (sums are float64 either way);
+        :meth:`exact_hessian` switches to float64 — pass it as ``refine`` to
+        :func:`~bigkern.solvers.smooth_svm.newton_armijo`.
 
     Attributes
     ----------
@@ -98,8 +105,11 @@ class ReducedNewtonPasses:
     """
 
     def __init__(self, X: Any, y: Any, basis: GaussianBasis, loss: Any, *,
-                 split_every: int | None = None) -> None:
+                 split_every: int | None = None, hessian_dtype: Any = "float64") -> None:
+        if np.dtype(hessian_dtype) not in (np.float32, np.float64):
+            raise ValueError(f"hessian_dtype must be float32 or float64; got {hessian_dtype!r}")
         self.X, self.y, self.basis, self.loss = X, y, basis, loss
+        self.hessian_dtype = np.dtype(hessian_dtype)
         self.split_every = split_every
         self.passes = 0
         self.counts: dict[str, int] = {}
@@ -122,6 +132,10 @@ class ReducedNewtonPasses:
             self._future.release()
         self._future = self._handle = None
 
+    def exact_hessian(self) -> None:
+        """Form the Hessian in float64 from the next pass on."""
+        self.hessian_dtype = np.dtype(np.float64)
+
     def __call__(self, u: np.ndarray, d: np.ndarray, steps: Any, at: float) -> RowSums:
         """One pass (see :func:`newton_sums`)."""
         if self._handle is None:
@@ -130,7 +144,8 @@ class ReducedNewtonPasses:
         steps = np.asarray(steps, dtype=np.float64)
         point = dask.delayed({"u": np.asarray(u, dtype=np.float64),
                               "d": np.asarray(d, dtype=np.float64), "steps": steps,
-                              "at": float(at)}, pure=True, traverse=False)
+                              "at": float(at), "hessian_dtype": self.hessian_dtype},
+                             pure=True, traverse=False)
         m = self.basis.n_basis
         res = run_pass(self.X, self.y, _newton_chunk, name="reduced-svm-newton",
                        label=f"reduced SVM pass {self.passes} ({m} centers)",

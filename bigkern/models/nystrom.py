@@ -1,0 +1,277 @@
+"""Nyström kernel ridge regression and classification on chunked data, in one read.
+
+A uniform random reduced set Ã (stratified per class for the classifier) is
+drawn in one read (:func:`bigkern.reduce.select_reduced_set`); a second read
+gives, for every candidate width ω and every cross-validation fold, the reduced
+normal equations ``GᵀG``, ``Gᵀy``, ``Gᵀ1``, ``yᵀy``, ``Σy``, ``n`` of
+``G = K(A, Ã)`` (:func:`bigkern.reduce.reduced_normal_equations_folds`, one BLAS
+``syrk`` per block, never forming ``G``). Then, on one node,
+:func:`bigkern.solvers.nystrom.nystrom_solve` solves::
+
+    (GᵀG + λ P) c = Gᵀy   (centered, with an unpenalized intercept),
+    P = K(Ã, Ã)  ("kernel": Nyström, = scikit-learn Nystroem + Ridge(alpha=λ))
+    P = I        ("identity": the RSVM-style penalty λ‖c‖²)
+
+for every (ω, λ) candidate on all folds but one, scores it by the held-out
+squared error, and refits the best on all rows — all from the same read.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import dask.array as da
+import numpy as np
+
+from bigkern.kernels import GaussianExpansion, gaussian_kernel
+from bigkern.models._base import _KernelClassifier
+from bigkern.models.kernel_regression import _KernelRegressor
+from bigkern.models.reduced import (
+    _plus_minus,
+    _positive,
+    default_size,
+    expansion_regressor_dataset,
+    reduced_basis,
+)
+from bigkern.reduce.passes import as_row_chunked, per_feature_counts, without_per_feature
+from bigkern.reduce.reduced_folds import fold_pieces, reduced_normal_equations_folds
+from bigkern.reduce.reduced_set import select_reduced_set
+from bigkern.solvers.nystrom import heldout_sse, kernel_penalty_basis, nystrom_solve
+
+__all__ = ["NystromKernelRidge", "NystromKernelRidgeClassifier"]
+
+
+def _candidates(name: str, value: Any) -> tuple[float, ...]:
+    values = value if isinstance(value, Sequence | np.ndarray) else [value]
+    out = tuple(_positive(name, v) for v in values)
+    if not out:
+        raise ValueError(f"{name} must be a positive number or a non-empty sequence of them")
+    return out
+
+
+class _NystromFit:
+    """The fit shared by the regressor and the classifier (targets given as a dask array)."""
+
+    def _check(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        widths, lams = _candidates("omega", self.omega), _candidates("lam", self.lam)
+        if self.penalty not in ("kernel", "identity"):
+            raise ValueError(f"penalty must be 'kernel' or 'identity'; got {self.penalty!r}")
+        if isinstance(self.n_folds, bool) or not isinstance(self.n_folds, int | np.integer) \
+                or self.n_folds < 2:
+            raise ValueError(f"n_folds must be an int >= 2; got {self.n_folds!r}")
+        return widths, lams
+
+    def _fit_pieces(self, Xd: Any, yd: Any, rs: Any, widths: tuple[float, ...],
+                    lams: tuple[float, ...], t0: float) -> None:
+        basis, offset, scale = reduced_basis(rs, widths[0], self.standardize)
+        many = len(widths) * len(lams) > 1
+        seed = self.random_state if isinstance(self.random_state, int | np.integer) else 0
+        ds = reduced_normal_equations_folds(Xd, yd, basis.centers, widths,
+                                            n_folds=int(self.n_folds) if many else 1,
+                                            seed=int(seed), offset=offset, scale=scale)
+        t_pass = time.perf_counter() - t0
+        m = basis.n_basis
+        folds = list(range(int(ds.sizes["fold"])))
+        scores = np.full((len(widths), len(lams)), np.nan)
+        kernel = self.penalty == "kernel"
+        penalties = [kernel_penalty_basis(gaussian_kernel(basis.centers, basis.centers, w))
+                     if kernel else None for w in widths]
+        max_jitter = 0.0
+        if many:
+            for i in range(len(widths)):
+                train = [fold_pieces(ds, i, [g for g in folds if g != f]) for f in folds]
+                test = [fold_pieces(ds, i, f) for f in folds]
+                for j, lam in enumerate(lams):
+                    sse = 0.0
+                    for f in folds:
+                        sol = nystrom_solve(train[f], penalties[i], lam, transform=kernel,
+                                            fit_intercept=self.fit_intercept, warn=False)
+                        max_jitter = max(max_jitter, sol.jitter)
+                        sse += heldout_sse(test[f], sol.coef, sol.intercept)
+                    scores[i, j] = sse / max(1, int(ds["n"].sum()))
+            i, j = np.unravel_index(int(np.nanargmin(scores)), scores.shape)
+        else:
+            i, j = 0, 0
+        sol = nystrom_solve(fold_pieces(ds, int(i), folds), penalties[int(i)], lams[int(j)],
+                            fit_intercept=self.fit_intercept, transform=kernel)
+        self.centers_, self.coef_, self.intercept_ = basis.centers, sol.coef, sol.intercept
+        self.omega_, self.lam_ = widths[int(i)], lams[int(j)]
+        self.offset_, self.scale_ = offset, scale
+        self.cv_scores_ = scores
+        self.reduced_index_ = rs.index
+        names = getattr(self, "feature_names_in_", None)
+        names = [f"f{k}" for k in range(self.n_features_in_)] if names is None else list(names)
+        counts = {k: int(v) for k, v in ds.attrs.items() if k.startswith("n_")
+                  and k not in ("n_folds",)}
+        self.fit_report_ = {
+            **without_per_feature(counts),
+            "n_nonfinite_by_feature": per_feature_counts(counts, names),
+            "n_basis": m, "n_duplicates": rs.n_duplicates, "reads": 2,
+            "omega": self.omega_, "lam": self.lam_, "jitter": sol.jitter,
+            "max_cv_jitter": max_jitter, "n_candidates": scores.size,
+            "seconds_pass": t_pass, "seconds_total": time.perf_counter() - t0,
+        }
+
+
+_PARAMS_DOC = """omega : float or sequence of float
+        Gaussian width ω (scikit-learn's ``gamma = 1 / (2 ω²)``), in standardized
+        units when ``standardize``; a sequence is a set of candidates.
+    lam : float or sequence of float
+        Ridge parameter λ > 0 (scikit-learn's ``alpha``: the penalty on a *sum* of
+        squares); a sequence is a path of candidates.
+    penalty : {"kernel", "identity"}
+        ``λ cᵀK(Ã, Ã)c`` (Nyström) or ``λ‖c‖²`` (RSVM-style).
+    size, fraction : int or float, optional
+        Centers m̃ (default 10% of the rows, in [2, 500]) or ``ceil(fraction · n)``.
+    standardize : bool
+        Robust standardization from Ã (median, 10%/90% quantiles), as ReducedSVC.
+    n_folds : int
+        Folds of the cross-validation of the candidates (rows hashed to folds by
+        global row number; unused with one candidate).
+    fit_intercept : bool
+        Fit an unpenalized intercept.
+    random_state : int, RandomState or None
+        Seed of the reduced set (and, when an int, of the folds)."""
+
+
+class NystromKernelRidge(_NystromFit, _KernelRegressor):
+    __doc__ = f"""Nyström kernel ridge regression on a reduced set, from one read of the data.
+
+    Minimizes ``‖y − K(A, Ã) c − b‖² + λ P(c)`` over every usable row; see
+    :mod:`bigkern.models.nystrom`. With several ``omega`` / ``lam`` candidates the
+    same read gives every (width, fold)'s normal equations; the candidate with the
+    least held-out squared error is refitted on all rows without another read.
+
+    Parameters
+    ----------
+    {_PARAMS_DOC}
+
+    Attributes
+    ----------
+    centers_, coef_, intercept_, omega_, offset_, scale_
+        The expansion ``f(x) = Σ_j coef_j k(z(x), c_j) + intercept`` (``expansion_``).
+    lam_ : float
+        The λ used.
+    cv_scores_ : ndarray, shape (n_widths, n_lams)
+        Held-out mean squared error per candidate (NaN with one candidate).
+    reduced_index_ : ndarray of int
+        Global row numbers of the centers.
+    fit_report_ : dict
+        Row counts, ``n_basis``, ``jitter``, chosen ``omega``/``lam``, timings.
+    """
+
+    _allow_nan = True
+
+    def __init__(self, omega: Any = 1.0, lam: Any = 1e-3, *, penalty: str = "kernel",
+                 size: int | None = None, fraction: float | None = None,
+                 standardize: bool = True, n_folds: int = 3, fit_intercept: bool = True,
+                 random_state: Any = None) -> None:
+        self.omega = omega
+        self.lam = lam
+        self.penalty = penalty
+        self.size = size
+        self.fraction = fraction
+        self.standardize = standardize
+        self.n_folds = n_folds
+        self.fit_intercept = fit_intercept
+        self.random_state = random_state
+
+    def fit(self, X: Any, y: Any) -> NystromKernelRidge:
+        """Fit on ``X`` (n, d) — numpy, dask or a DataArray — and real targets ``y``.
+
+        Returns
+        -------
+        self
+        """
+        t0 = time.perf_counter()
+        widths, lams = self._check()
+        arr, y = self._fit_input(X, y, y_numeric=True)
+        if not isinstance(y, da.Array):
+            y = np.asarray(y, dtype=np.float64)
+        Xd, yd, _ = as_row_chunked(arr, y)
+        n = int(Xd.shape[0])
+        if n < 2:
+            raise ValueError(f"{type(self).__name__} needs at least 2 samples to fit; got "
+                             f"n_samples={n}")
+        rs = select_reduced_set(Xd, None, size=default_size(n, self.size, self.fraction),
+                                fraction=self.fraction, random_state=self.random_state)
+        self._fit_pieces(Xd, yd.astype(np.float64), rs, widths, lams, t0)
+        return self
+
+    def to_dataset(self) -> Any:
+        """The fitted model as a small :class:`xarray.Dataset` (the OHT/RM layout)."""
+        return expansion_regressor_dataset(self, widths=self.omega_, lam_=float(self.lam_))
+
+
+class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
+    __doc__ = f"""Nyström kernel ridge classification: the regressor on ±1 targets.
+
+    Fits :class:`NystromKernelRidge` to ``+1`` (``classes_[1]``) / ``−1`` targets
+    on a reduced set drawn per class (``stratified``); predicts the sign. The
+    candidates are ranked by held-out squared error of the ±1 targets (what the
+    one read provides), as scikit-learn's ``RidgeClassifierCV`` does.
+
+    Parameters
+    ----------
+    {_PARAMS_DOC}
+    stratified : bool
+        Draw the centers within each class, in proportion (Lee & Huang's Remark 2).
+
+    Attributes
+    ----------
+    classes_ : ndarray (2,)
+        (negative, positive) labels.
+    expansion_ : GaussianExpansion
+        The decision function (> 0 → ``classes_[1]``).
+    lam_, omega_, cv_scores_, reduced_index_, fit_report_
+        As for :class:`NystromKernelRidge`.
+    """
+
+    _allow_nan = True
+
+    def __init__(self, omega: Any = 1.0, lam: Any = 1e-3, *, penalty: str = "kernel",
+                 size: int | None = None, fraction: float | None = None,
+                 stratified: bool = True, standardize: bool = True, n_folds: int = 3,
+                 fit_intercept: bool = True, random_state: Any = None) -> None:
+        self.omega = omega
+        self.lam = lam
+        self.penalty = penalty
+        self.size = size
+        self.fraction = fraction
+        self.stratified = stratified
+        self.standardize = standardize
+        self.n_folds = n_folds
+        self.fit_intercept = fit_intercept
+        self.random_state = random_state
+
+    def fit(self, X: Any, y: Any) -> NystromKernelRidgeClassifier:
+        """Fit on ``X`` (n, d) and two-class labels ``y`` (any dtype; dask stays lazy).
+
+        Returns
+        -------
+        self
+        """
+        from bigkern.models.reduced import ReducedSVC
+
+        t0 = time.perf_counter()
+        widths, lams = self._check()
+        arr, y = self._fit_input(X, y)
+        lazy = isinstance(y, da.Array)
+        labels = y if lazy else self._fit_classes(np.asarray(y))
+        Xd, yd, _ = as_row_chunked(arr, labels)
+        n = int(Xd.shape[0])
+        rs = select_reduced_set(Xd, yd, size=default_size(n, self.size, self.fraction),
+                                fraction=self.fraction, stratified=self.stratified,
+                                random_state=self.random_state)
+        if lazy:
+            ReducedSVC._classes_from_draw(self, rs)  # the same two-class rule and errors
+        ypm = yd.map_blocks(_plus_minus, positive=self.classes_[1] if lazy else 1,
+                            dtype=np.float64)
+        self._fit_pieces(Xd, ypm, rs, widths, lams, t0)
+        self.expansion_ = GaussianExpansion.from_parts(self.centers_, self.coef_,
+                                                       float(self.intercept_), self.omega_,
+                                                       self.offset_, self.scale_)
+        return self
+

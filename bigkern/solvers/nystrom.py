@@ -1,0 +1,148 @@
+"""Nyström kernel ridge from the reduced normal equations (a small, single-node solve).
+
+With ``G = K(A, Ã)`` (n × m̃) and an unpenalized intercept ``b``, the fit minimizes::
+
+    ‖y − G c − b 1‖² + λ cᵀ P c,     P = K(Ã, Ã)  (Nyström)  or  I  (RSVM-style ‖c‖²).
+
+Eliminating ``b`` (``b = (Σy − 1ᵀG c) / n``) leaves the centered system::
+
+    (GᵀG − G̅ G̅ᵀ / n + λ P) c = Gᵀy − G̅ Σy / n,     G̅ = Gᵀ1,
+
+symmetric positive semi-definite, solved by Cholesky. With ``P = K(Ã, Ã)`` this
+is exactly ridge regression with penalty λ on the Nyström features
+``Φ = G K(Ã, Ã)^{-1/2}`` (``w = K(Ã, Ã)^{1/2} c``): scikit-learn's
+``Nystroem`` + ``Ridge(alpha=λ)``. Everything comes from the pieces ``GᵀG``,
+``Gᵀy``, ``Gᵀ1``, ``yᵀy``, ``Σy``, ``n`` of one pass
+(:func:`bigkern.reduce.reduced_normal_equations_folds`), so a path of λ and the
+held-out squared error of every fold cost no further read.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+
+from bigkern.errors import IllConditionedWarning
+
+__all__ = ["NystromSolution", "heldout_sse", "kernel_penalty_basis", "nystrom_solve"]
+
+#: eigenvalues of K(Ã, Ã) below this fraction of the largest are left out of the basis
+EIG_CUTOFF = 1e-10
+
+
+def kernel_penalty_basis(K: np.ndarray) -> np.ndarray:
+    """``T = U_r S_r^{-1/2}`` from ``K(Ã, Ã) = U S Uᵀ``, eigenvalues over ``EIG_CUTOFF · S_max``.
+
+    With ``c = T w`` the penalty ``cᵀKc`` is ``‖w‖²`` and ``G T`` are the Nyström
+    features (scikit-learn's ``Nystroem`` clamps the small eigenvalues instead of
+    dropping them): the system in ``w`` has condition ``≤ (‖TᵀGᵀGT‖ + λ) / λ``,
+    where the one in ``c`` has that of ``GᵀG`` — about its square.
+    """
+    S, U = np.linalg.eigh(np.asarray(K, dtype=np.float64))
+    keep = EIG_CUTOFF * max(float(S[-1]), 0.0) < S
+    return U[:, keep] / np.sqrt(S[keep])
+
+#: relative jitters tried (× mean diagonal) when the Cholesky factorization fails
+JITTERS = (0.0, 1e-13, 1e-12, 1e-11, 1e-10, 1e-9, 1e-8, 1e-7, 1e-6)
+
+
+class NystromSolution(tuple):
+    """``(coef, intercept, jitter)``: the solution and the relative jitter it needed."""
+
+    __slots__ = ()
+
+    def __new__(cls, coef: np.ndarray, intercept: float, jitter: float) -> NystromSolution:
+        return super().__new__(cls, (coef, intercept, jitter))
+
+    coef = property(lambda self: self[0])
+    intercept = property(lambda self: self[1])
+    jitter = property(lambda self: self[2])
+
+
+def nystrom_solve(pieces: dict[str, Any], penalty: np.ndarray | None, lam: float, *,
+                  fit_intercept: bool = True, transform: bool = False,
+                  warn: bool = True) -> NystromSolution:
+    """Solve the (centered) Nyström ridge system from the pass's pieces.
+
+    Parameters
+    ----------
+    pieces : dict
+        ``GtG`` (m̃, m̃), ``Gty``, ``Gsum`` (m̃,), ``ysum`` and ``n`` (see
+        :func:`bigkern.reduce.reduced_folds.fold_pieces`).
+    penalty : ndarray, shape (m̃, m̃) or (m̃, r), or None
+        ``P``: ``K(Ã, Ã)`` or the identity (None); or, better conditioned, the basis
+        ``T`` of :func:`kernel_penalty_basis` (with ``transform=True``): then the
+        system is solved in ``w`` with ``c = T w`` and ``P = T⁺ᵀT⁺``.
+    lam : float
+        λ > 0.
+    fit_intercept : bool
+        Fit the unpenalized intercept ``b`` (else ``b = 0`` and the system is uncentered).
+    warn : bool
+        Warn (:class:`~bigkern.errors.IllConditionedWarning`) when jitter was needed.
+
+    Returns
+    -------
+    NystromSolution
+        ``coef`` (m̃,), ``intercept`` and the relative jitter added to the diagonal
+        (0 when the plain factorization succeeded).
+
+    Raises
+    ------
+    ValueError
+        λ ≤ 0, or no jitter up to 1e-6 of the mean diagonal makes the system factor.
+    """
+    if not (np.isfinite(lam) and lam > 0):
+        raise ValueError(f"the ridge parameter lam must be a positive finite number; got {lam!r}")
+    n = float(pieces["n"])
+    M = np.array(pieces["GtG"], dtype=np.float64)
+    rhs = np.array(pieces["Gty"], dtype=np.float64)
+    if fit_intercept:
+        s = np.asarray(pieces["Gsum"], dtype=np.float64)
+        M -= np.outer(s, s) / n
+        rhs -= s * (float(pieces["ysum"]) / n)
+    T = None
+    if transform:
+        T = np.asarray(penalty, dtype=np.float64)
+        M, rhs = T.T @ M @ T, T.T @ rhs
+        M[np.diag_indices_from(M)] += lam
+    elif penalty is None:
+        M[np.diag_indices_from(M)] += lam
+    else:
+        M += lam * np.asarray(penalty, dtype=np.float64)
+    scale = float(np.mean(np.diag(M))) or 1.0
+    for jitter in JITTERS:
+        A = M if jitter == 0 else M + (jitter * scale) * np.eye(len(M))
+        try:
+            factor = scipy.linalg.cho_factor(A, lower=False, check_finite=False)
+        except np.linalg.LinAlgError:
+            continue
+        coef = scipy.linalg.cho_solve(factor, rhs, check_finite=False)
+        if T is not None:
+            coef = T @ coef
+        if jitter and warn:
+            warnings.warn(f"the Nyström system (GᵀG + λP, λ={lam:g}) is not numerically "
+                          f"positive definite: solved with {jitter:g} × its mean diagonal "
+                          f"added (a larger lam, or fewer / more distinct centers, avoids "
+                          f"this)", IllConditionedWarning, stacklevel=2)
+        b = (float(pieces["ysum"]) - float(np.asarray(pieces["Gsum"]) @ coef)) / n \
+            if fit_intercept else 0.0
+        return NystromSolution(coef, b, float(jitter))
+    raise ValueError(f"the Nyström system (λ={lam:g}) is not positive definite even with "
+                     f"{JITTERS[-1]:g} × its mean diagonal added; increase lam")
+
+
+def heldout_sse(pieces: dict[str, Any], coef: np.ndarray, intercept: float) -> float:
+    """``Σ (y − G c − b)²`` over the rows the pieces sum (e.g. one held-out fold).
+
+    ``yᵀy − 2 cᵀGᵀy − 2 b Σy + cᵀGᵀG c + 2 b cᵀG̅ + n b²``: exact in exact arithmetic,
+    it loses digits to cancellation when the fit is very good (enough to rank
+    candidates; a residual pass gives the exact value).
+    """
+    c = np.asarray(coef, dtype=np.float64)
+    b = float(intercept)
+    return float(pieces["yty"] - 2.0 * c @ pieces["Gty"] - 2.0 * b * pieces["ysum"]
+                 + c @ (pieces["GtG"] @ c) + 2.0 * b * (c @ pieces["Gsum"])
+                 + pieces["n"] * b * b)

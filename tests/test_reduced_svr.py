@@ -1,0 +1,102 @@
+"""ReducedSVR: exact against a direct Newton solve, deterministic, bad input, persistence."""
+
+from __future__ import annotations
+
+import dask
+import dask.array as da
+import numpy as np
+import pandas as pd
+import pytest
+
+from bigkern.kernels import gaussian_kernel
+from bigkern.models.reduced import ReducedSVR
+from bigkern.solvers.smooth_svm import SmoothEpsilonInsensitive, in_memory_evaluate, newton_armijo
+
+
+def _wave(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2, 2, (n, 2))
+    return X, np.sin(2 * X[:, 0]) + 0.3 * X[:, 1] + 0.1 * rng.standard_normal(n)
+
+
+def _fit(X, y, **kw):
+    params = {"omega": 0.7, "C": 5.0, "epsilon": 0.05, "size": 40, "random_state": 3,
+              "tol": 1e-10}
+    with dask.config.set(scheduler="sync"):
+        return ReducedSVR(**{**params, **kw}).fit(X, y)
+
+
+def test_exact_against_a_direct_newton_solve_with_all_samples_as_centers():
+    X, y = _wave(500, seed=1)
+    model = _fit(da.from_array(X, chunks=(170, -1)), y, size=len(X), standardize=False,
+                 tol=1e-12)
+    centers = model.centers_
+    A = np.hstack([gaussian_kernel(X, centers, 0.7), -np.ones((len(X), 1))])
+    ref = newton_armijo(in_memory_evaluate(A, y, SmoothEpsilonInsensitive(5.0, 0.05)),
+                        A.shape[1], C=5.0, tol=1e-12)
+    Xt, _ = _wave(300, seed=2)
+    want = gaussian_kernel(Xt, centers, 0.7) @ ref.u[:-1] - ref.u[-1]
+    np.testing.assert_allclose(model.predict(Xt), want, rtol=1e-6,
+                               atol=1e-6 * np.abs(want).max())
+    assert model.fit_report_["converged"] and model.n_basis_ == len(X)
+
+
+@pytest.mark.parametrize("chunks", [7, 64, 333])
+def test_same_fit_for_any_chunking(chunks):
+    X, y = _wave(600, seed=4)
+    ref = _fit(X, y)
+    got = _fit(da.from_array(X, chunks=(chunks, 2)), da.from_array(y, chunks=chunks))
+    np.testing.assert_array_equal(ref.reduced_index_, got.reduced_index_)
+    np.testing.assert_allclose(got.coef_, ref.coef_, rtol=1e-9,
+                               atol=1e-12 * np.abs(ref.coef_).max())
+
+
+def test_float32_hessian_reaches_the_same_solution():
+    X, y = _wave(600, seed=4)
+    ref = _fit(X, y)
+    fast = _fit(da.from_array(X, chunks=(97, 2)), y, hessian="float32")
+    np.testing.assert_allclose(fast.predict(X), ref.predict(X), rtol=1e-6, atol=1e-7)
+    assert fast.fit_report_["converged"]
+
+
+def test_non_finite_rows_are_left_out_and_counted():
+    X, y = _wave(400, seed=7)
+    Xbad, ybad = X.copy(), y.copy()
+    Xbad[:10, 1] = np.nan
+    ybad[10:15] = np.nan
+    with pytest.raises(ValueError, match="y contains NaN"):  # scikit-learn's check (numpy y)
+        _fit(Xbad, ybad)
+    got = _fit(Xbad, da.from_array(ybad, chunks=150))  # lazy y: counted where it is read
+    rep = got.fit_report_
+    assert rep["n_nonfinite"] == 10 and rep["n_nonfinite_y"] == 5 and rep["n_valid"] == 385
+    assert rep["n_nonfinite_by_feature"] == {"f0": 0, "f1": 10}
+    assert np.isnan(got.predict(Xbad[:3])).all()
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"size": 401}, "more than the 400 rows"), ({"size": 1}, "at least 2"),
+    ({"omega": 0.0}, "omega must be a positive"), ({"omega": -1.0}, "omega must be a positive"),
+    ({"C": 0.0}, "C must be a positive"), ({"epsilon": -0.1}, "epsilon must be a non-negative"),
+    ({"alpha": 0.0}, "alpha must be a positive"), ({"tol": 0.0}, "tol must be a positive"),
+    ({"max_iter": 0}, "max_iter must be a positive int"),
+    ({"hessian": "float16"}, "hessian must be"),
+])
+def test_bad_input_is_a_clear_error(kwargs, match):
+    X, y = _wave(400)
+    with pytest.raises(ValueError, match=match):
+        _fit(X, y, **kwargs)
+
+
+def test_persistence_round_trip_is_bit_identical(tmp_path):
+    from bigkern.models._regressor_dataset import regressor_from_dataset
+
+    X, y = _wave(300, seed=5)
+    frame = pd.DataFrame(X, columns=["a", "b"])
+    model = _fit(frame, y)
+    # what load_model does once ReducedSVR is in persistence._REGRESSORS
+    back = regressor_from_dataset(model.to_dataset(), ReducedSVR)
+    assert type(back) is ReducedSVR and back.get_params() == model.get_params()
+    np.testing.assert_array_equal(back.predict(frame), model.predict(frame))
+    lazy = back.predict(da.from_array(X, chunks=(100, 2)))
+    assert isinstance(lazy, da.Array)
+    np.testing.assert_array_equal(lazy.compute(), model.predict(X))
