@@ -46,7 +46,7 @@ from bigkern.reduce.passes import (
     run_reduction,
     valid_rows,
 )
-from bigkern.reduce.sampling import uniform_from_index
+from bigkern.reduce.sampling import smallest_rows, uniform_from_index
 
 __all__ = ["DuplicateCentersWarning", "ReducedSet", "resolve_size", "select_reduced_set"]
 
@@ -180,21 +180,11 @@ def _key(v: Any) -> Any:
     return v.item() if hasattr(v, "item") else v
 
 
-def _smallest(parts: list[dict[str, np.ndarray]], keep: int) -> dict[str, np.ndarray]:
-    u = np.concatenate([p["u"] for p in parts])
-    index = np.concatenate([p["index"] for p in parts])
-    order = np.lexsort((index, u))[:keep]
-    out = {"u": u[order], "index": index[order],
-           "X": np.concatenate([p["X"] for p in parts])[order]}
-    out["y"] = None if parts[0]["y"] is None else np.concatenate([p["y"] for p in parts])[order]
-    return out
-
-
 def _combine(parts: list[dict[str, Any]], *, keep: int) -> dict[str, Any]:
     keys: list[Any] = []
     for p in parts:
         keys += [k for k in p["strata"] if k not in keys]
-    strata = {k: _smallest([p["strata"][k] for p in parts if k in p["strata"]], keep)
+    strata = {k: smallest_rows([p["strata"][k] for p in parts if k in p["strata"]], n=keep)
               for k in keys}
     classes: dict[Any, int] | None = {}
     for p in parts:

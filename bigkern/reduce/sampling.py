@@ -12,7 +12,7 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
-__all__ = ["random_split", "sample_rows", "uniform_from_index"]
+__all__ = ["random_split", "sample_rows", "smallest_rows", "uniform_from_index"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -85,7 +85,13 @@ def _smallest_chunk(
     return part
 
 
-def _smallest_combine(parts: list[dict[str, np.ndarray]], *, n: int) -> dict[str, np.ndarray]:
+def smallest_rows(parts: list[dict[str, np.ndarray]], *, n: int) -> dict[str, np.ndarray]:
+    """Merge partial samples: the ``n`` rows of smallest ``(u, index)`` key, sorted by it.
+
+    Each part holds ``u`` (the rows' seeded uniforms), ``index`` (global row
+    numbers), ``X`` and ``y`` (or ``None``); so is the result. The order does not
+    depend on how the rows were split into parts.
+    """
     u = np.concatenate([p["u"] for p in parts])
     index = np.concatenate([p["index"] for p in parts])
     order = np.lexsort((index, u))[:n]
@@ -123,7 +129,7 @@ def sample_rows(
     _, index, _ = as_row_chunked(X, index)
     from functools import partial
 
-    smallest = partial(_smallest_combine, n=n)
+    smallest = partial(smallest_rows, n=n)
     recipe = RowReduction("sample-rows", chunk=_smallest_chunk, combine=smallest,
                           finalize=lambda res: smallest([res]))  # sorted for a single chunk too
     res = run_reduction(recipe, X, y, mask, index, n=n, seed=seed,
