@@ -219,7 +219,7 @@ def test_one_read_of_the_data_per_newton_pass(client):
     assert rep["passes"] == 1 + rep["iterations"] + rep["backtracked"]
     assert names["rsvm-source-X"] == rep["reads"] * Xd.npartitions  # reads = passes + the draw
     assert names["rsvm-source-y"] == rep["reads"] * Xd.npartitions
-    newton = sum(v for k, v in names.items() if str(k).startswith("_newton_chunk"))
+    newton = sum(v for k, v in names.items() if str(k).startswith("reduced-svm-newton"))
     assert newton == rep["passes"] * Xd.npartitions
 
 

@@ -201,22 +201,28 @@ def row_partials(
     """Apply ``func(X_chunk, *other_chunks, **kwargs)`` to every row chunk; one Delayed each.
 
     ``others`` that are ``None`` are passed as ``None``; with ``starts``, chunk
-    ``i`` also gets ``start=starts[i]``. The blocks keep their graph keys
-    (``optimize_graph=False``): when ``X`` and ``y`` are slices of one source, a
-    separately optimized graph per array would read each chunk of the source
-    once per array.
+    ``i`` also gets ``start=starts[i]``. The tasks' keys start with ``name``.
+    The blocks keep their graph keys (``optimize_graph=False``): when ``X`` and
+    ``y`` are slices of one source, a separately optimized graph per array would
+    read each chunk of the source once per array.
     """
     x_blocks = X.to_delayed(optimize_graph=False).ravel()
     other_blocks = [
         [None] * len(x_blocks) if o is None else list(o.to_delayed(optimize_graph=False).ravel())
         for o in others
     ]
-    fn = dask.delayed(func, pure=True, name=name)
-    if starts is None:
-        return [fn(xb, *(ob[i] for ob in other_blocks), **kwargs)
-                for i, xb in enumerate(x_blocks)]
-    return [fn(xb, *(ob[i] for ob in other_blocks), start=int(starts[i]), **kwargs)
-            for i, xb in enumerate(x_blocks)]
+    from dask.base import tokenize
+
+    fn = dask.delayed(func, pure=True)
+    common = tokenize(func, kwargs)  # once: kwargs may hold sizable arrays
+    out = []
+    for i, xb in enumerate(x_blocks):
+        blocks = [ob[i] for ob in other_blocks]
+        extra = {} if starts is None else {"start": int(starts[i])}
+        # keys named for the pass (what the dashboard and the task stream show)
+        key = f"{name}-{tokenize(common, xb.key, [getattr(b, 'key', None) for b in blocks], extra)}"
+        out.append(fn(xb, *blocks, **extra, **kwargs, dask_key_name=key))
+    return out
 
 
 def tree_reduce(
