@@ -12,14 +12,18 @@ import numba
 import numpy as np
 
 __all__ = [
+    "add_group_counts",
     "bin_ids",
     "bin_sums_dense",
     "bin_sums_sparse",
     "certain_bin_ids",
     "certain_bin_sums",
+    "group_histogram",
     "int_label_range",
     "key_histogram",
     "label_flags",
+    "one_read_ids",
+    "one_read_sums",
     "row_status",
     "select_digits",
 ]
@@ -430,3 +434,124 @@ def bin_sums_sparse(
             else:
                 _add_wide(sums, j, f, v, down, up, index, bounds, outside, extreme)
     return uniq, count, sums, positive, outside, extreme
+
+
+@numba.njit(**_JIT)
+def group_histogram(
+    bits: np.ndarray, valid: np.ndarray, width: int, feature: int, group_bits: int,
+    hist: np.ndarray, occupied: np.ndarray,
+) -> int:
+    """:func:`key_histogram` into ``hist`` (zeros on entry), listing the occupied groups.
+
+    Each group counted for the first time is appended to ``occupied``; returns
+    how many there are, so that the sparse histogram costs what the chunk's
+    distinct groups cost, not a sweep of all ``2**group_bits`` of them.
+    """
+    sign = bits.dtype.type(1) << bits.dtype.type(width - 1)
+    shift = bits.dtype.type(width - group_bits)
+    m = 0
+    for i in range(bits.shape[0]):
+        if valid[i]:
+            g = np.intp(_key(bits[i, feature], sign) >> shift)
+            c = hist[g]
+            if c == 0:
+                occupied[m] = g
+                m += 1
+            hist[g] = c + 1
+    return m
+
+
+@numba.njit(**_JIT)
+def _guessed_bin(bits, X, i, sign, shift, tables, n_cells, reach) -> np.int64:
+    """Bin of row i by the guessed tables; -1 when a value's group is kept or ``|x| > reach``."""
+    b = np.int64(0)
+    for f in range(bits.shape[1]):
+        cell = tables[f, np.intp(_key(bits[i, f], sign) >> shift)]
+        if cell == 65535 or not abs(np.float64(X[i, f])) <= reach[f]:
+            return np.int64(-1)
+        b = b * n_cells[f] + np.int64(cell)
+    return b
+
+
+@numba.njit(**_JIT)
+def one_read_sums(
+    X: np.ndarray, bits: np.ndarray, valid: np.ndarray, is_positive: np.ndarray, width: int,
+    group_bits: int, tables: np.ndarray, n_cells: np.ndarray, down: np.ndarray,
+    reach: np.ndarray, n_possible: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The one-read plan's certain bins, summed at several fixed-point grids at once.
+
+    A valid row is *kept* (returned in ``kept``) when a value's key group is
+    ``KEEP`` (65535) in the guessed ``tables`` (as :func:`certain_bin_ids`)
+    or ``|x| > reach[f]``; every other row adds 1 to ``count[b]``, its flag to
+    ``positive[b]`` and, for each candidate grid ``c`` (a row of ``down``:
+    ``2**s_cf``), ``rint(x · down[c, f])`` to ``sums[b, c·d + f]`` (``reach``
+    keeps every such integer below ``2**31`` in magnitude: one limb holds it).
+    """
+    n, d = bits.shape
+    n_grids = down.shape[0]
+    utype = bits.dtype.type
+    sign = utype(1) << utype(width - 1)
+    shift = utype(width - group_bits)
+    count = np.zeros(n_possible, dtype=np.int64)
+    sums = np.zeros((n_possible, n_grids * d), dtype=np.int64)
+    positive = np.zeros(n_possible, dtype=np.int64)
+    kept = np.zeros(n, dtype=np.bool_)
+    for i in range(n):
+        if not valid[i]:
+            continue
+        b = _guessed_bin(bits, X, i, sign, shift, tables, n_cells, reach)
+        if b < 0:
+            kept[i] = True
+            continue
+        count[b] += 1
+        positive[b] += is_positive[i]
+        for c in range(n_grids):
+            for f in range(d):
+                sums[b, c * d + f] += np.int64(np.rint(np.float64(X[i, f]) * down[c, f]))
+    return count, sums, positive, kept
+
+
+@numba.njit(**_JIT)
+def one_read_ids(
+    X: np.ndarray, bits: np.ndarray, valid: np.ndarray, width: int, group_bits: int,
+    tables: np.ndarray, n_cells: np.ndarray, reach: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`one_read_sums` without the sums: certain bin ids (-1 elsewhere) and kept rows.
+
+    For many possible bins, whose sums are accumulated sparsely afterwards.
+    """
+    n = bits.shape[0]
+    utype = bits.dtype.type
+    sign = utype(1) << utype(width - 1)
+    shift = utype(width - group_bits)
+    ids = np.full(n, -1, dtype=np.int64)
+    kept = np.zeros(n, dtype=np.bool_)
+    for i in range(n):
+        if not valid[i]:
+            continue
+        b = _guessed_bin(bits, X, i, sign, shift, tables, n_cells, reach)
+        if b < 0:
+            kept[i] = True
+        else:
+            ids[i] = b
+    return ids, kept
+
+
+@numba.njit(**_JIT)
+def add_group_counts(
+    groups: np.ndarray, counts: np.ndarray, dense: np.ndarray, occupied: np.ndarray
+) -> int:
+    """Add sparse ``(groups, counts)`` into ``dense`` (zeros on entry), listing new groups.
+
+    Returns the number of distinct groups, listed in ``occupied[:m]`` in the
+    order first seen.
+    """
+    m = 0
+    for k in range(groups.shape[0]):
+        g = groups[k]
+        if dense[g] == 0:
+            occupied[m] = g
+            m += 1
+        dense[g] += counts[k]
+    return m

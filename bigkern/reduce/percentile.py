@@ -19,6 +19,12 @@ When the histogram shows that too many rows would be kept (heavy ties at an
 edge, e.g. a feature that is mostly zeros), the three-pass plan (histogram,
 refine, bin) is used instead. Both plans give bit-identical bins.
 
+``plan="one-read"`` (:mod:`bigkern.reduce.one_read`) places the edges from a
+seeded sample instead of the histogram pass and counts the histograms during
+the bin-or-keep read: one full read. When that read shows the sample misplaced
+an edge, it serves as the fused plan's first read and the fused plan finishes;
+the bins are the same in every case.
+
 The histogram also fixes the fixed-point grid of the sums (outliers left
 out, see :func:`~bigkern.reduce.outliers.histogram_grid`) and, with the
 exact quantiles, counts the outliers: neither costs a read.
@@ -61,6 +67,7 @@ from bigkern.reduce.in_memory import (
     order_statistics,
     use_in_memory,
 )
+from bigkern.reduce.one_read import OneRead, OneReadSample
 from bigkern.reduce.outliers import (
     extreme_examples,
     histogram_grid,
@@ -70,39 +77,27 @@ from bigkern.reduce.outliers import (
     robust_scaler,
 )
 from bigkern.reduce.passes import as_float_block, row_partials, tree_reduce, valid_rows
-from bigkern.reduce.quantiles import DECILES, QuantilePlan, prepare_samples, summary_dataset
+from bigkern.reduce.quantiles import (
+    DECILES,
+    QuantilePlan,
+    prepare_samples,
+    summary_dataset,
+)
 from bigkern.reduce.radix_select import (
     GROUP_BITS,
+    KEEP,
     Bucket,
     RadixSelection,
+    cell_tables,
     combine_refine,
     dense_histograms,
     finish_selection,
     histogram_pass,
     key_dtype,
-    refine_counts,
+    refine_rows,
 )
 
-__all__ = ["percentile_bins"]
-
-
-KEEP = 65535  # cell code of a key group holding a selection target
-
-
-def cell_tables(upper: np.ndarray, keep_groups: Sequence[np.ndarray]) -> np.ndarray:
-    """Per feature, the cell of every key group (``KEEP`` for groups that must wait).
-
-    A value whose group is below an edge's *upper* group is below the edge:
-    the edge lies between two consecutive order statistics, and no value's
-    key falls strictly between theirs.
-    """
-    d = upper.shape[0]
-    groups = np.arange(1 << GROUP_BITS)
-    tables = np.empty((d, 1 << GROUP_BITS), dtype=np.uint16)
-    for f in range(d):
-        tables[f] = np.searchsorted(np.sort(upper[f]), groups, side="left")
-        tables[f, keep_groups[f]] = KEEP
-    return tables
+__all__ = ["PLANS", "OneReadSample", "percentile_bins"]
 
 
 def _bin_or_keep_chunk(
@@ -140,9 +135,7 @@ def _bin_or_keep_chunk(
 
 
 def _refine_kept(part: dict[str, Any], *, buckets: Sequence[Bucket]) -> dict[Any, Any]:
-    X = part["kept_X"]
-    ukind, width = key_dtype(X.dtype)
-    return refine_counts(X.view(ukind), np.ones(len(X), dtype=bool), width, buckets)
+    return refine_rows(part["kept_X"], buckets)
 
 
 def _finish_chunk(
@@ -168,6 +161,8 @@ def percentile_bins(
     features: Sequence[str] | None = None,
     fused: bool | None = None,
     in_memory: bool | None = None,
+    plan: str | None = None,
+    sample: OneReadSample | None = None,
 ) -> xr.Dataset:
     """Percentile bins of ``X``: exact per-feature quantile edges, then per-bin statistics.
 
@@ -196,6 +191,14 @@ def percentile_bins(
         and ``mask`` are not dask collections, ``X`` has at most
         ``bigkern.in_memory_rows`` rows and ``fused`` is not given. It gives
         the same bins with no task graph (see :mod:`bigkern.reduce.in_memory`).
+    plan : {"one-read", "fused", "three-pass", "in-memory"}, optional
+        Choose the plan by name (instead of ``fused``/``in_memory``).
+        ``"one-read"`` (see :mod:`bigkern.reduce.one_read`) places the edges
+        from a sample, reads the data once, and falls back to the fused plan
+        (whose first read it then was) when the read shows that the sample
+        misplaced an edge; the bins are the same in every case.
+    sample : OneReadSample, optional
+        How the one-read plan samples the rows (default ``OneReadSample()``).
 
     Returns
     -------
@@ -206,10 +209,15 @@ def percentile_bins(
         ``outliers (feature)`` (values more than 1000 robust σ from the median;
         a value within 2**-11 relative of that limit, 2**-8 for float64, may
         be left uncounted) and attrs ``n_outliers`` (their total), ``passes``
-        (reads of the data), ``plan`` (``"fused"``, ``"three-pass"`` or
-        ``"in-memory"``), ``n_kept`` (rows binned after the edges were exact;
-        0 but in the fused plan) and ``kept_fraction_bound`` (the share of
-        rows the fused plan may keep, whichever plan ran).
+        (full reads of the data), ``plan`` (``"one-read"``, ``"fused"``,
+        ``"three-pass"`` or ``"in-memory"``: the plan that finished), ``n_kept``
+        (rows binned after the edges were exact; 0 but in the fused and
+        one-read plans) and ``kept_fraction_bound`` (the share of rows the
+        fused plan may keep, whichever plan ran). When the one-read plan was
+        asked for, also ``one_read`` (``"ok"``, ``"fallback: <why>"`` or
+        ``"skipped: <why>"``), ``sample_rows`` (usable rows in the sample) and
+        ``sample_chunks_held`` (chunks read for the sample and held in memory
+        until the full read reached them: they are not read twice).
 
     Warns
     -----
@@ -219,13 +227,29 @@ def percentile_bins(
         bins' centers, but they dominate their own bins.
     """
     q = np.asarray(quantiles, dtype=np.float64).ravel()
+    fused, in_memory = _plan_choice(plan, fused, in_memory)
+    probs = np.union1d(q, [0.1, 0.5, 0.9])
+    where = np.searchsorted(probs, q)
     columns = None
+    one: OneRead | None = None
     if use_in_memory(X, y, mask, in_memory, fused):
         X, y, mask, names = as_numpy_samples(X, y, mask, features)
         first, columns = first_pass(X, y, mask)
     else:
         X, y, mask, names = prepare_samples(X, y, mask, features)
-        first = histogram_pass(X, y, mask)
+        if plan == "one-read":
+            user = None if classes is None else tuple(classes)
+            one = OneRead(X, y, mask, probs, where, user, names, sample or OneReadSample())
+            if not np.all((probs >= 0) & (probs <= 1)):  # the two-read plan names the error
+                one.status = "skipped: probabilities outside [0, 1]"
+            elif user is not None and len(user) != 2:
+                one.status = "skipped: classes are not two labels"
+            elif len(where) >= KEEP:
+                one.status = f"skipped: {len(where)} quantiles per feature"
+            elif one.draw_sample(float(config.get("max_deferred_fraction"))):
+                first = one.read()
+        if one is None or one.status != "not run":
+            first = histogram_pass(X, y, mask)
     if y is not None and classes is None:
         classes = _two_classes(first)
     if classes is not None:
@@ -234,17 +258,22 @@ def percentile_bins(
             raise LabelError(f"classes must be two labels (negative, positive); got {classes}")
     positive = classes[1] if classes is not None and y is not None else None
 
-    plan = QuantilePlan.make(np.union1d(q, [0.1, 0.5, 0.9]), "linear", first["counts"]["valid"])
-    where = np.searchsorted(plan.probs, q)
+    quantile_plan = QuantilePlan.make(probs, "linear", first["counts"]["valid"])
+    done = None
+    if one is not None and one.status == "not run":
+        done = one.finish(first, quantile_plan, classes, positive)
     if columns is not None:
         res, edge_list, values, hist, grid, kept_bound = _in_memory_plan(
-            X, y, mask, first, columns, plan, where, positive, classes)
+            X, y, mask, first, columns, quantile_plan, where, positive, classes)
         passes, plan_name = 1, "in-memory"
+    elif done is not None:
+        res, edge_list, values, hist, grid, kept_bound, passes = done
+        plan_name = "one-read"
     else:
         res, edge_list, values, hist, grid, kept_bound, passes, plan_name = _dask_plan(
-            X, y, mask, first, plan, where, positive, classes, fused)
+            X, y, mask, first, quantile_plan, where, positive, classes, fused)
     bins = bins_dataset(res, edge_list, grid, names, classes)
-    summary = summary_dataset(first, plan, values, names)
+    summary = summary_dataset(first, quantile_plan, values, names)
     offset, scale = robust_scaler(summary)
     bins["offset"] = ("feature", offset)
     bins["scale"] = ("feature", scale)
@@ -256,7 +285,26 @@ def percentile_bins(
     bins.attrs["passes"] = passes
     bins.attrs["plan"] = plan_name
     bins.attrs["kept_fraction_bound"] = float(kept_bound)
+    if one is not None:
+        bins.attrs.update(one.attrs())
     return bins
+
+
+PLANS = ("one-read", "fused", "three-pass", "in-memory")
+
+
+def _plan_choice(
+    plan: str | None, fused: bool | None, in_memory: bool | None
+) -> tuple[bool | None, bool | None]:
+    """``(fused, in_memory)`` of a plan named by ``plan=`` (which excludes the other two)."""
+    if plan is None:
+        return fused, in_memory
+    if plan not in PLANS:
+        raise ValueError(f"plan must be one of {PLANS}; got {plan!r}")
+    if fused is not None or in_memory is not None:
+        raise ValueError("give plan= or fused=/in_memory=, not both")
+    return {"one-read": (None, False), "fused": (True, False), "three-pass": (False, False),
+            "in-memory": (None, True)}[plan]
 
 
 def _in_memory_plan(

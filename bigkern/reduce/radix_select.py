@@ -19,7 +19,12 @@ import numpy as np
 
 from bigkern.cluster import compute
 from bigkern.errors import DataQualityError
-from bigkern.reduce._kernels import int_label_range, key_histogram, select_digits
+from bigkern.reduce._kernels import (
+    add_group_counts,
+    group_histogram,
+    int_label_range,
+    select_digits,
+)
 from bigkern.reduce.passes import (
     RowReduction,
     add_counts,
@@ -33,6 +38,7 @@ GROUP_BITS = 20  # key bits resolved by the first pass
 _DIGIT_BITS = 16  # key bits resolved by a histogram refine pass
 _COLLECT_LIMIT = 1 << 20  # groups this small send their distinct keys instead of a histogram
 _MAX_LABELS = 256  # beyond this many distinct y values, y is taken as continuous
+KEEP = 65535  # cell code of a key group holding a selection target (see cell_tables)
 
 # ---------------------------------------------------------------------------
 # order-preserving keys
@@ -95,13 +101,32 @@ def _first_pass_chunk(
                                     return_counts=True)
             hist.append((groups.astype(np.intp), cnt.astype(np.int64)))
     else:
-        bits = X.view(ukind)
-        hist = [_sparse(key_histogram(bits, valid, width, f, GROUP_BITS))
-                for f in range(X.shape[1])]
+        hist = group_histograms(X, valid)
     part: dict[str, Any] = {"counts": counts, "hist": hist, "labels": None}
     if yb is not None:
         part["labels"] = _distinct_labels(np.asarray(yb), valid)
     return part
+
+
+def group_histograms(X: np.ndarray, valid: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per feature, the occupied top-:data:`GROUP_BITS` key groups of the valid rows and counts.
+
+    The sparse form of :func:`~bigkern.reduce._kernels.key_histogram`, built
+    without sweeping all ``2**GROUP_BITS`` groups: the kernel lists the groups
+    as it first counts them (and the dense counts' pages are touched only
+    where a value falls).
+    """
+    ukind, width = key_dtype(X.dtype)
+    bits = X.view(ukind)
+    hist = np.zeros(1 << GROUP_BITS, dtype=np.int32)
+    occupied = np.empty(min(len(X), 1 << GROUP_BITS), dtype=np.int32)
+    out = []
+    for f in range(X.shape[1]):
+        m = group_histogram(bits, valid, width, f, GROUP_BITS, hist, occupied)
+        groups = np.sort(occupied[:m]).astype(np.intp)
+        out.append((groups, hist[groups].astype(np.int64)))
+        hist[groups] = 0
+    return out
 
 
 def _sparse(dense: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -110,12 +135,15 @@ def _sparse(dense: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _add_sparse(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    idx = np.concatenate([p[0] for p in parts])
-    cnt = np.concatenate([p[1] for p in parts])
-    if len(idx) < (1 << 16):
-        groups, inv = np.unique(idx, return_inverse=True)
-        return groups, np.bincount(inv, weights=cnt, minlength=len(groups)).astype(np.int64)
-    return _sparse(np.bincount(idx, weights=cnt, minlength=1 << GROUP_BITS).astype(np.int64))
+    idx = np.concatenate([p[0] for p in parts]).astype(np.intp, copy=False)
+    cnt = np.concatenate([p[1] for p in parts]).astype(np.int64, copy=False)
+    dense = np.zeros(1 << GROUP_BITS, dtype=np.int64)  # pages touched only where counted
+    occupied = np.empty(min(len(idx), 1 << GROUP_BITS), dtype=np.intp)
+    m = add_group_counts(idx, cnt, dense, occupied)
+    groups = np.sort(occupied[:m])
+    counts = dense[groups]
+    keep = counts > 0
+    return groups[keep], counts[keep]
 
 
 def dense_histograms(first: dict[str, Any]) -> np.ndarray:
@@ -152,6 +180,34 @@ class Bucket:
     nbits: int  # bits already resolved
     step: int  # bits resolved by this pass
     prefixes: tuple[int, ...]  # sorted
+
+
+def cell_tables(upper: np.ndarray, keep_groups: Sequence[np.ndarray]) -> np.ndarray:
+    """Per feature, the cell of every key group (:data:`KEEP` for groups that must wait).
+
+    ``upper[f]`` holds, per edge of feature ``f``, a key group at or above
+    the group of the edge's upper order statistic, and no occupied group
+    lies strictly between them unless it is in ``keep_groups[f]``. A value
+    whose group is below an edge's *upper* group is then below the edge:
+    the edge lies between two consecutive order statistics, and no value's
+    key falls strictly between theirs.
+    """
+    d = upper.shape[0]
+    n_groups = 1 << GROUP_BITS
+    tables = np.empty((d, n_groups), dtype=np.uint16)
+    for f in range(d):  # cell of g: the uppers below g (a cumulative count of uppers + 1)
+        above = np.bincount(np.asarray(upper[f], dtype=np.intp) + 1, minlength=n_groups + 1)
+        np.cumsum(above[:n_groups], out=tables[f])
+        tables[f, keep_groups[f]] = KEEP
+    return tables
+
+
+def refine_rows(
+    X: np.ndarray, buckets: Sequence[Bucket]
+) -> dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]]:
+    """:func:`refine_counts` of rows that are all usable (rows kept on a worker)."""
+    ukind, width = key_dtype(X.dtype)
+    return refine_counts(X.view(ukind), np.ones(len(X), dtype=bool), width, buckets)
 
 
 def refine_counts(

@@ -1,0 +1,378 @@
+"""Percentile bins in one full read: a sample places the edges, the read checks it.
+
+The fused plan (:mod:`bigkern.reduce.percentile`) reads the data twice: a
+histogram of order-preserving key groups places every edge in a known group,
+then a bin-or-keep read bins the rows whose cells are certain and keeps the
+others on their workers. Here a sample places the edges, and the histogram is
+counted during the bin-or-keep read itself:
+
+1. **Sample.** ``windows`` runs of consecutive rows, ``rows`` in all, one at a
+   seeded position (:func:`~bigkern.reduce.sampling.uniform_from_index` of
+   its number) in each of equal strata of the rows: the same rows whatever
+   the chunking. The chunks that overlap a window are read, held in worker
+   memory and their window rows histogrammed. They are not read again: the
+   full read takes them from memory. The sample's cost is that memory (about
+   ``windows`` to ``2 × windows`` chunks) and a pause between its compute
+   and the read's.
+2. **Guess.** Each order statistic the selection needs (both ranks of every
+   split point, the 10/50/90 % ranks, minimum and maximum) gets a *window*
+   of key groups: those between the sample's ranks ``p·m ± (z·√(m·p(1−p)·(1 −
+   m/n)) + z + 1)``. Groups in a window are kept; any other group gets the
+   cell its position among the windows implies. The fixed-point scale of the
+   sums is guessed too, as candidate scales.
+3. **One read.** Each chunk counts its rows, labels and key-group histograms
+   (exactly the fused plan's first read), sums each row whose groups all lie
+   outside the windows at every candidate scale, and keeps the others.
+4. **Check.** The exact histograms give the exact target groups, grid and
+   outlier counts as in the fused plan. The guess held when every target
+   group was kept, every occupied group that was not got its exact cell, the
+   exact scale is a candidate and the sample showed the classes of ``y``.
+   Then the edges are selected from the kept rows, those are binned where
+   they are and merged with the certain bins at the exact scale: the bins
+   are bit-identical to the fused plan's. Otherwise the read was the fused
+   plan's first read and its second read follows (the ``one_read`` attr says
+   why): a misplaced edge of one feature may have mis-binned rows of any bin,
+   and finding them takes a full read anyway.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import dask
+import numpy as np
+
+from bigkern.cluster import compute
+from bigkern.errors import LabelError
+from bigkern.reduce._kernels import (
+    bin_ids,
+    bin_sums_sparse,
+    one_read_ids,
+    one_read_sums,
+)
+from bigkern.reduce.binning import (
+    accumulate_bins,
+    combine_bins,
+    dense_partial,
+    padded_edges,
+    positive_flags,
+    use_dense_sums,
+)
+from bigkern.reduce.fixed_point import FixedPointGrid, normalize_limbs
+from bigkern.reduce.one_read_sample import (
+    Guess,
+    OneReadSample,
+    guess,
+    sample_windows,
+    window_tables,
+)
+from bigkern.reduce.outliers import histogram_grid
+from bigkern.reduce.passes import as_float_block, row_starts, tree_reduce, valid_rows
+from bigkern.reduce.quantiles import QuantilePlan
+from bigkern.reduce.radix_select import (
+    GROUP_BITS,
+    Bucket,
+    RadixSelection,
+    _combine_first,
+    _distinct_labels,
+    _first_pass_chunk,
+    _usable_first,
+    combine_refine,
+    dense_histograms,
+    finish_selection,
+    group_histograms,
+    key_dtype,
+    refine_rows,
+)
+
+__all__ = ["OneRead", "OneReadSample", "sample_windows"]
+
+
+# ---------------------------------------------------------------------------
+# per-chunk work
+# ---------------------------------------------------------------------------
+def _window_part(xb: np.ndarray, yb: Any, mb: Any, *, lo: int, hi: int) -> dict[str, Any]:
+    """The first pass's partial of rows ``lo:hi`` of a held chunk."""
+    return _first_pass_chunk(np.asarray(xb)[lo:hi], None if yb is None else np.asarray(yb)[lo:hi],
+                             None if mb is None else np.asarray(mb)[lo:hi])
+
+
+def _one_read_chunk(
+    Xb: np.ndarray, yb: np.ndarray | None, mb: np.ndarray | None, *, tables: np.ndarray,
+    n_cells: np.ndarray, scales: np.ndarray, positive: Any, classes: tuple[Any, ...] | None,
+    guessed_classes: bool,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A chunk's summary (first-pass partial, certain bins at each candidate scale, whether
+    a label fell outside guessed classes) and its kept rows (which stay on the worker).
+
+    ``scales`` (candidates, d) are the candidate fixed-point scales; ``tables``
+    the guessed cell tables (:func:`~bigkern.reduce.one_read_sample.window_tables`).
+    """
+    X = as_float_block(Xb)
+    valid, counts = valid_rows(X, mb)
+    ukind, width = key_dtype(X.dtype)
+    bits = X.view(ukind)
+    n, d = X.shape
+    labels = None if yb is None else _distinct_labels(np.asarray(yb), valid)
+    mismatch = False
+    try:
+        is_positive = positive_flags(yb, valid, positive, classes)
+    except LabelError:
+        if not guessed_classes:
+            raise
+        is_positive, mismatch = np.zeros(n, dtype=bool), True  # the classes were a guess
+    with np.errstate(over="ignore"):
+        down = np.ldexp(1.0, scales)
+        reach = np.nextafter(np.ldexp(1.0, 31 - scales.max(axis=0)), 0.0)
+    n_possible = int(np.prod(n_cells, dtype=object))
+    k = len(scales)
+    cand_index = np.arange(k * d, dtype=np.int64)[:, None]
+    no_outside, no_extreme = np.zeros(k * d, dtype=np.int64), np.full(k * d, np.nan)
+    with_labels = positive is not None
+    if use_dense_sums(n_possible, n):
+        count, sums, pos, kept = one_read_sums(
+            X, bits, valid, is_positive, width, GROUP_BITS, tables, n_cells, down, reach,
+            n_possible)
+        bins = dense_partial(count, sums, pos, no_outside, no_extreme, counts, cand_index,
+                             with_labels)
+    else:
+        ids, kept = one_read_ids(X, bits, valid, width, GROUP_BITS, tables, n_cells, reach)
+        order = np.flatnonzero(ids >= 0)
+        order = order[np.argsort(ids[order], kind="stable")]
+        index = np.arange(d, dtype=np.int64)[:, None]
+        parts = []
+        for c in range(k):
+            bounds = np.stack([-reach, reach, np.full(d, -np.inf), np.full(d, np.inf)], axis=1)
+            parts.append(bin_sums_sparse(X, ids, is_positive, down[c][:, None],
+                                         1.0 / down[c][:, None], index, bounds, order))
+        uniq, cnt, _, pos = parts[0][:4]
+        bins = {"counts": counts, "bin": uniq.astype(np.int64), "n": cnt,
+                "sum": np.concatenate([p[2] for p in parts], axis=1), "limb_index": cand_index,
+                "positive": pos if with_labels else None, "outside": no_outside,
+                "extreme": no_extreme}
+    first = {"counts": counts, "labels": labels,
+             "hist": group_histograms(X, valid)}
+    rows = np.flatnonzero(kept)
+    return {"first": first, "bins": bins, "mismatch": mismatch}, {
+        "kept_X": X[rows], "kept_positive": is_positive[rows]}
+
+
+def _refine_kept(part: dict[str, Any], *, buckets: Sequence[Bucket]) -> dict[Any, Any]:
+    return refine_rows(part["kept_X"], buckets)
+
+
+def _bin_kept(part: dict[str, Any], *, edges: tuple[np.ndarray, ...], grid: FixedPointGrid,
+              with_labels: bool) -> dict[str, Any]:
+    X = part["kept_X"]
+    padded, n_edges = padded_edges(edges)
+    ids = bin_ids(X, np.ones(len(X), dtype=bool), padded, n_edges)
+    n_possible = int(np.prod(n_edges + 1, dtype=object))
+    return accumulate_bins(X, ids, part["kept_positive"], grid, n_possible, {"kept": len(X)},
+                           with_labels)
+
+
+def _combine_read(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Combine the summaries of the read: first pass, certain bins, label mismatch."""
+    return {"first": _combine_first([p["first"] for p in parts]),
+            "bins": combine_bins([p["bins"] for p in parts]),
+            "mismatch": any(p["mismatch"] for p in parts)}
+
+
+# ---------------------------------------------------------------------------
+# the plan
+# ---------------------------------------------------------------------------
+@dataclass
+class OneRead:
+    """One run of the one-read plan (see the module docstring).
+
+    :meth:`draw_sample` reads the sample windows (holding their chunks) and
+    makes the guess, :meth:`read` runs the full read and returns its
+    first-pass result (the two-read plan's first read, exactly), and
+    :meth:`finish` checks the guess and, when it holds, gives the combined
+    bins. ``status`` says what happened, for the bins' attrs.
+    """
+
+    X: Any
+    y: Any
+    mask: Any
+    probs: np.ndarray
+    where: np.ndarray
+    classes: tuple[Any, ...] | None
+    names: Sequence[str]
+    sample: OneReadSample = field(default_factory=OneReadSample)
+    status: str = "not run"
+    sample_rows: int = 0
+    held_chunks: int = 0
+    _guess: Guess | None = None
+    _held: dict[int, tuple[Any, Any, Any]] = field(default_factory=dict)
+    _parts: list[Any] = field(default_factory=list)
+    _certain: dict[str, Any] | None = None
+    _mismatch: bool = False
+    _classes: tuple[Any, ...] | None = None
+    _positive: Any = None
+
+    def attrs(self) -> dict[str, Any]:
+        """The plan attrs this run adds to the bins."""
+        return {"one_read": self.status, "sample_rows": int(self.sample_rows),
+                "sample_chunks_held": int(self.held_chunks)}
+
+    def _blocks(self) -> list[list[Any]]:
+        return [list(a.to_delayed(optimize_graph=False).ravel()) if a is not None
+                else [None] * self.X.numblocks[0] for a in (self.X, self.y, self.mask)]
+
+    def draw_sample(self, max_kept: float) -> bool:
+        """Read the sample windows and guess; False (with ``status``) when no guess is made."""
+        n = self.X.shape[0]
+        starts = row_starts(self.X.chunks[0])
+        ends = [s + c for s, c in zip(starts, self.X.chunks[0], strict=True)]
+        windows = sample_windows(n, self.sample)
+        pieces = [(i, max(a, starts[i]) - starts[i], min(b, ends[i]) - starts[i])
+                  for a, b in windows for i in range(len(starts))
+                  if starts[i] < b and ends[i] > a]
+        if not pieces:
+            return self._skip("no rows to sample")
+        held = sorted({i for i, _, _ in pieces})
+        blocks = self._blocks()
+        flat = [blocks[j][i] for i in held for j in range(3) if blocks[j][i] is not None]
+        persisted = iter(dask.persist(*flat))
+        for i in held:
+            self._held[i] = tuple(next(persisted) if blocks[j][i] is not None else None
+                                  for j in range(3))
+        self.held_chunks = len(held)
+        part = dask.delayed(_window_part, pure=True, name="one-read-sample")
+        graph = tree_reduce([part(*self._held[i], lo=lo, hi=hi) for i, lo, hi in pieces],
+                            _combine_first, name="one-read-sample-combine")
+        (first,) = compute(graph, label="percentile bins: sampling")
+        self.sample_rows = int(first["counts"]["valid"])
+        if self.sample_rows == 0:
+            return self._skip("no usable row in the sample")
+        self._classes, self._positive = self.classes, None
+        if self.y is not None:
+            labels = first["labels"]
+            if self.classes is None and isinstance(labels, np.ndarray) and len(labels) == 2:
+                self._classes = (labels[0].item(), labels[1].item())
+            self._positive = None if self._classes is None else self._classes[1]
+        share = first["counts"]["rows"] / max(n, 1)
+        self._guess = guess(first["hist"], self.probs, self.where, self.X.dtype, self.sample,
+                             share)
+        if self._guess.kept_estimate > max_kept:
+            return self._skip(f"the sample's windows hold {self._guess.kept_estimate:.1%} of "
+                              f"its rows (over max_deferred_fraction={max_kept:g})")
+        return True
+
+    def _skip(self, reason: str) -> bool:
+        self.status = f"skipped: {reason}"
+        self._held.clear()
+        return False
+
+    def read(self) -> dict[str, Any]:
+        """The one full read; returns its first-pass result (counts, histograms, labels)."""
+        g = self._guess
+        assert g is not None, "draw_sample first"
+        d = self.X.shape[1]
+        tables = dask.delayed(window_tables, pure=True)(g.upper, g.ranges)
+        blocks = self._blocks()
+        fn = dask.delayed(_one_read_chunk, pure=True, nout=2, name="one-read")
+        kw = {"tables": tables, "n_cells": np.full(d, len(self.where) + 1, dtype=np.int64),
+              "scales": g.scales, "positive": self._positive, "classes": self._classes,
+              "guessed_classes": self.classes is None}
+        summaries, kept = zip(*(fn(*self._held.get(i, tuple(b[i] for b in blocks)), **kw)
+                                for i in range(len(blocks[0]))), strict=True)
+        root = tree_reduce(list(summaries), _combine_read, name="one-read-combine")
+        *parts, root = dask.persist(*kept, root)  # the kept rows stay on their workers
+        self._parts = parts
+        self._held.clear()
+        (res,) = compute(root, label="percentile bins: one read")
+        self._certain, self._mismatch = res["bins"], bool(res["mismatch"])
+        return _usable_first(res["first"])
+
+    def _misplaced(self, selection: RadixSelection, plan: QuantilePlan, hist: np.ndarray,
+                   grid: FixedPointGrid) -> list[str]:
+        g = self._guess
+        assert g is not None
+        d = self.X.shape[1]
+        upper = selection.top_groups(dict.fromkeys(range(d), plan.hi[self.where]))
+        why = []
+        for f in range(d):
+            occupied = np.flatnonzero(hist[f])
+            certain = occupied[~g.keep[f, occupied]]
+            cells = np.searchsorted(np.sort(g.upper[f]), certain, side="left")
+            exact = np.searchsorted(np.sort(upper[f]), certain, side="left")
+            if not g.keep[f, selection.target_groups(f)].all():
+                why.append(f"{self.names[f]}: an order statistic outside the sample's windows")
+            elif not np.array_equal(cells, exact):
+                why.append(f"{self.names[f]}: an edge outside its window")
+            if grid.scales[f] not in g.scales[:, f]:
+                why.append(f"{self.names[f]}: fixed-point scale {grid.scales[f]} not among the "
+                           f"sample's candidates {sorted(g.scales[:, f].tolist())}")
+        return why
+
+    def finish(
+        self, first: dict[str, Any], plan: QuantilePlan, classes: tuple[Any, ...] | None,
+        positive: Any,
+    ) -> tuple[Any, ...] | None:
+        """Check the guess against the read's exact histograms; the bins, or None to fall back.
+
+        ``first`` is :meth:`read`'s result, ``plan`` its quantile plan,
+        ``classes`` and ``positive`` those of the labels as the two-read plan
+        takes them. Returns ``(res, edge_list, values, hist, grid,
+        kept_bound, passes)`` as the two-read plan's driver does.
+        """
+        g = self._guess
+        assert g is not None and self._certain is not None, "read first"
+        d = self.X.shape[1]
+        if self.y is not None and (self._mismatch or self._classes != classes):
+            return self.fallback("the sample did not show the classes of y")
+        hist = dense_histograms(first)
+        selection = RadixSelection(self.X.dtype, hist, plan.wanted(d))
+        grid = histogram_grid(hist, self.X.dtype)
+        kept_bound = sum(int(hist[f, selection.target_groups(f)].sum())
+                         for f in range(d)) / first["counts"]["valid"]
+        why = self._misplaced(selection, plan, hist, grid)
+        if why:
+            return self.fallback("; ".join(why))
+        parts = self._parts
+        refine = dask.delayed(_refine_kept, pure=True)
+
+        def kept_graph(buckets: Sequence[Bucket]) -> Any:
+            return tree_reduce([refine(p, buckets=buckets) for p in parts], combine_refine,
+                               name="quantile-refine-combine")
+
+        finish_selection(self.X, self.mask, selection, graph=kept_graph)
+        values = selection.values()
+        edge_values = plan.edges(values, d)[:, self.where]
+        edge_list = tuple(edge_values[f] for f in range(d))
+        finals = [dask.delayed(_bin_kept, pure=True)(
+            p, edges=edge_list, grid=grid, with_labels=positive is not None) for p in parts]
+        (kept,) = compute(tree_reduce(finals, combine_bins, name="one-read-kept-combine"),
+                          label="percentile bins: binning the kept rows")
+        res = combine_bins([certain_bins(self._certain, g.scales, grid), kept])
+        self.status = "ok"
+        self._parts = []
+        return res, edge_list, values, hist, grid, kept_bound, selection.passes
+
+    def fallback(self, reason: str) -> None:
+        """Give up the read's kept rows: the two-read plan finishes (``status`` says why)."""
+        self.status = f"fallback: {reason}"
+        self._parts = []
+        self._certain = None
+
+
+def certain_bins(
+    certain: dict[str, Any], scales: np.ndarray, grid: FixedPointGrid
+) -> dict[str, Any]:
+    """The certain rows' combined bins in ``grid``'s limb layout, from the candidates' sums.
+
+    ``scales`` (candidates, d) are the candidate scales the read summed at;
+    ``grid``'s scale must be one of them for each feature.
+    """
+    d = len(grid.scales)
+    cols = [int(np.flatnonzero(scales[:, f] == grid.scales[f])[0]) * d + f for f in range(d)]
+    index = grid.limb_index
+    sums = np.zeros((len(certain["n"]), int(index.max()) + 1), dtype=np.int64)
+    sums[:, :d] = certain["sum"][:, cols]
+    return {**certain, "sum": normalize_limbs(sums, index), "limb_index": index,
+            "outside": np.zeros(d, dtype=np.int64), "extreme": np.full(d, np.nan)}
+
