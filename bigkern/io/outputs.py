@@ -205,7 +205,12 @@ def prepare_output(
 
 
 def _delete(path: Location) -> None:
-    """Delete ``path`` (a file or a whole directory / prefix), no questions asked."""
+    """Delete ``path`` (a file or a whole directory / prefix), no questions asked.
+
+    Every caller says, next to the call, how it knows ``path`` is bigkern's own:
+    a :func:`check_replaceable` just before, or a staging name with a fresh
+    random tag that only this process can have made.
+    """
     if path.local:
         if path.local_path.is_dir() and not path.local_path.is_symlink():
             shutil.rmtree(path.local_path)
@@ -285,6 +290,8 @@ def _retire(target: Location) -> None:
     """Mark the old output ``writing`` and delete all of it but its root ``zarr.json``."""
     import zarr
 
+    # _publish called check_replaceable(target) just before: bigkern's marker attributes,
+    # and nothing inside but what bigkern wrote
     if not target.isdir():
         _delete(target)
         return
@@ -314,4 +321,4 @@ def _publish(temp: Location, target: Location) -> None:
         if "zarr.json" in names:
             fs.copy(f"{root}/zarr.json", target.joinpath("zarr.json").path)
     target.refresh()
-    _delete(temp)
+    _delete(temp)  # the staged copy: a fresh random tag that only staged_output made
