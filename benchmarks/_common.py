@@ -402,6 +402,24 @@ def dir_size(path: Path) -> int:
     return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
 
 
+def run_teed(name: str, small: bool, out: Path | None, fn: Any) -> None:
+    """Run ``fn()`` with bigkern's progress bars off, printing and writing what it prints.
+
+    The output goes to ``out``, else ``benchmarks/results/<name>.txt`` (a
+    temporary file for a ``--small`` smoke run).
+    """
+    import bigkern
+
+    out = out or (Path(tempfile.gettempdir()) / f"bigkern-bench-{name}.txt" if small
+                  else Path(__file__).resolve().parent / "results" / f"{name}.txt")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    buf = io.StringIO()
+    with bigkern.config.set(progress=False), contextlib.redirect_stdout(Tee(sys.stdout, buf)):
+        fn()
+    out.write_text(buf.getvalue())
+    print(f"output written to {out}")
+
+
 class Tee(io.TextIOBase):
     """Write to several streams."""
 

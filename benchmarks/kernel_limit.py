@@ -29,10 +29,7 @@ with ``--small``, a temporary file).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -156,15 +153,7 @@ def main() -> None:
     args = p.parse_args()
     if args.small:
         args.rows, args.repeat = 20_000, 2
-    out = args.out or (Path(tempfile.gettempdir()) / "bigkern-bench-kernel_limit.txt"
-                       if args.small else
-                       Path(__file__).resolve().parent / "results" / "kernel_limit.txt")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(C.Tee(sys.stdout, buf)):
-        run(args)
-    out.write_text(buf.getvalue())
-    print(f"output written to {out}")
+    C.run_teed("kernel_limit", args.small, args.out, lambda: run(args))
 
 
 if __name__ == "__main__":

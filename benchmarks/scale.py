@@ -23,8 +23,6 @@ Output is also written to ``benchmarks/results/scale.txt`` (``--out``; with
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import math
 import shutil
 import sys
@@ -226,16 +224,7 @@ def main() -> None:
     if args.small:
         args.pixels_per_worker, args.scene_shape = 2_000_000, (512, 1024)
         args.chunks, args.repeat = [1_000, 3_000], 1
-    out = args.out or (Path(tempfile.gettempdir()) / "bigkern-bench-scale.txt" if args.small
-                       else Path(__file__).resolve().parent / "results" / "scale.txt")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    buf = io.StringIO()
-    import bigkern
-
-    with bigkern.config.set(progress=False), contextlib.redirect_stdout(C.Tee(sys.stdout, buf)):
-        run(args)
-    out.write_text(buf.getvalue())
-    print(f"output written to {out}")
+    C.run_teed("scale", args.small, args.out, lambda: run(args))
 
 
 if __name__ == "__main__":

@@ -28,10 +28,8 @@ with ``--small``, the temporary directory).
 
 from __future__ import annotations
 
-import contextlib
 import io
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -197,16 +195,7 @@ def main() -> None:
     args = p.parse_args()
     if args.small:
         args.repeat, args.warmup, args.svc_repeat = 10, 2, 1
-    out = args.out or (Path(tempfile.gettempdir()) / "bigkern-bench-small_fit.txt" if args.small
-                       else Path(__file__).resolve().parent / "results" / "small_fit.txt")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    buf = io.StringIO()
-    import bigkern
-
-    with bigkern.config.set(progress=False), contextlib.redirect_stdout(C.Tee(sys.stdout, buf)):
-        run(args)
-    out.write_text(buf.getvalue())
-    print(f"output written to {out}")
+    C.run_teed("small_fit", args.small, args.out, lambda: run(args))
 
 
 if __name__ == "__main__":
