@@ -29,10 +29,13 @@ from bigkern.kernels import GaussianExpansion, gaussian_kernel
 from bigkern.models._base import _KernelClassifier
 from bigkern.models.kernel_regression import _KernelRegressor
 from bigkern.models.reduced import (
+    ReducedSVC,
     _plus_minus,
     _positive,
     default_size,
     expansion_regressor_dataset,
+    fit_labels,
+    masked_targets,
     reduced_basis,
 )
 from bigkern.reduce.passes import as_row_chunked, per_feature_counts, without_per_feature
@@ -63,14 +66,15 @@ class _NystromFit:
             raise ValueError(f"n_folds must be an int >= 2; got {self.n_folds!r}")
         return widths, lams
 
-    def _fit_pieces(self, Xd: Any, yd: Any, rs: Any, widths: tuple[float, ...],
+    def _fit_pieces(self, Xd: Any, yd: Any, md: Any, rs: Any, widths: tuple[float, ...],
                     lams: tuple[float, ...], t0: float) -> None:
         basis, offset, scale = reduced_basis(rs, widths[0], self.standardize)
         many = len(widths) * len(lams) > 1
         seed = self.random_state if isinstance(self.random_state, int | np.integer) else 0
         ds = reduced_normal_equations_folds(Xd, yd, basis.centers, widths,
                                             n_folds=int(self.n_folds) if many else 1,
-                                            seed=int(seed), offset=offset, scale=scale)
+                                            seed=int(seed), offset=offset, scale=scale,
+                                            mask=md)
         t_pass = time.perf_counter() - t0
         m = basis.n_basis
         folds = list(range(int(ds.sizes["fold"])))
@@ -178,8 +182,11 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
         self.fit_intercept = fit_intercept
         self.random_state = random_state
 
-    def fit(self, X: Any, y: Any) -> NystromKernelRidge:
+    def fit(self, X: Any, y: Any, *, mask: Any = None) -> NystromKernelRidge:
         """Fit on ``X`` (n, d) — numpy, dask or a DataArray — and real targets ``y``.
+
+        ``mask`` (n,) of bool, optional, keeps the rows to fit on; the others are
+        left out and counted (``n_masked``), their targets never looked at.
 
         Returns
         -------
@@ -187,17 +194,18 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
         """
         t0 = time.perf_counter()
         widths, lams = self._check()
-        arr, y = self._fit_input(X, y, y_numeric=True)
+        arr, y = self._fit_input(X, masked_targets(y, mask), y_numeric=True)
         if not isinstance(y, da.Array):
             y = np.asarray(y, dtype=np.float64)
-        Xd, yd, _ = as_row_chunked(arr, y)
+        Xd, yd, md = as_row_chunked(arr, y, mask)
         n = int(Xd.shape[0])
         if n < 2:
             raise ValueError(f"{type(self).__name__} needs at least 2 samples to fit; got "
                              f"n_samples={n}")
         rs = select_reduced_set(Xd, None, size=default_size(n, self.size, self.fraction),
-                                fraction=self.fraction, random_state=self.random_state)
-        self._fit_pieces(Xd, yd.astype(np.float64), rs, widths, lams, t0)
+                                fraction=self.fraction, random_state=self.random_state,
+                                mask=md)
+        self._fit_pieces(Xd, yd.astype(np.float64), md, rs, widths, lams, t0)
         return self
 
     def to_dataset(self) -> Any:
@@ -246,30 +254,31 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
         self.fit_intercept = fit_intercept
         self.random_state = random_state
 
-    def fit(self, X: Any, y: Any) -> NystromKernelRidgeClassifier:
+    def fit(self, X: Any, y: Any, *, mask: Any = None) -> NystromKernelRidgeClassifier:
         """Fit on ``X`` (n, d) and two-class labels ``y`` (any dtype; dask stays lazy).
+
+        ``mask`` (n,) of bool, optional, keeps the rows to fit on (e.g. the
+        labelled pixels); the others are counted (``n_masked``), their labels
+        never looked at.
 
         Returns
         -------
         self
         """
-        from bigkern.models.reduced import ReducedSVC
-
         t0 = time.perf_counter()
         widths, lams = self._check()
         arr, y = self._fit_input(X, y)
-        lazy = isinstance(y, da.Array)
-        labels = y if lazy else self._fit_classes(np.asarray(y))
-        Xd, yd, _ = as_row_chunked(arr, labels)
+        labels, lazy = fit_labels(self, y, mask)
+        Xd, yd, md = as_row_chunked(arr, labels, mask)
         n = int(Xd.shape[0])
         rs = select_reduced_set(Xd, yd, size=default_size(n, self.size, self.fraction),
                                 fraction=self.fraction, stratified=self.stratified,
-                                random_state=self.random_state)
+                                random_state=self.random_state, mask=md)
         if lazy:
             ReducedSVC._classes_from_draw(self, rs)  # the same two-class rule and errors
         ypm = yd.map_blocks(_plus_minus, positive=self.classes_[1] if lazy else 1,
                             dtype=np.float64)
-        self._fit_pieces(Xd, ypm, rs, widths, lams, t0)
+        self._fit_pieces(Xd, ypm, md, rs, widths, lams, t0)
         self.expansion_ = GaussianExpansion.from_parts(self.centers_, self.coef_,
                                                        float(self.intercept_), self.omega_,
                                                        self.offset_, self.scale_)

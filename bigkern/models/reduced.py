@@ -49,6 +49,49 @@ def _plus_minus(block: np.ndarray, positive: Any) -> np.ndarray:
     return np.where(np.asarray(block) == positive, 1.0, -1.0)
 
 
+def fit_labels(est: Any, y: Any, mask: Any) -> tuple[Any, bool]:
+    """Labels for the passes and whether they are lazy.
+
+    numpy ``y`` with a numpy (or no) mask becomes 0/1 codes, ``classes_`` taken from
+    the rows the mask keeps (the others may hold anything, e.g. 0 for unlabelled
+    pixels); a dask ``y`` or mask stays lazy, and ``classes_`` comes from the draw
+    (:meth:`ReducedSVC._classes_from_draw`).
+    """
+    if isinstance(mask, xr.DataArray):
+        mask = mask.data
+    if isinstance(y, da.Array) or isinstance(mask, da.Array):
+        return y, True
+    y = np.asarray(y)
+    if mask is None:
+        return est._fit_classes(y), False
+    keep = np.asarray(mask)
+    if keep.shape != y.shape or keep.dtype != bool:
+        raise ValueError(f"mask must be a boolean array with one entry per row of X "
+                         f"({y.shape[0]}); got {keep.dtype} of shape {keep.shape}")
+    if not keep.any():
+        raise ValueError(f"mask keeps none of the {y.shape[0]} rows")
+    codes = np.zeros(y.shape, dtype=np.int8)
+    codes[keep] = est._fit_classes(y[keep])
+    return codes, False
+
+
+def masked_targets(y: Any, mask: Any) -> Any:
+    """Real targets with the masked-out entries of a numpy ``y`` set to 0.
+
+    Those rows are left out of the fit, so their values (NaN where a target is
+    unknown) must not fail the finite check of numpy targets; dask targets are
+    only read where the mask keeps them.
+    """
+    if mask is None or isinstance(y, da.Array | xr.DataArray) \
+            or isinstance(mask, da.Array | xr.DataArray):
+        return y
+    y, keep = np.asarray(y), np.asarray(mask)
+    if keep.dtype != bool or keep.shape != y.shape[:1]:
+        raise ValueError(f"mask must be a boolean array with one entry per row of X "
+                         f"({y.shape[0]}); got {keep.dtype} of shape {keep.shape}")
+    return np.where(keep if y.ndim == 1 else keep[:, None], y, 0)
+
+
 def robust_standardizer(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Median and robust σ ((q90 − q10) / 2.563) per column; σ = 1 where it is 0."""
     q10, med, q90 = np.quantile(np.asarray(rows, dtype=np.float64), [0.1, 0.5, 0.9], axis=0)
@@ -76,10 +119,11 @@ def reduced_basis(rs: Any, omega: float, standardize: bool
     return basis, offset, scale
 
 
-def newton_fit(est: Any, Xd: Any, yd: Any, basis: GaussianBasis, loss: Any
+def newton_fit(est: Any, Xd: Any, yd: Any, basis: GaussianBasis, loss: Any, md: Any = None
                ) -> tuple[Any, dict[str, int]]:
     """Newton–Armijo on the chunked rows (one read per pass); warns when not converged."""
-    with ReducedNewtonPasses(Xd, yd, basis, loss, hessian_dtype=est.hessian) as passes:
+    with ReducedNewtonPasses(Xd, yd, basis, loss, hessian_dtype=est.hessian,
+                             mask=md) as passes:
         res = newton_armijo(passes, basis.n_basis + 1, C=float(est.C), tol=float(est.tol),
                             max_iter=int(est.max_iter), refine=passes.exact_hessian)
     if not res.converged:
@@ -108,7 +152,8 @@ def fit_report(est: Any, rs: Any, res: Any, counts: dict[str, int], n_basis: int
     """The ``fit_report_`` of a reduced Newton fit (see :class:`ReducedSVC`)."""
     names = getattr(est, "feature_names_in_", None)
     names = [f"f{i}" for i in range(est.n_features_in_)] if names is None else list(names)
-    attrs = {f"n_{k}": int(v) for k, v in counts.items() if not k.startswith("first")}
+    attrs = {f"n_{k}": int(v) for k, v in counts.items()
+             if not k.startswith("first") and (k != "masked" or v)}
     return {
         **without_per_feature(attrs),
         "n_nonfinite_by_feature": per_feature_counts(attrs, names),
@@ -257,8 +302,19 @@ class ReducedSVC(_KernelClassifier):
         check_newton_params(self)
         return SmoothHinge(float(self.alpha))
 
-    def fit(self, X: Any, y: Any) -> ReducedSVC:
+    def fit(self, X: Any, y: Any, *, mask: Any = None) -> ReducedSVC:
         """Fit on ``X`` (n, d) — numpy, dask or a DataArray — and two-class labels ``y``.
+
+        Parameters
+        ----------
+        X : array-like, dask array or DataArray (sample, feature), shape (n, d)
+            Samples; dask input stays lazy.
+        y : array-like or dask array, shape (n,)
+            Labels of two classes (any dtype) where ``mask`` is true.
+        mask : array-like or dask array of bool, shape (n,), optional
+            Rows to fit on, e.g. ``label != 0`` for the labelled pixels of
+            :func:`bigkern.io.scenes.stack_samples`; the others are left out and
+            counted (``n_masked``), their labels never looked at.
 
         Returns
         -------
@@ -267,17 +323,12 @@ class ReducedSVC(_KernelClassifier):
         t0 = time.perf_counter()
         loss = self._checked_params()
         arr, y = self._fit_input(X, y)
-        lazy_labels = isinstance(y, da.Array)
-        if not lazy_labels:
-            codes = self._fit_classes(np.asarray(y))
-            labels: Any = codes
-        else:
-            labels = y
-        Xd, yd, _ = as_row_chunked(arr, labels)
+        labels, lazy_labels = fit_labels(self, y, mask)
+        Xd, yd, md = as_row_chunked(arr, labels, mask)
         n_rows = int(Xd.shape[0])
         rs = select_reduced_set(Xd, yd, size=default_size(n_rows, self.size, self.fraction),
-                                fraction=self.fraction,
-                                stratified=self.stratified, random_state=self.random_state)
+                                fraction=self.fraction, stratified=self.stratified,
+                                random_state=self.random_state, mask=md)
         if lazy_labels:
             self._classes_from_draw(rs)
             ypm = yd.map_blocks(_plus_minus, positive=self.classes_[1], dtype=np.float64)
@@ -288,7 +339,7 @@ class ReducedSVC(_KernelClassifier):
             ypm = yd.map_blocks(_plus_minus, positive=1, dtype=np.float64)
         t_draw = time.perf_counter() - t0
         basis, offset, scale = reduced_basis(rs, self.omega, self.standardize)
-        res, counts = newton_fit(self, Xd, ypm, basis, loss)
+        res, counts = newton_fit(self, Xd, ypm, basis, loss, md)
         v, gamma = res.u[:-1], float(res.u[-1])
         self.expansion_ = GaussianExpansion.from_parts(basis.centers, v, -gamma,
                                                        float(self.omega), offset, scale)
@@ -377,8 +428,11 @@ class ReducedSVR(_KernelRegressor):
         self.hessian = hessian
         self.random_state = random_state
 
-    def fit(self, X: Any, y: Any) -> ReducedSVR:
+    def fit(self, X: Any, y: Any, *, mask: Any = None) -> ReducedSVR:
         """Fit on ``X`` (n, d) — numpy, dask or a DataArray — and real targets ``y`` (n,).
+
+        ``mask`` (n,) of bool, optional, keeps the rows to fit on (as for
+        :meth:`ReducedSVC.fit`); the others are counted as ``n_masked``.
 
         Returns
         -------
@@ -391,19 +445,20 @@ class ReducedSVR(_KernelRegressor):
                 or not math.isfinite(float(eps)) or eps < 0:
             raise ValueError(f"epsilon must be a non-negative finite number; got {eps!r}")
         loss = SmoothEpsilonInsensitive(float(self.alpha), float(eps))
-        arr, y = self._fit_input(X, y, y_numeric=True)
+        arr, y = self._fit_input(X, masked_targets(y, mask), y_numeric=True)
         if not isinstance(y, da.Array):
             y = np.asarray(y, dtype=np.float64)
-        Xd, yd, _ = as_row_chunked(arr, y)
+        Xd, yd, md = as_row_chunked(arr, y, mask)
         n_rows = int(Xd.shape[0])
         if n_rows < 2:
             raise ValueError(f"{type(self).__name__} needs at least 2 samples to fit; got "
                              f"n_samples={n_rows}")
         rs = select_reduced_set(Xd, None, size=default_size(n_rows, self.size, self.fraction),
-                                fraction=self.fraction, random_state=self.random_state)
+                                fraction=self.fraction, random_state=self.random_state,
+                                mask=md)
         t_draw = time.perf_counter() - t0
         basis, offset, scale = reduced_basis(rs, self.omega, self.standardize)
-        res, counts = newton_fit(self, Xd, yd.astype(np.float64), basis, loss)
+        res, counts = newton_fit(self, Xd, yd.astype(np.float64), basis, loss, md)
         self.centers_, self.coef_ = basis.centers, res.u[:-1].copy()
         self.intercept_ = -float(res.u[-1])
         self.omega_, self.offset_, self.scale_ = float(self.omega), offset, scale

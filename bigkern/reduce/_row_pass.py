@@ -31,11 +31,15 @@ from bigkern.reduce.passes import (
 __all__ = ["as_arrays", "count_attrs", "run_pass", "usable_rows"]
 
 
-def usable_rows(Xb: np.ndarray, yb: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray,
-                                                                  np.ndarray, dict[str, int]]:
-    """The chunk as floats, y as float64, the usable rows and the counts (with first bad rows)."""
+def usable_rows(Xb: np.ndarray, yb: np.ndarray, start: int, mb: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
+    """The chunk as floats, y as float64, the usable rows and the counts (with first bad rows).
+
+    Rows where the mask chunk ``mb`` is false are left out and counted as ``masked``
+    (their ``y`` is never looked at: unlabelled pixels may hold any value there).
+    """
     X = as_float_block(Xb)
-    valid, counts = valid_rows(X, None)
+    valid, counts = valid_rows(X, None if mb is None else np.asarray(mb).ravel())
     y = np.asarray(yb, dtype=np.float64).ravel()
     bad_y = valid & ~np.isfinite(y)
     counts["nonfinite_y"] = int(bad_y.sum())
@@ -89,16 +93,17 @@ def as_arrays(X: Any, y: Any) -> tuple[Any, Any, list[str] | None]:
 
 
 def run_pass(X: Any, y: Any, func: Any, *, name: str, label: str, split_every: int | None,
-             **kwargs: Any) -> dict[str, Any]:
-    """One read of ``X`` and ``y``: ``func`` per row chunk, tree-reduced; checks the counts.
+             mask: Any = None, **kwargs: Any) -> dict[str, Any]:
+    """One read of ``X``, ``y`` (and ``mask``): ``func`` per row chunk, tree-reduced; checks counts.
 
-    ``func(X_chunk, y_chunk, start=first_row, **kwargs)`` returns a partial
-    ``{"acc": ndarray, "counts": dict}``; the ``acc`` arrays are added.
+    ``func(X_chunk, y_chunk, mask_chunk, start=first_row, **kwargs)`` returns a
+    partial ``{"acc": ndarray, "counts": dict}`` (``mask_chunk`` is None without a
+    mask); the ``acc`` arrays are added.
     """
-    Xd, yd, _ = as_row_chunked(X, y)
+    Xd, yd, md = as_row_chunked(X, y, mask)
     recipe = RowReduction(name, chunk=func, combine=combine_partials, finalize=_checked,
                           with_start=True)
-    return run_reduction(recipe, Xd, yd, split_every=split_every, label=label, **kwargs)
+    return run_reduction(recipe, Xd, yd, md, split_every=split_every, label=label, **kwargs)
 
 
 def _checked(res: dict[str, Any]) -> dict[str, Any]:
@@ -122,11 +127,13 @@ def check_counts(c: dict[str, int]) -> None:
             f"{bad} of {present} present rows ({bad / present:.1%}) are unusable: "
             f"{'; '.join(where)}; over the limit bigkern.max_nonfinite_fraction={limit:g}")
     if c["valid"] == 0:
+        masked = f"are masked out ({c['masked']}), " if c.get("masked") else ""
         raise DataQualityError(
-            f"no usable rows: all {c['rows']} rows have no finite feature ({c['absent']}) or "
-            f"are unusable{': ' + '; '.join(where) if where else ''}")
+            f"no usable rows: all {c['rows']} rows {masked}have no finite feature "
+            f"({c['absent']}) or are unusable{': ' + '; '.join(where) if where else ''}")
 
 
 def count_attrs(c: dict[str, int]) -> dict[str, int]:
+    """Counts as attributes: ``n_<count>`` (``n_masked`` only when rows were masked)."""
     return {f"n_{k}" if not k.startswith("first") else k: int(v) for k, v in c.items()
-            if k != "masked"}
+            if k != "masked" or v}

@@ -24,6 +24,7 @@ from typing import Any
 import dask
 import dask.array as da
 import numpy as np
+import xarray as xr
 from dask.delayed import Delayed
 
 from bigkern import config
@@ -98,6 +99,8 @@ def as_row_chunked(
         if arr is None:
             out.append(None)
             continue
+        if isinstance(arr, xr.DataArray):  # its data: a dask-backed one stays lazy
+            arr = arr.data
         if not isinstance(arr, da.Array):
             arr = np.asarray(arr)
             if arr.shape == (X.shape[0],):  # else the check below names the problem

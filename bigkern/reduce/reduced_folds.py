@@ -54,6 +54,7 @@ def reduced_normal_equations_folds(
     offset: Any = None,
     scale: Any = None,
     split_every: int | None = None,
+    mask: Any = None,
 ) -> xr.Dataset:
     """Normal equations of a reduced Gaussian basis per width and per fold, in one read.
 
@@ -81,6 +82,9 @@ def reduced_normal_equations_folds(
         Standardization of ``X`` (default none).
     split_every : int, optional
         Fan-in of the tree reduction (default ``bigkern.split_every``).
+    mask : array-like or dask array of bool, shape (n,), optional
+        Rows to use (e.g. the labelled pixels); the others are left out and
+        counted (``n_masked``), their ``y`` never looked at.
 
     Returns
     -------
@@ -108,7 +112,8 @@ def reduced_normal_equations_folds(
                    seed=int(seed), name="reduced-normal-equations-folds",
                    label=(f"reduced normal equations ({m} centers, {len(omegas)} widths, "
                           f"{n_folds} folds; {partial_mb:.0f} MB per partial)"),
-                   split_every=split_every, block_rows=config.get("kernel_block_rows"))
+                   split_every=split_every, mask=mask,
+                   block_rows=config.get("kernel_block_rows"))
     acc = np.moveaxis(res["acc"], (2, 3), (0, 1))  # (omega, fold, m + 2, m + 2)
     upper = np.triu(acc)
     full = upper + np.swapaxes(np.triu(acc, 1), -1, -2)

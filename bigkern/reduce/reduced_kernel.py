@@ -68,7 +68,8 @@ def fold_of_rows(rows: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
     return np.minimum((u * n_folds).astype(np.int64), n_folds - 1)
 
 
-def _normal_chunk(Xb: np.ndarray, yb: np.ndarray, *, basis: ReducedBasis,
+def _normal_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, *,
+                  basis: ReducedBasis,
                   omegas: tuple[float, ...], n_folds: int, seed: int, start: int,
                   block_rows: int | None) -> dict[str, Any]:
     """Upper triangles of ``[G_w | 1 | y]ᵀ[G_w | 1 | y]`` per width and fold over one chunk.
@@ -77,7 +78,7 @@ def _normal_chunk(Xb: np.ndarray, yb: np.ndarray, *, basis: ReducedBasis,
     ``f`` at width ``omegas[i]``; one width and one fold is the plain pass of
     :func:`reduced_normal_equations`.
     """
-    X, y, valid, counts = usable_rows(Xb, yb, start)
+    X, y, valid, counts = usable_rows(Xb, yb, start, mb)
     m = basis.n_basis
     dtype = np.dtype(np.float32 if X.dtype == np.float32 else np.float64)
     n = len(X)
@@ -121,11 +122,12 @@ def _normal_chunk(Xb: np.ndarray, yb: np.ndarray, *, basis: ReducedBasis,
     return {"acc": acc, "counts": counts}
 
 
-def _residual_chunk(Xb: np.ndarray, yb: np.ndarray, *, basis: ReducedBasis, start: int,
+def _residual_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, *,
+                    basis: ReducedBasis, start: int,
                     coef: np.ndarray, intercept: float, block_rows: int | None
                     ) -> dict[str, Any]:
     """Σ r², Σ r of the residuals ``r = y − (G coef + intercept)`` over one chunk."""
-    X, y, valid, counts = usable_rows(Xb, yb, start)
+    X, y, valid, counts = usable_rows(Xb, yb, start, mb)
     rss = 0.0
     rsum = 0.0
     step = block_step(len(X), block_rows)
@@ -148,6 +150,7 @@ def reduced_normal_equations(
     offset: Any = None,
     scale: Any = None,
     split_every: int | None = None,
+    mask: Any = None,
 ) -> xr.Dataset:
     """The normal equations of least squares on a reduced Gaussian basis, in one read.
 
@@ -171,6 +174,9 @@ def reduced_normal_equations(
         Standardization of ``X`` (default none).
     split_every : int, optional
         Fan-in of the tree reduction (default ``bigkern.split_every``).
+    mask : array-like or dask array of bool, shape (n,), optional
+        Rows to use (e.g. the labelled pixels); the others are left out and
+        counted (``n_masked``), their ``y`` never looked at.
 
     Returns
     -------
@@ -195,7 +201,8 @@ def reduced_normal_equations(
     m = basis.n_basis
     res = run_pass(X, y, _normal_chunk, basis=basis, omegas=(basis.omega,), n_folds=1, seed=0,
                    name="reduced-normal-equations", label=f"reduced normal equations ({m} centers)",
-                   split_every=split_every, block_rows=config.get("kernel_block_rows"))
+                   split_every=split_every, mask=mask,
+                   block_rows=config.get("kernel_block_rows"))
     acc = np.triu(res["acc"][:, :, 0, 0])
     full = acc + np.triu(acc, 1).T
     counts = res["counts"]
@@ -228,6 +235,7 @@ def reduced_residual_sums(
     offset: Any = None,
     scale: Any = None,
     split_every: int | None = None,
+    mask: Any = None,
 ) -> xr.Dataset:
     """Residual sums of ``f(x) = Σ_j coef_j g_j(x) + intercept`` on the data, in one read.
 
@@ -236,7 +244,7 @@ def reduced_residual_sums(
 
     Parameters
     ----------
-    X, y, centers, omega, offset, scale, split_every
+    X, y, centers, omega, offset, scale, split_every, mask
         As for :func:`reduced_normal_equations`.
     coef : array-like, shape (m̃,)
         Weights of the basis functions.
@@ -258,7 +266,7 @@ def reduced_residual_sums(
     if not np.all(np.isfinite(coef)) or not math.isfinite(float(intercept)):
         raise ValueError("coef and intercept must be finite")
     res = run_pass(X, y, _residual_chunk, basis=basis, name="reduced-residual-sums",
-                    label="residual sums", split_every=split_every, coef=coef,
+                    label="residual sums", split_every=split_every, mask=mask, coef=coef,
                     intercept=float(intercept), block_rows=config.get("kernel_block_rows"))
     counts = res["counts"]
     return xr.Dataset(

@@ -129,12 +129,11 @@ def resolve_size(size: Any, fraction: Any, n_rows: int) -> int:
     return size
 
 
-def _draw_chunk(Xb: np.ndarray, yb: np.ndarray | None, *, start: int, keep: int, seed: int,
-                stratified: bool) -> dict[str, Any]:
+def _draw_chunk(Xb: np.ndarray, yb: np.ndarray | None, mb: np.ndarray | None = None, *,
+                start: int, keep: int, seed: int, stratified: bool) -> dict[str, Any]:
     """Per stratum, the ``keep`` usable rows of a chunk with the smallest hashes; counts."""
     X = as_float_block(Xb)
-    valid, counts = valid_rows(X, None)
-    counts.pop("masked", None)
+    valid, counts = valid_rows(X, None if mb is None else np.asarray(mb).ravel())
     firsts = {"first_nonfinite": -1, "first_nonfinite_y": -1}
     if counts["nonfinite"]:
         some = ~valid & np.isfinite(X).any(axis=1)
@@ -228,6 +227,7 @@ def select_reduced_set(
     stratified: bool = True,
     random_state: Any = None,
     split_every: int | None = None,
+    mask: Any = None,
 ) -> ReducedSet:
     """Draw a uniform random reduced set Ã from the usable rows, per class, in one read.
 
@@ -249,6 +249,9 @@ def select_reduced_set(
         Seed of the row hashes (the same seed gives the same set for any chunking).
     split_every : int, optional
         Fan-in of the tree merge (default ``bigkern.split_every``).
+    mask : array-like or dask array of bool, shape (n,), optional
+        Rows that may be drawn (e.g. the labelled pixels); the others are left
+        out and counted (``masked``), their ``y`` never looked at.
 
     Returns
     -------
@@ -278,14 +281,14 @@ def select_reduced_set(
         X = X.transpose(..., "feature").data
     if isinstance(y, xr.DataArray):
         y = y.data
-    Xd, yd, _ = as_row_chunked(X, y)
+    Xd, yd, md = as_row_chunked(X, y, mask)
     n_rows = int(Xd.shape[0])
     size = resolve_size(size, fraction, n_rows)
     seed = int(check_random_state(random_state).randint(2**31 - 1))
     stratified = bool(stratified) and y is not None
     recipe = RowReduction("reduced-set", chunk=_draw_chunk,
                           combine=partial(_combine, keep=size), with_start=True)
-    root = run_reduction(recipe, Xd, yd, split_every=split_every,
+    root = run_reduction(recipe, Xd, yd, md, split_every=split_every,
                          label=f"drawing a reduced set of {size} rows",
                          keep=size, seed=seed, stratified=stratified)
     return _finalize(root, size, seed, stratified, n_rows)
@@ -298,7 +301,8 @@ def _finalize(root: dict[str, Any], size: int, seed: int, stratified: bool,
     usable = int(counts["valid"])
     if size > usable:
         raise ValueError(f"size={size} is more than the {usable} usable rows of X ({n_rows} rows; "
-                         f"{n_rows - usable} left out: absent {counts['absent']}, non-finite "
+                         f"{n_rows - usable} left out: masked {counts['masked']}, absent "
+                         f"{counts['absent']}, non-finite "
                          f"{counts['nonfinite']}, non-finite y {counts['nonfinite_y']})")
     cls = root["classes"]
     classes = class_counts = None

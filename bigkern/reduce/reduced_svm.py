@@ -39,10 +39,11 @@ from bigkern.solvers.smooth_svm import RowSums, accumulate_block
 __all__ = ["ReducedNewtonPasses", "newton_sums"]
 
 
-def _newton_chunk(Xb: np.ndarray, yb: np.ndarray, *, start: int, basis: GaussianBasis,
-                  point: dict[str, Any], loss: Any, block_rows: int | None) -> dict[str, Any]:
+def _newton_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, *, start: int,
+                  basis: GaussianBasis, point: dict[str, Any], loss: Any,
+                  block_rows: int | None) -> dict[str, Any]:
     """The flat :class:`RowSums` of one chunk at ``point`` (u, d, steps, at), and its counts."""
-    X, y, valid, counts = usable_rows(Xb, yb, start)
+    X, y, valid, counts = usable_rows(Xb, yb, start, mb)
     m = basis.n_basis
     steps = np.asarray(point["steps"], dtype=np.float64)
     sums = RowSums.zeros(m + 1, len(steps))
@@ -58,15 +59,16 @@ def _newton_chunk(Xb: np.ndarray, yb: np.ndarray, *, start: int, basis: Gaussian
 
 
 def newton_sums(X: Any, y: Any, basis: GaussianBasis, u: np.ndarray, d: np.ndarray,
-                steps: Any, at: float, *, loss: Any, split_every: int | None = None
-                ) -> tuple[RowSums, dict[str, int]]:
+                steps: Any, at: float, *, loss: Any, split_every: int | None = None,
+                mask: Any = None) -> tuple[RowSums, dict[str, int]]:
     """One pass: the :class:`RowSums` over all usable rows of ``X`` (n, d) and ``y`` (n,).
 
     ``f_i = a_i·(u + λ d)``; the loss at every ``λ`` in ``steps``, the gradient and
-    Hessian sums at ``λ = at``. Returns the sums and the row counts of the pass.
+    Hessian sums at ``λ = at``. Rows where ``mask`` (n,) is false are left out.
+    Returns the sums and the row counts of the pass.
     """
-    Xd, yd, _ = as_row_chunked(X, y)
-    with ReducedNewtonPasses(Xd, yd, basis, loss, split_every=split_every) as passes:
+    Xd, yd, md = as_row_chunked(X, y, mask)
+    with ReducedNewtonPasses(Xd, yd, basis, loss, split_every=split_every, mask=md) as passes:
         sums = passes(u, d, steps, at)
     return sums, passes.counts
 
@@ -91,6 +93,8 @@ class ReducedNewtonPasses:
         :class:`~bigkern.solvers.smooth_svm.SmoothHinge`.
     split_every : int, optional
         Fan-in of the tree reduction.
+    mask : dask array of bool, shape (n,), optional
+        Rows to use, chunked like ``X``; the others are left out and counted.
     hessian_dtype : {"float64", "float32"}
         Precision of the Hessian's ``syrk`` products (sums are float64 either way);
         :meth:`exact_hessian` switches to float64 — pass it as ``refine`` to
@@ -105,10 +109,12 @@ class ReducedNewtonPasses:
     """
 
     def __init__(self, X: Any, y: Any, basis: GaussianBasis, loss: Any, *,
-                 split_every: int | None = None, hessian_dtype: Any = "float64") -> None:
+                 split_every: int | None = None, hessian_dtype: Any = "float64",
+                 mask: Any = None) -> None:
         if np.dtype(hessian_dtype) not in (np.float32, np.float64):
             raise ValueError(f"hessian_dtype must be float32 or float64; got {hessian_dtype!r}")
         self.X, self.y, self.basis, self.loss = X, y, basis, loss
+        self.mask = mask
         self.hessian_dtype = np.dtype(hessian_dtype)
         self.split_every = split_every
         self.passes = 0
@@ -149,7 +155,8 @@ class ReducedNewtonPasses:
         m = self.basis.n_basis
         res = run_pass(self.X, self.y, _newton_chunk, name="reduced-svm-newton",
                        label=f"reduced SVM pass {self.passes} ({m} centers)",
-                       split_every=self.split_every, basis=self._handle, point=point,
+                       split_every=self.split_every, mask=self.mask, basis=self._handle,
+                       point=point,
                        loss=self.loss, block_rows=config.get("kernel_block_rows"))
         self.counts = dict(res["counts"])
         return RowSums(res["acc"], m + 1, len(steps))
