@@ -99,3 +99,19 @@ def test_nystrom_classifier_float32_products_same_labels() -> None:
     agree = np.mean(single.predict(X) == exact.predict(X))
     assert agree > 0.995, agree
     assert np.mean(single.predict(X) == y) > 0.9
+
+
+def test_kernel_blocks_fused_by_default_for_float32_and_few_features() -> None:
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(3000, 4)).astype(np.float32)
+    X[::17, 2] = np.nan
+    basis = GaussianBasis.checked(rng.normal(size=(25, 4)), 1.3, 4, np.zeros(4), np.ones(4))
+    auto = [(r.copy(), G.copy()) for r, G in kernel_blocks(X, basis, block_rows=700)]
+    blas = [(r.copy(), G.copy()) for r, G in kernel_blocks(X, basis, block_rows=700,
+                                                           fused=False)]
+    assert len(auto) == len(blas) == 5
+    for (ra, Ga), (rb, Gb) in zip(auto, blas, strict=True):
+        np.testing.assert_array_equal(ra, rb)
+        np.testing.assert_allclose(Ga, Gb, rtol=2e-5, atol=2e-7)
+    with pytest.raises(ValueError, match="float32"):
+        next(kernel_blocks(X, basis, dtype=np.float64, fused=True))

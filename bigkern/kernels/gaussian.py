@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from bigkern import config
-from bigkern.kernels.fused import FUSED_MAX_FEATURES, fused_expansion
+from bigkern.kernels.fused import FUSED_MAX_FEATURES, fused_expansion, fused_kernel_block
 
 __all__ = [
     "Gaussian",
@@ -165,6 +165,7 @@ def kernel_blocks(
     valid: np.ndarray | None = None,
     block_rows: int | None = None,
     dtype: Any = None,
+    fused: bool | None = None,
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Kernel blocks ``G_b = K(X_b, Ã)`` of the usable rows of a chunk, one block at a time.
 
@@ -181,6 +182,11 @@ def kernel_blocks(
     dtype : dtype, optional
         Precision of the exponentials: default float32 for float32 (or narrower) data,
         else float64.
+    fused : bool, optional
+        Evaluate float32 blocks in one compiled sweep per row
+        (:func:`bigkern.kernels.fused.fused_kernel_block`) instead of a BLAS product
+        and three elementwise sweeps. Default: for float32 blocks of at most
+        :data:`~bigkern.kernels.fused.FUSED_MAX_FEATURES` features.
 
     Yields
     ------
@@ -210,12 +216,21 @@ def kernel_blocks(
     lowest = float(np.ceil(np.log(np.finfo(dtype).tiny)))
     step = block_step(n, block_rows)
     work = np.empty((step, basis.n_basis), dtype=dtype)
+    if fused is None:
+        fused = dtype == np.float32 and X.shape[1] <= FUSED_MAX_FEATURES
+    if fused and dtype != np.float32:
+        raise ValueError(f"the fused kernel block is float32; got dtype={dtype}")
+    centers_t = np.ascontiguousarray(basis.centers.T, dtype=np.float32) if fused else None
     for sl in row_blocks(n, step):
         rows = sl.start + np.flatnonzero(valid[sl])
         k = len(rows)
         if k == 0:
             continue
         G = work[:k]
+        if fused:
+            fused_kernel_block(X, rows, centers_t, gamma, basis.offset, basis.scale, G)
+            yield rows, G
+            continue
         np.matmul(exponent_left(X[rows], basis, gamma, dtype), right, out=G)
         np.clip(G, lowest, 0, out=G)
         np.exp(G, out=G)
@@ -381,7 +396,8 @@ class GaussianExpansion:
             return self._fused(X, out)
         dtype = np.dtype(self.dtype)
         c = self.coef.astype(dtype)
-        for rows, G in kernel_blocks(X, self.basis, block_rows=block_rows, dtype=dtype):
+        for rows, G in kernel_blocks(X, self.basis, block_rows=block_rows, dtype=dtype,
+                                     fused=False):
             out[rows] = G @ c
         out += self.intercept
         return out
