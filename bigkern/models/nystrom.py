@@ -40,7 +40,6 @@ from bigkern.models.reduced import (
 )
 from bigkern.reduce.passes import as_row_chunked, per_feature_counts, without_per_feature
 from bigkern.reduce.reduced_folds import fold_pieces, reduced_normal_equations_folds
-from bigkern.reduce.reduced_kernel import check_gram
 from bigkern.reduce.reduced_set import select_reduced_set
 from bigkern.solvers.nystrom import heldout_sse, kernel_penalty_basis, nystrom_solve
 
@@ -65,19 +64,17 @@ class _NystromFit:
         if isinstance(self.n_folds, bool) or not isinstance(self.n_folds, int | np.integer) \
                 or self.n_folds < 2:
             raise ValueError(f"n_folds must be an int >= 2; got {self.n_folds!r}")
-        check_gram(self.gram)
         return widths, lams
 
     def _fit_pieces(self, Xd: Any, yd: Any, md: Any, rs: Any, widths: tuple[float, ...],
                     lams: tuple[float, ...], t0: float) -> None:
         basis, offset, scale = reduced_basis(rs, widths[0], self.standardize)
-        gram = check_gram(self.gram)
         many = len(widths) * len(lams) > 1
         seed = self.random_state if isinstance(self.random_state, int | np.integer) else 0
         ds = reduced_normal_equations_folds(Xd, yd, basis.centers, widths,
                                             n_folds=int(self.n_folds) if many else 1,
                                             seed=int(seed), offset=offset, scale=scale,
-                                            mask=md, gram=gram)
+                                            mask=md)
         t_pass = time.perf_counter() - t0
         m = basis.n_basis
         folds = list(range(int(ds.sizes["fold"])))
@@ -116,7 +113,7 @@ class _NystromFit:
             **without_per_feature(counts),
             "n_nonfinite_by_feature": per_feature_counts(counts, names),
             "n_basis": m, "n_duplicates": rs.n_duplicates, "reads": 2,
-            "omega": self.omega_, "lam": self.lam_, "jitter": sol.jitter, "gram": gram,
+            "omega": self.omega_, "lam": self.lam_, "jitter": sol.jitter,
             "max_cv_jitter": max_jitter, "n_candidates": scores.size,
             "seconds_pass": t_pass, "seconds_total": time.perf_counter() - t0,
         }
@@ -139,16 +136,6 @@ _PARAMS_DOC = """omega : float or sequence of float
         global row number; unused with one candidate).
     fit_intercept : bool
         Fit an unpenalized intercept.
-    gram : {"float64", "float32"}
-        Precision of the products ``KᵀK`` of the one read (most of the work).
-        ``"float64"`` rounds each product once in float64: fits agree across
-        chunkings to round-off. ``"float32"`` forms each block's products with a
-        float32 ``ssyrk`` and adds the blocks in float64 (see
-        :func:`~bigkern.reduce.reduced_folds.reduced_normal_equations_folds`): the
-        pass is about 2× faster and the pieces carry float32 round-off (~1e-7
-        relative), which the solve amplifies by the system's condition, so fits
-        agree across chunkings to that level rather than to float64 round-off
-        (accuracy is unchanged in the tests and benchmarks).
     random_state : int, RandomState or None
         Seed of the reduced set (and, when an int, of the folds)."""
 
@@ -184,7 +171,7 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
     def __init__(self, omega: Any = 1.0, lam: Any = 1e-3, *, penalty: str = "kernel",
                  size: int | None = None, fraction: float | None = None,
                  standardize: bool = True, n_folds: int = 3, fit_intercept: bool = True,
-                 gram: str = "float64", random_state: Any = None) -> None:
+                 random_state: Any = None) -> None:
         self.omega = omega
         self.lam = lam
         self.penalty = penalty
@@ -193,7 +180,6 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
         self.standardize = standardize
         self.n_folds = n_folds
         self.fit_intercept = fit_intercept
-        self.gram = gram
         self.random_state = random_state
 
     def fit(self, X: Any, y: Any, *, mask: Any = None) -> NystromKernelRidge:
@@ -256,8 +242,7 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
     def __init__(self, omega: Any = 1.0, lam: Any = 1e-3, *, penalty: str = "kernel",
                  size: int | None = None, fraction: float | None = None,
                  stratified: bool = True, standardize: bool = True, n_folds: int = 3,
-                 fit_intercept: bool = True, gram: str = "float64",
-                 random_state: Any = None) -> None:
+                 fit_intercept: bool = True, random_state: Any = None) -> None:
         self.omega = omega
         self.lam = lam
         self.penalty = penalty
@@ -267,7 +252,6 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
         self.standardize = standardize
         self.n_folds = n_folds
         self.fit_intercept = fit_intercept
-        self.gram = gram
         self.random_state = random_state
 
     def fit(self, X: Any, y: Any, *, mask: Any = None) -> NystromKernelRidgeClassifier:

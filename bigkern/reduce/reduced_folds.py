@@ -30,7 +30,7 @@ import xarray as xr
 
 from bigkern import config
 from bigkern.reduce._row_pass import as_arrays, count_attrs, run_pass
-from bigkern.reduce.reduced_kernel import ReducedBasis, _normal_chunk, check_gram, fold_of_rows
+from bigkern.reduce.reduced_kernel import ReducedBasis, _normal_chunk, fold_of_rows
 
 __all__ = ["fold_of_rows", "fold_pieces", "reduced_normal_equations_folds"]
 
@@ -55,7 +55,6 @@ def reduced_normal_equations_folds(
     scale: Any = None,
     split_every: int | None = None,
     mask: Any = None,
-    gram: str = "float64",
 ) -> xr.Dataset:
     """Normal equations of a reduced Gaussian basis per width and per fold, in one read.
 
@@ -86,13 +85,6 @@ def reduced_normal_equations_folds(
     mask : array-like or dask array of bool, shape (n,), optional
         Rows to use (e.g. the labelled pixels); the others are left out and
         counted (``n_masked``), their ``y`` never looked at.
-    gram : {"float64", "float32"}
-        Precision of the products ``GᵀG``: ``"float64"`` rounds each product once,
-        in float64; ``"float32"`` (float32 data only: the kernel values are float32
-        already) forms each block's products with a float32 ``ssyrk`` — about 2×
-        faster — and adds the blocks in float64 (relative error about
-        ``√rows·6e-8`` per block, ``rows`` = ``bigkern.kernel_block_rows``); ``Gᵀy``
-        takes ``y`` centred per block and ``Σy``, ``Σy²``, ``n`` stay float64.
 
     Returns
     -------
@@ -121,7 +113,7 @@ def reduced_normal_equations_folds(
                    label=(f"reduced normal equations ({m} centers, {len(omegas)} widths, "
                           f"{n_folds} folds; {partial_mb:.0f} MB per partial)"),
                    split_every=split_every, mask=mask,
-                   block_rows=config.get("kernel_block_rows"), gram=check_gram(gram))
+                   block_rows=config.get("kernel_block_rows"))
     acc = np.moveaxis(res["acc"], (2, 3), (0, 1))  # (omega, fold, m + 2, m + 2)
     upper = np.triu(acc)
     full = upper + np.swapaxes(np.triu(acc, 1), -1, -2)

@@ -18,11 +18,11 @@ products, rounded once, in float64).
 Kernel blocks are evaluated in the data's precision (float32 data → float32
 exponentials; with at most :data:`~bigkern.kernels.fused.FUSED_MAX_FEATURES`
 features in one compiled sweep per row, :func:`~bigkern.kernels.fused.fused_kernel_block`).
-By default (``gram="float64"``) they are cast to float64 before the product, so
-``GᵀG`` and ``Gᵀy`` are exact float64 sums of the products of one and the same
-(float32-rounded) basis matrix. ``gram="float32"`` runs the product — most of
-the work, ``n·m̃²`` — as a float32 ``ssyrk`` per block of centred values and adds
-the blocks in float64 (about 2× faster; see :func:`reduced_normal_equations`).
+They are cast to float64 before the product, so ``GᵀG`` and ``Gᵀy`` are exact
+float64 sums of the products of one and the same (float32-rounded) basis matrix.
+(A float32 product, twice as fast, was tried and dropped: its round-off, about
+1e-7 of the block sums, is amplified by ``K(Ã, Ã)^{-1/2}`` in the Nyström
+system to a few percent of its spectrum, which made it indefinite.)
 
 :func:`reduced_residual_sums` is the second pass of a fit: the residual sum of
 squares of a fitted expansion on the data, for checking a noise variance
@@ -57,7 +57,6 @@ from bigkern.reduce.sampling import uniform_from_index
 
 __all__ = [
     "ReducedBasis",
-    "check_gram",
     "kernel_blocks",
     "reduced_normal_equations",
     "reduced_residual_sums",
@@ -76,18 +75,16 @@ def fold_of_rows(rows: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
 
 def _normal_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, *,
                   basis: ReducedBasis, omegas: tuple[float, ...], n_folds: int, seed: int,
-                  start: int, block_rows: int | None, gram: str = "float64") -> dict[str, Any]:
+                  start: int, block_rows: int | None) -> dict[str, Any]:
     """Upper triangles of ``[G_w | 1 | y]ᵀ[G_w | 1 | y]`` per width and fold over one chunk.
 
     ``acc[:, :, i, f]`` (float64, Fortran-ordered slices) sums the usable rows of fold
     ``f`` at width ``omegas[i]``; one width and one fold is the plain pass of
-    :func:`reduced_normal_equations`. ``gram="float32"`` forms each block's products
-    in float32 (see :func:`_add_block_float32`), ``"float64"`` exactly in float64.
+    :func:`reduced_normal_equations`.
     """
     X, y, valid, counts = usable_rows(Xb, yb, start, mb)
     m = basis.n_basis
     dtype = np.dtype(np.float32 if X.dtype == np.float32 else np.float64)
-    single = gram == "float32"
     # float32 kernel values of few features: one compiled sweep per row writes them
     fused = dtype == np.float32 and X.shape[1] <= FUSED_MAX_FEATURES
     n = len(X)
@@ -100,13 +97,12 @@ def _normal_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, 
     lowest = float(np.ceil(np.log(np.finfo(dtype).tiny)))
     inv_sq = [1.0 / (w * w) for w in omegas]
     step = block_step(n, block_rows)
-    if not single:  # dsyrk runs well below its peak on thin blocks: up to 64 MB of rows
-        step = min(max(n, 1), max(step, min(16384, 2**26 // (8 * (m + 2)))))
+    # dsyrk runs well below its peak on thin blocks: up to 64 MB of rows
+    step = min(max(n, 1), max(step, min(16384, 2**26 // (8 * (m + 2)))))
     S = None if fused else np.empty((step, m), dtype=dtype)
-    # [G | 1 | y] of a block, C-ordered so that its transpose is the Fortran operand of syrk;
-    # in float32 the kernel block is written straight into it (no float64 copy)
-    work = np.empty((step, m + 2), dtype=np.float32 if single else np.float64)
-    G = None if single else np.empty((step, m), dtype=dtype)
+    # [G | 1 | y] of a block, C-ordered so that its transpose is the Fortran operand of syrk
+    work = np.empty((step, m + 2))
+    G = np.empty((step, m), dtype=dtype)
     for sl in row_blocks(n, step):
         rows = sl.start + np.flatnonzero(valid[sl])
         if len(rows) == 0:
@@ -122,7 +118,7 @@ def _normal_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, 
                 continue
             W = work[:k]
             yf = y[rows[in_fold]]
-            Gf = W[:, :m] if single else G[:k]
+            Gf = G[:k]
             if not fused:
                 Sf = Sb[in_fold] if k < len(rows) else Sb
             for i, scale in enumerate(inv_sq):
@@ -133,9 +129,6 @@ def _normal_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, 
                     np.multiply(Sf, dtype.type(scale), out=Gf)
                     np.maximum(Gf, lowest, out=Gf)
                     np.exp(Gf, out=Gf)
-                if single:
-                    _add_block_float32(acc[:, :, i, f], W, yf)
-                    continue
                 W[:, :m] = Gf
                 W[:, m] = 1.0
                 W[:, m + 1] = yf
@@ -144,44 +137,6 @@ def _normal_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, 
                 if not np.shares_memory(out, acc):  # pragma: no cover - f2py made a copy
                     c[...] = out
     return {"acc": acc, "counts": counts}
-
-
-def check_gram(gram: Any) -> str:
-    """``gram`` checked: ``"float64"`` or ``"float32"`` (the precision of ``GᵀG``'s products)."""
-    if gram not in ("float64", "float32"):
-        raise ValueError(f"gram must be 'float64' or 'float32'; got {gram!r}")
-    return str(gram)
-
-
-def _add_block_float32(acc: np.ndarray, W: np.ndarray, y: np.ndarray) -> None:
-    """Add ``[G | 1 | y]ᵀ[G | 1 | y]`` of one block to ``acc`` with a float32 ``ssyrk``.
-
-    ``W[:, :m]`` holds the block's float32 kernel values; it is centred here on its
-    float64 column means ``μ`` and the last two columns are filled with ones and
-    ``y − c`` (``c`` the block mean of ``y``). Only the centred products are rounded
-    in float32 (about ``√k · 6e-8`` of the block's spread, ``k`` rows); the block
-    means go back in float64 (``GᵀG = (G − 1μᵀ)ᵀ(G − 1μᵀ) + k μμᵀ``,
-    ``Gᵀy = (G − 1μᵀ)ᵀ(y − c) + μ Σy``), so neither the later centring of the
-    intercept nor a large mean of ``y`` costs digits. ``Σy``, ``Σy²`` and ``k`` are
-    summed in float64.
-    """
-    m = W.shape[1] - 2
-    k = len(y)
-    G = W[:, :m]
-    mu = np.mean(G, axis=0, dtype=np.float64)
-    np.subtract(G, mu.astype(np.float32), out=G)
-    c = float(np.mean(y))
-    W[:, m] = 1.0
-    W[:, m + 1] = y - c
-    block = blas.ssyrk(1.0, W.T, trans=0, lower=0).astype(np.float64)
-    y_sum = float(np.sum(y))
-    block[:m, :m] += k * np.outer(mu, mu)
-    block[:m, m] = k * mu
-    block[:m, m + 1] += mu * y_sum
-    block[m, m] = k
-    block[m, m + 1] = y_sum
-    block[m + 1, m + 1] = float(y @ y)
-    acc += block
 
 
 def _residual_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, *,
@@ -213,7 +168,6 @@ def reduced_normal_equations(
     scale: Any = None,
     split_every: int | None = None,
     mask: Any = None,
-    gram: str = "float64",
 ) -> xr.Dataset:
     """The normal equations of least squares on a reduced Gaussian basis, in one read.
 
@@ -240,14 +194,6 @@ def reduced_normal_equations(
     mask : array-like or dask array of bool, shape (n,), optional
         Rows to use (e.g. the labelled pixels); the others are left out and
         counted (``n_masked``), their ``y`` never looked at.
-    gram : {"float64", "float32"}
-        Precision of the products ``GᵀG``: ``"float64"`` rounds each product once,
-        in float64; ``"float32"`` (float32 data only: the kernel values are float32
-        already) forms each block's products with a float32 ``ssyrk`` — about 2×
-        faster — and adds the blocks in float64 (relative error about
-        ``√rows·6e-8`` per block, ``rows`` = ``bigkern.kernel_block_rows``); ``Gᵀy``
-        takes ``y`` centred per block and ``Σy``, ``Σy²``, ``n`` stay float64.
-
     Returns
     -------
     xarray.Dataset
@@ -272,7 +218,7 @@ def reduced_normal_equations(
     res = run_pass(X, y, _normal_chunk, basis=basis, omegas=(basis.omega,), n_folds=1, seed=0,
                    name="reduced-normal-equations", label=f"reduced normal equations ({m} centers)",
                    split_every=split_every, mask=mask,
-                   block_rows=config.get("kernel_block_rows"), gram=check_gram(gram))
+                   block_rows=config.get("kernel_block_rows"))
     acc = np.triu(res["acc"][:, :, 0, 0])
     full = acc + np.triu(acc, 1).T
     counts = res["counts"]
