@@ -19,6 +19,7 @@ import xarray as xr
 
 from bigkern import config
 from bigkern.errors import LabelError, StoreError
+from bigkern.io.chunking import check_chunks
 from bigkern.io.integrity import open_checked
 from bigkern.io.outputs import staged_output
 from bigkern.io.urls import Location, PathOrURL, StorageOptions, location
@@ -77,7 +78,10 @@ def open_scenes(
         ``memory://…``).
     chunks : dict or "auto", optional
         Dask chunks; by default the store's own zarr chunks, so that each task
-        reads whole zarr chunks.
+        reads whole zarr chunks. Chunks that would make more than ~10⁶ tasks,
+        or tasks of fewer than ~10⁶ pixels, get a
+        :class:`~bigkern.io.chunking.ChunkWarning` with recommended chunks
+        (see the ``bigkern.chunk_guidance`` settings).
     features : sequence of str, optional
         Feature variables that must be present (checked when ``validate``).
     validate : bool
@@ -112,6 +116,10 @@ def open_scenes(
         raise StoreError(f"{path} is not a readable zarr store: {err}") from err
     if validate:
         validate_scenes(ds, features=features, where=str(path))
+    names = [str(k) for k, v in ds.data_vars.items()
+             if v.dims == SCENE_DIMS and k != "label" and (features is None or k in features)]
+    if names:
+        check_chunks(ds[names], what=f"scene store {path}", stacklevel=3)
     return apply_validity(ds, fill_values=fill_values, valid_ranges=valid_ranges)
 
 

@@ -46,12 +46,8 @@ import numpy as np
 
 from bigkern.cluster import compute
 from bigkern.errors import LabelError
-from bigkern.reduce._kernels import (
-    bin_ids,
-    bin_sums_sparse,
-    one_read_ids,
-    one_read_sums,
-)
+from bigkern.reduce._kernels import bin_ids, bin_sums_sparse
+from bigkern.reduce._key_kernels import one_read_ids, one_read_sums
 from bigkern.reduce.binning import (
     accumulate_bins,
     combine_bins,

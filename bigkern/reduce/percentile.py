@@ -47,7 +47,8 @@ import xarray as xr
 from bigkern import config
 from bigkern.cluster import compute
 from bigkern.errors import LabelError
-from bigkern.reduce._kernels import bin_ids, certain_bin_ids, certain_bin_sums
+from bigkern.reduce._kernels import bin_ids
+from bigkern.reduce._key_kernels import certain_bin_ids, certain_bin_sums
 from bigkern.reduce.binning import (
     _bin_chunk,
     accumulate_bins,

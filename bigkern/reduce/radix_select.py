@@ -19,12 +19,8 @@ import numpy as np
 
 from bigkern.cluster import compute
 from bigkern.errors import DataQualityError
-from bigkern.reduce._kernels import (
-    add_group_counts,
-    group_histogram,
-    int_label_range,
-    select_digits,
-)
+from bigkern.reduce._kernels import int_label_range
+from bigkern.reduce._key_kernels import add_group_counts, group_histogram, select_digits
 from bigkern.reduce.passes import (
     RowReduction,
     add_counts,
@@ -111,7 +107,7 @@ def _first_pass_chunk(
 def group_histograms(X: np.ndarray, valid: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per feature, the occupied top-:data:`GROUP_BITS` key groups of the valid rows and counts.
 
-    The sparse form of :func:`~bigkern.reduce._kernels.key_histogram`, built
+    The sparse form of :func:`~bigkern.reduce._key_kernels.key_histogram`, built
     without sweeping all ``2**GROUP_BITS`` groups: the kernel lists the groups
     as it first counts them (and the dense counts' pages are touched only
     where a value falls).

@@ -1,0 +1,300 @@
+"""Compiled per-chunk loops over the order-preserving keys of the values (numba).
+
+The key of a float is its bits with the sign bit set (non-negative) or all
+bits flipped (negative), so keys sort like the floats and their top bits
+name a *key group*. These loops build the key-group histograms of the
+radix selection of exact order statistics, select the next digits within
+candidate groups, and bin the rows whose bin the key groups alone decide
+(the two-read plan's second read and the one-read plan). As in
+:mod:`bigkern.reduce._kernels`, each sweeps a chunk's rows once.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from bigkern.reduce._kernels import _JIT, _add_wide
+
+__all__ = [
+    "add_group_counts",
+    "certain_bin_ids",
+    "certain_bin_sums",
+    "group_histogram",
+    "key_histogram",
+    "one_read_ids",
+    "one_read_sums",
+    "select_digits",
+]
+
+
+@numba.njit(**_JIT)
+def _key(b, sign):
+    """Order-preserving key of a float's bits; -0.0 and +0.0 share the key of +0.0."""
+    if b == sign:  # -0.0: the key of +0.0 (its bits, 0, with the sign bit set)
+        return sign
+    return ~b if b & sign else b | sign
+
+
+@numba.njit(**_JIT)
+def key_histogram(
+    bits: np.ndarray, valid: np.ndarray, width: int, feature: int, group_bits: int
+) -> np.ndarray:
+    """Histogram of the top ``group_bits`` of the order-preserving keys of one feature.
+
+    ``bits`` is the chunk viewed as unsigned integers of ``width`` bits; the
+    key of a float is its bits with the sign bit set (non-negative) or all
+    bits flipped (negative), which sorts like the floats.
+    """
+    hist = np.zeros(1 << group_bits, dtype=np.int64)
+    sign = bits.dtype.type(1) << bits.dtype.type(width - 1)
+    shift = bits.dtype.type(width - group_bits)
+    for i in range(bits.shape[0]):
+        if valid[i]:
+            hist[np.intp(_key(bits[i, feature], sign) >> shift)] += 1
+    return hist
+
+
+@numba.njit(**_JIT)
+def select_digits(
+    bits: np.ndarray,
+    valid: np.ndarray,
+    feature: int,
+    width: int,
+    nbits: int,
+    step: int,
+    prefixes: np.ndarray,
+) -> np.ndarray:
+    """For keys whose top ``nbits`` equal one of the sorted ``prefixes``: ``pos << step | digit``.
+
+    ``pos`` is the index of the matching prefix and ``digit`` the next ``step``
+    bits of the key. Returned as uint64, one entry per selected value.
+    """
+    utype = bits.dtype.type
+    sign = utype(1) << utype(width - 1)
+    high_shift = utype(width - nbits)
+    low_shift = utype(width - nbits - step)
+    low_mask = (np.uint64(1) << np.uint64(step)) - np.uint64(1)
+    n_pref = prefixes.shape[0]
+    out = np.empty(bits.shape[0], dtype=np.uint64)
+    m = 0
+    for i in range(bits.shape[0]):
+        if not valid[i]:
+            continue
+        key = _key(bits[i, feature], sign)
+        high = np.uint64(key >> high_shift)
+        lo, hi = 0, n_pref
+        while lo < hi:  # binary search among a handful of prefixes
+            mid = (lo + hi) // 2
+            if prefixes[mid] < high:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < n_pref and prefixes[lo] == high:
+            digit = np.uint64(key >> low_shift) & low_mask
+            out[m] = (np.uint64(lo) << np.uint64(step)) | digit
+            m += 1
+    return out[:m]
+
+
+@numba.njit(**_JIT)
+def _certain_bin(bits, i, sign, shift, tables, n_cells) -> np.int64:
+    """Bin of row i from its key groups alone, or -1 when a value's group holds an edge."""
+    b = np.int64(0)
+    for f in range(bits.shape[1]):
+        cell = tables[f, np.intp(_key(bits[i, f], sign) >> shift)]
+        if cell == 65535:
+            return np.int64(-1)
+        b = b * n_cells[f] + np.int64(cell)
+    return b
+
+
+@numba.njit(**_JIT)
+def certain_bin_ids(
+    bits: np.ndarray, valid: np.ndarray, width: int, group_bits: int, tables: np.ndarray,
+    n_cells: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Bin ids decided from key groups alone, before the exact edges are known.
+
+    ``tables[f, g]`` is the cell of every value of feature ``f`` whose key
+    group is ``g``, or ``KEEP`` (65535) when ``g`` holds an edge (or another
+    order statistic still being selected). Rows with a value in such a group
+    are *kept* (``ids = -1``, ``kept = True``) until the edges are exact.
+    """
+    n = bits.shape[0]
+    utype = bits.dtype.type
+    sign = utype(1) << utype(width - 1)
+    shift = utype(width - group_bits)
+    ids = np.full(n, -1, dtype=np.int64)
+    kept = np.zeros(n, dtype=np.bool_)
+    for i in range(n):
+        if not valid[i]:
+            continue
+        b = _certain_bin(bits, i, sign, shift, tables, n_cells)
+        if b < 0:
+            kept[i] = True
+        else:
+            ids[i] = b
+    return ids, kept
+
+
+@numba.njit(**_JIT)
+def certain_bin_sums(
+    X: np.ndarray, bits: np.ndarray, valid: np.ndarray, is_positive: np.ndarray, width: int,
+    group_bits: int, tables: np.ndarray, n_cells: np.ndarray, down: np.ndarray, up: np.ndarray,
+    index: np.ndarray, bounds: np.ndarray, n_possible: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`certain_bin_ids` and :func:`~bigkern.reduce._kernels.bin_sums_dense` in one sweep.
+
+    Returns the dense per-bin count, fixed-point limb sums, positive count,
+    outlier counts and examples (as
+    :func:`~bigkern.reduce._kernels.bin_sums_dense`) of the rows whose bin is
+    certain, and the kept rows.
+    """
+    n, d = bits.shape
+    utype = bits.dtype.type
+    sign = utype(1) << utype(width - 1)
+    shift = utype(width - group_bits)
+    count = np.zeros(n_possible, dtype=np.int64)
+    sums = np.zeros((n_possible, index.max() + 1), dtype=np.int64)
+    positive = np.zeros(n_possible, dtype=np.int64)
+    outside = np.zeros(d, dtype=np.int64)
+    extreme = np.full(d, np.nan)
+    kept = np.zeros(n, dtype=np.bool_)
+    for i in range(n):
+        if not valid[i]:
+            continue
+        b = _certain_bin(bits, i, sign, shift, tables, n_cells)
+        if b < 0:
+            kept[i] = True
+            continue
+        count[b] += 1
+        positive[b] += is_positive[i]
+        for f in range(d):
+            v = np.float64(X[i, f])
+            if (bounds[f, 0] <= v) & (v <= bounds[f, 1]):
+                sums[b, f] += np.int64(np.rint(v * down[f, 0]))
+            else:
+                _add_wide(sums, b, f, v, down, up, index, bounds, outside, extreme)
+    return count, sums, positive, outside, extreme, kept
+
+
+@numba.njit(**_JIT)
+def group_histogram(
+    bits: np.ndarray, valid: np.ndarray, width: int, feature: int, group_bits: int,
+    hist: np.ndarray, occupied: np.ndarray,
+) -> int:
+    """:func:`key_histogram` into ``hist`` (zeros on entry), listing the occupied groups.
+
+    Each group counted for the first time is appended to ``occupied``; returns
+    how many there are, so that the sparse histogram costs what the chunk's
+    distinct groups cost, not a sweep of all ``2**group_bits`` of them.
+    """
+    sign = bits.dtype.type(1) << bits.dtype.type(width - 1)
+    shift = bits.dtype.type(width - group_bits)
+    m = 0
+    for i in range(bits.shape[0]):
+        if valid[i]:
+            g = np.intp(_key(bits[i, feature], sign) >> shift)
+            c = hist[g]
+            if c == 0:
+                occupied[m] = g
+                m += 1
+            hist[g] = c + 1
+    return m
+
+
+@numba.njit(**_JIT)
+def _guessed_bin(bits, X, i, sign, shift, tables, n_cells, reach) -> np.int64:
+    """Bin of row i by the guessed tables; -1 when a value's group is kept or ``|x| > reach``."""
+    b = np.int64(0)
+    for f in range(bits.shape[1]):
+        cell = tables[f, np.intp(_key(bits[i, f], sign) >> shift)]
+        if cell == 65535 or not abs(np.float64(X[i, f])) <= reach[f]:
+            return np.int64(-1)
+        b = b * n_cells[f] + np.int64(cell)
+    return b
+
+
+@numba.njit(**_JIT)
+def one_read_sums(
+    X: np.ndarray, bits: np.ndarray, valid: np.ndarray, is_positive: np.ndarray, width: int,
+    group_bits: int, tables: np.ndarray, n_cells: np.ndarray, down: np.ndarray,
+    reach: np.ndarray, n_possible: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The one-read plan's certain bins, summed at several fixed-point grids at once.
+
+    A valid row is *kept* (returned in ``kept``) when a value's key group is
+    ``KEEP`` (65535) in the guessed ``tables`` (as :func:`certain_bin_ids`)
+    or ``|x| > reach[f]``; every other row adds 1 to ``count[b]``, its flag to
+    ``positive[b]`` and, for each candidate grid ``c`` (a row of ``down``:
+    ``2**s_cf``), ``rint(x · down[c, f])`` to ``sums[b, c·d + f]`` (``reach``
+    keeps every such integer below ``2**31`` in magnitude: one limb holds it).
+    """
+    n, d = bits.shape
+    n_grids = down.shape[0]
+    utype = bits.dtype.type
+    sign = utype(1) << utype(width - 1)
+    shift = utype(width - group_bits)
+    count = np.zeros(n_possible, dtype=np.int64)
+    sums = np.zeros((n_possible, n_grids * d), dtype=np.int64)
+    positive = np.zeros(n_possible, dtype=np.int64)
+    kept = np.zeros(n, dtype=np.bool_)
+    for i in range(n):
+        if not valid[i]:
+            continue
+        b = _guessed_bin(bits, X, i, sign, shift, tables, n_cells, reach)
+        if b < 0:
+            kept[i] = True
+            continue
+        count[b] += 1
+        positive[b] += is_positive[i]
+        for c in range(n_grids):
+            for f in range(d):
+                sums[b, c * d + f] += np.int64(np.rint(np.float64(X[i, f]) * down[c, f]))
+    return count, sums, positive, kept
+
+
+@numba.njit(**_JIT)
+def one_read_ids(
+    X: np.ndarray, bits: np.ndarray, valid: np.ndarray, width: int, group_bits: int,
+    tables: np.ndarray, n_cells: np.ndarray, reach: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`one_read_sums` without the sums: certain bin ids (-1 elsewhere) and kept rows.
+
+    For many possible bins, whose sums are accumulated sparsely afterwards.
+    """
+    n = bits.shape[0]
+    utype = bits.dtype.type
+    sign = utype(1) << utype(width - 1)
+    shift = utype(width - group_bits)
+    ids = np.full(n, -1, dtype=np.int64)
+    kept = np.zeros(n, dtype=np.bool_)
+    for i in range(n):
+        if not valid[i]:
+            continue
+        b = _guessed_bin(bits, X, i, sign, shift, tables, n_cells, reach)
+        if b < 0:
+            kept[i] = True
+        else:
+            ids[i] = b
+    return ids, kept
+
+
+@numba.njit(**_JIT)
+def add_group_counts(
+    groups: np.ndarray, counts: np.ndarray, dense: np.ndarray, occupied: np.ndarray
+) -> int:
+    """Add sparse ``(groups, counts)`` into ``dense`` (zeros on entry), listing new groups.
+
+    Returns the number of distinct groups, listed in ``occupied[:m]`` in the
+    order first seen.
+    """
+    m = 0
+    for k in range(groups.shape[0]):
+        g = groups[k]
+        if dense[g] == 0:
+            occupied[m] = g
+            m += 1
+        dense[g] += counts[k]
+    return m
