@@ -82,12 +82,35 @@ def _validity(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def _fit_usage(args: argparse.Namespace) -> dict[str, object]:
+    """The ``fit`` command's parameters, after the checks that need no file."""
+    from bigkern.workflow import DEFAULT_FEATURES, estimator_class
+    from bigkern.workflow_reduced import check_param_names
+
+    params = _parse_params(args.param)
+    try:
+        cls = estimator_class(args.model, args.target)
+        check_param_names(cls, params)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    features = list(args.features or DEFAULT_FEATURES)
+    repeated = sorted({f for f in features if features.count(f) > 1})
+    if repeated:
+        raise UsageError(f"--features names {', '.join(repeated)} more than once")
+    if args.target is not None and args.target in features:
+        raise UsageError(f"--target {args.target} is also one of the features "
+                         f"({' '.join(features)}): a model would only copy it; choose "
+                         f"--features without it")
+    return params
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bigkern",
         description="Out-of-core Gaussian-kernel learning on satellite scenes (zarr + Dask).",
     )
     from bigkern.version import __version__
+    from bigkern.workflow import MODELS
 
     parser.add_argument("--version", action="version", version=f"bigkern {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -115,17 +138,32 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true")
     _add_validity_args(p)
 
-    p = sub.add_parser("fit", help="fit a binned model on the labelled pixels of a store")
+    p = sub.add_parser("fit", help="fit a binned or reduced-kernel model on a store")
     p.add_argument("store", help="zarr scene store")
     p.add_argument("-o", "--out", required=True, help="model file (.zarr or .nc)")
-    p.add_argument("--model", choices=("svc", "ridge"), default="svc")
-    p.add_argument("--features", nargs="+", default=None,
-                   help="feature variables (default: NDAI logSD CORR)")
+    p.add_argument("--model", choices=MODELS, default="svc",
+                   help="svc, ridge: binned SVM / kernel ridge on the labels (grid search on "
+                        "a held-out half); reduced-svc: reduced SVM on the labels; "
+                        "reduced-svr: reduced SVR of --target; nystrom-krr: Nyström kernel "
+                        "ridge, of --target if given, else of the labels (default svc)")
+    p.add_argument("--features", nargs="+", default=None, metavar="VARIABLE",
+                   help="feature variables of the store, any number, or derived ones "
+                        "(logSD); default: NDAI logSD CORR")
+    p.add_argument("--target", default=None, metavar="VARIABLE",
+                   help="variable a regression predicts (reduced-svr needs one; nystrom-krr "
+                        "then fits NystromKernelRidge); regressions fit on every pixel where "
+                        "it is finite")
     p.add_argument("--no-search", action="store_true",
-                   help="skip the held-out grid search; use --param values on all labels")
+                   help="svc, ridge: skip the held-out grid search and use the --param values "
+                        "on all labels; reduced models: fit on all their pixels (labelled, or "
+                        "with a finite --target) instead of a random half scored on the other "
+                        "half")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                   help="estimator parameter, e.g. omega=0.8, C=3, lam=0.1")
-    p.add_argument("--seed", type=int, default=0)
+                   help="estimator parameter (repeatable), e.g. omega=0.8, C=3, lam=0.1, "
+                        "size=500, epsilon=0.05; a JSON list gives Nyström candidates")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the random train / held-out halves (and of a reduced model's "
+                        "centers unless --param random_state=… is given)")
     p.add_argument("--overwrite", action="store_true")
     _add_validity_args(p)
     _add_cluster_args(p)
@@ -171,6 +209,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BigkernError as err:
         print(f"bigkern: error: {err}", file=sys.stderr)
         return 1
+    except ValueError as err:
+        if args.command != "fit":
+            raise
+        # a parameter value an estimator refuses (omega=-1, size larger than the rows…)
+        print(f"bigkern fit: error: {err}", file=sys.stderr)
+        return 1
     except (OSError, TimeoutError) as err:
         if args.command != "ingest" and _is_connection_error(err):
             where = getattr(args, "scheduler", None) or "the Dask scheduler"
@@ -188,7 +232,7 @@ def _is_connection_error(err: BaseException) -> bool:
 def _run(args: argparse.Namespace) -> int:
     # usage errors first, before any file is looked at
     if args.command == "fit":
-        _parse_params(args.param)
+        _fit_usage(args)
     if hasattr(args, "fill_value"):
         _validity(args)
     if args.command == "ingest":
@@ -247,10 +291,14 @@ def _fit(args: argparse.Namespace) -> None:
     from bigkern.io.scenes import open_scenes
     from bigkern.models.persistence import save_model
     from bigkern.workflow import DEFAULT_FEATURES, fit_scenes
+    from bigkern.workflow_reduced import REDUCED_MODELS
 
-    params = _parse_params(args.param)
+    params = _fit_usage(args)
     features = tuple(args.features or DEFAULT_FEATURES)
     scenes = open_scenes(args.store, **_validity(args))
+    if args.model in REDUCED_MODELS:
+        _fit_reduced(args, scenes, features, params)
+        return
     outcome = fit_scenes(scenes, model=args.model, features=features, seed=args.seed,
                          grid={} if args.no_search else None, params=params)
     path = save_model(outcome.model, args.out, overwrite=args.overwrite, inputs=[args.store])
@@ -263,7 +311,21 @@ def _fit(args: argparse.Namespace) -> None:
           f"{report.get('n_outliers', 0):,} extreme values kept); model written to {path}")
 
 
+def _fit_reduced(args: argparse.Namespace, scenes: Any, features: tuple[str, ...],
+                 params: dict[str, object]) -> None:
+    from bigkern.models.persistence import save_model
+    from bigkern.workflow_reduced import describe_fit, fit_reduced_scenes
+
+    outcome = fit_reduced_scenes(scenes, model=args.model, features=features,
+                                 target=args.target, params=params, split=not args.no_search,
+                                 seed=args.seed)
+    path = save_model(outcome.model, args.out, overwrite=args.overwrite, inputs=[args.store])
+    print(f"bigkern: {describe_fit(outcome)}; model written to {path}")
+
+
 def _predict(args: argparse.Namespace) -> int:
+    from sklearn.base import is_classifier
+
     from bigkern.features import with_features
     from bigkern.io.integrity import open_checked
     from bigkern.io.scenes import open_scenes
@@ -289,7 +351,8 @@ def _predict(args: argparse.Namespace) -> int:
     print(f"bigkern: predicted {n:,} pixels in {seconds:.1f} s "
           f"({computed / seconds:,.0f} pixels/s computed); "
           f"{missing:,} without a prediction ({missing / max(1, n):.1%}); "
-          f"masks written to {report.path}")
+          f"{'masks' if is_classifier(model) else 'predicted values'} written to "
+          f"{report.path}")
     if args.png:
         from bigkern.workflow import plot_scene
 

@@ -2,7 +2,9 @@
 
 :func:`fit_scenes` bins the labelled pixels of a scene dataset once and
 grid-searches a binned model on a held-out half in one pass per model family
-(``bigkern fit``, ``bigkern demo``); :func:`plot_scene` draws one scene's
+(``bigkern fit``, ``bigkern demo``); the reduced-kernel models are fitted by
+:func:`bigkern.workflow_reduced.fit_reduced_scenes`, and :func:`estimator_class`
+maps every ``--model`` name to its estimator. :func:`plot_scene` draws one scene's
 features, labels and predicted mask (``bigkern predict --png``, ``bigkern demo``).
 """
 
@@ -23,8 +25,10 @@ from bigkern.models import BinnedKernelRidge, BinnedSVC
 from bigkern.reduce.percentile import percentile_bins
 from bigkern.reduce.sampling import random_split
 from bigkern.tuning import GridSearchResult, grid_search_bins
+from bigkern.workflow_reduced import REDUCED_MODELS, reduced_estimator_class
 
-__all__ = ["DEFAULT_FEATURES", "DEFAULT_GRIDS", "FitOutcome", "fit_scenes", "plot_scene"]
+__all__ = ["DEFAULT_FEATURES", "DEFAULT_GRIDS", "MODELS", "FitOutcome", "estimator_class",
+           "fit_scenes", "plot_scene"]
 
 #: The paper's three features: log(SD), CORR, NDAI.
 DEFAULT_FEATURES = ("NDAI", "logSD", "CORR")
@@ -34,6 +38,26 @@ DEFAULT_GRIDS: dict[str, dict[str, list[float]]] = {
     "ridge": {"omega": [0.4, 0.6, 0.8, 1.0, 1.4], "lam": [0.01, 0.03, 0.1, 0.3]},
 }
 _ESTIMATORS = {"svc": BinnedSVC, "ridge": BinnedKernelRidge}
+#: Every ``bigkern fit --model``: the binned ones here, the reduced-kernel ones of
+#: :mod:`bigkern.workflow_reduced`.
+MODELS = (*_ESTIMATORS, *REDUCED_MODELS)
+
+
+def estimator_class(model: str, target: str | None = None) -> type:
+    """The estimator class of a ``--model`` name (``target``: the variable a regression fits).
+
+    Raises
+    ------
+    ValueError
+        An unknown model, a target for a classifier or none for ``reduced-svr``.
+    """
+    if model in _ESTIMATORS:
+        if target is not None:
+            raise ValueError(f"{model} is a binned classifier of the labels: it takes no "
+                             f"target (got {target!r}); use reduced-svr or nystrom-krr to "
+                             f"regress {target}")
+        return _ESTIMATORS[model]
+    return reduced_estimator_class(model, target)
 
 
 def _say(msg: str) -> None:
@@ -129,12 +153,15 @@ def plot_scene(
 ) -> Path | str:
     """PNG of one scene: NDAI, SD, CORR, expert labels, predicted mask (and the truth).
 
+    For a regressor's predictions (``prediction``, no ``cloud_mask``) the predicted
+    values are drawn instead of the mask, with a colour bar.
+
     Parameters
     ----------
     scenes : xarray.Dataset
         The scenes predicted.
     pred : xarray.Dataset
-        Their predictions, with ``cloud_mask``.
+        Their predictions, with ``cloud_mask`` (or a regressor's ``prediction``).
     path : str, Path or URL
         The PNG written: a local path or an fsspec URL (``s3://bucket/scene0.png``).
     scene : int
@@ -168,8 +195,12 @@ def plot_scene(
     if "label" in one:
         panels.append(("expert label", one["label"].values, {"cmap": classes, "vmin": -1,
                                                              "vmax": 1}))
-    panels.append(("predicted mask", p["cloud_mask"].values, {"cmap": classes, "vmin": -1,
-                                                            "vmax": 1}))
+    if "cloud_mask" in p:
+        panels.append(("predicted mask", p["cloud_mask"].values,
+                       {"cmap": classes, "vmin": -1, "vmax": 1}))
+    else:
+        panels.append((f"predicted value ({p.attrs.get('model', 'regressor')})",
+                       p["prediction"].values, {"cmap": "viridis"}))
     if truth and truth in one:
         panels.append(("truth", one[truth].values, {"cmap": classes, "vmin": -1, "vmax": 1}))
     ncols = 3
