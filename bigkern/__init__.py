@@ -37,6 +37,8 @@ from bigkern.kernels import (
     GaussianBasis,
     GaussianExpansion,
     gaussian_kernel,
+    nystrom_spectrum,
+    plot_nystrom_spectrum,
 )
 from bigkern.models import (
     BinnedKernelRidge,
@@ -135,8 +137,10 @@ __all__ = [
     "load_model",
     "load_regression",
     "mallows_cp",
+    "nystrom_spectrum",
     "open_scenes",
     "percentile_bins",
+    "plot_nystrom_spectrum",
     "predict_scenes",
     "quantile_edges",
     "quantile_summary",

@@ -4,7 +4,9 @@
   :class:`GaussianExpansion` (what every Gaussian model predicts through) and
   :func:`kernel_blocks`, the one place Gaussian kernel blocks are formed;
 * :mod:`bigkern.kernels.compact` — :class:`CompactSupport` (Zhang, Genton & Liu);
-* :mod:`bigkern.kernels.periodic` — the periodic Gaussian kernel on [0, 1) (Shi & Yu).
+* :mod:`bigkern.kernels.periodic` — the periodic Gaussian kernel on [0, 1) (Shi & Yu);
+* :mod:`bigkern.kernels.nystrom_spectrum` — spectra of the full kernel and its Nyström
+  approximation, and their plot (Lee & Huang, §4).
 """
 
 from bigkern.kernels.compact import CompactSupport, pairwise_distances
@@ -21,6 +23,7 @@ from bigkern.kernels.gaussian import (
     row_blocks,
     squared_distances,
 )
+from bigkern.kernels.nystrom_spectrum import nystrom_spectrum, plot_nystrom_spectrum
 from bigkern.kernels.periodic import (
     exact_periodic_kernel,
     periodic_gaussian_kernel,
@@ -39,9 +42,11 @@ __all__ = [
     "gaussian_kernel",
     "kernel_blocks",
     "kernel_expansion",
+    "nystrom_spectrum",
     "omega_to_gamma",
     "pairwise_distances",
     "periodic_gaussian_kernel",
+    "plot_nystrom_spectrum",
     "row_blocks",
     "squared_distances",
     "wrap_error_bound",

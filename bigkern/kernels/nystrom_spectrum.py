@@ -1,0 +1,436 @@
+"""Spectra of the full Gaussian kernel and of its Nyström approximation (Lee & Huang, §4).
+
+Lee & Huang explain why a reduced SVM on a uniform random subset Ã of the rows
+loses little: the Nyström approximation
+
+    K̃ = K(A, Ã) K(Ã, Ã)⁻¹ K(Ã, A)
+
+built on that subset has nearly the spectrum of the full kernel K = K(A, A).
+:func:`nystrom_spectrum` computes both spectra for a data set small enough for
+a dense n×n eigendecomposition (their Table 2: largest eigenvalues, the largest
+eigenvalue difference and the relative trace difference), and
+:func:`plot_nystrom_spectrum` draws the four panels of their Figures 1–5.
+
+This is a diagnostic, not a pass over big data: it costs O(n³) time and O(n²)
+memory, so it refuses more than ``max_rows`` rows (5,000 by default, about
+0.8 GB of float64 matrices). Dask input is computed whole once its row count
+has been checked; no dask graph is built here.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import scipy.linalg
+import xarray as xr
+
+from bigkern import config
+from bigkern.errors import DataQualityError
+from bigkern.kernels.gaussian import gaussian_kernel
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["nystrom_spectrum", "plot_nystrom_spectrum"]
+
+
+def nystrom_spectrum(
+    X: Any,
+    reduced_set: Any,
+    *,
+    omega: float = 1.0,
+    standardize: bool = False,
+    random_state: Any = None,
+    max_rows: int = 5000,
+    rtol: float | None = None,
+) -> xr.Dataset:
+    """Eigenvalues and eigenvectors of the full Gaussian kernel and of its Nyström approximation.
+
+    The full kernel is ``K = K(A, A)``, ``K_ij = exp(-‖x_i − x_j‖² / (2 ω²))``
+    over the usable rows A of ``X``; its Nyström approximation on the reduced
+    set Ã is ``K̃ = K(A, Ã) K(Ã, Ã)⁺ K(Ã, A)`` (Lee & Huang, eq. 15). Both are
+    eigendecomposed in full with :func:`scipy.linalg.eigh`.
+
+    Parameters
+    ----------
+    X : array-like, dask array or DataArray, shape (n, d)
+        The rows A (a DataArray with dims ``sample`` and ``feature`` is
+        transposed to ``(sample, feature)``). A dask array is computed after its
+        row count has been checked against ``max_rows`` (when its chunk sizes are
+        unknown it has to be computed first). Rows with a non-finite feature are
+        left out and counted (``n_nonfinite``; rows with no finite feature at all
+        as ``n_absent``); as in every bigkern pass, over
+        ``bigkern.max_nonfinite_fraction`` of the present rows is an error, and so
+        is having no usable row.
+    reduced_set : int, ReducedSet or array-like of shape (m̃, d)
+        The reduced set Ã, as one of
+
+        * an int m̃: that many distinct usable rows drawn uniformly at random
+          with ``numpy.random.default_rng(random_state)`` (the layering keeps
+          :mod:`bigkern.kernels` from importing
+          :func:`bigkern.reduce.select_reduced_set`, which draws by hashing row
+          numbers for chunked data; the draw here is uniform without
+          replacement over the usable rows, like its unstratified draw);
+        * a :class:`bigkern.reduce.reduced_set.ReducedSet` (anything with
+          ``X``, the centers' raw feature values, and ``index``, their row
+          numbers in ``X``), e.g. from ``select_reduced_set(X, size=m̃,
+          stratified=False, random_state=…)``;
+        * the centers themselves, an array of m̃ rows with the columns of ``X``
+          (raw values: ``standardize`` applies to them too). They need not be
+          rows of ``X``; their row numbers are then unknown.
+
+        2 ≤ m̃ ≤ n (the usable rows) is required.
+    omega : float
+        Gaussian width ω > 0.
+    standardize : bool
+        Center and scale every column by its mean and standard deviation over the
+        usable rows (constant columns are only centered) before the kernel.
+    random_state : int, numpy.random.Generator, numpy.random.RandomState or None
+        Seed of the draw when ``reduced_set`` is an int.
+    max_rows : int
+        Largest number of rows of ``X`` accepted.
+    rtol : float, optional
+        Relative cut of the pseudo-inverse of ``K(Ã, Ã)``: eigenvalues
+        ``s_j ≤ rtol · max(s)`` are dropped (their number is ``rank_cut``).
+        Default ``m̃ · eps`` (eps of float64), as :func:`scipy.linalg.pinvh`.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over dim ``k`` (1…n, eigenvalues in descending order):
+
+        * ``eigenvalue_full`` λ_k of K and ``eigenvalue_nystrom`` λ̃_k of K̃;
+        * ``eigenvalue_difference`` λ_k − λ̃_k;
+        * ``eigenvector_discrepancy`` √λ_k · ‖e_k − ẽ_k‖₂ (λ_k clipped at 0), with
+          each ẽ_k's sign chosen so that e_k · ẽ_k ≥ 0;
+        * ``cos_angle`` e_k · ẽ_k = cos θ_k (so the discrepancy is
+          √(2 λ_k (1 − cos θ_k))).
+
+        Over dim ``basis`` (m̃): ``centers`` (raw feature values, dims
+        ``basis, feature``) and, when known, ``reduced_index`` (row numbers in
+        ``X``, counting the rows left out). ``row_index`` (dim ``sample``) holds
+        the row numbers of the n rows used.
+
+        Attributes (Table 2 and the counts): ``largest_eigenvalue_full``,
+        ``largest_eigenvalue_nystrom``, ``max_eigenvalue_difference``
+        (max_k |λ_k − λ̃_k|), ``relative_trace_difference``
+        (trace(K − K̃) / trace(K)), ``trace_full``, ``trace_nystrom``,
+        ``n_rows`` (rows used, n), ``n_reduced`` (m̃), ``omega``,
+        ``standardize`` (0/1), ``n_nonfinite``, ``n_absent``, ``rank_cut``,
+        ``rtol``.
+
+    Raises
+    ------
+    ValueError
+        ``omega`` ≤ 0, more than ``max_rows`` rows, m̃ < 2 or m̃ > n, centers
+        with the wrong number of columns or a non-finite value.
+    bigkern.errors.DataQualityError
+        No usable row, or too many non-finite rows.
+
+    Notes
+    -----
+    K(Ã, Ã) is often numerically singular (near or identical centers, a wide ω),
+    so K̃ is formed from its eigendecomposition ``U diag(s) Uᵀ`` as ``B Bᵀ`` with
+    ``B = K(A, Ã) U_r diag(s_r)^{-1/2}`` over the kept eigenvalues ``s_r``. This
+    makes K̃ symmetric positive semi-definite by construction, and since each
+    dropped direction only removes a PSD term ``(K(A, Ã) u_j)(K(A, Ã) u_j)ᵀ / s_j``,
+    the cut keeps Nyström's lower bound ``K̃ ≼ K`` (hence λ̃_k ≤ λ_k and
+    trace(K − K̃) ≥ 0, up to round-off). K̃ has rank at most m̃: λ̃_k ≈ 0 for
+    k > m̃, and the eigenvectors there (a basis of a null space), like those of
+    repeated eigenvalues, are arbitrary, so only the discrepancies of the
+    leading, well-separated eigenvalues mean much.
+    """
+    omega = _checked_omega(omega)
+    if isinstance(max_rows, bool) or not isinstance(max_rows, int | np.integer) or max_rows < 1:
+        raise ValueError(f"max_rows must be a positive int; got {max_rows!r}")
+    data, names = _rows(X, int(max_rows))
+    n_in, d = data.shape
+    finite = np.isfinite(data)
+    usable = finite.all(axis=1)
+    absent = ~finite.any(axis=1)
+    n_absent = int(absent.sum())
+    n_nonfinite = int((~usable & ~absent).sum())
+    n = int(usable.sum())
+    present = n + n_nonfinite
+    limit = float(config.get("max_nonfinite_fraction"))
+    if n == 0:
+        raise DataQualityError(f"no usable rows in X: all {n_in} rows have a non-finite "
+                               f"feature ({n_absent} have no finite feature at all)")
+    if n_nonfinite / present > limit:
+        raise DataQualityError(
+            f"{n_nonfinite} of {present} present rows ({n_nonfinite / present:.1%}) of X have "
+            f"a non-finite feature (first: row {int(np.flatnonzero(~usable & ~absent)[0])}), "
+            f"over the limit bigkern.max_nonfinite_fraction={limit:g}")
+    row_index = np.flatnonzero(usable)
+    A = data[usable]
+    if standardize:
+        offset = A.mean(axis=0)
+        scale = A.std(axis=0)
+        scale[~(scale > 0)] = 1.0
+    else:
+        offset, scale = np.zeros(d), np.ones(d)
+    A = (A - offset) / scale
+
+    centers, reduced_index = _reduced(reduced_set, data, row_index, d, n, random_state)
+    m = centers.shape[0]
+    C = (centers - offset) / scale
+    if rtol is None:
+        rtol = m * np.finfo(np.float64).eps
+    if not (isinstance(rtol, int | float | np.number) and 0 <= float(rtol) < 1):
+        raise ValueError(f"rtol must be a number in [0, 1); got {rtol!r}")
+
+    K = _symmetric_kernel(A, omega)
+    Kmm = _symmetric_kernel(C, omega)
+    Knm = gaussian_kernel(A, C, omega)
+    s, U = scipy.linalg.eigh(Kmm, check_finite=False)
+    keep = s > float(rtol) * s.max()
+    rank_cut = int(m - keep.sum())
+    B = Knm @ (U[:, keep] / np.sqrt(s[keep]))
+    Kt = B @ B.T
+    Kt = 0.5 * (Kt + Kt.T)
+    trace_full = float(np.trace(K))
+    trace_nystrom = float(np.trace(Kt))
+
+    lam, E = scipy.linalg.eigh(K, overwrite_a=True, check_finite=False)
+    del K
+    lam_t, Et = scipy.linalg.eigh(Kt, overwrite_a=True, check_finite=False)
+    del Kt
+    lam, E = lam[::-1], E[:, ::-1]
+    lam_t, Et = lam_t[::-1], Et[:, ::-1]
+    cos = np.einsum("ik,ik->k", E, Et)
+    flip = cos < 0
+    Et[:, flip] *= -1.0
+    cos = np.minimum(np.abs(cos), 1.0)
+    discrepancy = np.sqrt(np.clip(lam, 0.0, None)) * np.linalg.norm(E - Et, axis=0)
+    difference = lam - lam_t
+
+    feature = np.asarray(names) if names is not None else np.arange(d)
+    ds = xr.Dataset(
+        {
+            "eigenvalue_full": ("k", lam),
+            "eigenvalue_nystrom": ("k", lam_t),
+            "eigenvalue_difference": ("k", difference),
+            "eigenvector_discrepancy": ("k", discrepancy),
+            "cos_angle": ("k", cos),
+            "centers": (("basis", "feature"), centers),
+            "row_index": ("sample", row_index),
+        },
+        coords={"k": np.arange(1, n + 1), "feature": feature},
+        attrs={
+            "largest_eigenvalue_full": float(lam[0]),
+            "largest_eigenvalue_nystrom": float(lam_t[0]),
+            "max_eigenvalue_difference": float(np.abs(difference).max()),
+            "relative_trace_difference": (trace_full - trace_nystrom) / trace_full,
+            "trace_full": trace_full,
+            "trace_nystrom": trace_nystrom,
+            "n_rows": n,
+            "n_reduced": int(m),
+            "omega": omega,
+            "standardize": int(bool(standardize)),
+            "n_nonfinite": n_nonfinite,
+            "n_absent": n_absent,
+            "rank_cut": rank_cut,
+            "rtol": float(rtol),
+        },
+    )
+    ds["eigenvalue_full"].attrs["long_name"] = "eigenvalue of the full kernel K(A, A)"
+    ds["eigenvalue_nystrom"].attrs["long_name"] = "eigenvalue of the Nyström approximation"
+    ds["eigenvector_discrepancy"].attrs["long_name"] = "sqrt(lambda_k) * ||e_k - e~_k||_2"
+    if reduced_index is not None:
+        ds["reduced_index"] = ("basis", reduced_index)
+    return ds
+
+
+def plot_nystrom_spectrum(
+    spectrum: xr.Dataset,
+    path: str | os.PathLike[str] | None = None,
+    *,
+    title: str | None = None,
+    storage_options: dict[str, Any] | None = None,
+    dpi: int = 100,
+) -> Figure | Path | str:
+    """The four panels of Lee & Huang's Figures 1–5 for a :func:`nystrom_spectrum` result.
+
+    (a) λ_k − λ̃_k against k; (b) λ_k and λ̃_k for k = 2…m̃ (the largest
+    eigenvalue is skipped, its scale dwarfs the rest); (c) λ_k and λ̃_k for
+    k = m̃+1…n, where K̃ (of rank ≤ m̃) has only round-off left and λ_k is what
+    the approximation misses (empty when m̃ = n); (d) √λ_k · ‖e_k − ẽ_k‖₂
+    against k.
+
+    Parameters
+    ----------
+    spectrum : xarray.Dataset
+        The output of :func:`nystrom_spectrum`.
+    path : str, path-like or fsspec URL, optional
+        Where to write the PNG (``memory://``, ``s3://`` … go through fsspec).
+        Without it the figure is returned instead.
+    title : str, optional
+        Figure title (default: sizes, ω and the Table 2 numbers).
+    storage_options : dict, optional
+        fsspec options for a URL.
+    dpi : int
+        Resolution of the PNG.
+
+    Returns
+    -------
+    matplotlib.figure.Figure, pathlib.Path or str
+        The figure without ``path``; else ``path``, a Path for a local path and
+        the URL as given for a URL.
+    """
+    from matplotlib.figure import Figure
+
+    k = spectrum["k"].values
+    lam = spectrum["eigenvalue_full"].values
+    lam_t = spectrum["eigenvalue_nystrom"].values
+    n, m = int(spectrum.attrs["n_rows"]), int(spectrum.attrs["n_reduced"])
+    if title is None:
+        a = spectrum.attrs
+        title = (f"Full kernel vs. Nyström approximation: n = {n}, m̃ = {m}, "
+                 f"ω = {a['omega']:g}\nlargest λ {a['largest_eigenvalue_full']:.4g} vs "
+                 f"{a['largest_eigenvalue_nystrom']:.4g}, max |λ − λ̃| "
+                 f"{a['max_eigenvalue_difference']:.3g}, rel. trace diff "
+                 f"{a['relative_trace_difference']:.3g}")
+    fig = Figure(figsize=(11, 8.5))
+    (ax_a, ax_b), (ax_c, ax_d) = fig.subplots(2, 2)
+    ax_a.plot(k, spectrum["eigenvalue_difference"].values, ".-", ms=3, lw=0.8)
+    ax_a.set(title="(a) λ_k − λ̃_k", xlabel="k", ylabel="eigenvalue difference")
+    for ax, part, label in ((ax_b, slice(1, m), f"(b) eigenvalues, k = 2…{m}"),
+                            (ax_c, slice(m, n), f"(c) eigenvalues, k = {m + 1}…{n}")):
+        if part.start < part.stop:
+            ax.plot(k[part], lam[part], "o-", ms=3, lw=0.8, label="full K")
+            ax.plot(k[part], lam_t[part], "x--", ms=3, lw=0.8, label="Nyström K̃")
+            ax.legend()
+        else:
+            ax.text(0.5, 0.5, "no eigenvalues in this range", ha="center", va="center",
+                    transform=ax.transAxes)
+        ax.set(title=label, xlabel="k", ylabel="eigenvalue")
+    ax_d.plot(k, spectrum["eigenvector_discrepancy"].values, ".-", ms=3, lw=0.8)
+    ax_d.set(title="(d) √λ_k · ‖e_k − ẽ_k‖₂", xlabel="k", ylabel="eigenvector discrepancy")
+    for ax in (ax_a, ax_b, ax_c, ax_d):
+        ax.grid(alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    if path is None:
+        return fig
+    text = os.fspath(path)
+    if isinstance(text, str) and "://" in text:
+        import fsspec
+
+        with fsspec.open(text, "wb", **(storage_options or {})) as f:
+            fig.savefig(f, format="png", dpi=dpi)
+        return text
+    local = Path(text)
+    fig.savefig(local, format="png", dpi=dpi)
+    return local
+
+
+def _checked_omega(omega: Any) -> float:
+    if isinstance(omega, bool) or not isinstance(omega, int | float | np.number) \
+            or not math.isfinite(float(omega)) or not float(omega) > 0:
+        raise ValueError(f"the kernel width omega must be a positive finite number; "
+                         f"got {omega!r}")
+    return float(omega)
+
+
+def _symmetric_kernel(Z: np.ndarray, omega: float) -> np.ndarray:
+    """K(Z, Z), exactly symmetric with a unit diagonal."""
+    K = gaussian_kernel(Z, Z, omega)
+    K = 0.5 * (K + K.T)
+    np.fill_diagonal(K, 1.0)
+    return K
+
+
+def _as_array(X: Any) -> tuple[Any, list[str] | None]:
+    """The array data of ``X`` (a DataArray's transposed to (sample, feature)) and names."""
+    names = None
+    if isinstance(X, xr.DataArray):
+        if X.ndim != 2:
+            raise ValueError(f"a DataArray must be 2-D (sample, feature); got dims {X.dims}")
+        if "feature" in X.dims:
+            X = X.transpose(..., "feature")
+            if "feature" in X.coords:
+                names = [str(f) for f in X["feature"].values]
+        X = X.data
+    return X, names
+
+
+def _computed(X: Any) -> np.ndarray:
+    if hasattr(X, "compute") and hasattr(X, "dask"):
+        X = X.compute()
+    return np.asarray(X, dtype=np.float64)
+
+
+def _rows(X: Any, max_rows: int) -> tuple[np.ndarray, list[str] | None]:
+    """``X`` as a float64 (n, d) array, its row count checked before any computing."""
+    X, names = _as_array(X)
+    shape = getattr(X, "shape", None)
+    if shape is None:
+        X = np.asarray(X)
+        shape = X.shape
+    if len(shape) != 2:
+        raise ValueError(f"X must be 2-D (sample, feature); got shape {tuple(shape)}")
+    n = shape[0]
+    if n is not None and not (isinstance(n, float) and math.isnan(n)):
+        _check_rows(int(n), max_rows)
+    data = _computed(X)
+    _check_rows(data.shape[0], max_rows)
+    if data.shape[0] == 0 or data.shape[1] == 0:
+        raise ValueError(f"X is empty: shape {data.shape}")
+    return data, names
+
+
+def _check_rows(n: int, max_rows: int) -> None:
+    if n > max_rows:
+        gb = 3 * 8 * n * n / 1e9
+        raise ValueError(
+            f"X has {n} rows, more than max_rows={max_rows}: the full n×n kernel's "
+            f"eigendecomposition costs O(n³) time and about {gb:.1f} GB here; pass a row "
+            f"sample (e.g. bigkern.sample_rows) or raise max_rows")
+
+
+def _reduced(reduced_set: Any, data: np.ndarray, row_index: np.ndarray, d: int, n: int,
+             random_state: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """Raw centers (m̃, d) and their row numbers in ``X`` (None when unknown)."""
+    if isinstance(reduced_set, bool):
+        raise ValueError(f"reduced_set must be an int size, a ReducedSet or an array of "
+                         f"centers; got {reduced_set!r}")
+    if isinstance(reduced_set, int | np.integer):
+        m = int(reduced_set)
+        _check_size(m, n)
+        rng = (random_state if isinstance(random_state, np.random.RandomState)
+               else np.random.default_rng(random_state))
+        index = row_index[np.sort(rng.choice(n, size=m, replace=False))]
+        return data[index].copy(), index
+    if hasattr(reduced_set, "X") and hasattr(reduced_set, "index"):  # a ReducedSet
+        centers = _computed(reduced_set.X)
+        index = np.asarray(reduced_set.index, dtype=np.int64)
+    else:
+        raw, _ = _as_array(reduced_set)
+        if not hasattr(raw, "dtype"):
+            raw = np.asarray(raw)
+        if raw.ndim == 1 and raw.dtype.kind in "iu":
+            raise ValueError("reduced_set is a 1-D integer array: pass an int size, a "
+                             "ReducedSet, or the center rows themselves (e.g. X[index])")
+        centers, index = _computed(raw), None
+    if centers.ndim != 2 or centers.shape[1] != d:
+        raise ValueError(f"the reduced set must be an (m̃, {d}) array of centers with the "
+                         f"columns of X; got shape {centers.shape}")
+    _check_size(centers.shape[0], n)
+    bad = ~np.isfinite(centers).all(axis=1)
+    if bad.any():
+        raise ValueError(f"the reduced set has {int(bad.sum())} center(s) with a non-finite "
+                         f"value (first: center {int(np.flatnonzero(bad)[0])})")
+    return centers, index
+
+
+def _check_size(m: int, n: int) -> None:
+    if m < 2:
+        raise ValueError(f"the reduced set needs at least 2 rows; got m̃ = {m} "
+                         f"(X has {n} usable rows)")
+    if m > n:
+        raise ValueError(f"the reduced set has m̃ = {m} rows, more than the {n} usable "
+                         f"rows of X")
