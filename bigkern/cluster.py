@@ -21,10 +21,18 @@ import dask
 from bigkern import config
 from bigkern.cluster_profiles import build_cluster
 from bigkern.errors import ClusterError
+from bigkern.scheduling import compute, current_client, gather_watching, task_threads
 
 # BigkernClient and PinBlasThreads (subclasses of distributed's Client and WorkerPlugin)
 # are built on first access, by the module __getattr__ below.
-__all__ = ["compute", "connect", "current_client", "pin_blas_threads"]
+__all__ = [
+    "compute",
+    "connect",
+    "current_client",
+    "gather_watching",
+    "pin_blas_threads",
+    "task_threads",
+]
 
 
 
@@ -266,130 +274,3 @@ def _wait_for_workers(client: Any, n: int) -> None:
         raise ClusterError(f"only {have} of {n} workers joined {client.scheduler.address} in "
                            f"{time.monotonic() - t:.0f} s (bigkern.cluster.worker_timeout)"
                            ) from None
-
-
-def compute(*collections: Any, label: str | None = None) -> tuple[Any, ...]:
-    """``dask.compute`` with a progress bar when ``bigkern.progress`` is on.
-
-    On a distributed client the bar is :func:`distributed.progress` — its widget
-    form in a Jupyter kernel (with ipywidgets), else text on stderr; without a
-    client the local :class:`dask.diagnostics.ProgressBar`. Bars are shown when
-    stderr is a terminal or the code runs in a Jupyter kernel, or always when
-    ``bigkern.progress`` is ``"always"``.
-    """
-    show = config.get("progress")
-    widget = _notebook_widgets()
-    show = show == "always" or (bool(show) and (sys.stderr.isatty() or widget))
-    client = current_client()
-    if client is not None:
-        futures = client.compute(list(collections))
-        if show:
-            from distributed import progress
-
-            if label:
-                print(f"bigkern: {label}", file=sys.stderr)
-            bar = progress(futures, notebook=widget)
-            if widget:  # the widget updates itself while gather_watching waits
-                from IPython.display import display
-
-                display(bar)
-            else:
-                print(file=sys.stderr)
-        return tuple(gather_watching(client, futures))
-    if show:
-        from dask.diagnostics import ProgressBar
-
-        with ProgressBar(out=sys.stderr):
-            return dask.compute(*collections)
-    return dask.compute(*collections)
-
-
-def _notebook_widgets() -> bool:
-    """Whether this runs in a Jupyter kernel that can show ipywidgets."""
-    shell = sys.modules.get("IPython")
-    if shell is None:
-        return False
-    try:
-        ip = shell.get_ipython()
-        if ip is None or type(ip).__name__ != "ZMQInteractiveShell":
-            return False
-        import ipywidgets  # noqa: F401
-    except (ImportError, AttributeError):
-        return False
-    return True
-
-
-def _paused_workers(client: Any) -> tuple[int, list[int]]:
-    """Number of workers, and the memory limits of the paused ones."""
-    workers = client.scheduler_info(n_workers=-1).get("workers", {}).values()
-    paused = [int(w.get("memory_limit") or 0) for w in workers if w.get("status") == "paused"]
-    return len(workers), paused
-
-
-def gather_watching(client: Any, futures: list[Any], poll: float = 1.0) -> list[Any]:
-    """``client.gather(futures)``, but fail instead of hanging when every worker is paused.
-
-    A worker pauses when its memory passes distributed's ``pause`` fraction of
-    its limit and runs no task until it drops; if every worker stays paused
-    for ``bigkern.paused_timeout`` seconds the computation cannot progress:
-    it is cancelled and :class:`~bigkern.errors.ClusterError` names the limit.
-    A failed task stops the wait at once.
-
-    The wait is a done-callback and an event, not ``distributed.wait`` with a
-    timeout: a caught ``TimeoutError`` would keep the futures (and their
-    results on the workers) alive in a reference cycle until the next garbage
-    collection.
-    """
-    import threading
-
-    from bigkern.errors import ClusterError
-
-    limit = float(config.get("paused_timeout", 30))
-    finished = threading.Event()
-    remaining = [len(futures)]
-    lock = threading.Lock()
-
-    def on_done(future: Any) -> None:
-        with lock:
-            remaining[0] -= 1
-            if remaining[0] <= 0 or future.status == "error":
-                finished.set()
-
-    if not futures:
-        finished.set()
-    for future in futures:
-        future.add_done_callback(on_done)
-    paused_since = None
-    while not finished.wait(poll):
-        n_workers, paused = _paused_workers(client)
-        if not n_workers or len(paused) < n_workers:
-            paused_since = None
-            continue
-        now = time.monotonic()
-        paused_since = paused_since or now
-        if now - paused_since >= limit:
-            client.cancel(futures)
-            fraction = dask.config.get("distributed.worker.memory.pause", 0.8)
-            limits = ", ".join(sorted({f"{m / 1e6:,.0f} MB" for m in paused}))
-            raise ClusterError(
-                f"every worker has been paused for {limit:g} s because its memory is above "
-                f"{fraction:.0%} of its memory limit ({limits}): the computation cannot "
-                f"progress; give the workers more memory or use smaller chunks")
-    return client.gather(futures)
-
-
-def current_client() -> Any:
-    """The default distributed client, unless dask's ``scheduler`` setting names another.
-
-    ``with dask.config.set(scheduler="threads"):`` runs bigkern's computations on
-    local threads even while a client exists, as it does for ``dask.compute``.
-    """
-    chosen = dask.config.get("scheduler", None)
-    if chosen is not None and chosen not in ("dask.distributed", "distributed"):
-        return None
-    try:
-        from distributed import default_client
-
-        return default_client()
-    except (ImportError, ValueError):
-        return None

@@ -41,6 +41,7 @@ from bigkern.models.reduced import (
 from bigkern.reduce.passes import as_row_chunked, per_feature_counts, without_per_feature
 from bigkern.reduce.reduced_folds import fold_pieces, reduced_normal_equations_folds
 from bigkern.reduce.reduced_set import select_reduced_set
+from bigkern.scheduling import task_threads
 from bigkern.solvers.nystrom import heldout_sse, kernel_penalty_basis, nystrom_solve
 
 __all__ = ["NystromKernelRidge", "NystromKernelRidgeClassifier"]
@@ -197,7 +198,7 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
         arr, y = self._fit_input(X, masked_targets(y, mask), y_numeric=True)
         if not isinstance(y, da.Array):
             y = np.asarray(y, dtype=np.float64)
-        Xd, yd, md = as_row_chunked(arr, y, mask)
+        Xd, yd, md = as_row_chunked(arr, y, mask, min_chunks=task_threads())
         n = int(Xd.shape[0])
         if n < 2:
             raise ValueError(f"{type(self).__name__} needs at least 2 samples to fit; got "
@@ -269,7 +270,7 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
         widths, lams = self._check()
         arr, y = self._fit_input(X, y)
         labels, lazy = fit_labels(self, y, mask)
-        Xd, yd, md = as_row_chunked(arr, labels, mask)
+        Xd, yd, md = as_row_chunked(arr, labels, mask, min_chunks=task_threads())
         n = int(Xd.shape[0])
         rs = select_reduced_set(Xd, yd, size=default_size(n, self.size, self.fraction),
                                 fraction=self.fraction, stratified=self.stratified,

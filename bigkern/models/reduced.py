@@ -29,6 +29,7 @@ from bigkern.models.kernel_regression import _KernelRegressor
 from bigkern.reduce.passes import as_row_chunked, per_feature_counts, without_per_feature
 from bigkern.reduce.reduced_set import select_reduced_set
 from bigkern.reduce.reduced_svm import ReducedNewtonPasses
+from bigkern.scheduling import task_threads
 from bigkern.solvers.smooth_svm import SmoothEpsilonInsensitive, SmoothHinge, newton_armijo
 
 __all__ = ["ReducedSVC", "ReducedSVR"]
@@ -324,7 +325,7 @@ class ReducedSVC(_KernelClassifier):
         loss = self._checked_params()
         arr, y = self._fit_input(X, y)
         labels, lazy_labels = fit_labels(self, y, mask)
-        Xd, yd, md = as_row_chunked(arr, labels, mask)
+        Xd, yd, md = as_row_chunked(arr, labels, mask, min_chunks=task_threads())
         n_rows = int(Xd.shape[0])
         rs = select_reduced_set(Xd, yd, size=default_size(n_rows, self.size, self.fraction),
                                 fraction=self.fraction, stratified=self.stratified,
@@ -448,7 +449,7 @@ class ReducedSVR(_KernelRegressor):
         arr, y = self._fit_input(X, masked_targets(y, mask), y_numeric=True)
         if not isinstance(y, da.Array):
             y = np.asarray(y, dtype=np.float64)
-        Xd, yd, md = as_row_chunked(arr, y, mask)
+        Xd, yd, md = as_row_chunked(arr, y, mask, min_chunks=task_threads())
         n_rows = int(Xd.shape[0])
         if n_rows < 2:
             raise ValueError(f"{type(self).__name__} needs at least 2 samples to fit; got "

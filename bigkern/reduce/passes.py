@@ -77,18 +77,25 @@ def unwrap_samples(
 
 
 def as_row_chunked(
-    X: Any, y: Any = None, mask: Any = None
+    X: Any, y: Any = None, mask: Any = None, *, min_chunks: int = 1
 ) -> tuple[da.Array, da.Array | None, da.Array | None]:
     """Return ``X`` (n, d) and optional ``y``, ``mask`` (n,) as dask arrays with equal row chunks.
 
     ``X`` is rechunked to a single chunk along features; ``y`` and ``mask``
-    take ``X``'s row chunks. numpy inputs become one dask chunk per ~100 MB.
+    take ``X``'s row chunks. numpy inputs become one dask chunk per ~100 MB, and
+    at least ``min_chunks`` chunks of at least ``bigkern.kernel_block_rows`` rows
+    where there are rows enough: a pass whose work per row is heavy (the reduced
+    kernel's ``m̃²``) passes :func:`bigkern.cluster.task_threads` so every thread
+    gets a share. Dask input keeps its chunks.
     """
     if not isinstance(X, da.Array):
         X = np.asarray(X)
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D (sample, feature); got shape {X.shape}")
         rows = max(1, int(config.get("chunk_bytes")) // max(1, X.itemsize * X.shape[1]))
+        if min_chunks > 1:
+            parts = max(1, min(int(min_chunks), X.shape[0] // int(config.get("kernel_block_rows"))))
+            rows = min(rows, -(-X.shape[0] // parts))
         X = da.from_array(X, chunks=(rows, -1))
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D (sample, feature); got shape {X.shape}")
