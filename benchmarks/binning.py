@@ -5,9 +5,11 @@ Steps, each on the same zarr store and the same 2-process LocalCluster:
 a. read+sum     plain dask pass: read the store and sum every column — the floor
                 any pass over the data pays (zarr read + zstd decompression);
 b. bigkern      ``quantile_summary`` alone (exact deciles: 2 passes),
-                ``percentile_bins(X, y)`` (exact deciles + the binning pass: the
-                default, fused plan, 2 reads) and ``plan="one-read"`` (a sample
-                places the edges, 1 read; its note says whether it fell back);
+                ``percentile_bins(X, y, plan="fused")`` (exact deciles + the
+                binning pass, 2 reads) and ``plan="one-read"`` (a sample places
+                the edges, 1 read; its note says whether it fell back). Steps a,
+                b2 and b3 are interleaved in each repeat, so that their ratios are
+                measured under the same load (printed per repeat);
 c. dask         ``dask.array.percentile`` of each column (approximate: it merges
                 per-chunk percentiles, no error bound), all three in one compute;
 d. scikit-learn ``MiniBatchKMeans(n_clusters=<occupied bins>, random_state=0)``
@@ -23,10 +25,11 @@ resembling NDAI (normal), SD (lognormal), CORR (normal clipped to [-1, 1]), and
 when present with the right size.
 
     python benchmarks/binning.py [--small] [--rows N] [--chunk ROWS] [--workdir DIR]
-                                 [--repeat N] [--profile]
+                                 [--repeat N] [--profile] [--bins-only]
 
 ``--rows``/``--chunk`` set another size (e.g. ``--rows 10000000 --chunk 833334``:
-10^7 rows in 12 chunks, as the full size has) when the machine is busy.
+10^7 rows in 12 chunks, as the full size has) when the machine is busy;
+``--bins-only`` times steps a, b2 and b3 alone.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ FULL = {"n": 100_000_000, "chunk": 8_388_608, "subsample": 1_000_000}
 SMALL = {"n": 5_000_000, "chunk": 1_048_576, "subsample": 100_000}
 FEATURES = ["NDAI", "SD", "CORR"]
 QS = "b1. bigkern quantile_summary (exact deciles)"
-PB = "b2. bigkern percentile_bins(X, y)"
+PB = "b2. bigkern percentile_bins(X, y, plan='fused')"
 P1 = "b3. bigkern percentile_bins(X, y, plan='one-read')"
 
 
@@ -103,6 +106,8 @@ def main() -> None:
                         "(loads the whole X into the client, untimed)")
     p.add_argument("--rows", type=int, default=None, help="rows of the store (overrides the size)")
     p.add_argument("--chunk", type=int, default=None, help="rows per zarr chunk")
+    p.add_argument("--bins-only", action="store_true",
+                   help="time only read+sum and percentile_bins' two plans (steps a, b2, b3)")
     args = p.parse_args()
     size = dict(SMALL if args.small else FULL)
     if args.rows:
@@ -133,68 +138,70 @@ def main() -> None:
         percentile_bins(small_X, small_y, plan="one-read")
         small_X.sum(axis=0).compute()
 
-        # a. read + sum ------------------------------------------------------------
-        sums = C.repeat(bench, "a. read+sum (dask)", lambda: X.sum(axis=0).compute(),
-                        args.repeat, items=n)
-        # b. bigkern ---------------------------------------------------------------
-        with C.task_profile(client, args.profile, "quantile_summary"), \
-                C.client_profile(args.profile, "quantile_summary"):
-            summary = C.repeat(bench, QS,
-                               lambda: quantile_summary(X, DECILES, features=FEATURES),
-                               args.repeat, items=n)
-        with C.task_profile(client, args.profile, "percentile_bins"), \
-                C.client_profile(args.profile, "percentile_bins"):
-            for _ in range(args.repeat):
+        # a. read + sum, b2/b3. percentile_bins' plans: interleaved, so that each repeat
+        # measures the three under the same load ------------------------------------------
+        def read_sum() -> Any:
+            return X.sum(axis=0).compute()
+
+        for _ in range(args.repeat):
+            with bench.stage("a. read+sum (dask)", items=n):
+                sums = read_sum()
+            with C.task_profile(client, args.profile, "percentile_bins fused"), \
+                    C.client_profile(args.profile, "percentile_bins fused"):
                 with bench.stage(PB, items=n) as st:
-                    bins = percentile_bins(X, y, features=FEATURES)
+                    bins = percentile_bins(X, y, features=FEATURES, plan="fused")
                 st.note = (f"{bins.attrs.get('passes', '?')} reads of the data, plan "
                            f"{bins.attrs.get('plan', 'three-pass')}, "
                            f"{bins.attrs.get('n_kept', 0) / n:.2%} of rows kept")
-        with C.task_profile(client, args.profile, "percentile_bins one-read"), \
-                C.client_profile(args.profile, "percentile_bins one-read"):
-            for _ in range(args.repeat):
+            with C.task_profile(client, args.profile, "percentile_bins one-read"), \
+                    C.client_profile(args.profile, "percentile_bins one-read"):
                 with bench.stage(P1, items=n) as st:
                     one = percentile_bins(X, y, features=FEATURES, plan="one-read")
                 st.note = (f"{one.attrs['passes']} full read(s), plan {one.attrs['plan']} "
                            f"({one.attrs['one_read']}), {one.attrs['n_kept'] / n:.2%} of rows "
                            f"kept, sample {one.attrs['sample_rows']:,} rows in "
                            f"{one.attrs['sample_chunks_held']} held chunks")
+        if not args.bins_only:
+            with C.task_profile(client, args.profile, "quantile_summary"), \
+                    C.client_profile(args.profile, "quantile_summary"):
+                summary = C.repeat(bench, QS,
+                                   lambda: quantile_summary(X, DECILES, features=FEATURES),
+                                   args.repeat, items=n)
         same = _same_bins(bins, one)
         n_bins = int(bins.sizes["bin"])
 
-        # c. dask.array.percentile -------------------------------------------------
-        q = 100 * np.asarray(DECILES)
+        if not args.bins_only:
+            # c. dask.array.percentile -------------------------------------------------
+            q = 100 * np.asarray(DECILES)
 
-        def dask_percentiles() -> np.ndarray:
-            return np.stack(dask.compute(*[da.percentile(X[:, j], q) for j in range(3)]))
+            def dask_percentiles() -> np.ndarray:
+                return np.stack(dask.compute(*[da.percentile(X[:, j], q) for j in range(3)]))
 
-        approx = C.repeat(bench, "c. dask.array.percentile x3 (approximate)",
-                          dask_percentiles, args.repeat, items=n)
+            approx = C.repeat(bench, "c. dask.array.percentile x3 (approximate)",
+                              dask_percentiles, args.repeat, items=n)
 
-        # d. MiniBatchKMeans on a subsample ----------------------------------------
-        from sklearn.cluster import MiniBatchKMeans
+            # d. MiniBatchKMeans on a subsample ----------------------------------------
+            from sklearn.cluster import MiniBatchKMeans
 
-        def subsample() -> np.ndarray:
-            rng = np.random.default_rng(0)
-            idx = np.unique(rng.integers(0, n, size=int(n_sub * 1.02)))
-            idx = np.sort(rng.choice(idx, size=n_sub, replace=False))
-            return X[idx].compute()
+            def subsample() -> np.ndarray:
+                rng = np.random.default_rng(0)
+                idx = np.unique(rng.integers(0, n, size=int(n_sub * 1.02)))
+                idx = np.sort(rng.choice(idx, size=n_sub, replace=False))
+                return X[idx].compute()
 
-        with bench.stage(f"d0. subsample {n_sub:.0e} rows (dask fancy index)", items=n):
-            S = subsample()
-        offset, scale = bins["offset"].values, bins["scale"].values
-        Z = (S.astype(np.float64) - offset) / scale
-        km_runs = 1 if not args.small else args.repeat
-        km = None
-        for _ in range(km_runs):
-            with bench.stage(f"d. MiniBatchKMeans k={n_bins} on {n_sub:.0e} rows (client)",
-                             items=n_sub) as st:
-                km = MiniBatchKMeans(n_clusters=n_bins, random_state=0).fit(Z)
-            st.note = f"{km.n_iter_} epochs, {km.n_steps_} steps"
+            with bench.stage(f"d0. subsample {n_sub:.0e} rows (dask fancy index)", items=n):
+                S = subsample()
+            offset, scale = bins["offset"].values, bins["scale"].values
+            Z = (S.astype(np.float64) - offset) / scale
+            km_runs = 1 if not args.small else args.repeat
+            km = None
+            for _ in range(km_runs):
+                with bench.stage(f"d. MiniBatchKMeans k={n_bins} on {n_sub:.0e} rows (client)",
+                                 items=n_sub) as st:
+                    km = MiniBatchKMeans(n_clusters=n_bins, random_state=0).fit(Z)
+                st.note = f"{km.n_iter_} epochs, {km.n_steps_} steps"
 
     # ---------------------------------------------------------------------------
-    exact = summary["edges"].values  # (feature, quantile)
-    diff = np.abs(approx - exact)
     base = bench.best("a. read+sum (dask)")
     names = [
         "a. read+sum (dask)",
@@ -205,6 +212,8 @@ def main() -> None:
         f"d0. subsample {n_sub:.0e} rows (dask fancy index)",
         f"d. MiniBatchKMeans k={n_bins} on {n_sub:.0e} rows (client)",
     ]
+    if args.bins_only:
+        names, km_runs = ["a. read+sum (dask)", PB, P1], 0
     print(f"\n## binning: n = {n:,} samples x 3 features, {X.numblocks[0]} chunks; "
           f"{n_bins} occupied bins of {bins.attrs['n_bins_possible']}; "
           f"best of {args.repeat} runs (k-means: {km_runs})")
@@ -231,8 +240,17 @@ def main() -> None:
     print(f"goal percentile_bins peak memory < 2 GB (client + 2 workers RSS): "
           f"{pb.peak / C.GB:.2f} GB -> {'MET' if pb.peak < 2 * C.GB else 'NOT MET'} "
           f"(idle cluster {bench.idle_rss / C.GB:.2f} GB)")
+    runs = list(zip(*(bench.best(k).extra["runs"] for k in ("a. read+sum (dask)", PB, P1)),
+                    strict=True))
+    print("per repeat (same load), fused / read+sum, one-read / read+sum, one-read / fused: "
+          + "; ".join(f"{f / a:.2f}x {o / a:.2f}x {o / f:.2f}x" for a, f, o in runs)
+          + f" (median one-read / fused {np.median([o / f for _, f, o in runs]):.2f}x)")
     print(f"column sums (sanity): {np.asarray(sums).round(1).tolist()}")
+    if args.bins_only:
+        return
 
+    exact = summary["edges"].values  # (feature, quantile)
+    diff = np.abs(approx - exact)
     print("\ndask.array.percentile vs bigkern's exact deciles (|approx - exact|):")
     C.print_table(
         ["feature", "max abs diff", "max diff / (q90 - q10)", "decile with max diff"],

@@ -185,6 +185,23 @@ def test_a_class_outside_the_sample_falls_back_with_the_right_classes():
     xr.testing.assert_identical(_without_plan(one), _without_plan(fused))
 
 
+def test_groups_too_large_to_collect_refine_the_kept_rows_again(monkeypatch):
+    """The kept rows' first refine and their binning share one round trip; when a target's
+    group is too large to collect at once, further refines of the kept rows follow."""
+    import bigkern.reduce.radix_select as rs
+
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((30_000, 2))  # float64: 44 bits below the key groups
+    y = np.where(rng.random(30_000) < 0.4, 1, -1)
+    X, Y = da.from_array(x, chunks=(7000, 2)), da.from_array(y, chunks=7000)
+    fused = percentile_bins(X, Y, fused=True)
+    monkeypatch.setattr(rs, "_COLLECT_LIMIT", 0)  # 16 bits per refine: three refines
+    with config.set(max_deferred_fraction=1e9):
+        one = percentile_bins(X, Y, plan="one-read", sample=OneReadSample(rows=6000))
+    assert one.attrs["one_read"] == "ok" and one.attrs["passes"] == 1
+    xr.testing.assert_identical(_without_plan(one), _without_plan(fused))
+
+
 def test_heavy_ties_skip_the_one_read_plan():
     x = np.random.default_rng(4).standard_normal((50_000, 2)).astype(np.float32)
     x[:30_000, 1] = 0.0  # 60 % of one feature in the windows of several edges

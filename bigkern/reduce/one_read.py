@@ -29,10 +29,14 @@ counted during the bin-or-keep read itself:
    exact scale is a candidate and the sample showed the classes of ``y``.
    Then the edges are selected from the kept rows, those are binned where
    they are and merged with the certain bins at the exact scale: the bins
-   are bit-identical to the fused plan's. Otherwise the read was the fused
-   plan's first read and its second read follows (the ``one_read`` attr says
-   why): a misplaced edge of one feature may have mis-binned rows of any bin,
-   and finding them takes a full read anyway.
+   are bit-identical to the fused plan's. The kept rows' refine, the
+   selection's last step (on a worker) and their binning make one graph, so
+   the plan costs three round trips (sample, read, kept rows); a target group
+   too large to collect at once adds refine passes of the kept rows.
+   Otherwise the read was the fused plan's first read and its second read
+   follows (the ``one_read`` attr says why): a misplaced edge of one feature
+   may have mis-binned rows of any bin, and finding them takes a full read
+   anyway.
 """
 
 from __future__ import annotations
@@ -45,18 +49,18 @@ import dask
 import numpy as np
 
 from bigkern.cluster import compute
-from bigkern.errors import LabelError
-from bigkern.reduce._kernels import bin_ids, bin_sums_sparse
-from bigkern.reduce._key_kernels import one_read_ids, one_read_sums
-from bigkern.reduce.binning import (
-    accumulate_bins,
-    combine_bins,
-    dense_partial,
-    padded_edges,
-    positive_flags,
-    use_dense_sums,
+from bigkern.reduce.binning import combine_bins
+from bigkern.reduce.fixed_point import FixedPointGrid
+from bigkern.reduce.one_read_chunks import (
+    _combine_read,
+    _edges,
+    _kept_bins,
+    _kept_edges,
+    _one_read_chunk,
+    _refine_kept,
+    _window_part,
+    certain_bins,
 )
-from bigkern.reduce.fixed_point import FixedPointGrid, normalize_limbs
 from bigkern.reduce.one_read_sample import (
     Guess,
     OneReadSample,
@@ -65,115 +69,19 @@ from bigkern.reduce.one_read_sample import (
     window_tables,
 )
 from bigkern.reduce.outliers import histogram_grid
-from bigkern.reduce.passes import as_float_block, row_starts, tree_reduce, valid_rows
+from bigkern.reduce.passes import row_starts, tree_reduce
 from bigkern.reduce.quantiles import QuantilePlan
 from bigkern.reduce.radix_select import (
-    GROUP_BITS,
     Bucket,
     RadixSelection,
     _combine_first,
-    _distinct_labels,
-    _first_pass_chunk,
     _usable_first,
     combine_refine,
     dense_histograms,
     finish_selection,
-    group_histograms,
-    key_dtype,
-    refine_rows,
 )
 
 __all__ = ["OneRead", "OneReadSample", "sample_windows"]
-
-
-# ---------------------------------------------------------------------------
-# per-chunk work
-# ---------------------------------------------------------------------------
-def _window_part(xb: np.ndarray, yb: Any, mb: Any, *, lo: int, hi: int) -> dict[str, Any]:
-    """The first pass's partial of rows ``lo:hi`` of a held chunk."""
-    return _first_pass_chunk(np.asarray(xb)[lo:hi], None if yb is None else np.asarray(yb)[lo:hi],
-                             None if mb is None else np.asarray(mb)[lo:hi])
-
-
-def _one_read_chunk(
-    Xb: np.ndarray, yb: np.ndarray | None, mb: np.ndarray | None, *, tables: np.ndarray,
-    n_cells: np.ndarray, scales: np.ndarray, positive: Any, classes: tuple[Any, ...] | None,
-    guessed_classes: bool,
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A chunk's summary (first-pass partial, certain bins at each candidate scale, whether
-    a label fell outside guessed classes) and its kept rows (which stay on the worker).
-
-    ``scales`` (candidates, d) are the candidate fixed-point scales; ``tables``
-    the guessed cell tables (:func:`~bigkern.reduce.one_read_sample.window_tables`).
-    """
-    X = as_float_block(Xb)
-    valid, counts = valid_rows(X, mb)
-    ukind, width = key_dtype(X.dtype)
-    bits = X.view(ukind)
-    n, d = X.shape
-    labels = None if yb is None else _distinct_labels(np.asarray(yb), valid)
-    mismatch = False
-    try:
-        is_positive = positive_flags(yb, valid, positive, classes)
-    except LabelError:
-        if not guessed_classes:
-            raise
-        is_positive, mismatch = np.zeros(n, dtype=bool), True  # the classes were a guess
-    with np.errstate(over="ignore"):
-        down = np.ldexp(1.0, scales)
-        reach = np.nextafter(np.ldexp(1.0, 31 - scales.max(axis=0)), 0.0)
-    n_possible = int(np.prod(n_cells, dtype=object))
-    k = len(scales)
-    cand_index = np.arange(k * d, dtype=np.int64)[:, None]
-    no_outside, no_extreme = np.zeros(k * d, dtype=np.int64), np.full(k * d, np.nan)
-    with_labels = positive is not None
-    if use_dense_sums(n_possible, n):
-        count, sums, pos, kept = one_read_sums(
-            X, bits, valid, is_positive, width, GROUP_BITS, tables, n_cells, down, reach,
-            n_possible)
-        bins = dense_partial(count, sums, pos, no_outside, no_extreme, counts, cand_index,
-                             with_labels)
-    else:
-        ids, kept = one_read_ids(X, bits, valid, width, GROUP_BITS, tables, n_cells, reach)
-        order = np.flatnonzero(ids >= 0)
-        order = order[np.argsort(ids[order], kind="stable")]
-        index = np.arange(d, dtype=np.int64)[:, None]
-        parts = []
-        for c in range(k):
-            bounds = np.stack([-reach, reach, np.full(d, -np.inf), np.full(d, np.inf)], axis=1)
-            parts.append(bin_sums_sparse(X, ids, is_positive, down[c][:, None],
-                                         1.0 / down[c][:, None], index, bounds, order))
-        uniq, cnt, _, pos = parts[0][:4]
-        bins = {"counts": counts, "bin": uniq.astype(np.int64), "n": cnt,
-                "sum": np.concatenate([p[2] for p in parts], axis=1), "limb_index": cand_index,
-                "positive": pos if with_labels else None, "outside": no_outside,
-                "extreme": no_extreme}
-    first = {"counts": counts, "labels": labels,
-             "hist": group_histograms(X, valid)}
-    rows = np.flatnonzero(kept)
-    return {"first": first, "bins": bins, "mismatch": mismatch}, {
-        "kept_X": X[rows], "kept_positive": is_positive[rows]}
-
-
-def _refine_kept(part: dict[str, Any], *, buckets: Sequence[Bucket]) -> dict[Any, Any]:
-    return refine_rows(part["kept_X"], buckets)
-
-
-def _bin_kept(part: dict[str, Any], *, edges: tuple[np.ndarray, ...], grid: FixedPointGrid,
-              with_labels: bool) -> dict[str, Any]:
-    X = part["kept_X"]
-    padded, n_edges = padded_edges(edges)
-    ids = bin_ids(X, np.ones(len(X), dtype=bool), padded, n_edges)
-    n_possible = int(np.prod(n_edges + 1, dtype=object))
-    return accumulate_bins(X, ids, part["kept_positive"], grid, n_possible, {"kept": len(X)},
-                           with_labels)
-
-
-def _combine_read(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """Combine the summaries of the read: first pass, certain bins, label mismatch."""
-    return {"first": _combine_first([p["first"] for p in parts]),
-            "bins": combine_bins([p["bins"] for p in parts]),
-            "mismatch": any(p["mismatch"] for p in parts)}
 
 
 # ---------------------------------------------------------------------------
@@ -284,15 +192,17 @@ class OneRead:
         self._certain, self._mismatch = res["bins"], bool(res["mismatch"])
         return _usable_first(res["first"])
 
-    def _misplaced(self, selection: RadixSelection, plan: QuantilePlan, hist: np.ndarray,
-                   grid: FixedPointGrid) -> list[str]:
+    def _misplaced(self, selection: RadixSelection, plan: QuantilePlan,
+                   hist: Sequence[tuple[np.ndarray, np.ndarray]], grid: FixedPointGrid,
+                   ) -> list[str]:
+        """Why the guess failed (empty when it held); ``hist`` is the read's sparse histograms."""
         g = self._guess
         assert g is not None
         d = self.X.shape[1]
         upper = selection.top_groups(dict.fromkeys(range(d), plan.hi[self.where]))
         why = []
         for f in range(d):
-            occupied = np.flatnonzero(hist[f])
+            occupied = hist[f][0]  # increasing, every count > 0
             certain = occupied[~g.keep[f, occupied]]
             cells = np.searchsorted(np.sort(g.upper[f]), certain, side="left")
             exact = np.searchsorted(np.sort(upper[f]), certain, side="left")
@@ -323,10 +233,10 @@ class OneRead:
             return self.fallback("the sample did not show the classes of y")
         hist = dense_histograms(first)
         selection = RadixSelection(self.X.dtype, hist, plan.wanted(d))
-        grid = histogram_grid(hist, self.X.dtype)
+        grid = histogram_grid(first["hist"], self.X.dtype)  # the sparse form: no 2**20 scan
         kept_bound = sum(int(hist[f, selection.target_groups(f)].sum())
                          for f in range(d)) / first["counts"]["valid"]
-        why = self._misplaced(selection, plan, hist, grid)
+        why = self._misplaced(selection, plan, first["hist"], grid)
         if why:
             return self.fallback("; ".join(why))
         parts = self._parts
@@ -336,39 +246,27 @@ class OneRead:
             return tree_reduce([refine(p, buckets=buckets) for p in parts], combine_refine,
                                name="quantile-refine-combine")
 
-        finish_selection(self.X, self.mask, selection, graph=kept_graph)
-        values = selection.values()
-        edge_values = plan.edges(values, d)[:, self.where]
-        edge_list = tuple(edge_values[f] for f in range(d))
-        finals = [dask.delayed(_bin_kept, pure=True)(
-            p, edges=edge_list, grid=grid, with_labels=positive is not None) for p in parts]
-        (kept,) = compute(tree_reduce(finals, combine_bins, name="one-read-kept-combine"),
-                          label="percentile bins: binning the kept rows")
+        # the first refine and the binning of the kept rows in one round trip: a worker
+        # descends the selection with the refine's counts and selects the edges
+        buckets = selection.plan()
+        descended, edges = dask.delayed(_kept_edges, pure=True, nout=2)(
+            selection, buckets, kept_graph(buckets), plan, self.where)
+        kept = _kept_bins(parts, edges, grid, positive is not None)
+        selection, edge_list, kept = compute(descended, edges, kept,
+                                             label="percentile bins: the kept rows")
+        if edge_list is None:  # a group too large to collect at once: more refine passes
+            finish_selection(self.X, self.mask, selection, graph=kept_graph)
+            edge_list = _edges(selection, plan, self.where)
+            (kept,) = compute(_kept_bins(parts, edge_list, grid, positive is not None),
+                              label="percentile bins: binning the kept rows")
         res = combine_bins([certain_bins(self._certain, g.scales, grid), kept])
         self.status = "ok"
         self._parts = []
-        return res, edge_list, values, hist, grid, kept_bound, selection.passes
+        return res, edge_list, selection.values(), first["hist"], grid, kept_bound, \
+            selection.passes
 
     def fallback(self, reason: str) -> None:
         """Give up the read's kept rows: the two-read plan finishes (``status`` says why)."""
         self.status = f"fallback: {reason}"
         self._parts = []
         self._certain = None
-
-
-def certain_bins(
-    certain: dict[str, Any], scales: np.ndarray, grid: FixedPointGrid
-) -> dict[str, Any]:
-    """The certain rows' combined bins in ``grid``'s limb layout, from the candidates' sums.
-
-    ``scales`` (candidates, d) are the candidate scales the read summed at;
-    ``grid``'s scale must be one of them for each feature.
-    """
-    d = len(grid.scales)
-    cols = [int(np.flatnonzero(scales[:, f] == grid.scales[f])[0]) * d + f for f in range(d)]
-    index = grid.limb_index
-    sums = np.zeros((len(certain["n"]), int(index.max()) + 1), dtype=np.int64)
-    sums[:, :d] = certain["sum"][:, cols]
-    return {**certain, "sum": normalize_limbs(sums, index), "limb_index": index,
-            "outside": np.zeros(d, dtype=np.int64), "extreme": np.full(d, np.nan)}
-

@@ -345,7 +345,7 @@ def _dask_plan(
     kept_bound = sum(int(hist[f, keep_groups[f]].sum()) for f in range(d)) / n_valid
     if fused is None:
         fused = kept_bound <= float(config.get("max_deferred_fraction"))
-    grid = histogram_grid(hist, X.dtype)
+    grid = histogram_grid(first["hist"], X.dtype)  # the sparse form: no 2**20 scan
     if len(where) >= KEEP:
         raise ValueError(f"at most {KEEP - 1} quantiles per feature; got {len(where)}")
 
@@ -384,7 +384,7 @@ def _dask_plan(
         res["counts"]["kept"] = 0
         passes = selection.passes + 1
         plan_name = "three-pass"
-    return res, edge_list, values, hist, grid, kept_bound, passes, plan_name
+    return res, edge_list, values, first["hist"], grid, kept_bound, passes, plan_name
 
 
 def _two_classes(first: dict[str, Any]) -> tuple[Any, Any]:

@@ -1,0 +1,190 @@
+"""The one-read plan's per-chunk work and the small steps that combine it.
+
+See :mod:`bigkern.reduce.one_read` for the plan. Here: the sample windows'
+first-pass partials, the full read's chunk function (first-pass partial,
+certain bins at each candidate scale, kept rows), its combine, the refine
+and binning of the kept rows (the first refine and the binning share one
+round trip: :func:`_kept_edges` runs on a worker), and :func:`certain_bins`,
+which picks the exact scale's sums from the candidates'.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+import dask
+import numpy as np
+
+from bigkern.errors import LabelError
+from bigkern.reduce._kernels import bin_ids, bin_sums_sparse
+from bigkern.reduce._key_kernels import one_read_ids, one_read_sums
+from bigkern.reduce.binning import (
+    accumulate_bins,
+    combine_bins,
+    dense_partial,
+    padded_edges,
+    positive_flags,
+    use_dense_sums,
+)
+from bigkern.reduce.fixed_point import FixedPointGrid, normalize_limbs
+from bigkern.reduce.passes import as_float_block, tree_reduce, valid_rows
+from bigkern.reduce.quantiles import QuantilePlan
+from bigkern.reduce.radix_select import (
+    GROUP_BITS,
+    Bucket,
+    RadixSelection,
+    _combine_first,
+    _distinct_labels,
+    _first_pass_chunk,
+    group_histograms,
+    key_dtype,
+    refine_rows,
+)
+
+__all__ = ["certain_bins"]
+
+
+# ---------------------------------------------------------------------------
+# per-chunk work
+# ---------------------------------------------------------------------------
+def _window_part(xb: np.ndarray, yb: Any, mb: Any, *, lo: int, hi: int) -> dict[str, Any]:
+    """The first pass's partial of rows ``lo:hi`` of a held chunk."""
+    return _first_pass_chunk(np.asarray(xb)[lo:hi], None if yb is None else np.asarray(yb)[lo:hi],
+                             None if mb is None else np.asarray(mb)[lo:hi])
+
+
+def _one_read_chunk(
+    Xb: np.ndarray, yb: np.ndarray | None, mb: np.ndarray | None, *, tables: np.ndarray,
+    n_cells: np.ndarray, scales: np.ndarray, positive: Any, classes: tuple[Any, ...] | None,
+    guessed_classes: bool,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A chunk's summary (first-pass partial, certain bins at each candidate scale, whether
+    a label fell outside guessed classes) and its kept rows (which stay on the worker).
+
+    ``scales`` (candidates, d) are the candidate fixed-point scales; ``tables``
+    the guessed cell tables (:func:`~bigkern.reduce.one_read_sample.window_tables`).
+    """
+    X = as_float_block(Xb)
+    valid, counts = valid_rows(X, mb)
+    ukind, width = key_dtype(X.dtype)
+    bits = X.view(ukind)
+    n, d = X.shape
+    labels = None if yb is None else _distinct_labels(np.asarray(yb), valid)
+    mismatch = False
+    try:
+        is_positive = positive_flags(yb, valid, positive, classes)
+    except LabelError:
+        if not guessed_classes:
+            raise
+        is_positive, mismatch = np.zeros(n, dtype=bool), True  # the classes were a guess
+    with np.errstate(over="ignore"):
+        down = np.ldexp(1.0, scales)
+        reach = np.nextafter(np.ldexp(1.0, 31 - scales.max(axis=0)), 0.0)
+    n_possible = int(np.prod(n_cells, dtype=object))
+    k = len(scales)
+    cand_index = np.arange(k * d, dtype=np.int64)[:, None]
+    no_outside, no_extreme = np.zeros(k * d, dtype=np.int64), np.full(k * d, np.nan)
+    with_labels = positive is not None
+    if use_dense_sums(n_possible, n):
+        count, sums, pos, kept = one_read_sums(
+            X, bits, valid, is_positive, width, GROUP_BITS, tables, n_cells, down, reach,
+            n_possible)
+        bins = dense_partial(count, sums, pos, no_outside, no_extreme, counts, cand_index,
+                             with_labels)
+    else:
+        ids, kept = one_read_ids(X, bits, valid, width, GROUP_BITS, tables, n_cells, reach)
+        order = np.flatnonzero(ids >= 0)
+        order = order[np.argsort(ids[order], kind="stable")]
+        index = np.arange(d, dtype=np.int64)[:, None]
+        parts = []
+        for c in range(k):
+            bounds = np.stack([-reach, reach, np.full(d, -np.inf), np.full(d, np.inf)], axis=1)
+            parts.append(bin_sums_sparse(X, ids, is_positive, down[c][:, None],
+                                         1.0 / down[c][:, None], index, bounds, order))
+        uniq, cnt, _, pos = parts[0][:4]
+        bins = {"counts": counts, "bin": uniq.astype(np.int64), "n": cnt,
+                "sum": np.concatenate([p[2] for p in parts], axis=1), "limb_index": cand_index,
+                "positive": pos if with_labels else None, "outside": no_outside,
+                "extreme": no_extreme}
+    first = {"counts": counts, "labels": labels,
+             "hist": group_histograms(X, valid)}
+    rows = np.flatnonzero(kept)
+    return {"first": first, "bins": bins, "mismatch": mismatch}, {
+        "kept_X": X[rows], "kept_positive": is_positive[rows]}
+
+
+def _refine_kept(part: dict[str, Any], *, buckets: Sequence[Bucket]) -> dict[Any, Any]:
+    return refine_rows(part["kept_X"], buckets)
+
+
+def _bin_kept(part: dict[str, Any], *, edges: tuple[np.ndarray, ...], grid: FixedPointGrid,
+              with_labels: bool) -> dict[str, Any]:
+    X = part["kept_X"]
+    padded, n_edges = padded_edges(edges)
+    ids = bin_ids(X, np.ones(len(X), dtype=bool), padded, n_edges)
+    n_possible = int(np.prod(n_edges + 1, dtype=object))
+    return accumulate_bins(X, ids, part["kept_positive"], grid, n_possible, {"kept": len(X)},
+                           with_labels)
+
+
+def _combine_read(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Combine the summaries of the read: first pass, certain bins, label mismatch."""
+    return {"first": _combine_first([p["first"] for p in parts]),
+            "bins": combine_bins([p["bins"] for p in parts]),
+            "mismatch": any(p["mismatch"] for p in parts)}
+
+
+def _edges(selection: RadixSelection, plan: QuantilePlan, where: np.ndarray
+           ) -> tuple[np.ndarray, ...]:
+    """Per feature, the edges of a finished selection."""
+    d = len({f for f, _ in selection.wanted})
+    edge_values = plan.edges(selection.values(), d)[:, where]
+    return tuple(edge_values[f] for f in range(d))
+
+
+def _kept_edges(
+    selection: RadixSelection, buckets: Sequence[Bucket], counts: dict[Any, Any],
+    plan: QuantilePlan, where: np.ndarray,
+) -> tuple[RadixSelection, tuple[np.ndarray, ...] | None]:
+    """The selection descended by one refine of the kept rows, and its edges (``None``
+    while a target is still pending)."""
+    selection = copy.deepcopy(selection)
+    selection.update(buckets, counts, read_data=False)
+    return selection, None if selection.pending else _edges(selection, plan, where)
+
+
+def _bin_kept_or_none(part: dict[str, Any], *, edges: tuple[np.ndarray, ...] | None,
+                      grid: FixedPointGrid, with_labels: bool) -> dict[str, Any] | None:
+    return None if edges is None else _bin_kept(part, edges=edges, grid=grid,
+                                                with_labels=with_labels)
+
+
+def _combine_kept(parts: list[dict[str, Any] | None]) -> dict[str, Any] | None:
+    return None if any(p is None for p in parts) else combine_bins(parts)
+
+
+def _kept_bins(parts: Sequence[Any], edges: Any, grid: FixedPointGrid, with_labels: bool) -> Any:
+    """Delayed combined bins of the kept rows (``None`` when ``edges`` is)."""
+    fn = dask.delayed(_bin_kept_or_none, pure=True)
+    return tree_reduce([fn(p, edges=edges, grid=grid, with_labels=with_labels) for p in parts],
+                       _combine_kept, name="one-read-kept-combine")
+
+
+def certain_bins(
+    certain: dict[str, Any], scales: np.ndarray, grid: FixedPointGrid
+) -> dict[str, Any]:
+    """The certain rows' combined bins in ``grid``'s limb layout, from the candidates' sums.
+
+    ``scales`` (candidates, d) are the candidate scales the read summed at;
+    ``grid``'s scale must be one of them for each feature.
+    """
+    d = len(grid.scales)
+    cols = [int(np.flatnonzero(scales[:, f] == grid.scales[f])[0]) * d + f for f in range(d)]
+    index = grid.limb_index
+    sums = np.zeros((len(certain["n"]), int(index.max()) + 1), dtype=np.int64)
+    sums[:, :d] = certain["sum"][:, cols]
+    return {**certain, "sum": normalize_limbs(sums, index), "limb_index": index,
+            "outside": np.zeros(d, dtype=np.int64), "extreme": np.full(d, np.nan)}
+
