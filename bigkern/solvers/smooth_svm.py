@@ -47,15 +47,17 @@ that counts as converged.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import scipy.linalg
-from scipy.special import expit
 
+from bigkern.errors import IllConditionedWarning
 from bigkern.kernels.gaussian import syrk_product
+from bigkern.solvers.smooth_losses import SmoothEpsilonInsensitive, SmoothHinge, smooth_plus
 
 __all__ = [
     "NewtonResult",
@@ -66,90 +68,10 @@ __all__ = [
     "armijo_steps",
     "in_memory_evaluate",
     "newton_armijo",
+    "newton_direction",
     "objective",
     "smooth_plus",
 ]
-
-
-def smooth_plus(z: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``p(z, α)`` of (6) and its first two derivatives, elementwise and overflow-free.
-
-    ``p(z) = z + log(1 + e^{−αz}) / α = log(1 + e^{αz}) / α``,
-    ``p'(z) = σ(αz)``, ``p''(z) = α σ(αz) σ(−αz)`` (σ the logistic function).
-    """
-    az = alpha * np.asarray(z, dtype=np.float64)
-    p = np.logaddexp(0.0, az) / alpha
-    s = expit(az)
-    return p, s, alpha * s * expit(-az)
-
-
-@dataclass(frozen=True)
-class SmoothHinge:
-    """The loss of (5): ``ℓ(f, y) = ½ p(1 − y f, α)²`` for labels ``y ∈ {−1, +1}``.
-
-    Parameters
-    ----------
-    alpha : float
-        Smoothing parameter α > 0 of ``p`` (``p → (·)₊`` as α → ∞).
-    """
-
-    alpha: float = 5.0
-
-    def __post_init__(self) -> None:
-        if not (isinstance(self.alpha, int | float | np.number) and np.isfinite(self.alpha)
-                and self.alpha > 0):
-            raise ValueError(f"the smoothing parameter alpha must be a positive number; "
-                             f"got {self.alpha!r}")
-
-    def value(self, f: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """``ℓ(f, y)`` elementwise (``f`` and ``y`` broadcast)."""
-        p = np.logaddexp(0.0, self.alpha * (1.0 - y * f)) / self.alpha
-        return 0.5 * p * p
-
-    def derivatives(self, f: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``∂ℓ/∂f`` and ``∂²ℓ/∂f²`` (≥ 0) elementwise."""
-        p, dp, d2p = smooth_plus(1.0 - y * f, self.alpha)
-        return -y * p * dp, dp * dp + p * d2p
-
-
-@dataclass(frozen=True)
-class SmoothEpsilonInsensitive:
-    """Squared ε-insensitive loss, smoothed (ε-SSVR, for a reduced SVR on the same machinery).
-
-    ``ℓ(f, y) = ½ [p(e − ε, α)² + p(−e − ε, α)²]`` with ``e = y − f``: it tends to
-    ``½ (|e| − ε)₊²`` as α → ∞.
-
-    Parameters
-    ----------
-    alpha : float
-        Smoothing parameter α > 0.
-    epsilon : float
-        Half-width ε ≥ 0 of the insensitive tube.
-    """
-
-    alpha: float = 5.0
-    epsilon: float = 0.1
-
-    def __post_init__(self) -> None:
-        SmoothHinge(self.alpha)  # validates alpha
-        if not (isinstance(self.epsilon, int | float | np.number) and np.isfinite(self.epsilon)
-                and self.epsilon >= 0):
-            raise ValueError(f"epsilon must be a non-negative number; got {self.epsilon!r}")
-
-    def value(self, f: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """``ℓ(f, y)`` elementwise (``f`` and ``y`` broadcast)."""
-        e = y - f
-        a = self.alpha
-        p1 = np.logaddexp(0.0, a * (e - self.epsilon)) / a
-        p2 = np.logaddexp(0.0, a * (-e - self.epsilon)) / a
-        return 0.5 * (p1 * p1 + p2 * p2)
-
-    def derivatives(self, f: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``∂ℓ/∂f`` and ``∂²ℓ/∂f²`` (≥ 0) elementwise."""
-        e = y - f
-        p1, d1, s1 = smooth_plus(e - self.epsilon, self.alpha)
-        p2, d2, s2 = smooth_plus(-e - self.epsilon, self.alpha)
-        return p2 * d2 - p1 * d1, d1 * d1 + p1 * s1 + d2 * d2 + p2 * s2
 
 
 @dataclass
@@ -350,7 +272,7 @@ def newton_armijo(
             break
         if len(taken) >= max_iter:
             break
-        d = -scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, lower=False), g)
+        d = -newton_direction(H, g, C)
         slope = float(g @ d)
         trial = evaluate(u, d, steps, 1.0)
         passes += 1
@@ -387,6 +309,26 @@ def newton_armijo(
     converged = gnorm <= tol * g0 or g0 == 0.0 or message.endswith("round-off")
     return NewtonResult(u, f, gnorm, g0, len(taken), passes, backtracked, taken, converged,
                         message, refined_at)
+
+
+def newton_direction(H: np.ndarray, g: np.ndarray, C: float) -> np.ndarray:
+    """``H⁻¹ g`` for ``H = I + C Σ ℓ'' a aᵀ`` (symmetric, every eigenvalue ≥ 1).
+
+    By Cholesky; when round-off has made ``H`` numerically indefinite (a huge
+    ``C`` times sums of O(1) products swamps the identity), by its eigenvectors
+    with the eigenvalues raised to 1, their exact lower bound, and an
+    :class:`~bigkern.errors.IllConditionedWarning` naming ``C``.
+    """
+    try:
+        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, lower=False), g)
+    except np.linalg.LinAlgError:
+        lam, V = scipy.linalg.eigh(H)
+        warnings.warn(
+            f"the Newton Hessian I + C·Σℓ''aaᵀ is numerically indefinite at C={C:g} "
+            f"(eigenvalues {lam[0]:.3g} … {lam[-1]:.3g}; exactly they are >= 1): the step "
+            f"uses its eigenvalues raised to 1; a smaller C is better conditioned",
+            IllConditionedWarning, stacklevel=3)
+        return V @ ((V.T @ g) / np.maximum(lam, 1.0))
 
 
 def _gradient_hessian(u: np.ndarray, sums: RowSums, C: float) -> tuple[np.ndarray, np.ndarray]:
