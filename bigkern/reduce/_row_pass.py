@@ -27,6 +27,7 @@ from bigkern.reduce.passes import (
     run_reduction,
     valid_rows,
 )
+from bigkern.scheduling import task_threads
 
 __all__ = ["as_arrays", "count_attrs", "run_pass", "usable_rows"]
 
@@ -96,11 +97,15 @@ def run_pass(X: Any, y: Any, func: Any, *, name: str, label: str, split_every: i
              mask: Any = None, **kwargs: Any) -> dict[str, Any]:
     """One read of ``X``, ``y`` (and ``mask``): ``func`` per row chunk, tree-reduced; checks counts.
 
+    numpy input is split into at least :func:`bigkern.scheduling.task_threads`
+    row chunks (BLAS runs one thread per task on dask's threaded scheduler).
+
     ``func(X_chunk, y_chunk, mask_chunk, start=first_row, **kwargs)`` returns a
     partial ``{"acc": ndarray, "counts": dict}`` (``mask_chunk`` is None without a
     mask); the ``acc`` arrays are added.
     """
-    Xd, yd, md = as_row_chunked(X, y, mask)
+    # in-memory rows: one chunk per thread at least, as the work per row is heavy (m̃²)
+    Xd, yd, md = as_row_chunked(X, y, mask, min_chunks=task_threads())
     recipe = RowReduction(name, chunk=func, combine=combine_partials, finalize=_checked,
                           with_start=True)
     return run_reduction(recipe, Xd, yd, md, split_every=split_every, label=label, **kwargs)
