@@ -21,6 +21,7 @@ from bigkern.errors import (
 )
 from bigkern.features import with_features
 from bigkern.io import (
+    ChunkWarning,
     Samples,
     ingest_misr_text,
     load_regression,
@@ -92,6 +93,7 @@ __all__ = [
     "BigkernWarning",
     "BinnedKernelRidge",
     "BinnedSVC",
+    "ChunkWarning",
     "ClusterError",
     "CompactKernelPCA",
     "CompactKernelRidge",

@@ -199,3 +199,11 @@ def test_open_scenes_warns_about_a_store_of_tiny_chunks(tmp_path):
 def test_the_suite_scene_store_does_not_warn(scene_store):
     with _no_chunk_warning():
         open_scenes(scene_store)
+
+
+def test_chunk_warning_is_public():
+    import bigkern
+    from bigkern.io.chunking import ChunkWarning
+
+    assert bigkern.ChunkWarning is ChunkWarning
+    assert issubclass(ChunkWarning, bigkern.BigkernWarning)

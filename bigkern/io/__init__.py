@@ -1,5 +1,6 @@
 """Scene stores and model files: open, validate, stack, ingest, write."""
 
+from bigkern.io.chunking import ChunkWarning
 from bigkern.io.misr_text import MISR_TEXT_COLUMNS, ingest_misr_text, read_misr_text
 from bigkern.io.model_store import read_model_dataset, write_model_dataset
 from bigkern.io.regression_csv import load_regression, read_regression_csv
@@ -17,6 +18,7 @@ from bigkern.io.validity import apply_validity, validity_report, validity_rules
 __all__ = [
     "MISR_TEXT_COLUMNS",
     "SCENE_DIMS",
+    "ChunkWarning",
     "Samples",
     "apply_validity",
     "default_chunks",
