@@ -603,6 +603,16 @@ def print_tables(summaries: list[dict[str, Any]]) -> None:
         print(f"# {s['name']}: {s['seconds']:.0f} s in all")
 
 
+def exit_unless_present(sets: Any) -> None:
+    """Exit with status 2, naming the absent files, unless every data set is present."""
+    absent = missing_files(sets)
+    if absent:
+        print("the shared data are absent: " + ", ".join(absent)
+              + "; set BIGKERN_SHARED_DATA to the folder that holds classification/ and "
+                "regression/")
+        raise SystemExit(2)
+
+
 def run_table1(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Run the protocol on ``args.sets``; print and return the summaries."""
     import dask
@@ -610,12 +620,7 @@ def run_table1(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     C.header("Lee & Huang (2007) Table 1: RSVM (bigkern) vs LIBSVM (scikit-learn), "
              f"{args.folds}-fold CV")
-    absent = missing_files(args.sets)
-    if absent:
-        print("the shared data are absent: " + ", ".join(absent)
-              + "; set BIGKERN_SHARED_DATA to the folder that holds classification/ and "
-                "regression/")
-        raise SystemExit(2)
+    exit_unless_present(args.sets)
     print(f"# outer folds {args.folds} (seed {args.seed}); single core: BLAS 1 thread, "
           f"dask scheduler 'sync'; ε = {EPSILON} SD of y (regression)")
     summaries = []
@@ -791,12 +796,7 @@ def run_table2(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     C.header("Lee & Huang (2007) Table 2 and Figures 1-2 (4): full Gaussian kernel vs the "
              "Nyström approximation on a uniform random reduced set")
-    absent = missing_files(args.sets)
-    if absent:
-        print("the shared data are absent: " + ", ".join(absent)
-              + "; set BIGKERN_SHARED_DATA to the folder that holds classification/ and "
-                "regression/")
-        raise SystemExit(2)
+    exit_unless_present(args.sets)
     fig_dir = Path(args.fig_dir or FIGURE_DIR)
     fig_dir.mkdir(parents=True, exist_ok=True)
     print(f"# K = exp(-‖x − z‖² / (2ω²)) on the columns standardized over all rows used "

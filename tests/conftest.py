@@ -1,8 +1,11 @@
-"""Shared fixtures: a real distributed LocalCluster, small scene stores, real data paths."""
+"""Shared fixtures: a real distributed LocalCluster, small scene stores, real data paths,
+benchmark scripts."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -49,3 +52,26 @@ def misr_dir() -> Path:
     if root is None or not (root / "misr" / "image1.txt").exists():
         pytest.skip("../shared/data/misr is not present: real-data tests need it")
     return root / "misr"
+
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _import_benchmark(name: str):
+    """Import ``benchmarks/<name>.py`` by path, once (``benchmarks`` is not a package)."""
+    path = BENCHMARKS / f"{name}.py"
+    if not path.is_file():
+        pytest.skip(f"benchmarks/{name}.py is not next to tests/")
+    module_name = f"_bigkern_benchmark_{name}"
+    if module_name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module  # dataclasses need the module registered
+        spec.loader.exec_module(module)
+    return sys.modules[module_name]
+
+
+@pytest.fixture(scope="session")
+def benchmark_script():
+    """``benchmark_script("misr_tables")``: that benchmark's module (skips when it is absent)."""
+    return _import_benchmark

@@ -18,35 +18,16 @@ Every test skips when ``../shared/data`` is absent.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "lee_huang_tables.py"
 
 # The benchmark's most frequent choices (10-fold nested selection, seed 0): (ω, C).
 MUSHROOM = {"svc": (2.0, 1.0), "rsvm": (4.0, 10.0), "size": 400}
 CPU_SMALL = {"svr": (5.0, 100.0), "rsvr": (8.0, 1e9)}
 
 
-def _script():
-    """Import benchmarks/lee_huang_tables.py by path (``benchmarks`` is not a package)."""
-    name = "_bigkern_benchmark_lee_huang_tables"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses need the module registered
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-def _data(name):
-    if not SCRIPT.is_file():
-        pytest.skip("benchmarks/lee_huang_tables.py is not next to tests/")
-    mod = _script()
+def _data(benchmark_script, name):
+    mod = benchmark_script("lee_huang_tables")
     absent = mod.missing_files([name])
     if absent:
         pytest.skip(f"real data absent: {', '.join(absent)}")
@@ -66,13 +47,13 @@ def _single_core():
 
 
 @pytest.mark.realdata
-def test_mushroom_rsvm_within_one_point_of_libsvm():
+def test_mushroom_rsvm_within_one_point_of_libsvm(benchmark_script):
     from sklearn.model_selection import StratifiedKFold
     from sklearn.svm import SVC
 
     from bigkern import ReducedSVC
 
-    _, data = _data("mushroom")
+    _, data = _data(benchmark_script, "mushroom")
     X, y = data.X, data.y
     assert X.shape == (8124, 116) and set(np.unique(X)) == {0.0, 1.0}
     (om_s, c_s), (om_r, c_r) = MUSHROOM["svc"], MUSHROOM["rsvm"]
@@ -93,14 +74,14 @@ def test_mushroom_rsvm_within_one_point_of_libsvm():
 
 
 @pytest.mark.realdata
-def test_cpu_small_rsvr_within_five_percent_mse_of_svr():
+def test_cpu_small_rsvr_within_five_percent_mse_of_svr(benchmark_script):
     from sklearn.model_selection import KFold
     from sklearn.preprocessing import StandardScaler
     from sklearn.svm import SVR
 
     from bigkern import ReducedSVR
 
-    mod, data = _data("cpu_small")
+    mod, data = _data(benchmark_script, "cpu_small")
     X, y = data.X, data.y
     assert X.shape == (8192, 12)
     (om_s, c_s), (om_r, c_r) = CPU_SMALL["svr"], CPU_SMALL["rsvr"]
@@ -126,9 +107,9 @@ def test_cpu_small_rsvr_within_five_percent_mse_of_svr():
 
 
 @pytest.mark.realdata
-def test_small_run_tables(tmp_path, capsys):
+def test_small_run_tables(tmp_path, capsys, benchmark_script):
     """The benchmark's ``table1 --small`` path: 3 folds, 2 x 2 mesh, 1,500-row caps."""
-    mod, _ = _data("ionosphere")
+    mod, _ = _data(benchmark_script, "ionosphere")
     if mod.missing_files(["mushroom", "cpu_small"]):
         pytest.skip("real data absent")
     args = mod.argparse.Namespace(sets=list(mod.DEFAULT_SETS), folds=10, seed=0,

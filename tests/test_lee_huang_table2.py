@@ -11,33 +11,17 @@ itself. Skips when ``../shared/data`` is absent.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "lee_huang_tables.py"
 SETS = ("ionosphere", "pima", "cpu_small")
 
 
-def _script():
-    """Import benchmarks/lee_huang_tables.py by path (``benchmarks`` is not a package)."""
-    name = "_bigkern_benchmark_lee_huang_tables"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses need the module registered
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
 @pytest.mark.realdata
-def test_small_run_table2(tmp_path, capsys):
-    if not SCRIPT.is_file():
-        pytest.skip("benchmarks/lee_huang_tables.py is not next to tests/")
-    mod = _script()
+def test_small_run_table2(tmp_path, capsys, benchmark_script):
+    mod = benchmark_script("lee_huang_tables")
     absent = mod.missing_files(SETS)
     if absent:
         pytest.skip(f"real data absent: {', '.join(absent)}")

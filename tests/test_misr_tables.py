@@ -6,30 +6,14 @@ the paper's pattern; skips when ../shared/data/misr is absent.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "misr_tables.py"
-
-
-def _load_script():
-    """Import benchmarks/misr_tables.py by path (``benchmarks`` is not a package)."""
-    name = "_bigkern_benchmark_misr_tables"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses need the module registered
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
 
 @pytest.fixture(scope="module")
-def quick_scene1(misr_dir):
-    return _load_script().run_scene(misr_dir / "image1.txt", quick=True)
+def quick_scene1(misr_dir, benchmark_script):
+    return benchmark_script("misr_tables").run_scene(misr_dir / "image1.txt", quick=True)
 
 
 @pytest.mark.realdata
@@ -57,8 +41,8 @@ def test_quick_tables_pattern(quick_scene1):
 
 
 @pytest.mark.realdata
-def test_quick_tables_json_and_format(quick_scene1):
-    mt = _load_script()
+def test_quick_tables_json_and_format(quick_scene1, benchmark_script):
+    mt = benchmark_script("misr_tables")
     text = mt.format_scene(quick_scene1)
     assert "Table 1 (L2 loss)" in text and "Table 2 (hinge loss)" in text
     assert "79.22" in text and "86.46" in text  # the paper's figures next to ours
@@ -69,8 +53,8 @@ def test_quick_tables_json_and_format(quick_scene1):
     }
 
 
-def test_script_exits_clearly_without_data(monkeypatch, capsys):
-    mt = _load_script()
+def test_script_exits_clearly_without_data(monkeypatch, capsys, benchmark_script):
+    mt = benchmark_script("misr_tables")
     monkeypatch.setattr(mt, "shared_data_dir", lambda: None)
     assert mt.main(["--quick"]) == 2
     assert "not present" in capsys.readouterr().err
