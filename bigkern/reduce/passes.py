@@ -85,7 +85,7 @@ def as_row_chunked(
     take ``X``'s row chunks. numpy inputs become one dask chunk per ~100 MB, and
     at least ``min_chunks`` chunks of at least ``bigkern.kernel_block_rows`` rows
     where there are rows enough: a pass whose work per row is heavy (the reduced
-    kernel's ``m̃²``) passes :func:`bigkern.cluster.task_threads` so every thread
+    kernel's ``m̃²``) passes :func:`bigkern.scheduling.task_threads` so every thread
     gets a share. Dask input keeps its chunks.
     """
     if not isinstance(X, da.Array):
