@@ -21,7 +21,12 @@ import dask
 from bigkern import config
 from bigkern.cluster_profiles import build_cluster
 from bigkern.errors import ClusterError
-from bigkern.scheduling import compute, current_client, gather_watching, task_threads
+from bigkern.scheduling import (  # they live there; still importable from here
+    compute,
+    current_client,
+    gather_watching,
+    task_threads,
+)
 
 # BigkernClient and PinBlasThreads (subclasses of distributed's Client and WorkerPlugin)
 # are built on first access, by the module __getattr__ below.

@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from bigkern.cluster import compute
 from bigkern.features import with_features
 from bigkern.io.integrity import open_checked
 from bigkern.io.scenes import open_scenes, write_scenes
 from bigkern.models.persistence import save_model
 from bigkern.predict import predict_scenes, write_predictions
+from bigkern.scheduling import compute
 from bigkern.workflow import (
     DEFAULT_FEATURES,
     DEFAULT_GRIDS,

@@ -57,7 +57,7 @@ def worker_memory_budget() -> int | None:
     """
     import dask
 
-    from bigkern.cluster import current_client
+    from bigkern.scheduling import current_client
 
     client = current_client()
     if client is None:

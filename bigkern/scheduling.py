@@ -82,10 +82,7 @@ def task_threads() -> int:
     """
     client = current_client()
     if client is not None:
-        try:
-            info = client.scheduler_info(n_workers=-1).get("workers", {})
-        except TypeError:  # pragma: no cover - older distributed without n_workers
-            info = client.scheduler_info().get("workers", {})
+        info = client.scheduler_info(n_workers=-1).get("workers", {})
         return max(1, sum(int(w.get("nthreads", 1)) for w in info.values()))
     return _local_scheduler_threads()
 
@@ -104,11 +101,8 @@ def _local_blas_limit(collections: Sequence[Any]) -> Iterator[None]:
     if _local_scheduler_threads(collections) <= 1:
         yield
         return
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn
-        yield
-        return
+    from threadpoolctl import threadpool_limits  # a dependency of scikit-learn
+
     with threadpool_limits(int(config.get("blas_threads") or 1)):
         yield
 

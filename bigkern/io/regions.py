@@ -190,7 +190,7 @@ def write_regions(
     storage_options : mapping, optional
         fsspec options for a URL (see :func:`bigkern.io.urls.location`).
     """
-    from bigkern.cluster import compute
+    from bigkern.scheduling import compute
 
     given = path
     path = location(path, storage_options)

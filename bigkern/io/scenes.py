@@ -220,7 +220,7 @@ class Samples:
         if self.y is not None:
             parts["unlabelled"] = (self.y == 0).sum()
             parts["labelled_usable"] = ((self.y != 0) & all_f).sum()
-        from bigkern.cluster import compute
+        from bigkern.scheduling import compute
 
         values = compute(*parts.values(), label="counting samples")
         return {k: int(v) for k, v in zip(parts, values, strict=True)}
@@ -366,7 +366,7 @@ def write_scenes(
     for name in out.variables:
         out[name].encoding.pop("chunks", None)
         out[name].encoding.pop("preferred_chunks", None)
-    from bigkern.cluster import compute
+    from bigkern.scheduling import compute
 
     with staged_output(loc, overwrite=overwrite, inputs=inputs) as temp:
         delayed = to_zarr(out, temp, kind="scenes", compute=False)

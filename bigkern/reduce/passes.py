@@ -193,7 +193,7 @@ def run_reduction(
     Computes through :func:`bigkern.cluster.compute` (the cluster's client when
     there is one, with progress under ``label``).
     """
-    from bigkern.cluster import compute
+    from bigkern.scheduling import compute
 
     graph = reduction_graph(reduction, X, *others, split_every=split_every, **kwargs)
     (root,) = compute(graph, label=label or reduction.name)
