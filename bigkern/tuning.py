@@ -2,7 +2,8 @@
 
 All candidate models are scored in **one** distributed pass over the
 held-out samples: each chunk is predicted by every model and only the
-numbers of correct predictions travel back.
+numbers of correct predictions travel back (:func:`holdout_accuracy`);
+:func:`holdout_score` scores one classifier or regressor the same way.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ __all__ = [
     "grid_search_bins",
     "holdout_accuracy",
     "holdout_grid_search",
+    "holdout_score",
 ]
 
 
@@ -47,6 +49,11 @@ def _accuracy_chunk(
 
 def _sum(parts: list[np.ndarray]) -> np.ndarray:
     return np.sum(parts, axis=0)
+
+
+def _shared(obj: Any) -> Any:
+    """One graph node holding ``obj``: sent once to each worker, not once per chunk."""
+    return dask.delayed(obj, name=f"holdout-models-{uuid.uuid4().hex}", traverse=False)
 
 
 #: One pass scoring held-out rows: correct counts per model, and the rows scored last.
@@ -70,15 +77,83 @@ def holdout_accuracy(
     if not models:
         raise ValueError("no models to score")
     X, y, mask = as_row_chunked(X, y, mask)
-    # one graph node holds the models: sent once to each worker, not once per chunk
-    shared = dask.delayed(tuple(models), name=f"holdout-models-{uuid.uuid4().hex}",
-                          traverse=False)
-    correct = run_reduction(_HOLDOUT_ACCURACY, X, y, mask, models=shared,
+    correct = run_reduction(_HOLDOUT_ACCURACY, X, y, mask, models=_shared(tuple(models)),
                             label=f"scoring {len(models)} models on held-out samples")
     n = int(correct[-1])
     if n == 0:
         raise ValueError("no held-out row can be scored (all non-finite or unlabelled)")
     return correct[:-1] / n, n
+
+
+def _score_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None, *,
+                 model: Any) -> np.ndarray:
+    """[correct or Σ squared errors, rows, Σy, Σy²] of one chunk's scorable rows."""
+    keep = np.isfinite(Xb).all(axis=1)
+    classes = getattr(model, "classes_", None)
+    keep &= np.isfinite(yb) if classes is None else np.isin(yb, classes)
+    if mb is not None:
+        keep &= np.asarray(mb, dtype=bool)
+    out = np.zeros(4)
+    if not keep.any():
+        return out
+    # decision_rows: what predict_scenes evaluates (no name check: the columns are in order)
+    decision = model.decision_rows(np.asarray(Xb[keep], dtype=np.float64))
+    yk = yb[keep]
+    if classes is not None:
+        out[:2] = np.count_nonzero(np.where(decision > 0, classes[1], classes[0]) == yk), len(yk)
+        return out
+    yk = np.asarray(yk, dtype=np.float64)
+    err = decision - yk
+    out[:] = float(err @ err), len(yk), float(yk.sum()), float(yk @ yk)
+    return out
+
+
+#: One pass scoring a model on held-out rows: correct predictions (classifier) or Σ squared
+#: errors (regressor), rows scored, Σy, Σy².
+_HOLDOUT_SCORE = RowReduction("holdout-score", chunk=_score_chunk, combine=_sum)
+
+
+def holdout_score(model: Any, X: Any, y: Any, *, mask: Any = None
+                  ) -> tuple[str, float, int, float | None]:
+    """Accuracy (classifier) or root mean squared error (regressor) on held-out rows, one pass.
+
+    Rows with a non-finite feature, a label outside the classifier's classes (e.g.
+    0, unlabelled) or a non-finite target, or a false ``mask``, are not scored.
+    Predictions are the model's ``decision_rows``, as :func:`bigkern.predict_scenes`
+    computes them.
+
+    Parameters
+    ----------
+    model : fitted bigkern estimator
+        A classifier with ``classes_`` or a regressor, with ``decision_rows``.
+    X : array-like or dask array (n, d)
+        Rows, in the model's feature order.
+    y : array-like or dask array (n,)
+        Labels or targets.
+    mask : array-like or dask array of bool (n,), optional
+        The held-out rows.
+
+    Returns
+    -------
+    metric : {"accuracy", "rmse"}
+    score : float
+        Accuracy (a fraction) or RMSE.
+    n_scored : int
+        Rows scored.
+    target_std : float or None
+        Standard deviation of the scored targets (the RMSE of predicting their
+        mean); None for a classifier.
+    """
+    X, y, mask = as_row_chunked(X, y, mask)
+    total, n, s1, s2 = run_reduction(_HOLDOUT_SCORE, X, y, mask, model=_shared(model),
+                                     label="scoring the model on held-out samples")
+    if n == 0:
+        raise ValueError("no held-out row can be scored (each has a non-finite feature, "
+                         "no label or a non-finite target)")
+    if getattr(model, "classes_", None) is not None:
+        return "accuracy", float(total / n), int(n), None
+    std = float(np.sqrt(max(0.0, s2 / n - (s1 / n) ** 2)))
+    return "rmse", float(np.sqrt(total / n)), int(n), std
 
 
 @dataclass

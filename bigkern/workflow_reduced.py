@@ -17,12 +17,10 @@ from __future__ import annotations
 import difflib
 import sys
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import dask
 import numpy as np
 import xarray as xr
 
@@ -34,8 +32,8 @@ from bigkern.models import (
     ReducedSVC,
     ReducedSVR,
 )
-from bigkern.reduce.passes import RowReduction, as_row_chunked, run_reduction
 from bigkern.reduce.sampling import random_split
+from bigkern.tuning import holdout_score
 
 __all__ = [
     "REDUCED_MODELS",
@@ -43,7 +41,6 @@ __all__ = [
     "check_param_names",
     "describe_fit",
     "fit_reduced_scenes",
-    "holdout_score",
     "reduced_estimator_class",
 ]
 
@@ -149,83 +146,6 @@ class ReducedOutcome:
     n_scored: int = 0
     target_std: float | None = None
     seconds: dict[str, float] = field(default_factory=dict)
-
-
-def _score_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None, *,
-                 model: Any) -> np.ndarray:
-    """[correct or Σ squared errors, rows, Σy, Σy²] of one chunk's scorable rows."""
-    keep = np.isfinite(Xb).all(axis=1)
-    classes = getattr(model, "classes_", None)
-    keep &= np.isfinite(yb) if classes is None else np.isin(yb, classes)
-    if mb is not None:
-        keep &= np.asarray(mb, dtype=bool)
-    out = np.zeros(4)
-    if not keep.any():
-        return out
-    # decision_rows: what predict_scenes evaluates (no name check: the columns are in order)
-    decision = model.decision_rows(np.asarray(Xb[keep], dtype=np.float64))
-    yk = yb[keep]
-    if classes is not None:
-        out[:2] = np.count_nonzero(np.where(decision > 0, classes[1], classes[0]) == yk), len(yk)
-        return out
-    yk = np.asarray(yk, dtype=np.float64)
-    err = decision - yk
-    out[:] = float(err @ err), len(yk), float(yk.sum()), float(yk @ yk)
-    return out
-
-
-def _sum(parts: list[np.ndarray]) -> np.ndarray:
-    return np.sum(parts, axis=0)
-
-
-#: One pass scoring a model on held-out rows: correct predictions (classifier) or Σ squared
-#: errors (regressor), rows scored, Σy, Σy².
-_HOLDOUT_SCORE = RowReduction("holdout-score", chunk=_score_chunk, combine=_sum)
-
-
-def holdout_score(model: Any, X: Any, y: Any, *, mask: Any = None
-                  ) -> tuple[str, float, int, float | None]:
-    """Accuracy (classifier) or root mean squared error (regressor) on held-out rows, one pass.
-
-    Rows with a non-finite feature, a label outside the classifier's classes (e.g.
-    0, unlabelled) or a non-finite target, or a false ``mask``, are not scored.
-    Predictions are the model's ``decision_rows``, as :func:`bigkern.predict_scenes`
-    computes them.
-
-    Parameters
-    ----------
-    model : fitted bigkern estimator
-        A classifier with ``classes_`` or a regressor, with ``decision_rows``.
-    X : array-like or dask array (n, d)
-        Rows, in the model's feature order.
-    y : array-like or dask array (n,)
-        Labels or targets.
-    mask : array-like or dask array of bool (n,), optional
-        The held-out rows.
-
-    Returns
-    -------
-    metric : {"accuracy", "rmse"}
-    score : float
-        Accuracy (a fraction) or RMSE.
-    n_scored : int
-        Rows scored.
-    target_std : float or None
-        Standard deviation of the scored targets (the RMSE of predicting their
-        mean); None for a classifier.
-    """
-    X, y, mask = as_row_chunked(X, y, mask)
-    # one graph node holds the model: sent once to each worker, not once per chunk
-    shared = dask.delayed(model, name=f"holdout-model-{uuid.uuid4().hex}", traverse=False)
-    total, n, s1, s2 = run_reduction(_HOLDOUT_SCORE, X, y, mask, model=shared,
-                                     label="scoring the model on held-out samples")
-    if n == 0:
-        raise ValueError("no held-out row can be scored (each has a non-finite feature, "
-                         "no label or a non-finite target)")
-    if getattr(model, "classes_", None) is not None:
-        return "accuracy", float(total / n), int(n), None
-    std = float(np.sqrt(max(0.0, s2 / n - (s1 / n) ** 2)))
-    return "rmse", float(np.sqrt(total / n)), int(n), std
 
 
 def _samples(ds: xr.Dataset, features: Sequence[str], target: str | None
