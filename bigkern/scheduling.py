@@ -93,7 +93,7 @@ def _local_blas_limit(collections: Sequence[Any]) -> Iterator[None]:
 
     Its threads run tasks side by side; each task's BLAS call then starting a pool
     of its own (numpy's and scipy's OpenBLAS are two pools) oversubscribes the
-    cores — measured here: one Newton pass of the reduced SVM, 10^5 × 501,
+    cores — timed ad hoc here: one Newton pass of the reduced SVM, 10^5 × 501,
     0.67 s with one BLAS thread and 5.0 s with two, while another process kept a
     core busy. Distributed workers are pinned by :class:`PinBlasThreads`; the
     synchronous scheduler is left alone (one task at a time may use every core).
