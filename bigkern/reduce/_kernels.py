@@ -20,6 +20,7 @@ __all__ = [
     "int_label_range",
     "label_flags",
     "row_status",
+    "take_rows",
 ]
 
 _JIT = {"nogil": True, "cache": True}
@@ -60,6 +61,17 @@ def row_status(X: np.ndarray, mask: np.ndarray, use_mask: bool) -> tuple[np.ndar
         else:
             counts[3] += 1
     return valid, counts
+
+
+@numba.njit(**_JIT)
+def take_rows(X: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``X[rows]`` of a 2-D array (numpy's fancy indexing of rows took ~50 ns a row)."""
+    out = np.empty((rows.shape[0], X.shape[1]), dtype=X.dtype)
+    for k in range(rows.shape[0]):
+        i = rows[k]
+        for j in range(X.shape[1]):
+            out[k, j] = X[i, j]
+    return out
 
 
 @numba.njit(**_JIT)

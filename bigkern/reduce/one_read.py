@@ -56,6 +56,7 @@ from bigkern.reduce.one_read_chunks import (
     _kept_bins,
     _kept_edges,
     _one_read_chunk,
+    _read_summary,
     _refine_kept,
     _window_part,
     certain_bins,
@@ -68,7 +69,7 @@ from bigkern.reduce.one_read_sample import (
     window_tables,
 )
 from bigkern.reduce.outliers import histogram_grid
-from bigkern.reduce.passes import row_starts, tree_reduce
+from bigkern.reduce.passes import row_partials, row_starts, tree_reduce
 from bigkern.reduce.quantiles import QuantilePlan
 from bigkern.reduce.radix_select import (
     Bucket,
@@ -177,15 +178,17 @@ class OneRead:
         assert g is not None, "draw_sample first"
         d = self.X.shape[1]
         tables = dask.delayed(window_tables, pure=True)(g.upper, g.ranges)
-        blocks = self._blocks()
-        fn = dask.delayed(_one_read_chunk, pure=True, nout=2, name="one-read")
         kw = {"tables": tables, "n_cells": np.full(d, len(self.where) + 1, dtype=np.int64),
               "scales": g.scales, "positive": self._positive, "classes": self._classes,
               "guessed_classes": self.classes is None}
-        summaries, kept = zip(*(fn(*self._held.get(i, tuple(b[i] for b in blocks)), **kw)
-                                for i in range(len(blocks[0]))), strict=True)
-        root = tree_reduce(list(summaries), _combine_read, name="one-read-combine")
-        *parts, root = dask.persist(*kept, root)  # the kept rows stay on their workers
+        # the chunks the sample holds are not read again; the others are read in their task
+        fresh = row_partials(_one_read_chunk, self.X, self.y, self.mask, name="one-read", **kw)
+        held = dask.delayed(_one_read_chunk, pure=True, name="one-read-held")
+        parts = [held(*self._held[i], **kw) if i in self._held else task
+                 for i, task in enumerate(fresh)]
+        parts = list(dask.persist(*parts))  # the kept rows stay on their workers
+        summary = dask.delayed(_read_summary, pure=True)  # on the part's worker: not its rows
+        root = tree_reduce([summary(p) for p in parts], _combine_read, name="one-read-combine")
         self._parts = parts
         self._held.clear()
         (res,) = compute(root, label="percentile bins: one read")

@@ -18,7 +18,7 @@ import dask
 import numpy as np
 
 from bigkern.errors import LabelError
-from bigkern.reduce._kernels import bin_ids, bin_sums_sparse
+from bigkern.reduce._kernels import bin_ids, bin_sums_sparse, take_rows
 from bigkern.reduce._key_kernels import one_read_ids, one_read_sums
 from bigkern.reduce.binning import (
     accumulate_bins,
@@ -38,9 +38,9 @@ from bigkern.reduce.radix_select import (
     _combine_first,
     _distinct_labels,
     _first_pass_chunk,
-    group_histograms,
     key_dtype,
     refine_rows,
+    sparse_histograms,
 )
 
 __all__ = ["certain_bins"]
@@ -59,9 +59,10 @@ def _one_read_chunk(
     Xb: np.ndarray, yb: np.ndarray | None, mb: np.ndarray | None, *, tables: np.ndarray,
     n_cells: np.ndarray, scales: np.ndarray, positive: Any, classes: tuple[Any, ...] | None,
     guessed_classes: bool,
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A chunk's summary (first-pass partial, certain bins at each candidate scale, whether
-    a label fell outside guessed classes) and its kept rows (which stay on the worker).
+) -> dict[str, Any]:
+    """A chunk's summary (``first``: first-pass partial, ``bins``: certain bins at each
+    candidate scale, ``mismatch``: whether a label fell outside guessed classes) and
+    ``kept``: its kept rows (which stay on the worker; the combine drops them).
 
     ``scales`` (candidates, d) are the candidate fixed-point scales; ``tables``
     the guessed cell tables (:func:`~bigkern.reduce.one_read_sample.window_tables`).
@@ -87,14 +88,16 @@ def _one_read_chunk(
     cand_index = np.arange(k * d, dtype=np.int64)[:, None]
     no_outside, no_extreme = np.zeros(k * d, dtype=np.int64), np.full(k * d, np.nan)
     with_labels = positive is not None
+    hist = np.zeros((d, 1 << GROUP_BITS), dtype=np.int32)  # pages touched where counted
     if use_dense_sums(n_possible, n):
         count, sums, pos, kept = one_read_sums(
             X, bits, valid, is_positive, width, GROUP_BITS, tables, n_cells, down, reach,
-            n_possible)
+            n_possible, hist)
         bins = dense_partial(count, sums, pos, no_outside, no_extreme, counts, cand_index,
                              with_labels)
     else:
-        ids, kept = one_read_ids(X, bits, valid, width, GROUP_BITS, tables, n_cells, reach)
+        ids, kept = one_read_ids(X, bits, valid, width, GROUP_BITS, tables, n_cells, reach,
+                                 hist)
         order = np.flatnonzero(ids >= 0)
         order = order[np.argsort(ids[order], kind="stable")]
         index = np.arange(d, dtype=np.int64)[:, None]
@@ -108,25 +111,28 @@ def _one_read_chunk(
                 "sum": np.concatenate([p[2] for p in parts], axis=1), "limb_index": cand_index,
                 "positive": pos if with_labels else None, "outside": no_outside,
                 "extreme": no_extreme}
-    first = {"counts": counts, "labels": labels,
-             "hist": group_histograms(X, valid)}
-    rows = np.flatnonzero(kept)
-    return {"first": first, "bins": bins, "mismatch": mismatch}, {
-        "kept_X": X[rows], "kept_positive": is_positive[rows]}
+    first = {"counts": counts, "labels": labels, "hist": sparse_histograms(hist)}
+    return {"first": first, "bins": bins, "mismatch": mismatch,
+            "kept": {"kept_X": take_rows(X, kept), "kept_positive": is_positive[kept]}}
+
+
+def _read_summary(part: dict[str, Any]) -> dict[str, Any]:
+    """A chunk's summary without its kept rows."""
+    return {k: v for k, v in part.items() if k != "kept"}
 
 
 def _refine_kept(part: dict[str, Any], *, buckets: Sequence[Bucket]) -> dict[Any, Any]:
-    return refine_rows(part["kept_X"], buckets)
+    return refine_rows(part["kept"]["kept_X"], buckets)
 
 
 def _bin_kept(part: dict[str, Any], *, edges: tuple[np.ndarray, ...], grid: FixedPointGrid,
               with_labels: bool) -> dict[str, Any]:
-    X = part["kept_X"]
+    X = part["kept"]["kept_X"]
     padded, n_edges = padded_edges(edges)
     ids = bin_ids(X, np.ones(len(X), dtype=bool), padded, n_edges)
     n_possible = int(np.prod(n_edges + 1, dtype=object))
-    return accumulate_bins(X, ids, part["kept_positive"], grid, n_possible, {"kept": len(X)},
-                           with_labels)
+    return accumulate_bins(X, ids, part["kept"]["kept_positive"], grid, n_possible,
+                           {"kept": len(X)}, with_labels)
 
 
 def _combine_read(parts: list[dict[str, Any]]) -> dict[str, Any]:

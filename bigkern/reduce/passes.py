@@ -28,6 +28,7 @@ import xarray as xr
 from dask.delayed import Delayed
 
 from bigkern import config
+from bigkern.reduce.row_tasks import row_partials
 
 __all__ = [
     "NONFINITE_FEATURE",
@@ -198,41 +199,6 @@ def run_reduction(
     graph = reduction_graph(reduction, X, *others, split_every=split_every, **kwargs)
     (root,) = compute(graph, label=label or reduction.name)
     return reduction.finalize(root) if reduction.finalize is not None else root
-
-
-def row_partials(
-    func: Callable[..., Any],
-    X: da.Array,
-    *others: da.Array | None,
-    name: str,
-    starts: Sequence[int] | None = None,
-    **kwargs: Any,
-) -> list[Delayed]:
-    """Apply ``func(X_chunk, *other_chunks, **kwargs)`` to every row chunk; one Delayed each.
-
-    ``others`` that are ``None`` are passed as ``None``; with ``starts``, chunk
-    ``i`` also gets ``start=starts[i]``. The tasks' keys start with ``name``.
-    The blocks keep their graph keys (``optimize_graph=False``): when ``X`` and
-    ``y`` are slices of one source, a separately optimized graph per array would
-    read each chunk of the source once per array.
-    """
-    x_blocks = X.to_delayed(optimize_graph=False).ravel()
-    other_blocks = [
-        [None] * len(x_blocks) if o is None else list(o.to_delayed(optimize_graph=False).ravel())
-        for o in others
-    ]
-    from dask.base import tokenize
-
-    fn = dask.delayed(func, pure=True)
-    common = tokenize(func, kwargs)  # once: kwargs may hold sizable arrays
-    out = []
-    for i, xb in enumerate(x_blocks):
-        blocks = [ob[i] for ob in other_blocks]
-        extra = {} if starts is None else {"start": int(starts[i])}
-        # keys named for the pass (what the dashboard and the task stream show)
-        key = f"{name}-{tokenize(common, xb.key, [getattr(b, 'key', None) for b in blocks], extra)}"
-        out.append(fn(xb, *blocks, **extra, **kwargs, dask_key_name=key))
-    return out
 
 
 def tree_reduce(

@@ -46,7 +46,7 @@ import xarray as xr
 
 from bigkern import config
 from bigkern.errors import LabelError
-from bigkern.reduce._kernels import bin_ids
+from bigkern.reduce._kernels import bin_ids, take_rows
 from bigkern.reduce._key_kernels import certain_bin_ids, certain_bin_sums
 from bigkern.reduce.binning import (
     _bin_chunk,
@@ -132,7 +132,7 @@ def _bin_or_keep_chunk(
         ids, kept = certain_bin_ids(X.view(ukind), valid, width, GROUP_BITS, tables, n_cells)
         bins = accumulate_bins(X, ids, is_positive, grid, n_possible, counts, with_labels)
     rows = np.flatnonzero(kept)
-    return {"bins": bins, "kept_X": X[rows], "kept_positive": is_positive[rows]}
+    return {"bins": bins, "kept_X": take_rows(X, rows), "kept_positive": is_positive[rows]}
 
 
 def _refine_kept(part: dict[str, Any], *, buckets: Sequence[Bucket]) -> dict[Any, Any]:

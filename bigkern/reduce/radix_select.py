@@ -125,6 +125,15 @@ def group_histograms(X: np.ndarray, valid: np.ndarray) -> list[tuple[np.ndarray,
     return out
 
 
+def sparse_histograms(hist: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """:func:`group_histograms`' form of dense per-feature counts ``hist`` (d, 2**20)."""
+    out = []
+    for row in hist:
+        groups = np.flatnonzero(row)
+        out.append((groups, row[groups].astype(np.int64)))
+    return out
+
+
 def _sparse(dense: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     nz = np.flatnonzero(dense)
     return nz, dense[nz]
