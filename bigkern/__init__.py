@@ -4,7 +4,7 @@ Scenes in zarr → exact percentile bins on Dask → a small kernel solve →
 lazy cloud masks written back to zarr.
 """
 
-from bigkern import config
+from bigkern import config, datasets
 from bigkern.cluster import connect
 from bigkern.errors import (
     BigkernError,
@@ -128,6 +128,7 @@ __all__ = [
     "choose_support_radius",
     "config",
     "connect",
+    "datasets",
     "difference_noise_variance",
     "distance_quantile",
     "gaussian_kernel",

@@ -346,3 +346,14 @@ def test_moved_names_keep_their_old_public_paths(old: str, new: str, names: list
     before, after = importlib.import_module(old), importlib.import_module(new)
     for name in names:
         assert getattr(before, name) is getattr(after, name), f"{old}.{name}"
+
+
+def test_subpackages_are_attributes_after_import_bigkern() -> None:
+    """``import bigkern`` alone makes ``bigkern.datasets.make_scenes`` and the other
+    subpackages reachable (checked in a fresh interpreter: the test session imports them)."""
+    import subprocess
+    import sys
+
+    subs = ("datasets", "reduce", "io", "models", "kernels", "features", "solvers")
+    code = "import bigkern\n" + "\n".join(f"bigkern.{s}" for s in subs)
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
