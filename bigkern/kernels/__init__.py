@@ -23,7 +23,8 @@ from bigkern.kernels.gaussian import (
     row_blocks,
     squared_distances,
 )
-from bigkern.kernels.nystrom_spectrum import nystrom_spectrum, plot_nystrom_spectrum
+from bigkern.kernels.nystrom_plot import plot_nystrom_spectrum
+from bigkern.kernels.nystrom_spectrum import nystrom_spectrum
 from bigkern.kernels.periodic import (
     exact_periodic_kernel,
     periodic_gaussian_kernel,
