@@ -51,11 +51,13 @@ import numpy as np
 from bigkern.reduce.binning import combine_bins
 from bigkern.reduce.fixed_point import FixedPointGrid
 from bigkern.reduce.one_read_chunks import (
+    _chunk_arrays,
     _combine_read,
     _edges,
     _kept_bins,
     _kept_edges,
     _one_read_chunk,
+    _one_read_held,
     _read_summary,
     _refine_kept,
     _window_part,
@@ -111,7 +113,7 @@ class OneRead:
     sample_rows: int = 0
     held_chunks: int = 0
     _guess: Guess | None = None
-    _held: dict[int, tuple[Any, Any, Any]] = field(default_factory=dict)
+    _held: dict[int, Any] = field(default_factory=dict)  # chunk -> its (X, y, mask)
     _parts: list[Any] = field(default_factory=list)
     _certain: dict[str, Any] | None = None
     _mismatch: bool = False
@@ -122,10 +124,6 @@ class OneRead:
         """The plan attrs this run adds to the bins."""
         return {"one_read": self.status, "sample_rows": int(self.sample_rows),
                 "sample_chunks_held": int(self.held_chunks)}
-
-    def _blocks(self) -> list[list[Any]]:
-        return [list(a.to_delayed(optimize_graph=False).ravel()) if a is not None
-                else [None] * self.X.numblocks[0] for a in (self.X, self.y, self.mask)]
 
     def draw_sample(self, max_kept: float) -> bool:
         """Read the sample windows and guess; False (with ``status``) when no guess is made."""
@@ -139,15 +137,13 @@ class OneRead:
         if not pieces:
             return self._skip("no rows to sample")
         held = sorted({i for i, _, _ in pieces})
-        blocks = self._blocks()
-        flat = [blocks[j][i] for i in held for j in range(3) if blocks[j][i] is not None]
-        persisted = iter(dask.persist(*flat))
-        for i in held:
-            self._held[i] = tuple(next(persisted) if blocks[j][i] is not None else None
-                                  for j in range(3))
+        # one task reads a held chunk of X, y and mask together: read apart, the scheduler
+        # put both held chunks of X on one worker and both of y on the other
+        reads = row_partials(_chunk_arrays, self.X, self.y, self.mask, name="one-read-sample-read")
+        self._held = dict(zip(held, dask.persist(*(reads[i] for i in held)), strict=True))
         self.held_chunks = len(held)
         part = dask.delayed(_window_part, pure=True, name="one-read-sample")
-        graph = tree_reduce([part(*self._held[i], lo=lo, hi=hi) for i, lo, hi in pieces],
+        graph = tree_reduce([part(self._held[i], lo=lo, hi=hi) for i, lo, hi in pieces],
                             _combine_first, name="one-read-sample-combine")
         (first,) = compute(graph, label="percentile bins: sampling")
         self.sample_rows = int(first["counts"]["valid"])
@@ -183,8 +179,8 @@ class OneRead:
               "guessed_classes": self.classes is None}
         # the chunks the sample holds are not read again; the others are read in their task
         fresh = row_partials(_one_read_chunk, self.X, self.y, self.mask, name="one-read", **kw)
-        held = dask.delayed(_one_read_chunk, pure=True, name="one-read-held")
-        parts = [held(*self._held[i], **kw) if i in self._held else task
+        held = dask.delayed(_one_read_held, pure=True, name="one-read-held")
+        parts = [held(self._held[i], **kw) if i in self._held else task
                  for i, task in enumerate(fresh)]
         parts = list(dask.persist(*parts))  # the kept rows stay on their workers
         summary = dask.delayed(_read_summary, pure=True)  # on the part's worker: not its rows

@@ -49,10 +49,21 @@ __all__ = ["certain_bins"]
 # ---------------------------------------------------------------------------
 # per-chunk work
 # ---------------------------------------------------------------------------
-def _window_part(xb: np.ndarray, yb: Any, mb: Any, *, lo: int, hi: int) -> dict[str, Any]:
-    """The first pass's partial of rows ``lo:hi`` of a held chunk."""
+def _chunk_arrays(xb: np.ndarray, yb: Any, mb: Any) -> tuple[np.ndarray, Any, Any]:
+    """A chunk's blocks of X, y and mask, read by one task (the sample holds them)."""
+    return xb, yb, mb
+
+
+def _window_part(held: tuple[np.ndarray, Any, Any], *, lo: int, hi: int) -> dict[str, Any]:
+    """The first pass's partial of rows ``lo:hi`` of a held chunk ``(X, y, mask)``."""
+    xb, yb, mb = held
     return _first_pass_chunk(np.asarray(xb)[lo:hi], None if yb is None else np.asarray(yb)[lo:hi],
                              None if mb is None else np.asarray(mb)[lo:hi])
+
+
+def _one_read_held(held: tuple[np.ndarray, Any, Any], **kwargs: Any) -> dict[str, Any]:
+    """:func:`_one_read_chunk` of a chunk the sample holds."""
+    return _one_read_chunk(*held, **kwargs)
 
 
 def _one_read_chunk(
