@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bigkern.reduce._kernels import take_rows
-from bigkern.reduce._key_kernels import _TABLE_BITS, select_digits
+from bigkern.reduce._key_kernels import _SCREEN_BITS, select_digits
 from bigkern.reduce.radix_select import key_dtype
 
 
@@ -35,12 +35,12 @@ def _select_digits_reference(X, valid, feature, nbits, step, prefixes):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @given(seed=st.integers(0, 2**32 - 1), n_prefixes=st.integers(0, 12),
-       nbits=st.sampled_from([8, 16, _TABLE_BITS, _TABLE_BITS + 1, 26]),
+       nbits=st.sampled_from([8, 16, _SCREEN_BITS, _SCREEN_BITS + 1, 26]),
        step=st.integers(1, 6))
-def test_select_digits_dense_table_and_binary_search_match_numpy(dtype, seed, n_prefixes,
-                                                                 nbits, step):
-    """Prefixes of up to _TABLE_BITS bits are found in a dense table, wider by binary
-    search; both select the digits numpy's searchsorted selects."""
+def test_select_digits_with_and_without_the_bitmap_screen_match_numpy(dtype, seed, n_prefixes,
+                                                                      nbits, step):
+    """Keys are screened by a bitmap of prefixes up to _SCREEN_BITS bits wide, not above;
+    both select the digits numpy's searchsorted selects."""
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((400, 2)).astype(dtype) * rng.choice([1e-3, 1.0, 1e3], (400, 1))
     X[::7, 0] = X[3, 0]  # ties

@@ -117,3 +117,45 @@ def test_rows_and_labels_sliced_from_one_array_are_read_once(client, tmp_path):
         sample_rows(table[:, :2], table[:, 2] > 0, n=50)
     reads = sum(1 for t in ts.data if str(t["key"]).startswith(("('from-zarr", "from-zarr")))
     assert reads == table.npartitions
+
+
+def _chunk_summary(xb, yb, mb, start=None):
+    return {"rows": len(xb), "y": None if yb is None else yb.tolist(), "mask": mb,
+            "start": start, "first": float(xb[0, 0])}
+
+
+def test_row_partials_fuse_each_chunks_reads_into_its_task(tmp_path):
+    """One task per chunk, with X's and y's zarr reads inside it (no read task of its own),
+    its start row, and None for a missing array."""
+    import dask
+    import dask.array as da
+
+    from bigkern.reduce.row_tasks import row_partials
+
+    x = np.arange(30, dtype=np.float64).reshape(10, 3)
+    y = np.arange(10, dtype=np.int8)
+    path = str(tmp_path / "rows.zarr")
+    da.from_array(x, chunks=(4, 3)).to_zarr(path, component="X")
+    da.from_array(y, chunks=4).to_zarr(path, component="y")
+    X, Y = da.from_zarr(path, component="X"), da.from_zarr(path, component="y")
+    parts = row_partials(_chunk_summary, X, Y, None, name="summary", starts=[0, 4, 8])
+    graph = dict(parts[0].__dask_graph__())
+    chunk_keys = [k for k in graph if isinstance(k, tuple)]
+    assert len(chunk_keys) == 3 and all(k[0].startswith("summary-") for k in chunk_keys)
+    got = dask.compute(*parts, scheduler="sync")
+    assert [g["rows"] for g in got] == [4, 4, 2] and [g["start"] for g in got] == [0, 4, 8]
+    assert got[1]["y"] == [4, 5, 6, 7] and got[2]["first"] == 24.0 and got[0]["mask"] is None
+
+
+def test_row_partials_name_arrays_that_do_not_match_x():
+    import dask.array as da
+
+    from bigkern.reduce.row_tasks import row_partials
+
+    X = da.zeros((10, 3), chunks=(4, 3))
+    with pytest.raises(ValueError, match="one chunk along the features"):
+        row_partials(_chunk_summary, da.zeros((10, 3), chunks=(4, 2)), None, None, name="p")
+    with pytest.raises(ValueError, match="X's row chunks"):
+        row_partials(_chunk_summary, X, da.zeros(10, chunks=5), None, name="p")
+    with pytest.raises(ValueError, match="one row number per chunk"):
+        row_partials(_chunk_summary, X, None, None, name="p", starts=[0, 4])

@@ -127,11 +127,7 @@ def group_histograms(X: np.ndarray, valid: np.ndarray) -> list[tuple[np.ndarray,
 
 def sparse_histograms(hist: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
     """:func:`group_histograms`' form of dense per-feature counts ``hist`` (d, 2**20)."""
-    out = []
-    for row in hist:
-        groups = np.flatnonzero(row)
-        out.append((groups, row[groups].astype(np.int64)))
-    return out
+    return [(groups, counts.astype(np.int64)) for groups, counts in map(_sparse, hist)]
 
 
 def _sparse(dense: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
