@@ -14,6 +14,7 @@ import xarray as xr
 from bigkern import config
 from bigkern.io.regions import RegionReport, write_regions
 from bigkern.io.scenes import SCENE_DIMS, as_dask_array, validate_scenes
+from bigkern.io.validity import FillValues, ValidRanges, ensure_validity
 
 __all__ = ["mask_codes", "predict_scenes", "prediction_job", "write_predictions"]
 
@@ -124,7 +125,12 @@ def mask_codes(classes: Any) -> tuple[int, int, int]:
 
 
 def predict_scenes(
-    model: Any, ds: xr.Dataset, features: Sequence[str] | None = None
+    model: Any,
+    ds: xr.Dataset,
+    features: Sequence[str] | None = None,
+    *,
+    fill_values: FillValues = None,
+    valid_ranges: ValidRanges = None,
 ) -> xr.Dataset:
     """Predict every pixel of every scene, lazily (tasks of ~``bigkern.predict_block_pixels``).
 
@@ -139,6 +145,11 @@ def predict_scenes(
     features : sequence of str, optional
         Feature variables in the model's order; defaults to the names the model
         was fitted with.
+    fill_values, valid_ranges : optional
+        The validity rules, as for :func:`bigkern.open_scenes`: features that
+        have not been through them (a Dataset built in memory) get them here,
+        so a fill value never gets a class (see
+        :func:`bigkern.io.validity.ensure_validity`).
 
     Returns
     -------
@@ -166,6 +177,7 @@ def predict_scenes(
         raise ValueError(f"{len(features)} features given; the model takes "
                          f"{model.n_features_in_}")
     validate_scenes(ds, features=features, check_labels=False)
+    ds = ensure_validity(ds, features, fill_values=fill_values, valid_ranges=valid_ranges)
     arrays = [as_dask_array(ds[f]) for f in features]
     chunks = arrays[0].chunks
     arrays = [a if a.chunks == chunks else a.rechunk(chunks) for a in arrays]

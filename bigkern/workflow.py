@@ -21,6 +21,7 @@ import xarray as xr
 
 from bigkern.features import with_features
 from bigkern.io.scenes import stack_samples
+from bigkern.io.validity import FillValues, ValidRanges, ensure_validity
 from bigkern.models import BinnedKernelRidge, BinnedSVC
 from bigkern.reduce.percentile import percentile_bins
 from bigkern.reduce.sampling import random_split
@@ -82,6 +83,8 @@ def fit_scenes(
     grid: dict[str, list[float]] | None = None,
     seed: int = 0,
     params: dict[str, Any] | None = None,
+    fill_values: FillValues = None,
+    valid_ranges: ValidRanges = None,
 ) -> FitOutcome:
     """Fit a binned model on the labelled pixels of a scene dataset.
 
@@ -106,6 +109,10 @@ def fit_scenes(
         Seed of the train / held-out split.
     params : dict, optional
         Parameters of the estimator (the grid's points override them).
+    fill_values, valid_ranges : optional
+        The validity rules, as for :func:`bigkern.open_scenes`. Variables that have
+        not been through them (a Dataset built in memory) get them before any
+        feature is derived, so every door into a fit masks the same values.
 
     Returns
     -------
@@ -114,6 +121,7 @@ def fit_scenes(
     """
     if model not in _ESTIMATORS:
         raise ValueError(f"model must be one of {sorted(_ESTIMATORS)}; got {model!r}")
+    ds = ensure_validity(ds, fill_values=fill_values, valid_ranges=valid_ranges)
     ds = with_features(ds, features)
     samples = stack_samples(ds, features, labelled_only=True)
     estimator = _ESTIMATORS[model](**(params or {}))

@@ -26,6 +26,7 @@ import xarray as xr
 
 from bigkern.features import with_features
 from bigkern.io.scenes import stack_samples
+from bigkern.io.validity import FillValues, ValidRanges, ensure_validity
 from bigkern.models import (
     NystromKernelRidge,
     NystromKernelRidgeClassifier,
@@ -171,6 +172,8 @@ def fit_reduced_scenes(
     params: dict[str, Any] | None = None,
     split: bool = True,
     seed: int = 0,
+    fill_values: FillValues = None,
+    valid_ranges: ValidRanges = None,
 ) -> ReducedOutcome:
     """Fit a reduced-kernel model on the pixels of a scene dataset, lazily.
 
@@ -193,6 +196,10 @@ def fit_reduced_scenes(
         on the other in one pass; otherwise fit on every eligible pixel.
     seed : int
         Seed of the split and (unless given in ``params``) of the reduced set.
+    fill_values, valid_ranges : optional
+        The validity rules, as for :func:`bigkern.open_scenes`. Variables that have
+        not been through them (a Dataset built in memory) get them before any
+        feature is derived, so every door into a fit masks the same values.
 
     Returns
     -------
@@ -208,6 +215,7 @@ def fit_reduced_scenes(
                          f"it; leave it out of the features")
     params.setdefault("random_state", seed)
     estimator = cls(**params)
+    ds = ensure_validity(ds, fill_values=fill_values, valid_ranges=valid_ranges)
     ds = with_features(ds, [*features, *([target] if target else [])])
     X, y, eligible, pixel, pixels = _samples(ds, features, target)
     out = ReducedOutcome(estimator, split, pixels, seed)

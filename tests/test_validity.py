@@ -18,6 +18,7 @@ import xarray as xr
 from bigkern import config
 from bigkern.datasets import make_scenes
 from bigkern.errors import DataQualityError, StoreError
+from bigkern.features import with_features
 from bigkern.io import (
     apply_validity,
     load_model,
@@ -31,7 +32,7 @@ from bigkern.io import (
 from bigkern.models import BinnedSVC
 from bigkern.predict import predict_scenes
 from bigkern.reduce.passes import valid_rows
-from bigkern.workflow import fit_scenes
+from bigkern.workflow import DEFAULT_FEATURES, fit_scenes
 
 FEATURES = ("NDAI", "SD", "CORR")
 QUARTILES = (0.25, 0.5, 0.75)
@@ -346,3 +347,33 @@ def test_fill_declared_gives_the_accuracy_of_nan(tmp_path):
     assert rep_fill["n_nonfinite_by_feature"]["NDAI"] > 0
     assert rep_raw["n_nonfinite_by_feature"]["NDAI"] == 0
     assert acc_raw < acc_nan
+
+
+def test_in_memory_scenes_get_the_store_rules(tmp_path):
+    """Issue 22: a Dataset held in memory is masked as the same Dataset through a store."""
+    ds = make_scenes(3, (72, 96), seed=4, radiances=False).compute()
+    idx = _pick(ds, 0.2, seed=5)
+    filled = _inject(ds, {"NDAI": idx}, [-9999.0])  # undeclared: no _FillValue
+    grid = {"omega": [0.8], "C": [1.0]}
+    stored = fit_scenes(open_scenes(write_scenes(filled, tmp_path / "fill.zarr")),
+                        grid=grid, seed=1)
+    held = fit_scenes(filled, grid=grid, seed=1)
+    assert held.search.best_score == stored.search.best_score
+    untimed = [{k: v for k, v in out.model.fit_report_.items() if not k.startswith("seconds")}
+               for out in (held, stored)]
+    assert untimed[0] == untimed[1]
+    assert untimed[0]["n_nonfinite_by_feature"]["NDAI"] > 0  # the training half's fills
+    np.testing.assert_array_equal(held.model.expansion_.coef, stored.model.expansion_.coef)
+    # the samples and the predictions of an in-memory Dataset are masked too
+    s = stack_samples(filled, ["NDAI", "CORR"])
+    expected = np.isnan(ds["NDAI"].values).reshape(-1)
+    expected[idx] = True
+    np.testing.assert_array_equal(np.isnan(s.X[:, 0].compute()), expected)
+    mask = predict_scenes(held.model, with_features(filled, DEFAULT_FEATURES))["cloud_mask"]
+    assert (mask.values.reshape(-1)[idx] == 0).all()
+    # ... and the arguments of open_scenes are honoured at every door
+    raw = fit_scenes(filled, grid=grid, seed=1, valid_ranges={"NDAI": None})
+    assert raw.model.fit_report_["n_nonfinite_by_feature"]["NDAI"] == 0
+    # a Dataset opened from a store keeps the choice made there (no second masking)
+    off = open_scenes(write_scenes(filled, tmp_path / "off.zarr"), valid_ranges=False)
+    assert int((stack_samples(off, ["NDAI"]).X == -9999).sum().compute()) == len(idx)

@@ -23,7 +23,7 @@ from bigkern.io.chunking import check_chunks
 from bigkern.io.integrity import open_checked
 from bigkern.io.outputs import staged_output
 from bigkern.io.urls import Location, PathOrURL, StorageOptions, location
-from bigkern.io.validity import FillValues, ValidRanges, apply_validity
+from bigkern.io.validity import FillValues, ValidRanges, apply_validity, ensure_validity
 from bigkern.io.zarr_store import finish_store, to_zarr
 
 __all__ = [
@@ -232,6 +232,8 @@ def stack_samples(
     *,
     labelled_only: bool = True,
     label: str = "label",
+    fill_values: FillValues = None,
+    valid_ranges: ValidRanges = None,
 ) -> Samples:
     """Stack the pixels of a scene dataset into ``X (sample, feature)`` and ``y``.
 
@@ -246,15 +248,29 @@ def stack_samples(
         is None and every pixel with finite features is used.
     label : str
         Name of the label variable; if absent, ``y`` and ``mask`` are None.
+    fill_values, valid_ranges : optional
+        The validity rules, as for :func:`open_scenes`. Features that have not
+        been through them (a Dataset built in memory rather than opened with
+        :func:`open_scenes`) get them here: declared CF attributes, these
+        arguments, and the ``bigkern.valid_ranges`` defaults (see
+        :func:`bigkern.io.validity.ensure_validity`).
 
     Returns
     -------
     Samples
+
+    Examples
+    --------
+    >>> from bigkern.datasets import make_scenes
+    >>> s = stack_samples(make_scenes(1, (32, 48), seed=0), ["NDAI", "CORR"])
+    >>> s.X.shape, s.features
+    ((1536, 2), ('NDAI', 'CORR'))
     """
     features = tuple(features)
     if not features:
         raise ValueError("no features given")
     validate_scenes(ds, features=features, check_labels=False)
+    ds = ensure_validity(ds, features, fill_values=fill_values, valid_ranges=valid_ranges)
     arrays = [as_dask_array(ds[f]) for f in features]
     chunks = arrays[0].chunks
     arrays = [a if a.chunks == chunks else a.rechunk(chunks) for a in arrays]

@@ -38,6 +38,7 @@ import xarray as xr
 
 from bigkern.io.validity_rules import (
     _OWN_ATTRS,
+    ATTR_CHECKED,
     ATTR_FILL_SOURCE,
     ATTR_FILL_VALUES,
     ATTR_N_FILL,
@@ -57,6 +58,7 @@ __all__ = [
     "NOT_FEATURES",
     "ValidityRule",
     "apply_validity",
+    "ensure_validity",
     "validity_report",
     "validity_rules",
 ]
@@ -118,6 +120,7 @@ def apply_validity(
         var = ds[name]
         attrs = {k: v for k, v in var.attrs.items() if k not in _OWN_ATTRS}
         attrs.update(rule.attrs())
+        attrs[ATTR_CHECKED] = 1
         out = var
         if rule.active:
             fill = rule.is_fill(var)
@@ -131,6 +134,59 @@ def apply_validity(
         out.encoding = dict(var.encoding)
         updates[name] = out
     return ds.assign(updates) if updates else ds
+
+
+def ensure_validity(
+    ds: xr.Dataset,
+    features: Sequence[str] | None = None,
+    *,
+    fill_values: FillValues = None,
+    valid_ranges: ValidRanges = None,
+) -> xr.Dataset:
+    """Apply the validity rules to the ``features`` of ``ds`` that have not been through them.
+
+    Scenes enter bigkern by more than one door: :func:`~bigkern.io.open_scenes`
+    applies the rules at the store, but a Dataset built in memory (synthetic
+    scenes, a user's own reader) has not met them. :func:`~bigkern.io.stack_samples`,
+    :func:`~bigkern.predict_scenes` and the fit jobs call this, so every door
+    masks the same values: a feature :func:`apply_validity` already checked (it
+    carries the ``bigkern_validity_checked`` attribute) is left as it is, the
+    others are checked now. Given ``fill_values`` or ``valid_ranges``, every
+    feature is checked with them (masking is idempotent: a masked value stays NaN).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Scene dataset, lazy or in memory.
+    features : sequence of str, optional
+        The feature variables about to be used (labels are skipped); by default
+        every numeric data variable but ``label`` and ``cloud_truth``.
+    fill_values, valid_ranges : optional
+        As for :func:`apply_validity`.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``ds`` with every feature checked; the same object when nothing was to do.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> ndai = np.array([[[0.5, -9999.0], [1.0, 2.0]]], dtype=np.float32)
+    >>> ds = xr.Dataset({"NDAI": (("scene", "y", "x"), ndai)})
+    >>> ensure_validity(ds, ["NDAI"])["NDAI"].values.ravel().tolist()
+    [0.5, nan, 1.0, 2.0]
+    """
+    if features is None:
+        features = [str(k) for k, v in ds.data_vars.items() if v.dtype.kind in "iuf"]
+    features = [str(f) for f in features if str(f) not in NOT_FEATURES]
+    if fill_values is not None or valid_ranges is not None:
+        todo = features
+    else:
+        todo = [f for f in features if f in ds and ATTR_CHECKED not in ds[f].attrs]
+    if not todo:
+        return ds
+    return apply_validity(ds, todo, fill_values=fill_values, valid_ranges=valid_ranges)
 
 
 def validity_report(ds: xr.Dataset) -> dict[str, dict[str, Any]]:

@@ -41,8 +41,11 @@ ATTR_VALID_MAX = "bigkern_valid_max"
 ATTR_RANGE_SOURCE = "bigkern_valid_range_source"
 ATTR_N_FILL = "bigkern_n_fill"
 ATTR_N_OUT_OF_RANGE = "bigkern_n_out_of_range"
+#: Set on every variable :func:`~bigkern.io.apply_validity` has checked, even when no rule
+#: applied: a variable without it has not been through the validity rules yet.
+ATTR_CHECKED = "bigkern_validity_checked"
 _OWN_ATTRS = (ATTR_FILL_VALUES, ATTR_FILL_SOURCE, ATTR_VALID_MIN, ATTR_VALID_MAX,
-              ATTR_RANGE_SOURCE, ATTR_N_FILL, ATTR_N_OUT_OF_RANGE)
+              ATTR_RANGE_SOURCE, ATTR_N_FILL, ATTR_N_OUT_OF_RANGE, ATTR_CHECKED)
 
 FillValues = float | Sequence[float] | Mapping[str, float | Sequence[float] | None] | None
 ValidRanges = Mapping[str, Sequence[float | None] | None] | bool | None

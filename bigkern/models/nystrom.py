@@ -205,7 +205,7 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
                              f"n_samples={n}")
         rs = select_reduced_set(Xd, None, size=default_size(n, self.size, self.fraction),
                                 fraction=self.fraction, random_state=self.random_state,
-                                mask=md)
+                                mask=md, features=getattr(self, "feature_names_in_", None))
         self._fit_pieces(Xd, yd.astype(np.float64), md, rs, widths, lams, t0)
         return self
 
@@ -274,7 +274,8 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
         n = int(Xd.shape[0])
         rs = select_reduced_set(Xd, yd, size=default_size(n, self.size, self.fraction),
                                 fraction=self.fraction, stratified=self.stratified,
-                                random_state=self.random_state, mask=md)
+                                random_state=self.random_state, mask=md,
+                                features=getattr(self, "feature_names_in_", None))
         if lazy:
             ReducedSVC._classes_from_draw(self, rs)  # the same two-class rule and errors
         ypm = yd.map_blocks(_plus_minus, positive=self.classes_[1] if lazy else 1,

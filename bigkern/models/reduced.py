@@ -26,7 +26,12 @@ from bigkern.kernels import GaussianBasis, GaussianExpansion, omega_to_gamma
 from bigkern.models._base import _KernelClassifier
 from bigkern.models._regressor_dataset import _attrs, _feature_names
 from bigkern.models.kernel_regression import _KernelRegressor
-from bigkern.reduce.passes import as_row_chunked, per_feature_counts, without_per_feature
+from bigkern.reduce.passes import (
+    as_row_chunked,
+    int_counts,
+    per_feature_counts,
+    without_per_feature,
+)
 from bigkern.reduce.reduced_set import select_reduced_set
 from bigkern.reduce.reduced_svm import ReducedNewtonPasses
 from bigkern.scheduling import task_threads
@@ -153,8 +158,8 @@ def fit_report(est: Any, rs: Any, res: Any, counts: dict[str, int], n_basis: int
     """The ``fit_report_`` of a reduced Newton fit (see :class:`ReducedSVC`)."""
     names = getattr(est, "feature_names_in_", None)
     names = [f"f{i}" for i in range(est.n_features_in_)] if names is None else list(names)
-    attrs = {f"n_{k}": int(v) for k, v in counts.items()
-             if not k.startswith("first") and (k != "masked" or v)}
+    attrs = {k: v for k, v in int_counts(counts).items()
+             if not k.startswith("n_first") and (k != "n_masked" or v)}
     return {
         **without_per_feature(attrs),
         "n_nonfinite_by_feature": per_feature_counts(attrs, names),
@@ -329,7 +334,8 @@ class ReducedSVC(_KernelClassifier):
         n_rows = int(Xd.shape[0])
         rs = select_reduced_set(Xd, yd, size=default_size(n_rows, self.size, self.fraction),
                                 fraction=self.fraction, stratified=self.stratified,
-                                random_state=self.random_state, mask=md)
+                                random_state=self.random_state, mask=md,
+                                features=getattr(self, "feature_names_in_", None))
         if lazy_labels:
             self._classes_from_draw(rs)
             ypm = yd.map_blocks(_plus_minus, positive=self.classes_[1], dtype=np.float64)
@@ -456,7 +462,7 @@ class ReducedSVR(_KernelRegressor):
                              f"n_samples={n_rows}")
         rs = select_reduced_set(Xd, None, size=default_size(n_rows, self.size, self.fraction),
                                 fraction=self.fraction, random_state=self.random_state,
-                                mask=md)
+                                mask=md, features=getattr(self, "feature_names_in_", None))
         t_draw = time.perf_counter() - t0
         basis, offset, scale = reduced_basis(rs, self.omega, self.standardize)
         res, counts = newton_fit(self, Xd, yd.astype(np.float64), basis, loss, md)

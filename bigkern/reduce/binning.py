@@ -46,6 +46,7 @@ from bigkern.reduce.passes import (
     add_counts,
     as_float_block,
     as_row_chunked,
+    int_counts,
     run_reduction,
     valid_rows,
 )
@@ -364,7 +365,7 @@ def bins_dataset(
             "n_bins_possible": n_possible,
             "n_bins_occupied": len(n),
             "n_bins_empty": n_possible - len(n),
-            **{f"n_{k}": int(v) for k, v in res["counts"].items()},
+            **int_counts(res["counts"]),
         },
     )
     ds["edge"] = xr.DataArray(

@@ -123,7 +123,7 @@ def first_pass(
     sparse counts of the occupied top-``GROUP_BITS`` key groups, increasing)
     and ``labels`` (the distinct labels of the usable rows, or None).
     """
-    valid, counts = valid_rows(X, mask)
+    valid, counts = valid_rows(X, mask, extremes=True)
     require_usable_rows(counts)
     ukind, width = key_dtype(X.dtype)
     shift = ukind(width - GROUP_BITS)

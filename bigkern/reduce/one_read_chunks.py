@@ -79,7 +79,7 @@ def _one_read_chunk(
     the guessed cell tables (:func:`~bigkern.reduce.one_read_sample.window_tables`).
     """
     X = as_float_block(Xb)
-    valid, counts = valid_rows(X, mb)
+    valid, counts = valid_rows(X, mb, extremes=True)
     ukind, width = key_dtype(X.dtype)
     bits = X.view(ukind)
     n, d = X.shape

@@ -36,6 +36,7 @@ __all__ = [
     "add_counts",
     "as_float_block",
     "as_row_chunked",
+    "int_counts",
     "nonfinite_by_column",
     "per_feature_counts",
     "reduction_graph",
@@ -220,8 +221,8 @@ def tree_reduce(
 
 
 def valid_rows(
-    Xb: np.ndarray, mb: np.ndarray | None
-) -> tuple[np.ndarray, dict[str, int]]:
+    Xb: np.ndarray, mb: np.ndarray | None, *, extremes: bool = False
+) -> tuple[np.ndarray, dict[str, Any]]:
     """Rows of a chunk usable for fitting, and counts of the rows left out.
 
     A row is used when its mask entry is true (or no mask is given) and every
@@ -231,6 +232,11 @@ def valid_rows(
     counted per feature, as ``nonfinite_feature_<j>`` for column ``j`` (see
     :func:`nonfinite_by_column`). Every count is a plain int, so the counts
     add with :func:`add_counts` and fit in netCDF/zarr attributes.
+
+    With ``extremes`` (the first pass of a fit), the counts also carry the
+    usable rows' :class:`~bigkern.reduce.extremes.ValueExtremes` under the key
+    ``"extremes"``: they add with the counts, and :func:`int_counts` leaves them
+    out of attributes (see :func:`bigkern.reduce.extremes.warn_suspected_fills`).
     """
     from bigkern.reduce._kernels import row_status
 
@@ -242,7 +248,20 @@ def valid_rows(
               "nonfinite": int(c[3]), "valid": int(c[4])}
     by_column = nonfinite_by_column(X, valid, m if use_mask else None, counts["nonfinite"])
     counts.update({f"{NONFINITE_FEATURE}{j}": int(v) for j, v in enumerate(by_column)})
+    if extremes:
+        from bigkern.reduce.extremes import EXTREMES_KEY, chunk_extremes
+
+        counts[EXTREMES_KEY] = chunk_extremes(X, valid)
     return valid, counts
+
+
+def int_counts(counts: Any, *, prefix: str = "n_") -> dict[str, int]:
+    """The integer row counts of ``counts`` as attributes (``<prefix><key>``), and only them.
+
+    Leaves out what is not a count (the ``"extremes"`` a first pass carries).
+    """
+    return {f"{prefix}{k}": int(v) for k, v in counts.items()
+            if isinstance(v, int | np.integer)}
 
 
 def nonfinite_by_column(

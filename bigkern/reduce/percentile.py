@@ -59,6 +59,7 @@ from bigkern.reduce.binning import (
     positive_flags,
     use_dense_sums,
 )
+from bigkern.reduce.extremes import EXTREMES_KEY, warn_suspected_fills
 from bigkern.reduce.fixed_point import FixedPointGrid
 from bigkern.reduce.in_memory import (
     as_numpy_samples,
@@ -226,6 +227,9 @@ def percentile_bins(
         Once per feature with outliers, naming it, their count and the most
         extreme value. They are binned exactly and do not change the other
         bins' centers, but they dominate their own bins.
+    SuspectedFillWarning
+        Once per feature where a large share of the rows hold one isolated
+        extreme value: an undeclared fill value (:mod:`bigkern.reduce.extremes`).
     """
     q = np.asarray(quantiles, dtype=np.float64).ravel()
     fused, in_memory = _plan_choice(plan, fused, in_memory)
@@ -259,6 +263,7 @@ def percentile_bins(
             raise LabelError(f"classes must be two labels (negative, positive); got {classes}")
     positive = classes[1] if classes is not None and y is not None else None
 
+    warn_suspected_fills(first["counts"].get(EXTREMES_KEY), names)
     quantile_plan = QuantilePlan.make(probs, "linear", first["counts"]["valid"])
     done = None
     if one is not None and one.status == "not run":

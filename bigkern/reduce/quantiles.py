@@ -36,7 +36,8 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bigkern.reduce.passes import as_row_chunked, unwrap_samples
+from bigkern.reduce.extremes import EXTREMES_KEY, warn_suspected_fills
+from bigkern.reduce.passes import as_row_chunked, int_counts, unwrap_samples
 from bigkern.reduce.radix_select import (
     RadixSelection,
     dense_histograms,
@@ -138,7 +139,7 @@ def summary_dataset(
 ) -> xr.Dataset:
     """The :func:`quantile_summary` Dataset from a finished selection."""
     d = len(names)
-    attrs: dict[str, Any] = {f"n_{k}": int(v) for k, v in first["counts"].items()}
+    attrs: dict[str, Any] = int_counts(first["counts"])
     attrs["method"] = plan.method
     ds = xr.Dataset(
         {
@@ -215,6 +216,7 @@ def quantile_summary(
         raise ValueError(f"method must be one of {QUANTILE_METHODS}; got {method!r}")
     X, y, mask, names = prepare_samples(X, y, mask, features)
     first = histogram_pass(X, y, mask)
+    warn_suspected_fills(first["counts"].get(EXTREMES_KEY), names)
     plan = QuantilePlan.make(probs, method, first["counts"]["valid"])
     selection = RadixSelection(X.dtype, dense_histograms(first), plan.wanted(X.shape[1]))
     finish_selection(X, mask, selection)

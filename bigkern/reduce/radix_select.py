@@ -87,7 +87,7 @@ def _first_pass_chunk(
     Xb: np.ndarray, yb: np.ndarray | None, mb: np.ndarray | None
 ) -> dict[str, Any]:
     X = as_float_block(Xb)
-    valid, counts = valid_rows(X, mb)
+    valid, counts = valid_rows(X, mb, extremes=True)
     ukind, width = key_dtype(X.dtype)
     if counts["valid"] < (1 << 16):  # small chunk: sorting beats a 2**20-bin histogram
         V = X[valid]

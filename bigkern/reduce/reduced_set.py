@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -38,6 +39,7 @@ from sklearn.utils import check_random_state
 
 from bigkern.errors import BigkernWarning, LabelError
 from bigkern.reduce._row_pass import check_counts
+from bigkern.reduce.extremes import EXTREMES_KEY, warn_suspected_fills
 from bigkern.reduce.passes import (
     RowReduction,
     add_counts,
@@ -133,7 +135,8 @@ def _draw_chunk(Xb: np.ndarray, yb: np.ndarray | None, mb: np.ndarray | None = N
                 start: int, keep: int, seed: int, stratified: bool) -> dict[str, Any]:
     """Per stratum, the ``keep`` usable rows of a chunk with the smallest hashes; counts."""
     X = as_float_block(Xb)
-    valid, counts = valid_rows(X, None if mb is None else np.asarray(mb).ravel())
+    valid, counts = valid_rows(X, None if mb is None else np.asarray(mb).ravel(),
+                               extremes=True)
     firsts = {"first_nonfinite": -1, "first_nonfinite_y": -1}
     if counts["nonfinite"]:
         some = ~valid & np.isfinite(X).any(axis=1)
@@ -228,6 +231,7 @@ def select_reduced_set(
     random_state: Any = None,
     split_every: int | None = None,
     mask: Any = None,
+    features: Sequence[str] | None = None,
 ) -> ReducedSet:
     """Draw a uniform random reduced set Ã from the usable rows, per class, in one read.
 
@@ -252,6 +256,9 @@ def select_reduced_set(
     mask : array-like or dask array of bool, shape (n,), optional
         Rows that may be drawn (e.g. the labelled pixels); the others are left
         out and counted (``masked``), their ``y`` never looked at.
+    features : sequence of str, optional
+        Names of the columns, for warnings (a DataArray's ``feature`` coordinate
+        by default).
 
     Returns
     -------
@@ -274,11 +281,17 @@ def select_reduced_set(
     DuplicateCentersWarning
         Identical rows were drawn; all but the first of each are dropped (counted in
         ``n_duplicates``), so Ã may be smaller than ``size``.
+    SuspectedFillWarning
+        A large share of a feature's rows hold one isolated extreme value (an
+        undeclared fill value; :mod:`bigkern.reduce.extremes`).
     """
     if isinstance(X, xr.DataArray):
         if X.ndim != 2 or "feature" not in X.dims:
             raise ValueError(f"a DataArray X must have dims (sample, feature); got {X.dims}")
-        X = X.transpose(..., "feature").data
+        X = X.transpose(..., "feature")
+        if features is None and "feature" in X.coords:
+            features = [str(f) for f in X["feature"].values]
+        X = X.data
     if isinstance(y, xr.DataArray):
         y = y.data
     Xd, yd, md = as_row_chunked(X, y, mask)
@@ -291,6 +304,9 @@ def select_reduced_set(
     root = run_reduction(recipe, Xd, yd, md, split_every=split_every,
                          label=f"drawing a reduced set of {size} rows",
                          keep=size, seed=seed, stratified=stratified)
+    names = list(features) if features is not None else [
+        f"column {j}" for j in range(Xd.shape[1])]
+    warn_suspected_fills(root["counts"].pop(EXTREMES_KEY, None), names)
     return _finalize(root, size, seed, stratified, n_rows)
 
 

@@ -1,0 +1,186 @@
+"""Undeclared fill values: a large share of a feature's rows at one isolated extreme value.
+
+A sentinel such as ``-9999`` that nobody declared is a number like any other,
+and the validity rules (:mod:`bigkern.io.validity`) mask it only when a valid
+range or a fill value says so. Its signature is plain, though: many rows hold
+exactly the smallest (or largest) value of the feature, and that value lies
+far from all the others. The first pass of every fit collects, per feature
+and per chunk, the two smallest and the two largest distinct values and how
+many rows hold the extreme ones (:func:`chunk_extremes`, one compiled sweep);
+partials merge exactly (:meth:`ValueExtremes.__add__`), so the result does not
+depend on chunking. :func:`warn_suspected_fills` then names each suspect in a
+:class:`SuspectedFillWarning`: the feature, the value and its count.
+
+A value is suspected when it holds at least ``bigkern.suspect_fill_fraction``
+(1 %) of the usable rows and its distance to the nearest other value exceeds
+the span of the values between the two extremes' neighbours: ``-9999`` beside
+NDAI values in [-3, 4.3] is, a feature whose zeros are simply many is not, and
+neither is a two- or three-valued feature (its inner span is zero, so there is
+nothing to be far from).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from bigkern import config
+from bigkern.errors import BigkernWarning
+
+__all__ = [
+    "SuspectedFill",
+    "SuspectedFillWarning",
+    "ValueExtremes",
+    "chunk_extremes",
+    "warn_suspected_fills",
+]
+
+#: The key under which a first pass's row counts carry the :class:`ValueExtremes`.
+EXTREMES_KEY = "extremes"
+
+
+class SuspectedFillWarning(BigkernWarning):
+    """Many rows of a feature hold one isolated extreme value: probably an undeclared fill."""
+
+
+@numba.njit(nogil=True, cache=True)
+def _extremes(X: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray,
+                                                          np.ndarray, np.ndarray]:
+    """Per column: the two smallest distinct values, the count of the smallest, and the
+    same for the largest, over the rows where ``valid`` (±inf where there are too few)."""
+    n, d = X.shape
+    low = np.full((d, 2), np.inf)
+    high = np.full((d, 2), -np.inf)
+    n_low = np.zeros(d, np.int64)
+    n_high = np.zeros(d, np.int64)
+    for i in range(n):
+        if not valid[i]:
+            continue
+        for j in range(d):
+            v = np.float64(X[i, j])
+            if v <= low[j, 1]:  # rarely true once two distinct values are seen
+                if v < low[j, 0]:
+                    low[j, 1] = low[j, 0]
+                    low[j, 0] = v
+                    n_low[j] = 1
+                elif v == low[j, 0]:
+                    n_low[j] += 1
+                else:
+                    low[j, 1] = v
+            if v >= high[j, 1]:
+                if v > high[j, 0]:
+                    high[j, 1] = high[j, 0]
+                    high[j, 0] = v
+                    n_high[j] = 1
+                elif v == high[j, 0]:
+                    n_high[j] += 1
+                else:
+                    high[j, 1] = v
+    return low, n_low, high, n_high
+
+
+def _merge_end(a: np.ndarray, n_a: np.ndarray, b: np.ndarray, n_b: np.ndarray,
+               lower: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Merge the (extreme, runner-up) pairs of two partials at one end, with the counts."""
+    pick = np.minimum if lower else np.maximum
+    first = pick(a[:, 0], b[:, 0])
+    count = np.where(a[:, 0] == first, n_a, 0) + np.where(b[:, 0] == first, n_b, 0)
+    # the runner-up: the best of both runners-up and of an extreme that lost
+    far = np.inf if lower else -np.inf
+    lost_a = np.where(a[:, 0] != first, a[:, 0], far)
+    lost_b = np.where(b[:, 0] != first, b[:, 0], far)
+    second = pick(pick(a[:, 1], b[:, 1]), pick(lost_a, lost_b))
+    return np.column_stack([first, second]), count
+
+
+@dataclass(frozen=True, eq=False)
+class ValueExtremes:
+    """The two smallest and two largest distinct values of each feature, with the counts of
+    the smallest and the largest, over ``n`` usable rows (a mergeable partial)."""
+
+    low: np.ndarray  # (d, 2): smallest, next smallest distinct (inf when absent)
+    n_low: np.ndarray  # (d,): rows holding the smallest
+    high: np.ndarray  # (d, 2): largest, next largest distinct (-inf when absent)
+    n_high: np.ndarray  # (d,)
+    n: int
+
+    def __add__(self, other: ValueExtremes) -> ValueExtremes:
+        low, n_low = _merge_end(self.low, self.n_low, other.low, other.n_low, lower=True)
+        high, n_high = _merge_end(self.high, self.n_high, other.high, other.n_high, lower=False)
+        return ValueExtremes(low, n_low, high, n_high, self.n + other.n)
+
+    def suspects(self, names: Sequence[str], fraction: float | None = None
+                 ) -> list[SuspectedFill]:
+        """The extremes that look like undeclared fill values (see the module docstring)."""
+        share = float(config.get("suspect_fill_fraction") if fraction is None else fraction)
+        out: list[SuspectedFill] = []
+        if self.n == 0:
+            return out
+        for j, name in enumerate(names):
+            lo, lo2 = self.low[j]
+            hi, hi2 = self.high[j]
+            inner = hi2 - lo2  # the span between the extremes' neighbours
+            if not (np.isfinite(inner) and inner > 0):
+                continue
+            for value, count, gap, side, rest in (
+                    (lo, self.n_low[j], lo2 - lo, "below", (lo2, hi)),
+                    (hi, self.n_high[j], hi - hi2, "above", (lo, hi2))):
+                if count >= share * self.n and gap > inner:
+                    out.append(SuspectedFill(str(name), float(value), int(count), self.n,
+                                             side, float(rest[0]), float(rest[1])))
+        return out
+
+
+@dataclass(frozen=True)
+class SuspectedFill:
+    """One suspect: ``count`` of ``n`` rows of ``feature`` hold ``value``, far ``side`` all
+    the others, which lie in ``[rest_min, rest_max]``."""
+
+    feature: str
+    value: float
+    count: int
+    n: int
+    side: str
+    rest_min: float
+    rest_max: float
+
+    def message(self) -> str:
+        """The warning's text: what, where, how many, and what to do."""
+        v = f"{self.value:g}"
+        return (f"feature {self.feature!r}: {self.count:,} of {self.n:,} usable rows "
+                f"({self.count / self.n:.1%}) hold the value {v}, far {self.side} all the "
+                f"others ({self.rest_min:g} … {self.rest_max:g}): the signature of an "
+                f"undeclared fill value. If it is one, declare it (fill_values="
+                f"{{{self.feature!r}: {v}}}, CLI --fill-value {self.feature}={v}, or a CF "
+                f"_FillValue attribute) or give the feature a valid range; if it is data, "
+                f"set bigkern.suspect_fill_fraction higher to silence this")
+
+
+def chunk_extremes(X: np.ndarray, valid: np.ndarray) -> ValueExtremes:
+    """The :class:`ValueExtremes` of the ``valid`` rows of one chunk (one compiled sweep).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[-9999.0], [1.0], [2.0], [-9999.0], [3.0]])
+    >>> e = chunk_extremes(X, np.ones(5, bool))
+    >>> e.low.tolist(), e.n_low.tolist(), e.high.tolist()
+    ([[-9999.0, 1.0]], [2], [[3.0, 2.0]])
+    """
+    low, n_low, high, n_high = _extremes(X, np.ascontiguousarray(valid, dtype=np.bool_))
+    return ValueExtremes(low, n_low, high, n_high, int(np.count_nonzero(valid)))
+
+
+def warn_suspected_fills(extremes: ValueExtremes | None, names: Sequence[str], *,
+                         stacklevel: int = 3) -> list[SuspectedFill]:
+    """Warn (:class:`SuspectedFillWarning`) once per suspected fill value; return them."""
+    if extremes is None:
+        return []
+    found = extremes.suspects(names)
+    for suspect in found:
+        warnings.warn(suspect.message(), SuspectedFillWarning, stacklevel=stacklevel)
+    return found
