@@ -45,6 +45,7 @@ def test_matches_numpy_reference():
                                                                 axis=1))
 
 
+@pytest.mark.determinism
 @given(chunk=st.integers(50, 5000), seed=st.integers(0, 3))
 def test_identical_for_any_chunking(chunk, seed):
     x, y = _data(4000, seed)

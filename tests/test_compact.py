@@ -45,6 +45,7 @@ def test_sparse_gram_equals_the_dense_hadamard_product(C):
     assert "nonzeros" in str(report)
 
 
+@pytest.mark.determinism
 @settings(max_examples=10, deadline=None)
 @given(x_chunk=st.integers(37, 900), z_chunk=st.integers(20, 400))
 def test_sparse_gram_is_identical_for_any_chunking(x_chunk, z_chunk):

@@ -27,6 +27,7 @@ def _output(model, Z):
     return model.transform(Z) if isinstance(model, CompactKernelPCA) else model.predict(Z)
 
 
+@pytest.mark.determinism
 @pytest.mark.parametrize("suffix", ["zarr", "nc"])
 @pytest.mark.parametrize(("est", "target"), CASES, ids=lambda c: type(c).__name__)
 def test_round_trip_predicts_the_same(tmp_path, est, target, suffix):

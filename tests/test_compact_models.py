@@ -137,6 +137,7 @@ def test_kernel_pca_matches_scikit_learn_on_the_dense_copy():
 
 
 # -- estimators -----------------------------------------------------------------------------
+@pytest.mark.determinism
 def test_lssvc_is_the_same_for_numpy_and_any_dask_chunking(green_red):
     X, y, X_test, _ = green_red
     ref = CompactLSSVC(OMEGA, 1e-3, C=1.2, nu=3).fit(X, y)

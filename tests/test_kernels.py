@@ -119,9 +119,14 @@ def test_auto_path_choice_and_errors():
     rng = np.random.default_rng(1)
     wide = GaussianExpansion.from_parts(rng.normal(size=(20, 30)), rng.normal(size=20), 0, 1.0)
     X = rng.normal(size=(50, 30))
-    np.testing.assert_array_equal(wide.decision(X), wide.decision(X, path="blas"))
+    # every width and precision evaluates row by row: fused in float32, exact in float64
+    np.testing.assert_array_equal(wide.decision(X), wide.decision(X, path="fused"))
     double = GaussianExpansion.from_parts(rng.normal(size=(5, 2)), np.ones(5), 0, 1.0,
                                           dtype="float64")
+    Z = rng.normal(size=(40, 2))
+    np.testing.assert_array_equal(double.decision(Z), double.decision(Z, path="exact"))
+    np.testing.assert_allclose(double.decision(Z), double.decision(Z, path="blas"),
+                               rtol=1e-13)
     with pytest.raises(ValueError, match="fused path evaluates float32"):
         double.decision(np.zeros((1, 2)), path="fused")
     with pytest.raises(ValueError, match="path must be"):

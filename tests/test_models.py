@@ -77,6 +77,7 @@ def test_accuracy_close_to_full_svm():
     assert binned.score(xt, yt) > acc_full - 0.02
 
 
+@pytest.mark.determinism
 @pytest.mark.parametrize("model", [BinnedKernelRidge(), BinnedSVC(C=3.0)])
 def test_same_model_whatever_the_chunking(model):
     x, y = _data(20_000, seed=4)
@@ -110,6 +111,7 @@ def test_feature_names_remembered_and_checked():
         model.predict(X.sel(feature=["NDAI", "SD"]))
 
 
+@pytest.mark.determinism
 def test_dask_predict_is_lazy_and_equal():
     x, y = _data(5000)
     model = BinnedKernelRidge().fit(x, y)

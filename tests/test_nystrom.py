@@ -61,6 +61,7 @@ def test_same_as_sklearn_nystroem_and_ridge():
     np.testing.assert_allclose(model.predict(X), ridge.predict(feats.transform(X)), atol=1e-5)
 
 
+@pytest.mark.determinism
 @pytest.mark.parametrize("chunks", [7, 64, 333])
 def test_same_fit_for_any_chunking(chunks):
     X, y = _wave(600, seed=4)

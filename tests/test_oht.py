@@ -427,6 +427,7 @@ def test_estimator_bad_input():
         OHTRegressor(basis=0).fit(x, y)
 
 
+@pytest.mark.determinism
 def test_reduced_basis_matches_solver_and_is_chunking_independent():
     import dask.array as da
 

@@ -27,6 +27,7 @@ values = st.one_of(
 )
 
 
+@pytest.mark.determinism
 @given(
     data=hnp.arrays(np.float32, st.tuples(st.integers(3, 400), st.integers(1, 3)),
                     elements=values),

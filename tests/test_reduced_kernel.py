@@ -80,6 +80,7 @@ def test_pieces_equal_dense_products(kind, chunks, block_rows):
     assert ds.attrs["omega"] == 0.7
 
 
+@pytest.mark.determinism
 @given(seed=st.integers(0, 2**31), n=st.integers(1, 250), d=st.integers(1, 4),
        m=st.integers(1, 20), n_chunks=st.integers(1, 12), block_rows=st.integers(1, 80),
        split_every=st.integers(2, 5), omega=st.floats(0.2, 4.0), lazy=st.booleans())

@@ -33,6 +33,7 @@ def _sync():
         yield
 
 
+@pytest.mark.determinism
 @given(chunks=st.lists(st.integers(1, 400), min_size=1, max_size=8),
        seed=st.integers(0, 2**31 - 2), stratified=st.booleans())
 def test_draw_does_not_depend_on_chunking(chunks, seed, stratified):

@@ -166,6 +166,7 @@ def _fit(X, y, **kw):
     return ReducedSVC(**{**params, **kw}).fit(X, y)
 
 
+@pytest.mark.determinism
 @settings(max_examples=10)
 @given(chunks=st.lists(st.integers(7, 300), min_size=1, max_size=6))
 def test_same_fit_for_any_chunking(chunks):

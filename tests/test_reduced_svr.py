@@ -41,6 +41,7 @@ def test_exact_against_a_direct_newton_solve_with_all_samples_as_centers():
     assert model.fit_report_["converged"] and model.n_basis_ == len(X)
 
 
+@pytest.mark.determinism
 @pytest.mark.parametrize("chunks", [7, 64, 333])
 def test_same_fit_for_any_chunking(chunks):
     X, y = _wave(600, seed=4)
@@ -87,6 +88,7 @@ def test_bad_input_is_a_clear_error(kwargs, match):
         _fit(X, y, **kwargs)
 
 
+@pytest.mark.determinism
 def test_persistence_round_trip_is_bit_identical(tmp_path):
     from bigkern.models._regressor_dataset import regressor_from_dataset
 

@@ -113,6 +113,7 @@ def test_dask_input_is_predicted_lazily(model):
         model.predict(Xt)
 
 
+@pytest.mark.determinism
 @pytest.mark.parametrize("model", REGRESSORS[2:], ids=IDS[2:])
 def test_in_memory_regressors_take_dask_input_to_fit(model):
     X, y = _data(model)

@@ -33,6 +33,7 @@ ESTIMATORS = [
 ]
 
 
+@pytest.mark.determinism
 @pytest.mark.parametrize("suffix", ["zarr", "nc"])
 @pytest.mark.parametrize("est", ESTIMATORS, ids=lambda e: f"{type(e).__name__}-{e.widths}")
 def test_round_trip_predicts_the_same(tmp_path, est, suffix):

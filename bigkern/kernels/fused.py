@@ -33,7 +33,7 @@ import math
 import numba
 import numpy as np
 
-__all__ = ["FUSED_MAX_FEATURES", "fused_expansion", "fused_kernel_block"]
+__all__ = ["FUSED_MAX_FEATURES", "exact_expansion", "fused_expansion", "fused_kernel_block"]
 
 #: Above this many features the BLAS path is as fast or faster (benchmarks/kernel_limit.py).
 FUSED_MAX_FEATURES = 12
@@ -145,6 +145,46 @@ def _fused_block(X: np.ndarray, rows: np.ndarray, offset: np.ndarray, scale_: np
             out[a, j] = value[j]
 
 
+@numba.njit(nogil=True, cache=True)  # no fastmath: one fixed order of operations per row
+def _exact_rows(X: np.ndarray, offset: np.ndarray, scale_: np.ndarray, centers_t: np.ndarray,
+                coef: np.ndarray, gamma: float, intercept: float, lowest: float,
+                out: np.ndarray) -> None:  # pragma: no cover - compiled
+    n, d = X.shape
+    m = centers_t.shape[1]
+    z_row = np.empty(d, np.float64)
+    dist = np.empty(m, np.float64)
+    for i in range(n):
+        finite = True
+        for f in range(d):
+            x = np.float64(X[i, f])
+            if not np.isfinite(x):
+                finite = False
+            z_row[f] = (x - offset[f]) / scale_[f]
+        if not finite:
+            out[i] = np.nan
+            continue
+        dist[:] = 0.0
+        for f in range(d):  # each dist[j] sums its features in order: vectorizing over j
+            z = z_row[f]    # changes nothing
+            for j in range(m):
+                t = z - centers_t[f, j]
+                dist[j] += t * t
+        for j in range(m):
+            dist[j] = math.exp(max(-gamma * dist[j], lowest))  # the C library's exp
+        # four running sums in a fixed pattern (not reassociated: written out), so that
+        # the additions need not wait on each other
+        s0 = s1 = s2 = s3 = 0.0
+        top = m - m % 4
+        for j in range(0, top, 4):
+            s0 += coef[j] * dist[j]
+            s1 += coef[j + 1] * dist[j + 1]
+            s2 += coef[j + 2] * dist[j + 2]
+            s3 += coef[j + 3] * dist[j + 3]
+        for j in range(top, m):
+            s0 += coef[j] * dist[j]
+        out[i] = ((s0 + s1) + (s2 + s3)) + intercept
+
+
 def fused_kernel_block(X: np.ndarray, rows: np.ndarray, centers_t: np.ndarray, gamma: float,
                        offset: np.ndarray, scale: np.ndarray, out: np.ndarray) -> None:
     """Write ``exp(-γ‖z_i − c_j‖²)`` of the rows ``X[rows]`` into ``out`` (len(rows), m).
@@ -201,7 +241,7 @@ def fused_expansion(X: np.ndarray, centers: np.ndarray, coef: np.ndarray, gamma:
     ndarray, shape (n,), float64
         The sums (float32 arithmetic, as the BLAS path's float32 blocks).
     """
-    X = np.asarray(X)
+    X = np.ascontiguousarray(X)  # one compiled specialization, whatever the caller's layout
     if X.dtype not in (np.float32, np.float64):
         X = X.astype(np.float64)
     d = X.shape[1]
@@ -212,4 +252,60 @@ def fused_expansion(X: np.ndarray, centers: np.ndarray, coef: np.ndarray, gamma:
     out = np.empty(len(X), dtype=np.float64)
     if len(X):
         _fused_rows(X, offset, scale, centers_t, c, float(gamma), float(intercept), _LOWEST, out)
+    return out
+
+
+def exact_expansion(X: np.ndarray, centers: np.ndarray, coef: np.ndarray, gamma: float,
+                    intercept: float = 0.0, offset: np.ndarray | None = None,
+                    scale: np.ndarray | None = None) -> np.ndarray:
+    """:func:`fused_expansion` in float64, with each row's arithmetic fixed.
+
+    Every row is evaluated by itself, in one order of operations (no
+    reassociation: the distance to each center sums its features in order,
+    ``exp`` is the C library's, and the weighted sum runs as four interleaved
+    partial sums in a pattern fixed by the number of centers), so a row's value
+    is a function of that row alone: the same, bit for bit, in whatever block,
+    chunk, thread or worker it is computed. A BLAS product cannot promise this:
+    OpenBLAS picks kernels, and summation orders, by the block's shape and the
+    processor. This is the float64 path of
+    :meth:`~bigkern.kernels.GaussianExpansion.decision` (the regressors').
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        Raw rows; a row with a non-finite feature gives NaN.
+    centers : ndarray, shape (m, d)
+        Standardized centers.
+    coef : ndarray, shape (m,)
+        Coefficients.
+    gamma : float
+        ``1 / (2 ω²)``.
+    intercept : float
+        Added to every sum.
+    offset, scale : ndarray, shape (d,), optional
+        Standardization (default none).
+
+    Returns
+    -------
+    ndarray, shape (n,), float64
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0, 0.0], [1.0, 1.0]])
+    >>> exact_expansion(X, np.zeros((1, 2)), np.array([2.0]), 0.5).round(6).tolist()
+    [2.0, 0.735759]
+    """
+    X = np.ascontiguousarray(X)  # one compiled specialization, whatever the caller's layout
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
+    d = X.shape[1]
+    offset = np.zeros(d) if offset is None else np.asarray(offset, dtype=np.float64)
+    scale = np.ones(d) if scale is None else np.asarray(scale, dtype=np.float64)
+    centers_t = np.ascontiguousarray(np.asarray(centers, dtype=np.float64).T)
+    c = np.ascontiguousarray(coef, dtype=np.float64)
+    out = np.empty(len(X), dtype=np.float64)
+    if len(X):
+        lowest = float(np.ceil(np.log(np.finfo(np.float64).tiny)))
+        _exact_rows(X, offset, scale, centers_t, c, float(gamma), float(intercept), lowest, out)
     return out

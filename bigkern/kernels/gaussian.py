@@ -22,7 +22,12 @@ from typing import Any
 import numpy as np
 
 from bigkern import config
-from bigkern.kernels.fused import FUSED_MAX_FEATURES, fused_expansion, fused_kernel_block
+from bigkern.kernels.fused import (
+    FUSED_MAX_FEATURES,
+    exact_expansion,
+    fused_expansion,
+    fused_kernel_block,
+)
 
 __all__ = [
     "Gaussian",
@@ -384,19 +389,34 @@ class GaussianExpansion:
             Raw rows (standardized here).
         block_rows : int, optional
             Rows per kernel block of the BLAS path.
-        path : {"auto", "fused", "blas"}
-            ``"fused"``: one compiled pass per row (:mod:`bigkern.kernels.fused`;
-            float32 expansions only); ``"blas"``: kernel blocks by a matrix
-            product, then ``exp`` and a matrix-vector product; ``"auto"``: fused
-            for float32 expansions of at most
-            :data:`~bigkern.kernels.fused.FUSED_MAX_FEATURES` features. The two
-            agree to float32 round-off (about 1e-6 relative).
+        path : {"auto", "fused", "exact", "blas"}
+            ``"fused"``: one compiled pass per row in float32
+            (:func:`~bigkern.kernels.fused.fused_expansion`; float32 expansions
+            only); ``"exact"``: one compiled pass per row in float64 with the C
+            library's ``exp`` (:func:`~bigkern.kernels.fused.exact_expansion`);
+            ``"blas"``: kernel blocks by a matrix product, then ``exp`` and a
+            matrix-vector product. ``"auto"`` (the default) is ``"fused"`` for a
+            float32 expansion and ``"exact"`` for a float64 one: both evaluate each
+            row by itself, so a row's value is bit for bit the same in any block,
+            chunk or worker, on a given machine. The BLAS path is not: OpenBLAS
+            chooses its kernels, and so the order of the sums, by the block's shape
+            and the processor (they agree to round-off, about 1e-6 relative in
+            float32 and 1e-15 in float64).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> e = GaussianExpansion.from_parts(np.zeros((1, 2)), [2.0], 0.5, omega=1.0,
+        ...                                  dtype="float64")
+        >>> X = np.array([[0.0, 0.0], [1.0, 1.0], [np.nan, 0.0]])
+        >>> e.decision(X).round(6).tolist()
+        [2.5, 1.235759, nan]
         """
         X = np.asarray(X)
         if X.ndim != 2 or X.shape[1] != self.n_features:
             raise ValueError(f"X must have shape (n, {self.n_features}); got {X.shape}")
-        if path not in ("auto", "fused", "blas"):
-            raise ValueError(f"path must be 'auto', 'fused' or 'blas'; got {path!r}")
+        if path not in ("auto", "fused", "exact", "blas"):
+            raise ValueError(f"path must be 'auto', 'fused', 'exact' or 'blas'; got {path!r}")
         out = np.full(len(X), np.nan, dtype=np.float64)
         if not self.n_basis:
             out[np.isfinite(X).all(axis=1)] = self.intercept
@@ -404,9 +424,13 @@ class GaussianExpansion:
         if path == "fused" and self.dtype != "float32":
             raise ValueError("the fused path evaluates float32 kernels; this expansion is "
                              f"{self.dtype}")
-        if path == "fused" or (path == "auto" and self.dtype == "float32"
-                               and self.n_features <= FUSED_MAX_FEATURES):
+        if path == "fused" or (path == "auto" and self.dtype == "float32"):
             return self._fused(X, out)
+        if path in ("auto", "exact"):
+            out[:] = exact_expansion(X, self.basis.centers, self.coef,
+                                     omega_to_gamma(self.omega), self.intercept,
+                                     self.basis.offset, self.basis.scale)
+            return out
         dtype = np.dtype(self.dtype)
         c = self.coef.astype(dtype)
         for rows, G in kernel_blocks(X, self.basis, block_rows=block_rows, dtype=dtype,
