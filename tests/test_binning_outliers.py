@@ -78,7 +78,6 @@ def test_one_outlier_changes_only_its_own_bin(value, fused):
     assert center[2] == float(exact)
 
 
-@pytest.mark.determinism
 @given(chunk=st.integers(150, 4000), seed=st.integers(0, 30), n_wild=st.integers(1, 6))
 def test_outliers_identical_for_any_chunking_and_both_plans(chunk, seed, n_wild):
     x, y = _data(4000, seed)
