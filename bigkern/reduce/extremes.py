@@ -108,6 +108,15 @@ class ValueExtremes:
     n_high: np.ndarray  # (d,)
     n: int
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ValueExtremes):
+            return NotImplemented
+        return self.n == other.n and all(
+            np.array_equal(getattr(self, k), getattr(other, k))
+            for k in ("low", "n_low", "high", "n_high"))
+
+    __hash__ = None  # type: ignore[assignment]  # mutable arrays inside
+
     def __add__(self, other: ValueExtremes) -> ValueExtremes:
         low, n_low = _merge_end(self.low, self.n_low, other.low, other.n_low, lower=True)
         high, n_high = _merge_end(self.high, self.n_high, other.high, other.n_high, lower=False)
