@@ -22,8 +22,15 @@ loop and gives NaN), so LLVM vectorizes each loop over the
 centers (AVX-512 or AVX2 as the CPU has). It releases the GIL, so dask's
 threads run it in parallel. ``benchmarks/kernel_limit.py`` measures it against
 numpy's float32 ``exp`` and the BLAS path; :data:`FUSED_MAX_FEATURES` is the
-crossover measured there (the distance loop is d passes over the centers; a
-BLAS product wins when there are many features).
+crossover for the normal-equation passes' kernel blocks (the distance loop is
+d passes over the centers; a BLAS product wins there when there are many
+features). Predictions take this path for every number of features, because
+it evaluates each row by itself: a pixel's value does not depend on the block,
+chunk or worker around it, which no BLAS product can promise.
+
+:func:`exact_expansion` is the float64 counterpart for the regressors' float64
+expansions: the same per-row loop without ``fastmath`` and with the C
+library's ``exp``, each row's order of operations fixed.
 """
 
 from __future__ import annotations
@@ -241,18 +248,27 @@ def fused_expansion(X: np.ndarray, centers: np.ndarray, coef: np.ndarray, gamma:
     ndarray, shape (n,), float64
         The sums (float32 arithmetic, as the BLAS path's float32 blocks).
     """
-    X = np.ascontiguousarray(X)  # one compiled specialization, whatever the caller's layout
+    X, offset, scale, centers_t, c = _prepared(X, offset, scale, centers, coef, np.float32)
+    out = np.empty(len(X), dtype=np.float64)
+    if len(X):
+        _fused_rows(X, offset, scale, centers_t, c, float(gamma), float(intercept), _LOWEST, out)
+    return out
+
+
+def _prepared(X: np.ndarray, offset: np.ndarray | None, scale: np.ndarray | None,
+              centers: np.ndarray, coef: np.ndarray, dtype: type
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The arguments of the compiled loops: contiguous rows (one compiled specialization,
+    whatever the caller's layout), float64 standardization, feature-major centers and
+    coefficients in ``dtype``."""
+    X = np.ascontiguousarray(X)
     if X.dtype not in (np.float32, np.float64):
         X = X.astype(np.float64)
     d = X.shape[1]
     offset = np.zeros(d) if offset is None else np.asarray(offset, dtype=np.float64)
     scale = np.ones(d) if scale is None else np.asarray(scale, dtype=np.float64)
-    centers_t = np.ascontiguousarray(np.asarray(centers, dtype=np.float32).T)
-    c = np.ascontiguousarray(coef, dtype=np.float32)
-    out = np.empty(len(X), dtype=np.float64)
-    if len(X):
-        _fused_rows(X, offset, scale, centers_t, c, float(gamma), float(intercept), _LOWEST, out)
-    return out
+    centers_t = np.ascontiguousarray(np.asarray(centers, dtype=dtype).T)
+    return X, offset, scale, centers_t, np.ascontiguousarray(coef, dtype=dtype)
 
 
 def exact_expansion(X: np.ndarray, centers: np.ndarray, coef: np.ndarray, gamma: float,
@@ -296,14 +312,7 @@ def exact_expansion(X: np.ndarray, centers: np.ndarray, coef: np.ndarray, gamma:
     >>> exact_expansion(X, np.zeros((1, 2)), np.array([2.0]), 0.5).round(6).tolist()
     [2.0, 0.735759]
     """
-    X = np.ascontiguousarray(X)  # one compiled specialization, whatever the caller's layout
-    if X.dtype not in (np.float32, np.float64):
-        X = X.astype(np.float64)
-    d = X.shape[1]
-    offset = np.zeros(d) if offset is None else np.asarray(offset, dtype=np.float64)
-    scale = np.ones(d) if scale is None else np.asarray(scale, dtype=np.float64)
-    centers_t = np.ascontiguousarray(np.asarray(centers, dtype=np.float64).T)
-    c = np.ascontiguousarray(coef, dtype=np.float64)
+    X, offset, scale, centers_t, c = _prepared(X, offset, scale, centers, coef, np.float64)
     out = np.empty(len(X), dtype=np.float64)
     if len(X):
         lowest = float(np.ceil(np.log(np.finfo(np.float64).tiny)))
