@@ -10,10 +10,12 @@ started for the duration of the command (:func:`bigkern.cluster.connect`).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
-from collections.abc import Sequence
+import traceback
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 __all__ = ["main"]
@@ -34,6 +36,14 @@ def _add_cluster_args(p: argparse.ArgumentParser) -> None:
                    help="workers of the embedded or profile's cluster (default: one per core, "
                         "or the profile's); with --scheduler or --scheduler-file, wait until "
                         "this many workers have joined")
+    _add_verbose_arg(p)
+
+
+def _add_verbose_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="show the Dask workers' logs of an expected error (a corrupt chunk, "
+                        "data over a quality limit …) and its traceback; without it an "
+                        "expected error is one line")
 
 
 class UsageError(Exception):
@@ -137,6 +147,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--out", required=True, help="zarr store to write")
     p.add_argument("--overwrite", action="store_true")
     _add_validity_args(p)
+    _add_verbose_arg(p)
 
     p = sub.add_parser("fit", help="fit a binned or reduced-kernel model on a store")
     p.add_argument("store", help="zarr scene store")
@@ -207,6 +218,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bigkern {args.command}: error: {err}", file=sys.stderr)
         return 2
     except BigkernError as err:
+        if args.verbose:
+            traceback.print_exc()
         print(f"bigkern: error: {err}", file=sys.stderr)
         return 1
     except ValueError as err:
@@ -258,7 +271,7 @@ def _run(args: argparse.Namespace) -> int:
             prepare_output(args.out, overwrite=args.overwrite, inputs=inputs)
 
     with connect(args.scheduler, scheduler_file=args.scheduler_file, profile=args.profile,
-                 n_workers=args.workers):
+                 n_workers=args.workers) as client, _expected_errors_quiet(client, args.verbose):
         if args.command == "demo":
             from bigkern.demo import run_demo
 
@@ -278,6 +291,29 @@ def _run(args: argparse.Namespace) -> int:
         elif args.command == "predict":
             return _predict(args)
     return 0
+
+
+@contextlib.contextmanager
+def _expected_errors_quiet(client: Any, verbose: bool) -> Iterator[None]:
+    """Keep the logs of expected errors (:mod:`bigkern.cluster_logs`) off the terminal.
+
+    In this process (an embedded cluster's scheduler runs here) and, by a worker
+    plugin, in every worker; the error itself is printed as one line by
+    :func:`main`. With ``--verbose`` nothing is filtered.
+    """
+    if verbose:
+        yield
+        return
+    from bigkern.cluster_logs import ExpectedErrorFilter, QuietExpectedErrors, install_filter
+
+    log_filter = ExpectedErrorFilter()
+    handlers = install_filter(log_filter)
+    client.register_plugin(QuietExpectedErrors())
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            handler.removeFilter(log_filter)
 
 
 def _resumable(out: str) -> bool:
