@@ -7,7 +7,8 @@ directory the workers read (the Dockerfile does it at build time)::
 
 It runs bigkern's main paths on tiny data in this process (dask's synchronous
 scheduler): percentile binning of a dask array, a binned SVM and its predicted
-scenes, and the compactly supported LS-SVM and SVM, which between them call
+scenes, the compactly supported LS-SVM and SVM, and a regressor (float64
+expansions), which between them call
 every ``@numba.njit(cache=True)`` function of the package, with the argument
 types the real jobs use.
 """
@@ -43,6 +44,8 @@ def warm() -> int:
         for solver in ("banded", "cg"):
             bigkern.CompactLSSVC(omega=0.42, lam=1e-3, C=1.0, solver=solver).fit(X, y).predict(X)
         bigkern.CompactSVC(omega=0.42, lam=1e-3, tau=0.7).fit(X, y).predict(X)
+        # a regressor: float64 expansions predict by the exact per-row pass
+        bigkern.OHTRegressor(widths=(1.0,)).fit(X, X[:, 0]).predict(X)
     cache = os.environ.get("NUMBA_CACHE_DIR")
     return len(list(Path(cache).rglob("*.nbi"))) if cache else 0
 

@@ -258,15 +258,15 @@ def fused_expansion(X: np.ndarray, centers: np.ndarray, coef: np.ndarray, gamma:
 def _prepared(X: np.ndarray, offset: np.ndarray | None, scale: np.ndarray | None,
               centers: np.ndarray, coef: np.ndarray, dtype: type
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The arguments of the compiled loops: contiguous rows (one compiled specialization,
-    whatever the caller's layout), float64 standardization, feature-major centers and
-    coefficients in ``dtype``."""
+    """The arguments of the compiled loops, all C-contiguous (one compiled specialization
+    whatever the caller's layouts, so the image's warmed numba cache serves every model):
+    rows, float64 standardization, feature-major centers and coefficients in ``dtype``."""
     X = np.ascontiguousarray(X)
     if X.dtype not in (np.float32, np.float64):
         X = X.astype(np.float64)
     d = X.shape[1]
-    offset = np.zeros(d) if offset is None else np.asarray(offset, dtype=np.float64)
-    scale = np.ones(d) if scale is None else np.asarray(scale, dtype=np.float64)
+    offset = np.zeros(d) if offset is None else np.ascontiguousarray(offset, dtype=np.float64)
+    scale = np.ones(d) if scale is None else np.ascontiguousarray(scale, dtype=np.float64)
     centers_t = np.ascontiguousarray(np.asarray(centers, dtype=dtype).T)
     return X, offset, scale, centers_t, np.ascontiguousarray(coef, dtype=dtype)
 

@@ -148,7 +148,7 @@ class GaussianBasis:
         omega_to_gamma(float(omega))  # raises for omega <= 0
         vecs = []
         for name, v, default in (("offset", offset, 0.0), ("scale", scale, 1.0)):
-            v = np.full(d, default) if v is None else np.asarray(v, dtype=np.float64)
+            v = np.full(d, default) if v is None else np.ascontiguousarray(v, dtype=np.float64)
             if v.shape != (d,):
                 raise ValueError(f"{name} must have one entry per feature ({d}); got shape "
                                  f"{v.shape}")
