@@ -139,3 +139,13 @@ def test_extremes_add_is_associative():
     for attr in ("low", "n_low", "high", "n_high"):
         np.testing.assert_array_equal(getattr(left, attr), getattr(right, attr))
     assert isinstance(left, ValueExtremes)
+
+
+def test_zero_turns_the_check_and_its_sweep_off():
+    from bigkern.reduce.passes import valid_rows
+
+    X, _, _ = _with_fill(n=10_000)
+    with config.set(suspect_fill_fraction=0):
+        assert not _suspects(lambda: quantile_summary(X))
+        assert "extremes" not in valid_rows(X, None, extremes=True)[1]
+    assert "extremes" in valid_rows(X, None, extremes=True)[1]

@@ -249,9 +249,10 @@ def valid_rows(
     by_column = nonfinite_by_column(X, valid, m if use_mask else None, counts["nonfinite"])
     counts.update({f"{NONFINITE_FEATURE}{j}": int(v) for j, v in enumerate(by_column)})
     if extremes:
-        from bigkern.reduce.extremes import EXTREMES_KEY, chunk_extremes
+        from bigkern.reduce.extremes import EXTREMES_KEY, check_enabled, chunk_extremes
 
-        counts[EXTREMES_KEY] = chunk_extremes(X, valid)
+        if check_enabled():
+            counts[EXTREMES_KEY] = chunk_extremes(X, valid)
     return valid, counts
 
 
