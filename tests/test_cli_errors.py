@@ -44,7 +44,7 @@ def stores(tmp_path_factory) -> dict[str, Path]:
 
 
 def _bigkern(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bigkern", *map(str, args), "--workers", "2"],
+    return subprocess.run([sys.executable, "-m", "bigkern", *map(str, args), "--workers", "1"],
                           cwd=cwd, capture_output=True, text=True, timeout=300)
 
 

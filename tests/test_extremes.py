@@ -104,8 +104,9 @@ def test_every_fit_door_names_feature_value_and_count(door):
         np.r_[np.zeros(3000), np.ones(4000), np.full(3000, 2.0)],  # three values
         np.r_[np.full(50, -9999.0), np.random.default_rng(2).normal(size=9950)],  # 0.5 %
         np.r_[1e12, np.random.default_rng(3).normal(size=9999)],  # one wild value
+        np.r_[-560042.0, np.random.default_rng(5).normal(size=96)],  # one in 97 rows: 1 %
     ],
-    ids=["zeros", "binary", "three-valued", "rare-fill", "one-outlier"],
+    ids=["zeros", "binary", "three-valued", "rare-fill", "one-outlier", "one-of-97"],
 )
 def test_ordinary_data_do_not_warn(column):
     X = np.column_stack([column, column[::-1]]).astype(np.float64)

@@ -11,13 +11,13 @@ partials merge exactly (:meth:`ValueExtremes.__add__`), so the result does not
 depend on chunking. :func:`warn_suspected_fills` then names each suspect in a
 :class:`SuspectedFillWarning`: the feature, the value and its count.
 
-A value is suspected when it holds at least ``bigkern.suspect_fill_fraction``
-(1 %; 0 turns the check and its sweep off) of the usable rows and its distance
-to the nearest other value exceeds the span of the values between the two
-extremes' neighbours: ``-9999`` beside
-NDAI values in [-3, 4.3] is, a feature whose zeros are simply many is not, and
-neither is a two- or three-valued feature (its inner span is zero, so there is
-nothing to be far from).
+A value is suspected when at least two rows, and at least
+``bigkern.suspect_fill_fraction`` (1 %; 0 turns the check and its sweep off)
+of the usable rows, hold it, and its distance to the nearest other value
+exceeds the span of the values between the two extremes' neighbours:
+``-9999`` beside NDAI values in [-3, 4.3] is, a feature whose zeros are simply
+many is not, and neither is a two- or three-valued feature (its inner span is
+zero, so there is nothing to be far from) nor one wild value.
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ class ValueExtremes:
             for value, count, gap, side, rest in (
                     (lo, self.n_low[j], lo2 - lo, "below", (lo2, hi)),
                     (hi, self.n_high[j], hi - hi2, "above", (lo, hi2))):
-                if count >= share * self.n and gap > inner:
+                if count >= max(2, share * self.n) and gap > inner:  # repeated, and far
                     out.append(SuspectedFill(str(name), float(value), int(count), self.n,
                                              side, float(rest[0]), float(rest[1])))
         return out
