@@ -39,11 +39,17 @@ def _add_cluster_args(p: argparse.ArgumentParser) -> None:
     _add_verbose_arg(p)
 
 
-def _add_verbose_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-v", "--verbose", action="store_true",
-                   help="show the Dask workers' logs of an expected error (a corrupt chunk, "
-                        "data over a quality limit …) and its traceback; without it an "
-                        "expected error is one line")
+def _add_verbose_arg(p: argparse.ArgumentParser, cluster: bool = True) -> None:
+    if cluster:
+        text = ("show what the Dask cluster logs about an error bigkern expects (a corrupt "
+                "chunk, data over a quality limit …: the workers' 'Compute Failed' record, "
+                "the warnings of the cluster closing) and the error's traceback; without it "
+                "such an error is the one line 'bigkern: error: …'. Other errors always "
+                "show their traceback and logs")
+    else:
+        text = ("show the traceback of an error bigkern expects (an unreadable file, a value "
+                "it refuses …); without it such an error is one line")
+    p.add_argument("-v", "--verbose", action="store_true", help=text)
 
 
 class UsageError(Exception):
@@ -147,7 +153,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--out", required=True, help="zarr store to write")
     p.add_argument("--overwrite", action="store_true")
     _add_validity_args(p)
-    _add_verbose_arg(p)
+    _add_verbose_arg(p, cluster=False)
 
     p = sub.add_parser("fit", help="fit a binned or reduced-kernel model on a store")
     p.add_argument("store", help="zarr scene store")
@@ -218,23 +224,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bigkern {args.command}: error: {err}", file=sys.stderr)
         return 2
     except BigkernError as err:
-        if args.verbose:
-            traceback.print_exc()
-        print(f"bigkern: error: {err}", file=sys.stderr)
-        return 1
+        return _one_line(f"bigkern: error: {err}", args.verbose)
     except ValueError as err:
         if args.command != "fit":
             raise
         # a parameter value an estimator refuses (omega=-1, size larger than the rows…)
-        print(f"bigkern fit: error: {err}", file=sys.stderr)
-        return 1
+        return _one_line(f"bigkern fit: error: {err}", args.verbose)
     except (OSError, TimeoutError) as err:
         if args.command != "ingest" and _is_connection_error(err):
             where = getattr(args, "scheduler", None) or "the Dask scheduler"
-            print(f"bigkern: error: cannot connect to {where}: {err}", file=sys.stderr)
-        else:  # a file that cannot be read or written: say which, in one line
-            print(f"bigkern: error: {err}", file=sys.stderr)
-        return 1
+            return _one_line(f"bigkern: error: cannot connect to {where}: {err}", args.verbose)
+        # a file that cannot be read or written: say which, in one line
+        return _one_line(f"bigkern: error: {err}", args.verbose)
+
+
+def _one_line(message: str, verbose: bool) -> int:
+    """Print an expected error's one line (after its traceback if ``verbose``); return 1."""
+    if verbose:
+        traceback.print_exc()
+    print(message, file=sys.stderr)
+    return 1
 
 
 def _is_connection_error(err: BaseException) -> bool:
@@ -258,8 +267,6 @@ def _run(args: argparse.Namespace) -> int:
               f"({time.perf_counter() - t:.1f} s)")
         return 0
 
-    from bigkern.cluster import connect
-
     if args.command in ("fit", "predict"):
         from bigkern.io.outputs import check_not_input, prepare_output
 
@@ -270,8 +277,7 @@ def _run(args: argparse.Namespace) -> int:
         if not (args.command == "predict" and _resumable(args.out)):
             prepare_output(args.out, overwrite=args.overwrite, inputs=inputs)
 
-    with connect(args.scheduler, scheduler_file=args.scheduler_file, profile=args.profile,
-                 n_workers=args.workers) as client, _expected_errors_quiet(client, args.verbose):
+    with _cluster(args):
         if args.command == "demo":
             from bigkern.demo import run_demo
 
@@ -294,26 +300,30 @@ def _run(args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def _expected_errors_quiet(client: Any, verbose: bool) -> Iterator[None]:
-    """Keep the logs of expected errors (:mod:`bigkern.cluster_logs`) off the terminal.
+def _cluster(args: argparse.Namespace) -> Iterator[Any]:
+    """The command's Dask client; unless ``--verbose``, expected errors stay off the terminal.
 
-    In this process (an embedded cluster's scheduler runs here) and, by a worker
-    plugin, in every worker; the error itself is printed as one line by
-    :func:`main`. With ``--verbose`` nothing is filtered.
+    The filter of :mod:`bigkern.cluster_logs` covers this process (an embedded
+    cluster's scheduler and nannies run here) from before the connection to
+    after the cluster closed; the workers of a cluster built here, which lives
+    and dies with the command (an embedded one's share the terminal); and,
+    once the command's work is over, the chatter of the cluster closing. The
+    error itself is printed as one line by :func:`main`.
     """
-    if verbose:
-        yield
-        return
-    from bigkern.cluster_logs import ExpectedErrorFilter, QuietExpectedErrors, install_filter
+    from bigkern.cluster import connect, owns_cluster
+    from bigkern.cluster_logs import QuietLogs
 
-    log_filter = ExpectedErrorFilter()
-    handlers = install_filter(log_filter)
-    client.register_plugin(QuietExpectedErrors())
-    try:
-        yield
-    finally:
-        for handler in handlers:
-            handler.removeFilter(log_filter)
+    def connected() -> Any:
+        return connect(args.scheduler, scheduler_file=args.scheduler_file,
+                       profile=args.profile, n_workers=args.workers)
+
+    if args.verbose:
+        with connected() as client:
+            yield client
+        return
+    with QuietLogs() as quiet, connected() as client, \
+            quiet.cluster(client, owned=owns_cluster(client)):
+        yield client
 
 
 def _resumable(out: str) -> bool:

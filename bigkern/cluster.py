@@ -35,6 +35,7 @@ __all__ = [
     "connect",
     "current_client",
     "gather_watching",
+    "owns_cluster",
     "pin_blas_threads",
     "task_threads",
 ]
@@ -235,6 +236,24 @@ def connect(
         print(f"bigkern: connected to {client.scheduler.address} with {n} workers "
               f"(dashboard {client.dashboard_link})", file=sys.stderr)
     return client
+
+
+def owns_cluster(client: Any) -> bool:
+    """Whether :func:`connect` built ``client``'s cluster, which closing ``client`` closes.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        A client, usually one :func:`connect` returned.
+
+    Returns
+    -------
+    bool
+        True for a cluster built from a profile (the embedded LocalCluster
+        among them); False for a scheduler address, scheduler file, Cluster
+        object or default client given or found.
+    """
+    return getattr(client, "_bigkern_cluster", None) is not None
 
 
 def _default_client() -> Any:

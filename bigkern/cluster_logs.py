@@ -6,46 +6,144 @@ When a task raises an error bigkern expects — a corrupt chunk
 it as one line. The workers of an embedded cluster share its terminal,
 though, and distributed logs every failed task there first: "Compute Failed",
 the task, the exception and a traceback full of file paths. The user reads a
-traceback before the sentence meant for them.
+traceback before the sentence meant for them. Closing the cluster after the
+error adds its own warnings (a task cancelled because its worker closes, a
+worker process killed because it did not stop in time).
 
-:class:`ExpectedErrorFilter` drops exactly those records: log records whose
-exception is a :class:`~bigkern.errors.BigkernError`, or whose text names one
-as the exception of a failed task. Anything else, a real bug above all, is
-logged as before. The CLI installs it (unless ``--verbose``) in its own
-process, where an embedded cluster's scheduler runs, and through the worker
-plugin :class:`QuietExpectedErrors` in every worker, present and future.
+:class:`ExpectedErrorFilter` drops exactly those records: a record whose
+exception is a :class:`~bigkern.errors.BigkernError` (its ``exc_info``, an
+exception among its arguments, or the ``repr`` of one, which is all
+distributed's "Compute Failed" record carries), and, once the cluster is
+closing, its warnings and the errors of its connections closing. Anything
+else, a real bug above all, is logged as before.
+
+The CLI (unless ``--verbose``) filters its own process with
+:class:`QuietLogs` — an embedded cluster's scheduler and nannies run there —
+and, for a cluster it built and will close, every worker, present and
+future, with the worker plugin :class:`QuietExpectedErrors`. It leaves the
+workers of a cluster it merely connected to alone: their logs are not on
+this terminal but the record their operator keeps.
 """
 
 from __future__ import annotations
 
-import functools
+import asyncio
+import contextlib
 import logging
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from distributed import WorkerPlugin
 
 from bigkern.errors import BigkernError
 
-__all__ = ["ExpectedErrorFilter", "QuietExpectedErrors", "install_filter"]
+__all__ = [
+    "ExpectedErrorFilter",
+    "QuietExpectedErrors",
+    "QuietLogs",
+    "install_filter",
+    "is_expected_error",
+    "is_shutdown_chatter",
+]
 
-#: Loggers whose handlers get the filter (records of child loggers pass through them).
-_LOGGERS = ("distributed", "")
+#: Top-level loggers whose handlers (and those of their children) get the filter;
+#: tornado's share distributed's handler, asyncio reports a task's lost exception.
+_LOGGER_FAMILIES = ("distributed", "tornado", "asyncio")
 
 
-@functools.cache
-def _error_names() -> tuple[str, ...]:
-    """Class names of every :class:`BigkernError`, as a task failure's text shows them."""
-    seen: list[str] = []
-    todo = [BigkernError]
+def _expected_names() -> tuple[str, ...]:
+    """``"Name("`` for every class of :class:`BigkernError`, as ``repr`` starts with it."""
+    names: set[str] = set()
+    todo: list[type] = [BigkernError]
     while todo:
         cls = todo.pop()
-        seen.append(cls.__name__)
+        names.add(cls.__name__)
         todo.extend(cls.__subclasses__())
-    return tuple(f"{name}(" for name in seen)
+    return tuple(sorted(f"{name}(" for name in names))
+
+
+def _is_expected_repr(text: str) -> bool:
+    """Whether ``text`` is the ``repr`` of a :class:`BigkernError` (quoted or not)."""
+    return text.strip().lstrip("'\"").startswith(_expected_names())
+
+
+def is_expected_error(record: logging.LogRecord) -> bool:
+    """Whether ``record`` reports an error bigkern expects (a :class:`BigkernError`).
+
+    The exception is looked for where logging and distributed put it: the
+    record's ``exc_info``; the message or an argument that is the exception
+    itself; an argument that is its ``repr`` (the "Exception:" of
+    distributed's "Compute Failed" record, which carries no exception
+    object); or a message line ``Exception: <repr>`` in a message formatted
+    beforehand.
+
+    Parameters
+    ----------
+    record : logging.LogRecord
+        A record about to be handled.
+
+    Returns
+    -------
+    bool
+    """
+    if record.exc_info and record.exc_info[1] is not None:
+        return isinstance(record.exc_info[1], BigkernError)
+    args = record.args if isinstance(record.args, tuple) else ()
+    for item in (record.msg, *args):
+        if isinstance(item, BigkernError):
+            return True
+        if isinstance(item, str) and _is_expected_repr(item):
+            return True
+    if isinstance(record.msg, str) and not args:
+        lines = record.msg.splitlines()
+        return any(line.startswith("Exception:") and _is_expected_repr(line[10:])
+                   for line in lines)
+    return False
+
+
+def _closed_connection(exc: BaseException | None) -> bool:
+    """Whether ``exc`` says a connection or task was closed (what closing a cluster does)."""
+    if exc is None:
+        return False
+    from distributed.comm.core import CommClosedError
+    from tornado.iostream import StreamClosedError
+
+    return isinstance(exc, (CommClosedError, StreamClosedError, asyncio.CancelledError))
+
+
+def is_shutdown_chatter(record: logging.LogRecord) -> bool:
+    """Whether ``record``, logged while a cluster closes, is only about the closing.
+
+    That is any warning of distributed or tornado (a task cancelled because its
+    worker closes, a worker process killed after not stopping in time, an
+    event loop slowed meanwhile …) and an error whose exception is a closed
+    connection or a cancelled task. Errors with any other exception are kept.
+
+    Parameters
+    ----------
+    record : logging.LogRecord
+        A record logged while the cluster closes.
+
+    Returns
+    -------
+    bool
+    """
+    if record.name.partition(".")[0] not in ("distributed", "tornado"):
+        return False
+    if record.levelno < logging.ERROR:
+        return True
+    exc = record.exc_info[1] if record.exc_info else None
+    return record.levelno == logging.ERROR and _closed_connection(exc)
 
 
 class ExpectedErrorFilter(logging.Filter):
-    """A logging filter that drops records of errors bigkern expects and reports itself.
+    """A logging filter that drops the records of errors bigkern expects and reports itself.
+
+    Parameters
+    ----------
+    closing : callable, optional
+        Returns True once the cluster is closing: from then on
+        :func:`is_shutdown_chatter` records are dropped too. Default: never.
 
     Examples
     --------
@@ -56,46 +154,133 @@ class ExpectedErrorFilter(logging.Filter):
     False
     """
 
+    def __init__(self, closing: Callable[[], bool] | None = None) -> None:
+        super().__init__()
+        self._closing = closing or (lambda: False)
+
     def filter(self, record: logging.LogRecord) -> bool:
-        """Whether to keep ``record``: False for an expected bigkern error."""
+        """Whether to keep ``record``: False for an expected error or closing chatter."""
         if record.levelno < logging.WARNING:
             return True
-        if record.exc_info and isinstance(record.exc_info[1], BigkernError):
-            return False
         try:
-            text = record.getMessage()
-        except Exception:  # a record whose arguments do not format: keep it as it is
+            if is_expected_error(record):
+                return False
+            return not (self._closing() and is_shutdown_chatter(record))
+        except Exception:  # never let the filter lose a record it cannot judge
             return True
-        return not any(name in text for name in _error_names())
+
+
+def _handlers() -> list[logging.Handler]:
+    """The handlers records of distributed, tornado and asyncio can reach, without repeats."""
+    loggers: list[Any] = [logging.getLogger()]
+    for name, logger in list(logging.Logger.manager.loggerDict.items()):
+        if isinstance(logger, logging.Logger) and name.partition(".")[0] in _LOGGER_FAMILIES:
+            loggers.append(logger)
+    found: list[logging.Handler] = []
+    for logger in loggers:
+        found.extend(h for h in logger.handlers if h not in found)
+    if logging.lastResort is not None and logging.lastResort not in found:
+        found.append(logging.lastResort)  # used when a record finds no handler at all
+    return found
 
 
 def install_filter(log_filter: logging.Filter) -> list[logging.Handler]:
-    """Add ``log_filter`` to the handlers of distributed's and the root logger; return them."""
-    handlers = []
-    for name in _LOGGERS:
-        for handler in logging.getLogger(name).handlers:
-            if log_filter not in handler.filters:
-                handler.addFilter(log_filter)
-                handlers.append(handler)
-    return handlers
+    """Add ``log_filter`` to the handlers that distributed's records reach; return them.
+
+    Parameters
+    ----------
+    log_filter : logging.Filter
+        Usually an :class:`ExpectedErrorFilter`.
+
+    Returns
+    -------
+    list of logging.Handler
+        The handlers it was added to, for :func:`remove_filter`.
+    """
+    added = []
+    for handler in _handlers():
+        if log_filter not in handler.filters:
+            handler.addFilter(log_filter)
+            added.append(handler)
+    return added
+
+
+def remove_filter(log_filter: logging.Filter, handlers: list[logging.Handler]) -> None:
+    """Take ``log_filter`` off ``handlers`` again."""
+    for handler in handlers:
+        handler.removeFilter(log_filter)
 
 
 class QuietExpectedErrors(WorkerPlugin):
-    """Worker plugin: filter expected errors out of each worker's log handlers.
+    """Worker plugin: filter expected errors and closing chatter out of a worker's logs.
 
     Register it with ``client.register_plugin(QuietExpectedErrors())``; the
     scheduler runs it on workers that join later too, and its teardown removes
-    the filter.
+    the filter. A worker's closing chatter is dropped once its status is
+    closing.
     """
 
     name = "bigkern-quiet-expected-errors"
 
     def setup(self, worker: Any) -> None:
         """Add an :class:`ExpectedErrorFilter` to the worker process's log handlers."""
-        self._filter = ExpectedErrorFilter()
+        from distributed.core import Status
+
+        closing = (Status.closing, Status.closing_gracefully, Status.closed)
+        self._filter = ExpectedErrorFilter(lambda: worker.status in closing)
         self._handlers = install_filter(self._filter)
 
     def teardown(self, worker: Any) -> None:
         """Remove the filter again."""
-        for handler in getattr(self, "_handlers", []):
-            handler.removeFilter(self._filter)
+        if hasattr(self, "_filter"):
+            remove_filter(self._filter, self._handlers)
+
+
+class QuietLogs:
+    """Context manager of the CLI: expected errors stay out of this process's logs.
+
+    Inside it an :class:`ExpectedErrorFilter` sits on the handlers distributed's
+    records reach in this process; :meth:`cluster` extends it to a cluster's
+    workers and, when its block is left, to the chatter of the cluster closing.
+
+    Examples
+    --------
+    ::
+
+        with QuietLogs() as quiet, connect() as client, quiet.cluster(client, owned=True):
+            ...  # compute; leaving the block closes the cluster quietly
+    """
+
+    def __init__(self) -> None:
+        self.closing = False
+        self._filter = ExpectedErrorFilter(lambda: self.closing)
+        self._handlers: list[logging.Handler] = []
+
+    def __enter__(self) -> QuietLogs:
+        self._handlers = install_filter(self._filter)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        remove_filter(self._filter, self._handlers)
+        self._handlers = []
+
+    @contextlib.contextmanager
+    def cluster(self, client: Any, owned: bool) -> Iterator[None]:
+        """Quiet the workers of ``client``'s cluster if ``owned``; mark it closing at exit.
+
+        Parameters
+        ----------
+        client : distributed.Client
+            The client of the computation.
+        owned : bool
+            Whether this process built the cluster and closes it when the
+            block is left (then its workers get :class:`QuietExpectedErrors`,
+            which stays until they close). A cluster merely connected to is
+            left alone.
+        """
+        if owned:
+            client.register_plugin(QuietExpectedErrors())
+        try:
+            yield
+        finally:
+            self.closing = True
