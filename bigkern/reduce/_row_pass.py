@@ -141,4 +141,4 @@ def check_counts(c: dict[str, int]) -> None:
 def count_attrs(c: dict[str, int]) -> dict[str, int]:
     """Counts as attributes: ``n_<count>`` (``n_masked`` only when rows were masked)."""
     return {f"n_{k}" if not k.startswith("first") else k: int(v) for k, v in c.items()
-            if (k != "masked" or v) and isinstance(v, int | np.integer)}
+            if k != "masked" or v}

@@ -53,7 +53,11 @@ class SuspectedFillWarning(BigkernWarning):
 def _extremes(X: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray,
                                                           np.ndarray, np.ndarray]:
     """Per column: the two smallest distinct values, the count of the smallest, and the
-    same for the largest, over the rows where ``valid`` (±inf where there are too few)."""
+    same for the largest, over the rows where ``valid`` (±inf where there are too few).
+
+    The two ends are written out: a shared helper taking the arrays (tried, for the
+    smallest of ``X`` and of ``-X``) ran 20× slower, 540 ms against 27 ms per 8.4 M × 3
+    rows, numba's reference counting of the arrays on every call outweighing the loop."""
     n, d = X.shape
     low = np.full((d, 2), np.inf)
     high = np.full((d, 2), -np.inf)
