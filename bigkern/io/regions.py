@@ -24,6 +24,10 @@ of their own).
 from __future__ import annotations
 
 import itertools
+import json
+import os
+import uuid
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,14 +39,28 @@ import xarray as xr
 from dask.base import tokenize
 
 from bigkern.errors import StoreError
+from bigkern.io.claims import OutputClaim, claim_output
 from bigkern.io.integrity import missing_chunks
-from bigkern.io.outputs import check_not_input, remove_output
+from bigkern.io.outputs import (
+    PARTIAL_TAG,
+    REGIONS_FOLDER,
+    check_not_input,
+    check_replaceable,
+    clean_partials,
+    publish_staged,
+    remove_output,
+    store_kind,
+)
 from bigkern.io.urls import Location, PathOrURL, StorageOptions, location
 from bigkern.io.zarr_store import KIND_ATTR, STATUS_ATTR, finish_store, read_root_attrs, to_zarr
 
-__all__ = ["JOB_ATTR", "RegionReport", "write_regions"]
+__all__ = ["JOB_ATTR", "STORE_ID_ATTR", "RegionReport", "write_regions"]
 
 JOB_ATTR = "bigkern_job"
+# a random id given to a store when its template is created: every region task checks it
+# before writing, so a store replaced by another writer (or another store that a worker
+# resolves the same path to) is never written into
+STORE_ID_ATTR = "bigkern_store_id"
 
 Summary = dict[str, int]
 
@@ -67,35 +85,93 @@ def _region_slices(
     return tuple(slice(s, s + c[i]) for s, c, i in zip(starts, chunks, index, strict=True))
 
 
-def _open_arrays(path: Location, names: Sequence[str]) -> dict[str, Any]:
+def _open_arrays(path: Location, names: Sequence[str], store_id: str | None = None
+                 ) -> dict[str, Any]:
+    """The store's arrays, writable; with ``store_id``, only if the store is still that one."""
     import zarr
 
-    group = zarr.open_group(path.zarr_store(), mode="r+")
+    try:
+        group = zarr.open_group(path.zarr_store(), mode="r+", use_consolidated=False)
+    except Exception as err:  # gone, or not a store at this path on this machine
+        raise StoreError(
+            f"store {path}: cannot open it for writing here ({type(err).__name__}: {err}); "
+            f"it was removed by another writer, or this worker does not see the client's file "
+            f"system at that path") from None
+    if store_id is not None and group.attrs.get(STORE_ID_ATTR) != store_id:
+        raise StoreError(
+            f"store {path} is not the store this job created (its id is "
+            f"{group.attrs.get(STORE_ID_ATTR)!r}, not {store_id!r}): another writer replaced "
+            f"it, or this worker resolves the path to another store; refusing to write")
     # every chunk is written, even one holding only fill values: a missing chunk is damage
     return {n: group[n].with_config({"write_empty_chunks": True}) for n in names}
 
 
-def _write_block(*blocks: np.ndarray, path: Location, names: tuple[str, ...],
-                 summarize: Callable[..., Summary] | None, block_info: Any = None) -> np.ndarray:
+def _region_key(index: tuple[int, ...]) -> str:
+    return ".".join(str(i) for i in index) or "0"
+
+
+def _digest(block: np.ndarray) -> int:
+    """CRC-32 of a block's values (C order, native bytes) and shape."""
+    data = np.ascontiguousarray(block)
+    if data.dtype == object:
+        return zlib.crc32(repr(data.tolist()).encode(), zlib.crc32(repr(data.shape).encode()))
+    return zlib.crc32(memoryview(data).cast("B"), zlib.crc32(repr(data.shape).encode()))
+
+
+def _record(path: Location, store_id: str, index: tuple[int, ...]) -> Location:
+    return path.joinpath(REGIONS_FOLDER, store_id, _region_key(index))
+
+
+def _write_record(path: Location, store_id: str, job: str, index: tuple[int, ...],
+                  names: tuple[str, ...], blocks: Sequence[np.ndarray]) -> None:
+    """The region's commit record, written after its chunks: who wrote it, and what."""
+    record = {"job": job, "store": store_id, "region": list(index),
+              "digests": {n: _digest(b) for n, b in zip(names, blocks, strict=True)}}
+    where = _record(path, store_id, index)
+    data = json.dumps(record, sort_keys=True).encode()
+    if path.local:
+        where.local_path.parent.mkdir(parents=True, exist_ok=True)
+        temp = where.local_path.with_name(f".{where.name}.tmp")
+        temp.write_bytes(data)
+        os.replace(temp, where.local_path)
+    else:
+        where.fs.pipe_file(where.path, data)
+
+
+def _write_block(*blocks: np.ndarray, path: Location, names: tuple[str, ...], job: str,
+                 store_id: str, summarize: Callable[..., Summary] | None,
+                 block_info: Any = None) -> np.ndarray:
     """Write one region of every variable; return its summary in a 1-element object array."""
     loc = block_info[0]["array-location"]
+    index = tuple(block_info[0]["chunk-location"])
     region = tuple(slice(a, b) for a, b in loc)
-    arrays = _open_arrays(path, names)
+    arrays = _open_arrays(path, names, store_id)
     for name, block in zip(names, blocks, strict=True):
         arrays[name][region] = block
+    _write_record(path, store_id, job, index, names, blocks)
     out = np.empty((1,) * blocks[0].ndim, dtype=object)
     out.flat[0] = summarize(*blocks) if summarize else {}
     return out
 
 
-def _verify_region(path: Location, names: tuple[str, ...], region: tuple[slice, ...],
+def _verify_region(path: Location, names: tuple[str, ...], index: tuple[int, ...],
+                   region: tuple[slice, ...], job: str, store_id: str,
                    summarize: Callable[..., Summary] | None) -> Summary | None:
-    """Read one finished region back (checksums verified); None if a chunk is damaged."""
+    """Read one finished region back; None unless its chunks pass their checksums and match
+    the commit record this job and store wrote for them."""
     try:
+        where = _record(path, store_id, index)
+        raw = where.local_path.read_bytes() if path.local else where.fs.cat_file(where.path)
+        record = json.loads(raw.decode())
+        if record.get("job") != job or record.get("store") != store_id \
+                or record.get("region") != list(index):
+            return None
         arrays = _open_arrays(path, names)
         blocks = [np.asarray(arrays[n][region]) for n in names]
-    except Exception:  # a checksum mismatch or an undecodable chunk: recompute it
+    except Exception:  # no record, a checksum mismatch or an undecodable chunk: recompute it
         return None
+    if any(record["digests"].get(n) != _digest(b) for n, b in zip(names, blocks, strict=True)):
+        return None  # values another writer (or a swap) put there
     return summarize(*blocks) if summarize else {}
 
 
@@ -112,26 +188,22 @@ def _add(total: Summary, part: Summary) -> None:
 def _mark_writing(path: Location) -> None:
     import zarr
 
-    zarr.open_group(path.zarr_store(), mode="r+").attrs[STATUS_ATTR] = "writing"
+    zarr.open_group(path.zarr_store(), mode="r+", use_consolidated=False).attrs[
+        STATUS_ATTR] = "writing"
 
 
-def _start_or_resume(ds: xr.Dataset, path: Location, *, kind: str, job: str, overwrite: bool,
-                     resume: bool) -> bool:
-    """Create the template, or decide to resume the one at ``path``; True when resuming."""
-    if path.exists():
-        attrs = read_root_attrs(path) or {}
-        same_job = attrs.get(KIND_ATTR) == kind and attrs.get(JOB_ATTR) == job
-        if same_job and resume and not overwrite:
-            _mark_writing(path)  # finished or not, it is verified and repaired
-            return True
-        if not overwrite:
-            if attrs.get(STATUS_ATTR) == "writing":
-                raise StoreError(
-                    f"{path} is an unfinished output of a different job (other inputs, model "
-                    f"or settings): pass overwrite=True (CLI: --overwrite) to start again")
-            raise StoreError(f"{path} exists; pass overwrite=True (CLI: --overwrite) to "
-                             f"replace it")
-        remove_output(path)
+def _resumable(path: Location, kind: str, job: str) -> str | None:
+    """The store id of the store at ``path`` if this job may resume it, else None."""
+    attrs = read_root_attrs(path) or {}
+    if attrs.get(KIND_ATTR) == kind and attrs.get(JOB_ATTR) == job \
+            and isinstance(attrs.get(STORE_ID_ATTR), str):
+        return str(attrs[STORE_ID_ATTR])
+    return None
+
+
+def _create_template(ds: xr.Dataset, path: Location, *, kind: str, job: str) -> str:
+    """Write the store's metadata and coordinates with a fresh store id; return the id."""
+    store_id = uuid.uuid4().hex
     template = ds.copy()
     # coordinates are written with the template, not by the region tasks: a lazy one (e.g. the
     # ``source`` file names of an ingested store, read through open_checked) is loaded here,
@@ -139,12 +211,63 @@ def _start_or_resume(ds: xr.Dataset, path: Location, *, kind: str, job: str, ove
     lazy = {k: v.variable.load() for k, v in template.coords.items()
             if k not in template.dims and isinstance(v.data, da.Array)}
     template = template.assign_coords(lazy)
-    template.attrs = {**ds.attrs, JOB_ATTR: job}
+    template.attrs = {**ds.attrs, JOB_ATTR: job, STORE_ID_ATTR: store_id}
     for name in template.variables:
         template[name].encoding.pop("chunks", None)
         template[name].encoding.pop("preferred_chunks", None)
     to_zarr(template, path, kind=kind, compute=False, consolidated=False)
-    return False
+    return store_id
+
+
+@dataclass
+class _Target:
+    """Where the regions go: the output itself, or a staged sibling swapped in at the end."""
+
+    store: Location
+    store_id: str
+    resumed: bool
+    staged: bool
+
+
+def _choose_target(ds: xr.Dataset, path: Location, claim: OutputClaim, *, kind: str, job: str,
+                   overwrite: bool, resume: bool) -> _Target:
+    """Resume the store at ``path``, start one there, or stage a replacement beside it."""
+    if not path.exists():
+        return _Target(path, _create_template(ds, path, kind=kind, job=job), False, False)
+    attrs = read_root_attrs(path) or {}
+    found = store_kind(path)
+    if found is not None and found != kind:
+        raise StoreError(f"{path} is a bigkern {found} store, not {kind}: refusing to replace "
+                         f"it with {kind}, even with --overwrite; choose another output path")
+    same_id = _resumable(path, kind, job)
+    if not overwrite:
+        if same_id is not None and resume:
+            _mark_writing(path)  # finished or not, it is verified and repaired
+            return _Target(path, same_id, True, False)
+        if same_id is not None:
+            state = "complete" if attrs.get(STATUS_ATTR) == "complete" else "unfinished"
+            raise StoreError(
+                f"{path} exists (a {state} output of this same job): rerun without "
+                f"--no-resume (resume=False) to verify it and compute what is missing, or pass "
+                f"--overwrite (overwrite=True) to compute it all again")
+        if attrs.get(STATUS_ATTR) == "writing":
+            raise StoreError(
+                f"{path} is an unfinished output of a different job (other inputs, model "
+                f"or settings): pass overwrite=True (CLI: --overwrite) to start again")
+        raise StoreError(f"{path} exists; pass overwrite=True (CLI: --overwrite) to "
+                         f"replace it")
+    check_replaceable(path, kind=kind)
+    # the old output stays whole until the new one is complete: write beside it, with a
+    # name fixed by the job so that a rerun of an interrupted --overwrite resumes there
+    staged = path.with_name(f".{path.name}{PARTIAL_TAG}{tokenize(job)[:12]}")
+    clean_partials(claim, keep=[staged])
+    if staged.exists():
+        staged_id = _resumable(staged, kind, job)
+        if staged_id is not None and resume:
+            _mark_writing(staged)
+            return _Target(staged, staged_id, True, True)
+        remove_output(staged)  # bigkern's own (checked), of a dead run (we hold the claim)
+    return _Target(staged, _create_template(ds, staged, kind=kind, job=job), False, True)
 
 
 def write_regions(
@@ -201,23 +324,40 @@ def write_regions(
     chunks = arrays[0].chunks
     if any(a.chunks != chunks for a in arrays):
         raise ValueError(f"the variables {names} must share their chunks")
-    resumed = _start_or_resume(ds, path, kind=kind, job=job, overwrite=overwrite, resume=resume)
-    grid = [range(len(c)) for c in chunks]
-    regions = list(itertools.product(*grid))
-    shown = path.local_path if path.local else str(given)
-    report = RegionReport(shown, len(regions), resumed=resumed)
+    with claim_output(path) as claim:
+        target = _choose_target(ds, path, claim, kind=kind, job=job, overwrite=overwrite,
+                                resume=resume)
+        report = _write_target(arrays, names, chunks, target, job=job, summarize=summarize,
+                               label=label or f"writing {given}", compute=compute)
+        report.path = path.local_path if path.local else str(given)
+        claim.check()  # still ours: nobody else has touched the output meanwhile
+        finish_store(target.store)
+        if target.staged:
+            publish_staged(target.store, path, kind=kind)
+    return report
 
+
+def _write_target(arrays: list[da.Array], names: tuple[str, ...],
+                  chunks: tuple[tuple[int, ...], ...], target: _Target, *, job: str,
+                  summarize: Callable[..., Summary] | None, label: str,
+                  compute: Callable[..., Any]) -> RegionReport:
+    """Verify the regions a resumed store holds, then compute and write the others."""
+    import dask
+
+    store = target.store
+    regions = list(itertools.product(*(range(len(c)) for c in chunks)))
+    report = RegionReport(store.local_path if store.local else store.url, len(regions),
+                          resumed=target.resumed)
     todo = set(regions)
-    if resumed:
-        lost = missing_chunks(path, names)
+    if target.resumed:
+        lost = missing_chunks(store, names)
         lost_regions = {idx for chunk_list in lost.values() for idx in chunk_list}
         present = [idx for idx in regions if idx not in lost_regions]
-        import dask
-
         checks = [dask.delayed(_verify_region, pure=False)(
-            path, names, _region_slices(idx, chunks), summarize) for idx in present]
-        results = compute(*checks, label=f"verifying finished regions of {path}") if checks \
-            else ()
+            store, names, idx, _region_slices(idx, chunks), job, target.store_id, summarize)
+            for idx in present]
+        results = compute(*checks, label=f"verifying finished regions of {store}") \
+            if checks else ()
         for idx, result in zip(present, results, strict=True):
             if result is None:
                 report.n_damaged += 1
@@ -228,20 +368,19 @@ def write_regions(
 
     if todo:
         written = da.map_blocks(
-            _write_block, *arrays, path=path, names=names, summarize=summarize,
+            _write_block, *arrays, path=store, names=names, job=job,
+            store_id=target.store_id, summarize=summarize,
             chunks=tuple((1,) * len(c) for c in chunks), dtype=object,
-            name=f"bigkern-write-{tokenize(job, _identity(path))}",
+            name=f"bigkern-write-{tokenize(job, _identity(store), target.store_id)}",
         )
         ordered = sorted(todo)
-        results = compute(*[written.blocks[idx] for idx in ordered],
-                          label=label or f"writing {path}")
+        results = compute(*[written.blocks[idx] for idx in ordered], label=label)
         for part in results:
             _add(report.summary, np.asarray(part).flat[0])
         report.n_computed = len(ordered)
 
-    lost = missing_chunks(path, names)
+    lost = missing_chunks(store, names)
     if lost:
         name, idx = next(iter(lost.items()))
-        raise StoreError(f"store {path}: variable {name!r}, chunk {idx[0]} was not written")
-    finish_store(path)
+        raise StoreError(f"store {store}: variable {name!r}, chunk {idx[0]} was not written")
     return report

@@ -135,6 +135,13 @@ class Location:
         parent = posixpath.dirname(self.path.rstrip("/"))
         return self._with_path(posixpath.join(parent, name) if parent else name)
 
+    @property
+    def parent(self) -> Location:
+        """The directory (or object prefix) holding this location."""
+        if self.local:
+            return self._with_path(os.path.dirname(self.path.rstrip("/")) or "/")
+        return self._with_path(posixpath.dirname(self.path.rstrip("/")))
+
     def refresh(self) -> None:
         """Forget cached listings, so that existence checks see other writers' changes."""
         if not self.local:
@@ -221,7 +228,9 @@ def location(path: PathOrURL | Location, storage_options: StorageOptions = None)
         if protocol in _LOCAL_PROTOCOLS:
             text = text.split("://", 1)[1]
         text = os.path.expanduser(text)
-        return Location(text, text, "file")
+        # made absolute here, in the process that was given it: a relative path must name
+        # the same file in every task, whatever the working directory of the worker
+        return Location(text, os.path.abspath(text), "file")
     import fsspec
 
     if "::" in text:

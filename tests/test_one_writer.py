@@ -1,0 +1,268 @@
+"""One writer per output, paths resolved where they are given, and outputs replaced only
+once their replacement is complete (issue 23).
+
+Each test reproduces a case a probe ran and saw fail: two ``bigkern predict`` processes
+mixing their regions into one store that read as complete, a relative ``-o`` written by
+remote workers into another directory's store, an old output deleted before the new one
+existed, a scenes store replaced by predictions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bigkern
+from bigkern.cli import main
+from bigkern.datasets import make_scenes
+from bigkern.errors import StoreError
+from bigkern.io import open_scenes, write_scenes
+from bigkern.io.claims import claim_output, lock_location
+from bigkern.io.integrity import open_checked
+from bigkern.io.outputs import PARTIAL_TAG, REGIONS_FOLDER, staged_output
+from bigkern.io.regions import JOB_ATTR, STORE_ID_ATTR
+from bigkern.io.urls import location
+
+WORKERS = ["--workers", "1"]
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def two_models(tmp_path_factory):
+    """A scene store and two ridge models that predict it differently."""
+    root = tmp_path_factory.mktemp("writers")
+    store = root / "s.zarr"
+    write_scenes(make_scenes(2, (64, 64), seed=3, radiances=False), store,
+                 chunks={"scene": 1, "y": 16, "x": 64})
+    models = []
+    for i, omega in enumerate((0.9, 0.3)):
+        out = root / f"m{i}.zarr"
+        assert main(["fit", str(store), "-o", str(out), "--model", "ridge", "--no-search",
+                     "--param", f"omega={omega}", "--param", "lam=0.05", *WORKERS]) == 0
+        models.append(out)
+    return store, models
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def remote(tmp_path_factory):
+    """A scheduler and one worker started as users start them, in a directory of their own.
+
+    Yields the scheduler address and the workers' working directory.
+    """
+    worker_dir = tmp_path_factory.mktemp("workers-cwd")
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    bin_dir = Path(sys.executable).parent
+    scheduler = subprocess.Popen([bin_dir / "dask", "scheduler", "--host", "127.0.0.1",
+                                  "--port", str(port), "--no-dashboard"], cwd=worker_dir,
+                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = subprocess.Popen([bin_dir / "dask", "worker", f"tcp://127.0.0.1:{port}",
+                               "--nthreads", "1", "--no-dashboard"], cwd=worker_dir, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield f"tcp://127.0.0.1:{port}", worker_dir
+    finally:
+        for p in (worker, scheduler):
+            p.terminate()
+            p.wait(timeout=60)
+
+
+def _snapshot(path: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*"))
+            if p.is_file()}
+
+
+def _predict(store: Path, model: Path, out: Path, *extra: str) -> int:
+    return main(["predict", str(store), str(model), "-o", str(out), *extra, *WORKERS])
+
+
+def _decision(path: Path) -> np.ndarray:
+    return open_checked(path)["decision"].values
+
+
+# --- one writer ------------------------------------------------------------------------------
+
+def test_a_second_writer_is_refused_while_the_first_holds_the_claim(two_models, tmp_path,
+                                                                    capsys):
+    store, (m0, _) = two_models
+    out = tmp_path / "R.zarr"
+    with claim_output(out):  # another command writing R.zarr
+        assert _predict(store, m0, out) == 1
+    err = capsys.readouterr().err
+    assert "is being written by another command" in err and f"process {os.getpid()}" in err
+    assert not out.exists()
+    assert not lock_location(location(out)).exists()  # released with the block
+
+
+def test_a_claim_left_by_a_dead_process_is_taken_over(two_models, tmp_path):
+    store, (m0, _) = two_models
+    out = tmp_path / "R.zarr"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    pid = int(dead.stdout)
+    lock = tmp_path / ".R.zarr.bigkern-lock"
+    lock.write_text(json.dumps({"token": "old", "host": socket.gethostname(), "pid": pid,
+                                "started": time.time(), "command": "bigkern predict"}))
+    assert _predict(store, m0, out) == 0
+    assert open_checked(out).attrs["bigkern_status"] == "complete"
+    assert not lock.exists()
+
+
+def test_an_unexpired_claim_of_another_host_is_respected(tmp_path):
+    out = tmp_path / "R.zarr"
+    lock = tmp_path / ".R.zarr.bigkern-lock"
+    lock.write_text(json.dumps({"token": "t", "host": "elsewhere", "pid": 1,
+                                "started": time.time(), "command": "bigkern predict"}))
+    with pytest.raises(StoreError, match="host elsewhere"), claim_output(out):
+        pass
+    os.utime(lock, (time.time() - 10_000, time.time() - 10_000))  # never renewed since
+    with claim_output(out) as claim:
+        claim.check()
+
+
+def test_two_predictions_started_together_never_mix(two_models, tmp_path, remote):
+    """The probe's race, ten times: two real ``bigkern predict --overwrite`` processes
+    (on one running cluster, so that they start within a second of each other)."""
+    store, models = two_models
+    address, _ = remote
+    out = tmp_path / "R.zarr"
+    assert _predict(store, models[0], out) == 0
+    expected = {str(m): None for m in models}
+    for m in models:
+        assert _predict(store, m, tmp_path / f"ref-{m.name}", "--overwrite") == 0
+        expected[str(m)] = _decision(tmp_path / f"ref-{m.name}")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    outcomes = []
+    for _ in range(10):
+        procs = [subprocess.Popen(
+            [sys.executable, "-m", "bigkern.cli", "predict", str(store), str(m), "-o",
+             str(out), "--overwrite", "--scheduler", address],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            for m in models]
+        results = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
+        for p in procs:
+            p.stdout.close()
+            p.stderr.close()
+        for code, err in results:
+            assert code == 0 or "being written by another command" in err, err
+        outcomes.append(tuple(code for code, _ in results))
+        got = _decision(out)  # reads as complete, and is wholly one model's
+        assert any(np.array_equal(got, want, equal_nan=True) for want in expected.values()), \
+            outcomes
+        assert not list(tmp_path.glob(f".R.zarr{PARTIAL_TAG}*"))
+    assert any(0 in o and 1 in o for o in outcomes), outcomes  # the race did happen
+
+
+def test_a_store_replaced_under_a_writer_is_not_written_into(two_models, tmp_path):
+    from bigkern.io.regions import _open_arrays
+
+    store, (m0, _) = two_models
+    out = tmp_path / "R.zarr"
+    assert _predict(store, m0, out) == 0
+    own_id = open_checked(out).attrs[STORE_ID_ATTR]
+    _open_arrays(location(out), ["decision"], own_id)  # the store it created: fine
+    with pytest.raises(StoreError, match="not the store this job created"):
+        _open_arrays(location(out), ["decision"], "an-id-of-another-store")
+
+
+def test_regions_of_another_job_never_verify(two_models, tmp_path):
+    """Chunks another model wrote pass their checksums, but not the region records."""
+    store, (m0, m1) = two_models
+    out, other = tmp_path / "R.zarr", tmp_path / "other.zarr"
+    assert _predict(store, m0, out) == 0
+    assert _predict(store, m1, other) == 0
+    want = _decision(out)
+    for name in ("decision", "cloud_mask"):  # region (1, 2, 0) now holds the other model's
+        shutil.copyfile(other / name / "c" / "1" / "2" / "0", out / name / "c" / "1" / "2" / "0")
+    # mixed, and it reads fine chunk by chunk
+    assert not np.array_equal(_decision(out), want, equal_nan=True)
+    report = bigkern.write_predictions(
+        bigkern.predict_scenes(bigkern.load_model(m0), bigkern.with_features(
+            open_scenes(store), ("NDAI", "logSD", "CORR"))), out)
+    assert (report.n_damaged, report.n_computed) == (1, 1)
+    np.testing.assert_array_equal(_decision(out), want)
+    attrs = open_checked(out).attrs
+    records = list((out / REGIONS_FOLDER / attrs[STORE_ID_ATTR]).iterdir())
+    assert len(records) == report.n_regions
+    assert {json.loads(r.read_text())["job"] for r in records} == {attrs[JOB_ATTR]}
+
+
+# --- paths resolved where they are given -------------------------------------------------------
+
+def test_a_relative_output_is_written_where_the_client_runs(two_models, tmp_path, remote):
+    """Workers started in another directory must not write into that directory's store."""
+    store, (m0, m1) = two_models
+    address, worker_dir = remote
+    client_dir = tmp_path / "client"
+    client_dir.mkdir()
+    assert _predict(store, m1, worker_dir / "victim.zarr") == 0  # someone else's output
+    before = _snapshot(worker_dir / "victim.zarr")
+    done = subprocess.run(
+        [sys.executable, "-m", "bigkern.cli", "predict", str(store), str(m0), "-o",
+         "victim.zarr", "--scheduler", address, "--workers", "1"],
+        cwd=client_dir, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True,
+        text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    assert _snapshot(worker_dir / "victim.zarr") == before
+    mine = client_dir / "victim.zarr"
+    assert open_checked(mine).attrs["bigkern_status"] == "complete"
+    assert not np.array_equal(_decision(mine), _decision(worker_dir / "victim.zarr"),
+                              equal_nan=True)
+
+
+# --- replace only what is ours, and only once the new one is complete ---------------------------
+
+def test_predictions_never_replace_a_scenes_store(two_models, tmp_path, capsys):
+    store, (m0, _) = two_models
+    target = tmp_path / "other-scenes.zarr"
+    write_scenes(make_scenes(1, (16, 16), seed=1, radiances=False), target)
+    before = _snapshot(target)
+    assert _predict(store, m0, target, "--overwrite") == 1
+    assert "is a bigkern scenes store, not predictions" in capsys.readouterr().err
+    assert _snapshot(target) == before
+
+
+def test_a_failed_overwrite_keeps_the_old_output_whole(two_models, tmp_path):
+    store, (m0, m1) = two_models
+    out = tmp_path / "P.zarr"
+    assert _predict(store, m0, out) == 0
+    before = _snapshot(out)
+    broken = tmp_path / "broken.zarr"
+    shutil.copytree(store, broken)
+    (broken / "CORR" / "c" / "1" / "2" / "0").write_bytes(b"not a chunk")
+    assert _predict(broken, m1, out, "--overwrite") == 1  # fails half-way through its regions
+    assert _snapshot(out) == before  # the old output, complete and untouched
+    open_checked(out)
+    # the interrupted replacement waits beside it, hidden; the next writer removes it
+    assert len(list(tmp_path.glob(f".P.zarr{PARTIAL_TAG}*"))) == 1
+    assert _predict(store, m1, out, "--overwrite") == 0
+    assert not list(tmp_path.glob(".P.zarr.bigkern-*"))
+
+
+def test_the_next_writer_removes_partials_of_killed_runs_but_nothing_foreign(tmp_path):
+    out = tmp_path / "s.zarr"
+    dead = tmp_path / f".s.zarr{PARTIAL_TAG}0123456789ab"
+    write_scenes(make_scenes(1, (8, 8), seed=0), dead)  # a killed run's staged store
+    foreign = tmp_path / f".s.zarr{PARTIAL_TAG}mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep me")
+    with staged_output(out) as temp:
+        assert not dead.exists()
+        write_scenes(make_scenes(1, (8, 8), seed=1), temp)
+    assert (foreign / "notes.txt").read_text() == "keep me"
+    open_scenes(out)
