@@ -47,11 +47,47 @@ def run_demo(
 ) -> dict[str, Any]:
     """Synthetic scenes → zarr → bins → grid-searched model → masks in zarr → PNG.
 
-    Returns a report with accuracies, timings and output paths (also printed).
+    Every output in ``out`` follows bigkern's overwrite rules: with
+    ``overwrite`` (the default, so that the demo can be rerun) an existing
+    store, model or figure is replaced only if bigkern wrote it; a file or
+    directory of anyone else at one of those paths (a foreign ``scene0.png``)
+    is refused before anything is computed or written.
+
+    Parameters
+    ----------
+    out : str or Path
+        Output folder (created if needed).
+    n_scenes : int
+        Synthetic scenes.
+    shape : (int, int)
+        Pixels of each scene.
+    seed : int
+        Seed of the scenes and of the train / held-out split.
+    model : {"svc", "ridge"}
+        Model fitted.
+    overwrite : bool
+        Replace the outputs of an earlier demo in ``out``.
+
+    Returns
+    -------
+    dict
+        Accuracies, timings and output paths (also printed).
+
+    Raises
+    ------
+    StoreError
+        An output path holds something bigkern may not replace.
     """
     from bigkern.datasets import make_scenes
+    from bigkern.io.figure_files import check_figure_output
+    from bigkern.io.outputs import prepare_output
 
     out = Path(out)
+    figure = out / "scene0.png"
+    # every output checked first: refusing one after writing the others would half-replace
+    check_figure_output(figure, overwrite=overwrite)
+    for name in ("scenes.zarr", "model.zarr", "predictions.zarr"):
+        prepare_output(out / name, overwrite=overwrite)
     out.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
     t = time.perf_counter()
@@ -86,7 +122,7 @@ def run_demo(
     )
     n_pred, n_ok, n_lab, n_lab_ok = (int(v) for v in scored)
     timings["score"] = time.perf_counter() - t
-    png = plot_scene(scenes, written, out / "scene0.png", scene=0)
+    png = plot_scene(scenes, written, figure, scene=0, overwrite=overwrite)
 
     report = {
         "pixels": int(np.prod([scenes.sizes[d] for d in ("scene", "y", "x")])),

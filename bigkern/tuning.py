@@ -43,8 +43,17 @@ def _accuracy_chunk(
     out[-1] = len(yk)
     if len(yk):
         for i, model in enumerate(models):
-            out[i] = int(np.sum(model.predict(Xk) == yk))
+            out[i] = int(np.sum(_predicted(model, Xk) == yk))
     return out
+
+
+def _predicted(model: Any, X: np.ndarray) -> np.ndarray:
+    """Classes of finite rows in the fitted feature order (no name check: columns in order)."""
+    if hasattr(model, "decision_rows"):
+        classes = model.classes_
+        return np.where(model.decision_rows(np.asarray(X, dtype=np.float64)) > 0,
+                        classes[1], classes[0])
+    return model.predict(X)
 
 
 def _sum(parts: list[np.ndarray]) -> np.ndarray:

@@ -29,7 +29,7 @@ from bigkern.tuning import GridSearchResult, grid_search_bins
 from bigkern.workflow_reduced import REDUCED_MODELS, reduced_estimator_class
 
 __all__ = ["DEFAULT_FEATURES", "DEFAULT_GRIDS", "MODELS", "FitOutcome", "estimator_class",
-           "fit_scenes", "plot_scene"]
+           "fit_scenes", "plot_scene", "search_grid"]
 
 #: The paper's three features: log(SD), CORR, NDAI.
 DEFAULT_FEATURES = ("NDAI", "logSD", "CORR")
@@ -67,12 +67,62 @@ def _say(msg: str) -> None:
 
 @dataclass
 class FitOutcome:
-    """A fitted model with how it was chosen."""
+    """A fitted model with how it was chosen.
+
+    Attributes
+    ----------
+    model : estimator
+        The fitted model.
+    search : GridSearchResult or None
+        The held-out search (None when none was run).
+    bins : xarray.Dataset
+        The bins it was fitted on.
+    seconds : dict of str to float
+        Wall times of the steps.
+    fixed : dict
+        The parameters given as ``params`` and so not searched (every one of
+        them, with or without a search).
+    """
 
     model: Any
     search: GridSearchResult | None
     bins: xr.Dataset
     seconds: dict[str, float] = field(default_factory=dict)
+    fixed: dict[str, Any] = field(default_factory=dict)
+
+
+def search_grid(model: str, params: dict[str, Any] | None = None,
+                grid: dict[str, list[Any]] | None = None) -> dict[str, list[Any]]:
+    """The grid searched for ``model`` when ``params`` are fixed.
+
+    Parameters
+    ----------
+    model : {"svc", "ridge"}
+        A binned model.
+    params : dict, optional
+        Parameters fixed to one value: left out of the default grid.
+    grid : dict, optional
+        The grid to search instead of ``DEFAULT_GRIDS[model]`` (less ``params``).
+
+    Returns
+    -------
+    dict
+        Parameter → candidates; empty when every parameter of the grid is fixed.
+
+    Raises
+    ------
+    ValueError
+        A parameter is both fixed in ``params`` and searched in ``grid``.
+    """
+    params = params or {}
+    if grid is None:
+        return {k: list(v) for k, v in DEFAULT_GRIDS[model].items() if k not in params}
+    both = sorted(set(grid) & set(params))
+    if both:
+        raise ValueError(f"{', '.join(both)} given both as a fixed value "
+                         f"({', '.join(f'{k}={params[k]!r}' for k in both)}) and as a grid to "
+                         f"search: give each parameter one way")
+    return {k: list(v) for k, v in grid.items()}
 
 
 def fit_scenes(
@@ -91,8 +141,11 @@ def fit_scenes(
     The labelled pixels are split into random halves (by a hash of the pixel
     index and ``seed``, so the split does not depend on chunking); the first
     half is binned once, a model is fitted on the bins for every grid point,
-    and all of them are scored on the second half in one pass. With
-    ``grid={}`` no search is run and ``params`` are used on all labelled pixels.
+    and all of them are scored on the second half in one pass. Parameters
+    given in ``params`` are fixed: the search runs over the others only (when
+    ``params`` fix every parameter of the grid, the one model is fitted on the
+    first half and scored on the second). With ``grid={}`` no search is run and
+    ``params`` are used on all labelled pixels.
 
     Parameters
     ----------
@@ -104,11 +157,12 @@ def fit_scenes(
         Features to fit on; derived ones (``logSD``) are added first.
     grid : dict of str to list, optional
         Parameter grid searched on the held-out half (default
-        ``DEFAULT_GRIDS[model]``); ``{}`` fits ``params`` on every labelled pixel.
+        ``DEFAULT_GRIDS[model]`` without the parameters in ``params``); ``{}``
+        fits ``params`` on every labelled pixel.
     seed : int
         Seed of the train / held-out split.
     params : dict, optional
-        Parameters of the estimator (the grid's points override them).
+        Parameters of the estimator, fixed (never searched).
     fill_values, valid_ranges : optional
         The validity rules, as for :func:`bigkern.open_scenes`. Variables that have
         not been through them (a Dataset built in memory) get them before any
@@ -117,23 +171,31 @@ def fit_scenes(
     Returns
     -------
     FitOutcome
-        The model, the search (None without one), the bins and timings.
+        The model, the search (None without one), the parameters fixed, the
+        bins and timings.
+
+    Raises
+    ------
+    ValueError
+        An unknown model, or a parameter both in ``params`` and in ``grid``.
     """
     if model not in _ESTIMATORS:
         raise ValueError(f"model must be one of {sorted(_ESTIMATORS)}; got {model!r}")
+    params = dict(params or {})
+    searching = grid is None or bool(grid)
+    grid = search_grid(model, params, grid)
+    estimator = _ESTIMATORS[model](**params)
     ds = ensure_validity(ds, fill_values=fill_values, valid_ranges=valid_ranges)
     ds = with_features(ds, features)
     samples = stack_samples(ds, features, labelled_only=True)
-    estimator = _ESTIMATORS[model](**(params or {}))
     seconds: dict[str, float] = {}
-    grid = DEFAULT_GRIDS[model] if grid is None else grid
     t0 = time.perf_counter()
-    if not grid:
+    if not searching:
         bins = percentile_bins(samples.X, samples.y, mask=samples.mask, features=features)
         seconds["binning"] = time.perf_counter() - t0
         fitted = estimator.fit_bins(bins)
         seconds["solve"] = time.perf_counter() - t0 - seconds["binning"]
-        return FitOutcome(fitted, None, bins, seconds)
+        return FitOutcome(fitted, None, bins, seconds, params)
     train, held_out = random_split(samples.pixel, samples.mask, fraction=0.5, seed=seed)
     bins = percentile_bins(samples.X, samples.y, mask=train, features=features)
     seconds["binning"] = time.perf_counter() - t0
@@ -144,10 +206,18 @@ def fit_scenes(
     t1 = time.perf_counter()
     search = grid_search_bins(estimator, bins, grid, samples.X, samples.y, mask=held_out)
     seconds["grid_search"] = time.perf_counter() - t1
-    _say(f"bigkern: grid search over {search.scores.size} {model} models: best "
-         f"{search.best_params} with held-out accuracy {search.best_score:.2%} "
+    fixed = f"; fixed: {_params_text(params)}" if params else ""
+    what = (f"grid search over {search.scores.size} {model} models of "
+            f"{', '.join(grid)}: best {search.best_params}" if grid else
+            f"no parameter left to search: one {model} model")
+    _say(f"bigkern: {what}{fixed}, held-out accuracy {search.best_score:.2%} "
          f"on {search.n_scored:,} pixels ({seconds['grid_search']:.1f} s)")
-    return FitOutcome(search.best_model, search, bins, seconds)
+    return FitOutcome(search.best_model, search, bins, seconds, params)
+
+
+def _params_text(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v!r}"
+                     for k, v in params.items())
 
 
 def plot_scene(
@@ -158,6 +228,7 @@ def plot_scene(
     scene: int = 0,
     truth: str | None = "cloud_truth",
     storage_options: dict[str, Any] | None = None,
+    overwrite: bool = False,
 ) -> Path | str:
     """PNG of one scene: NDAI, SD, CORR, expert labels, predicted mask (and the truth).
 
@@ -178,15 +249,28 @@ def plot_scene(
         Variable of ``scenes`` drawn as the truth when present.
     storage_options : dict, optional
         fsspec options for a URL (see :func:`bigkern.io.urls.location`).
+    overwrite : bool
+        Replace an existing PNG at ``path`` that bigkern drew; anything else
+        there (another file, a directory) is refused even then
+        (:mod:`bigkern.io.figure_files`).
 
     Returns
     -------
     pathlib.Path or str
-        ``path``: a Path for a local path, the URL as given for a URL.
-    """
-    from bigkern.io.urls import location
+        The path written, exactly ``path``: a Path for a local path, the URL as
+        given for a URL.
 
-    target = location(path, storage_options)
+    Raises
+    ------
+    ValueError
+        ``path`` does not end in ``.png``.
+    StoreError
+        ``path`` exists and may not be replaced.
+    """
+    from bigkern.io.figure_files import check_figure_output, write_png
+
+    # refused before anything is drawn; checked again when written
+    target = check_figure_output(path, overwrite=overwrite, storage_options=storage_options)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -225,13 +309,8 @@ def plot_scene(
         ax.axis("off")
     fig.suptitle(f"scene {scene}: white = cloud, blue = clear, black = unlabelled / no data")
     fig.tight_layout()
-    if target.local:
-        fig.savefig(target.local_path, dpi=90)
-    else:  # one object, put whole
-        import io
-
-        buffer = io.BytesIO()
-        fig.savefig(buffer, dpi=90, format="png")
-        target.fs.pipe_file(target.path, buffer.getvalue())
-    plt.close(fig)
+    try:
+        write_png(fig, target, overwrite=overwrite, dpi=90)
+    finally:
+        plt.close(fig)
     return target.local_path if target.local else str(path)
