@@ -5,97 +5,40 @@ Every command runs on a Dask cluster: ``--scheduler ADDRESS`` (or
 one, ``--profile NAME`` builds one from ``bigkern.cluster.profiles`` (``local``,
 ``slurm``, ``pbs``, ``kubernetes``); by default an embedded LocalCluster is
 started for the duration of the command (:func:`bigkern.cluster.connect`).
+
+No flag is ever ignored or taken out of range: every value is checked before
+any file is read (:mod:`bigkern.cli_checks`, exit code 2). An expected failure
+is one line ``bigkern: error: …`` (exit code 1), never a traceback; Ctrl-C and
+SIGTERM end the command with ``bigkern: interrupted`` / ``bigkern: terminated``
+(exit codes 130 and 143) after its clean-up ran (:mod:`bigkern.cli_signals`).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 import time
 import traceback
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-__all__ = ["main"]
+from bigkern.cli_checks import (
+    UsageError,
+    check_counts,
+    check_params,
+    parse_params,
+    validity_keywords,
+)
+from bigkern.cli_parser import build_parser as _parser
+from bigkern.cli_signals import exit_code, sigterm_raises
 
-
-def _add_cluster_args(p: argparse.ArgumentParser) -> None:
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--scheduler", metavar="ADDRESS", default=None,
-                       help="Dask scheduler address (default: DASK_SCHEDULER_ADDRESS, else an "
-                            "embedded LocalCluster)")
-    where.add_argument("--scheduler-file", metavar="FILE", default=None,
-                       help="JSON file written by 'dask scheduler --scheduler-file FILE' "
-                            "(waited for while the scheduler starts)")
-    where.add_argument("--profile", metavar="NAME", default=None,
-                       help="build the cluster of profile NAME of bigkern.cluster.profiles "
-                            "(local, slurm, pbs, kubernetes)")
-    p.add_argument("--workers", type=int, default=None,
-                   help="workers of the embedded or profile's cluster (default: one per core, "
-                        "or the profile's); with --scheduler or --scheduler-file, wait until "
-                        "this many workers have joined")
-    _add_verbose_arg(p)
-
-
-def _add_verbose_arg(p: argparse.ArgumentParser, cluster: bool = True) -> None:
-    if cluster:
-        text = ("show what the Dask cluster logs about an error bigkern expects (a corrupt "
-                "chunk, data over a quality limit …: the workers' 'Compute Failed' record, "
-                "the warnings of the cluster closing) and the error's traceback; without it "
-                "such an error is the one line 'bigkern: error: …'. Other errors always "
-                "show their traceback and logs")
-    else:
-        text = ("show the traceback of an error bigkern expects (an unreadable file, a value "
-                "it refuses …); without it such an error is one line")
-    p.add_argument("-v", "--verbose", action="store_true", help=text)
-
-
-class UsageError(Exception):
-    """A command line that parses but makes no sense: exit code 2, like argparse's errors."""
-
-
-def _add_validity_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--fill-value", action="append", default=[], metavar="[FEATURE=]VALUE",
-                   help="a fill value to mask, for every feature or one (repeatable), "
-                        "e.g. --fill-value -9999 or --fill-value CORR=-999")
-    p.add_argument("--valid-range", action="append", default=[], metavar="FEATURE=MIN:MAX",
-                   help="mask values of FEATURE outside [MIN, MAX] (an empty bound is open), "
-                        "e.g. --valid-range SD=0: ; replaces the CF attributes and the "
-                        "bigkern.valid_ranges default for that feature")
+__all__ = ["UsageError", "main"]
 
 
 def _validity(args: argparse.Namespace) -> dict[str, Any]:
     """``fill_values=`` and ``valid_ranges=`` keywords from the CLI flags."""
-    fills: dict[str, list[float]] = {}
-    everywhere: list[float] = []
-    for item in args.fill_value:
-        name, sep, value = item.rpartition("=")
-        try:
-            number = float(value)
-        except ValueError:
-            raise UsageError(f"--fill-value takes [FEATURE=]VALUE; got {item!r}") from None
-        (fills.setdefault(name, []) if sep else everywhere).append(number)
-    ranges: dict[str, tuple[float | None, float | None]] = {}
-    for item in args.valid_range:
-        name, sep, bounds = item.partition("=")
-        lo, colon, hi = bounds.partition(":")
-        try:
-            if not (sep and colon and name):
-                raise ValueError
-            ranges[name] = (float(lo) if lo else None, float(hi) if hi else None)
-        except ValueError:
-            raise UsageError(f"--valid-range takes FEATURE=MIN:MAX; got {item!r}") from None
-    out: dict[str, Any] = {}
-    if fills and everywhere:
-        raise UsageError("give --fill-value either for every feature or per feature "
-                         "(FEATURE=VALUE), not both")
-    if fills or everywhere:
-        out["fill_values"] = fills or everywhere
-    if ranges:
-        out["valid_ranges"] = ranges
-    return out
+    return validity_keywords(args)
 
 
 def _fit_usage(args: argparse.Namespace) -> dict[str, object]:
@@ -103,12 +46,14 @@ def _fit_usage(args: argparse.Namespace) -> dict[str, object]:
     from bigkern.workflow import DEFAULT_FEATURES, estimator_class
     from bigkern.workflow_reduced import check_param_names
 
-    params = _parse_params(args.param)
+    params = parse_params(args.param)
     try:
         cls = estimator_class(args.model, args.target)
         check_param_names(cls, params)
     except ValueError as err:
         raise UsageError(str(err)) from None
+    check_params(cls, params, lists=_list_params(args, cls),
+                 given={item.partition("=")[0]: item for item in args.param})
     features = list(args.features or DEFAULT_FEATURES)
     repeated = sorted({f for f in features if features.count(f) > 1})
     if repeated:
@@ -120,102 +65,39 @@ def _fit_usage(args: argparse.Namespace) -> dict[str, object]:
     return params
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="bigkern",
-        description="Out-of-core Gaussian-kernel learning on satellite scenes (zarr + Dask).",
-    )
-    from bigkern.version import __version__
-    from bigkern.workflow import MODELS
+def _list_params(args: argparse.Namespace, cls: type) -> set[str]:
+    """The parameters a JSON list may give: a binned model's searched ones, Nyström's."""
+    from bigkern.workflow import DEFAULT_GRIDS
 
-    parser.add_argument("--version", action="version", version=f"bigkern {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    p = sub.add_parser("demo", help="synthetic MISR-like scenes → bins → model → cloud masks")
-    p.add_argument("-o", "--out", default="bigkern-demo", help="output folder")
-    p.add_argument("--scenes", type=int, default=3)
-    p.add_argument("--shape", type=int, nargs=2, default=(384, 512), metavar=("NY", "NX"))
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--model", choices=("svc", "ridge"), default="svc")
-    _add_cluster_args(p)
-
-    p = sub.add_parser("synth", help="write seeded synthetic scenes to a zarr store")
-    p.add_argument("-o", "--out", required=True, help="zarr store to write")
-    p.add_argument("--scenes", type=int, default=3)
-    p.add_argument("--shape", type=int, nargs=2, default=(384, 512), metavar=("NY", "NX"))
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--overwrite", action="store_true")
-    _add_cluster_args(p)
-
-    p = sub.add_parser("ingest", help="convert scene files to a zarr scene store")
-    p.add_argument("format", choices=("misr-text",), help="input format")
-    p.add_argument("files", nargs="+", help="input files, one scene each")
-    p.add_argument("-o", "--out", required=True, help="zarr store to write")
-    p.add_argument("--overwrite", action="store_true")
-    _add_validity_args(p)
-    _add_verbose_arg(p, cluster=False)
-
-    p = sub.add_parser("fit", help="fit a binned or reduced-kernel model on a store")
-    p.add_argument("store", help="zarr scene store")
-    p.add_argument("-o", "--out", required=True, help="model file (.zarr or .nc)")
-    p.add_argument("--model", choices=MODELS, default="svc",
-                   help="svc, ridge: binned SVM / kernel ridge on the labels (grid search on "
-                        "a held-out half); reduced-svc: reduced SVM on the labels; "
-                        "reduced-svr: reduced SVR of --target; nystrom-krr: Nyström kernel "
-                        "ridge, of --target if given, else of the labels (default svc)")
-    p.add_argument("--features", nargs="+", default=None, metavar="VARIABLE",
-                   help="feature variables of the store, any number, or derived ones "
-                        "(logSD); default: NDAI logSD CORR")
-    p.add_argument("--target", default=None, metavar="VARIABLE",
-                   help="variable a regression predicts (reduced-svr needs one; nystrom-krr "
-                        "then fits NystromKernelRidge); regressions fit on every pixel where "
-                        "it is finite")
-    p.add_argument("--no-search", action="store_true",
-                   help="svc, ridge: skip the held-out grid search and use the --param values "
-                        "on all labels; reduced models: fit on all their pixels (labelled, or "
-                        "with a finite --target) instead of a random half scored on the other "
-                        "half")
-    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                   help="estimator parameter (repeatable), e.g. omega=0.8, C=3, lam=0.1, "
-                        "size=500, epsilon=0.05; a JSON list gives Nyström candidates")
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed of the random train / held-out halves (and of a reduced model's "
-                        "centers unless --param random_state=… is given)")
-    p.add_argument("--overwrite", action="store_true")
-    _add_validity_args(p)
-    _add_cluster_args(p)
-
-    p = sub.add_parser("predict", help="predict a cloud mask for every pixel of a store")
-    p.add_argument("store", help="zarr scene store")
-    p.add_argument("model", help="model file written by 'bigkern fit'")
-    p.add_argument("-o", "--out", required=True, help="zarr store for the predictions")
-    p.add_argument("--png", default=None, help="also draw scene 0 to this PNG")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace an existing prediction store that bigkern wrote")
-    p.add_argument("--no-resume", action="store_true",
-                   help="do not resume an unfinished prediction store of the same job "
-                        "(resuming is the default)")
-    _add_validity_args(p)
-    _add_cluster_args(p)
-    return parser
-
-
-def _parse_params(items: Sequence[str]) -> dict[str, object]:
-    params: dict[str, object] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep:
-            raise UsageError(f"--param takes NAME=VALUE; got {item!r}")
-        try:
-            params[name] = json.loads(value)
-        except json.JSONDecodeError:
-            params[name] = value
-    return params
+    if args.model in DEFAULT_GRIDS:
+        return set() if args.no_search else set(cls().get_params())
+    return {"omega", "lam"} if args.model == "nystrom-krr" else set()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``bigkern`` console script."""
-    args = _parser().parse_args(argv)
+    """Entry point of the ``bigkern`` console script.
+
+    Returns 0 on success, 1 after an expected error (one line on stderr), 2
+    after a usage error, 130 after Ctrl-C and 143 after SIGTERM; the
+    interrupted command's ``finally`` blocks have run (hidden partial outputs
+    removed, an unfinished prediction store left to resume).
+    """
+    args: argparse.Namespace | None = None
+    try:
+        with sigterm_raises():
+            args = _parser().parse_args(argv)
+            return _main(args)
+    except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM (bigkern.cli_signals.Terminated)
+        if args is not None and args.verbose:
+            traceback.print_exc()
+        code = exit_code(err)
+        print(f"bigkern: {'terminated' if code == 143 else 'interrupted'}", file=sys.stderr,
+              flush=True)
+        return code
+
+
+def _main(args: argparse.Namespace) -> int:
+    """Run the command; an expected error becomes one line and exit code 1 (usage: 2)."""
     from bigkern.errors import BigkernError
 
     try:
@@ -235,7 +117,33 @@ def main(argv: Sequence[str] | None = None) -> int:
             where = getattr(args, "scheduler", None) or "the Dask scheduler"
             return _one_line(f"bigkern: error: cannot connect to {where}: {err}", args.verbose)
         # a file that cannot be read or written: say which, in one line
-        return _one_line(f"bigkern: error: {err}", args.verbose)
+        return _one_line(f"bigkern: error: {_where(str(err), args)}", args.verbose)
+    except Exception as err:
+        if not _is_storage_service_error(err):
+            raise
+        # the object store refused (no credentials, a bucket gone …): its word, and where
+        hint = (" (give credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, an AWS "
+                "profile, or storage options)" if type(err).__name__ == "NoCredentialsError"
+                else "")
+        return _one_line(f"bigkern: error: {_where(str(err), args)}{hint}", args.verbose)
+
+
+def _is_storage_service_error(err: BaseException) -> bool:
+    """Whether ``err`` is an object store's client library refusing (botocore, google-auth)."""
+    module = type(err).__module__ or ""
+    return module.split(".")[0] in {"botocore", "aiobotocore", "google", "gcsfs", "s3fs"}
+
+
+def _where(text: str, args: argparse.Namespace) -> str:
+    """``text``, followed by the command's URLs when it names none of its paths."""
+    from bigkern.io.urls import is_url
+
+    paths = [getattr(args, name, None) for name in ("store", "model", "out", "png")]
+    paths = [str(p) for p in [*paths, *getattr(args, "files", [])] if p]
+    urls = [p for p in paths if is_url(p)]
+    if not urls or any(p in text or p.split("://", 1)[-1] in text for p in paths):
+        return text
+    return f"{text} (the command's remote paths: {', '.join(urls)})"
 
 
 def _one_line(message: str, verbose: bool) -> int:
@@ -253,10 +161,18 @@ def _is_connection_error(err: BaseException) -> bool:
 
 def _run(args: argparse.Namespace) -> int:
     # usage errors first, before any file is looked at
+    check_counts(args)
     if args.command == "fit":
         _fit_usage(args)
     if hasattr(args, "fill_value"):
         _validity(args)
+    if getattr(args, "png", None):
+        from bigkern.io.figure_files import check_png_suffix
+
+        try:
+            check_png_suffix(args.png)
+        except ValueError as err:
+            raise UsageError(f"--png {err}") from None
     if args.command == "ingest":
         from bigkern.io.misr_text import ingest_misr_text
 
@@ -273,11 +189,14 @@ def _run(args: argparse.Namespace) -> int:
         inputs = [args.store] + ([args.model] if args.command == "predict" else [])
         check_not_input(args.out, inputs)  # fail fast, before any reading
         if getattr(args, "png", None):
+            from bigkern.io.figure_files import check_figure_output
+
             check_not_input(args.png, [*inputs, args.out])
+            check_figure_output(args.png, overwrite=args.overwrite)
         if not (args.command == "predict" and _resumable(args.out)):
             prepare_output(args.out, overwrite=args.overwrite, inputs=inputs)
 
-    with _cluster(args):
+    with _stall_timeout(args), _cluster(args):
         if args.command == "demo":
             from bigkern.demo import run_demo
 
@@ -297,6 +216,15 @@ def _run(args: argparse.Namespace) -> int:
         elif args.command == "predict":
             return _predict(args)
     return 0
+
+
+def _stall_timeout(args: argparse.Namespace) -> contextlib.AbstractContextManager[Any]:
+    """``--timeout``: ``bigkern.stall_timeout`` for the duration of the command."""
+    if args.timeout is None:
+        return contextlib.nullcontext()
+    import dask.config
+
+    return dask.config.set({"bigkern.stall_timeout": args.timeout})
 
 
 @contextlib.contextmanager
@@ -336,7 +264,7 @@ def _resumable(out: str) -> bool:
 def _fit(args: argparse.Namespace) -> None:
     from bigkern.io.scenes import open_scenes
     from bigkern.models.persistence import save_model
-    from bigkern.workflow import DEFAULT_FEATURES, fit_scenes
+    from bigkern.workflow import DEFAULT_FEATURES, fit_scenes, search_grid
     from bigkern.workflow_reduced import REDUCED_MODELS
 
     params = _fit_usage(args)
@@ -345,16 +273,40 @@ def _fit(args: argparse.Namespace) -> None:
     if args.model in REDUCED_MODELS:
         _fit_reduced(args, scenes, features, params)
         return
+    # one value fixes a parameter; a JSON list is searched instead of its default candidates
+    fixed = {k: v for k, v in params.items() if not isinstance(v, list)}
+    lists = {k: v for k, v in params.items() if isinstance(v, list)}
+    grid = {} if args.no_search else (
+        {**search_grid(args.model, fixed), **lists} if lists else None)
     outcome = fit_scenes(scenes, model=args.model, features=features, seed=args.seed,
-                         grid={} if args.no_search else None, params=params)
+                         grid=grid, params=fixed)
     path = save_model(outcome.model, args.out, overwrite=args.overwrite, inputs=[args.store])
     report = outcome.model.fit_report_
     by_feature = ", ".join(f"{k}: {v:,}" for k, v in
                            report.get("n_nonfinite_by_feature", {}).items() if v)
-    print(f"bigkern: fitted {type(outcome.model).__name__} on {report['n_bins_occupied']} bins "
+    print(f"bigkern: fitted {type(outcome.model).__name__} ({_chosen(outcome)}) on "
+          f"{report['n_bins_occupied']} bins "
           f"of {report['n_valid']:,} pixels ({report['n_nonfinite']:,} rows with a missing, "
           f"fill or out-of-range feature left out{' — ' + by_feature if by_feature else ''}; "
           f"{report.get('n_outliers', 0):,} extreme values kept); model written to {path}")
+
+
+def _chosen(outcome: Any) -> str:
+    """Which parameters were fixed by ``--param`` and which the held-out search chose."""
+    def text(params: dict[str, Any]) -> str:
+        return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+                         for k, v in params.items())
+
+    if outcome.search is None:
+        return f"{text(outcome.fixed)}; no search" if outcome.fixed else "defaults; no search"
+    parts = []
+    if outcome.fixed:
+        parts.append(f"{text(outcome.fixed)} fixed by --param")
+    if outcome.search.best_params:
+        parts.append(f"{text(outcome.search.best_params)} chosen by the held-out search")
+    else:
+        parts.append("nothing left to search")
+    return "; ".join(parts) + f", held-out accuracy {outcome.search.best_score:.2%}"
 
 
 def _fit_reduced(args: argparse.Namespace, scenes: Any, features: tuple[str, ...],
@@ -402,7 +354,8 @@ def _predict(args: argparse.Namespace) -> int:
     if args.png:
         from bigkern.workflow import plot_scene
 
-        png = plot_scene(scenes, open_checked(report.path), args.png)
+        png = plot_scene(scenes, open_checked(report.path), args.png,
+                         overwrite=args.overwrite)
         print(f"bigkern: figure written to {png}")
     if n == 0 or missing == n:
         print(f"bigkern: error: no pixel of {args.store} could be predicted (every pixel lacks "

@@ -1,0 +1,252 @@
+"""The ``bigkern`` command's checks of its own flags, made before any file is read.
+
+Every value a command line gives is either used as given or refused with one
+line naming the flag (exit code 2, like argparse's usage errors): counts of
+workers and scenes of at least one, seeds in ``[0, 2**32 − 1]``, a positive
+finite ``--timeout``, and estimator parameters (``--param NAME=VALUE``) of the
+right type within the ranges of :data:`PARAM_RANGES` — never NaN, an infinity,
+a denormal or a width such as ``omega=1e300`` that makes every kernel value 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "MAX_SEED",
+    "PARAM_RANGES",
+    "UsageError",
+    "check_counts",
+    "check_params",
+    "parse_params",
+    "validity_keywords",
+]
+
+#: The largest seed a command takes (numpy's legacy seeds are 32-bit; every seed below it
+#: is valid for every generator bigkern uses).
+MAX_SEED = 2**32 - 1
+#: The smallest positive normal double: a value below it is denormal, and squaring or
+#: inverting it (as a Gaussian width is) overflows or underflows.
+_TINY = float(np.finfo(np.float64).tiny)
+
+#: Accepted ranges of the estimators' numeric parameters given by ``--param``:
+#: name → (smallest, largest, whether the smallest is allowed, what it is). A width
+#: outside [1e-6, 1e6] standardized units makes the kernel the identity or a constant at
+#: double precision; penalties outside [1e-12, 1e12] are numerically the same as 0 or ∞.
+PARAM_RANGES: dict[str, tuple[float, float, bool, str]] = {
+    "omega": (1e-6, 1e6, True, "a Gaussian width in standardized feature units"),
+    "C": (1e-12, 1e12, True, "an SVM cost"),
+    "lam": (1e-15, 1e12, True, "a ridge penalty"),
+    "epsilon": (0.0, 1e12, True, "the width of the SVR's insensitive tube"),
+    "alpha": (1e-12, 1e12, True, "the smoothing parameter of the smooth SVM"),
+    "tol": (1e-300, 1.0, True, "a convergence tolerance"),
+    "fraction": (0.0, 1.0, False, "a fraction of the rows"),
+}
+#: Integer parameters: name → (smallest, largest, what it is).
+_INTEGER_RANGES: dict[str, tuple[int, int, str]] = {
+    "size": (1, 2**31 - 1, "a number of centers"),
+    "max_iter": (1, 10**6, "a number of iterations"),
+    "n_folds": (2, 1000, "a number of cross-validation folds"),
+    "random_state": (0, MAX_SEED, "a seed"),
+}
+
+
+class UsageError(Exception):
+    """A command line that parses but makes no sense: exit code 2, like argparse's errors."""
+
+
+def _number(text: str) -> object:
+    """``text`` as JSON (numbers, lists, true/false), else as a float (nan, inf), else text.
+
+    A list is read item by item the same way, so ``[1,inf]`` is ``[1.0, inf]``.
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    stripped = text.strip()
+    if stripped.startswith("[") and stripped.endswith("]"):
+        inner = stripped[1:-1].strip()
+        return [_number(item.strip()) for item in inner.split(",")] if inner else []
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def parse_params(items: Sequence[str]) -> dict[str, object]:
+    """``--param NAME=VALUE`` flags as a dict; a name given twice is refused.
+
+    Parameters
+    ----------
+    items : sequence of str
+        The flags' values, in order.
+
+    Returns
+    -------
+    dict
+        Name → value (JSON, or a float such as ``nan``, or the text as given).
+
+    Raises
+    ------
+    UsageError
+        A flag without ``=``, or one parameter given twice (the second would
+        silently replace the first).
+    """
+    params: dict[str, object] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--param takes NAME=VALUE; got {item!r}")
+        if name in params:
+            raise UsageError(f"--param {name} is given twice ({name}={json.dumps(params[name])} "
+                             f"and {item}); give it once: one value to fix it, or a JSON "
+                             f"list such as {name}=[0.5,1,2] to search it")
+        params[name] = _number(value)
+    return params
+
+
+def _check_value(name: str, value: object, default: object, given: str) -> None:
+    """Refuse a value of the wrong type or outside its range, naming the flag."""
+    flag = f"--param {given}"
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise UsageError(f"{flag}: {name} is true or false; got {value!r}")
+        return
+    numeric = name in PARAM_RANGES or name in _INTEGER_RANGES or (
+        isinstance(default, (int, float)) and not isinstance(default, bool))
+    if not numeric:
+        return  # text and sequence parameters are the estimator's to check
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise UsageError(f"{flag}: {name} takes a number; got {value!r}")
+    if name in _INTEGER_RANGES:
+        lo, hi, what = _INTEGER_RANGES[name]
+        if isinstance(value, float) and not value.is_integer():
+            raise UsageError(f"{flag}: {name} is {what}, a whole number; got {value!r}")
+        if not lo <= value <= hi:
+            raise UsageError(f"{flag}: {name} is {what}, from {lo} to {hi}; got {value!r}")
+        return
+    x = float(value)
+    if not math.isfinite(x):
+        raise UsageError(f"{flag}: {name} must be a finite number; got {value!r}")
+    if name not in PARAM_RANGES:
+        return
+    lo, hi, closed, what = PARAM_RANGES[name]
+    if x != 0 and abs(x) < _TINY:
+        raise UsageError(f"{flag}: {name} is denormal ({value!r}, below {_TINY:.3g}): "
+                         f"{what} from {lo:g} to {hi:g} is needed")
+    if x < 0 or (x == 0 and not (closed and lo == 0)):
+        sign = "at least 0" if closed and lo == 0 else "positive"
+        raise UsageError(f"{flag}: {name} must be {sign} ({what}, from {lo:g} to {hi:g}); "
+                         f"got {value!r}")
+    if x < lo or x > hi or (x == lo and not closed):
+        raise UsageError(f"{flag}: {name} is {what}, from {lo:g} to {hi:g}: {value!r} is "
+                         f"{'too small' if x <= lo else 'too large'} to mean anything at "
+                         f"double precision")
+
+
+def check_params(cls: type, params: dict[str, object], *, lists: Collection[str] = (),
+                 given: Mapping[str, str] | None = None) -> None:
+    """Check every ``--param`` value of estimator ``cls`` before anything is read.
+
+    Parameters
+    ----------
+    cls : type
+        The estimator class (its defaults give each parameter's type).
+    params : dict
+        Parameters parsed by :func:`parse_params` (names already checked).
+    lists : collection of str
+        The parameters a JSON list (candidates to search) may give.
+    given : mapping of str to str, optional
+        Each parameter's flag as typed (``omega=1e300``), for the messages.
+
+    Raises
+    ------
+    UsageError
+        A value of the wrong type or out of range, or a list where one value
+        is needed; the message names the flag.
+    """
+    defaults = cls().get_params()
+    for name, value in params.items():
+        typed = (given or {}).get(name, f"{name}={json.dumps(value)}")
+        if isinstance(value, list):
+            if name not in lists:
+                raise UsageError(f"--param {typed}: a list is a set of candidates to search; "
+                                 f"here {name} takes one value")
+            if not value:
+                raise UsageError(f"--param {typed}: an empty list has no candidate")
+            for item in value:
+                _check_value(name, item, defaults.get(name), typed)
+        else:
+            _check_value(name, value, defaults.get(name), typed)
+
+
+def check_counts(args: argparse.Namespace) -> None:
+    """Check the counts, seeds and timeout of a parsed command line.
+
+    Raises
+    ------
+    UsageError
+        ``--workers`` or ``--scenes`` below 1, a ``--shape`` side below 1, a
+        ``--seed`` outside ``[0, 2**32 − 1]``, or a ``--timeout`` that is not a
+        positive finite number of seconds.
+    """
+    for flag in ("workers", "scenes"):
+        value = getattr(args, flag, None)
+        if value is not None and value < 1:
+            raise UsageError(f"--{flag} must be at least 1; got {value}")
+    shape = getattr(args, "shape", None)
+    if shape is not None and min(shape) < 1:
+        raise UsageError(f"--shape takes two sizes of at least 1 pixel; got "
+                         f"{' '.join(map(str, shape))}")
+    seed = getattr(args, "seed", None)
+    if seed is not None and not 0 <= seed <= MAX_SEED:
+        raise UsageError(f"--seed must be from 0 to {MAX_SEED} (2**32 - 1); got {seed}")
+    timeout = getattr(args, "timeout", None)
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        raise UsageError(f"--timeout is a number of seconds above 0; got {timeout:g}")
+
+
+def validity_keywords(args: argparse.Namespace) -> dict[str, Any]:
+    """``fill_values=`` and ``valid_ranges=`` keywords from ``--fill-value``, ``--valid-range``.
+
+    Raises
+    ------
+    UsageError
+        A flag that does not parse, or fill values given both for every feature
+        and per feature.
+    """
+    fills: dict[str, list[float]] = {}
+    everywhere: list[float] = []
+    for item in args.fill_value:
+        name, sep, value = item.rpartition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            raise UsageError(f"--fill-value takes [FEATURE=]VALUE; got {item!r}") from None
+        (fills.setdefault(name, []) if sep else everywhere).append(number)
+    ranges: dict[str, tuple[float | None, float | None]] = {}
+    for item in args.valid_range:
+        name, sep, bounds = item.partition("=")
+        lo, colon, hi = bounds.partition(":")
+        try:
+            if not (sep and colon and name):
+                raise ValueError
+            ranges[name] = (float(lo) if lo else None, float(hi) if hi else None)
+        except ValueError:
+            raise UsageError(f"--valid-range takes FEATURE=MIN:MAX; got {item!r}") from None
+    out: dict[str, Any] = {}
+    if fills and everywhere:
+        raise UsageError("give --fill-value either for every feature or per feature "
+                         "(FEATURE=VALUE), not both")
+    if fills or everywhere:
+        out["fill_values"] = fills or everywhere
+    if ranges:
+        out["valid_ranges"] = ranges
+    return out
