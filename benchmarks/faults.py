@@ -30,6 +30,11 @@ written with ``write_scenes`` to real zarr stores in a fresh temporary directory
    an uninterrupted run bit for bit. Then one chunk of the finished store is truncated and
    one deleted, and a rerun repairs them.
 
+6. Trust (issue 23): the cases of the modules in ``TRUST_CASES`` (``faults_writers.py``:
+   races, remote relative paths, a full disk, another kind of output; see each module's
+   docstring), each a row of case, outcome, whether the outcome is the safe one and
+   whether anything was lost, in a fresh subdirectory of the workdir.
+
 Writes everything printed to ``--out`` (default benchmarks/results/faults.txt; with
 ``--quick``/``--small``, into the workdir).
 
@@ -72,6 +77,8 @@ FRACTIONS = (0.0, 1e-6, 0.01, 0.5, 1.0)
 FILL = -9999.0
 WILD = 1e12
 SEED = 0
+# modules of issue 23's cases, each with run_cases(tmp, quick) -> [{case, outcome, ok, lost}]
+TRUST_CASES = ("faults_writers",)
 
 
 # ---------------------------------------------------------------------------
@@ -524,6 +531,27 @@ def resume(size: tuple[int, tuple[int, int], int], tmp: Path) -> None:
           f"refused by readers: {refused}")
 
 
+def trust(tmp: Path, quick: bool) -> None:
+    """Section 6: issue 23's cases, one table row each."""
+    import importlib
+
+    print("\n## 6. trust: one writer, remote paths, full disk, models, stores, CLI, hangs")
+    rows = []
+    for name in TRUST_CASES:
+        where = tmp / name
+        where.mkdir()
+        t = time.perf_counter()
+        cases = importlib.import_module(name).run_cases(where, quick)
+        print(f"# {name}.py: {len(cases)} cases in {time.perf_counter() - t:.1f} s")
+        rows += cases
+    C.print_table(["case", "outcome", "safe", "lost"],
+                  [[r["case"], r["outcome"], "yes" if r["ok"] else "NO",
+                    "YES" if r["lost"] else "nothing"] for r in rows], align="llll")
+    unsafe = [r["case"] for r in rows if not r["ok"] or r["lost"]]
+    print(f"{len(rows)} cases: {len(rows) - len(unsafe)} safe"
+          + (f"; NOT SAFE: {unsafe}" if unsafe else ", nothing lost"))
+
+
 # ---------------------------------------------------------------------------
 def run(args: Any, tmp: Path) -> None:
     from bigkern.datasets import make_scenes
@@ -552,6 +580,10 @@ def run(args: Any, tmp: Path) -> None:
         model = timed("3. wild value", wild_value, base, tmp, chunks)
         timed("4. corruption", corruption, clean, model, tmp)
         timed("5. resume", resume, size["resume"], tmp)
+    # its own clusters and command-line processes: after the benchmarks' cluster has closed
+    t = time.perf_counter()
+    trust(tmp, args.small)
+    stages.append(("6. trust", time.perf_counter() - t))
     print("\n## wall time")
     total = time.perf_counter() - t_all
     C.print_table(["section", "s"], [*[[n, f"{s:.1f}"] for n, s in stages],
