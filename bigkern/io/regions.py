@@ -14,6 +14,17 @@ not recomputed) and kept untouched; only the missing or damaged ones are
 computed. Metadata is consolidated and the store
 marked ``complete`` last of all.
 
+One writer: the output is claimed first (:mod:`bigkern.io.claims`); the
+template gets a random ``bigkern_store_id`` that every region task checks
+before it writes (a store replaced meanwhile, or another store a worker
+resolves the path to, is never written into); and after its chunks each task
+writes the region's commit record, ``.bigkern-regions/<store id>/<i.j.k>``
+(job, store id, a CRC-32 of every variable's values). A region verifies only
+with a record of this job and store whose digests match the values read, so a
+store holding another job's regions never verifies. With ``overwrite`` the
+new store is written beside the old one (``.<name>.bigkern-partial-<job>``,
+resumed by a rerun of the same job) and swapped in once complete.
+
 The store may be a local path or an fsspec URL (``s3://``, ``memory://`` …):
 the template, every region and the final status are written in place there,
 and each task reopens the store from its URL and storage options (resolved
