@@ -31,7 +31,7 @@ from bigkern.cli_checks import (
     validity_keywords,
 )
 from bigkern.cli_parser import build_parser as _parser
-from bigkern.cli_signals import exit_code, sigterm_raises
+from bigkern.cli_signals import children_ignore_sigint, exit_code, sigterm_raises
 
 __all__ = ["UsageError", "main"]
 
@@ -242,8 +242,10 @@ def _cluster(args: argparse.Namespace) -> Iterator[Any]:
     from bigkern.cluster_logs import QuietLogs
 
     def connected() -> Any:
-        return connect(args.scheduler, scheduler_file=args.scheduler_file,
-                       profile=args.profile, n_workers=args.workers)
+        # the worker processes of an embedded cluster leave Ctrl-C to the command
+        with children_ignore_sigint() if _embedded(args) else contextlib.nullcontext():
+            return connect(args.scheduler, scheduler_file=args.scheduler_file,
+                           profile=args.profile, n_workers=args.workers)
 
     if args.verbose:
         with connected() as client:
@@ -252,6 +254,19 @@ def _cluster(args: argparse.Namespace) -> Iterator[Any]:
     with QuietLogs() as quiet, connected() as client, \
             quiet.cluster(client, owned=owns_cluster(client)):
         yield client
+
+
+def _embedded(args: argparse.Namespace) -> bool:
+    """Whether the command builds a cluster of local worker processes (a ``local`` profile)."""
+    import os
+
+    import dask.config
+
+    if args.scheduler or args.scheduler_file or os.environ.get("DASK_SCHEDULER_ADDRESS"):
+        return False
+    name = args.profile or dask.config.get("bigkern.cluster.default_profile", "local")
+    profile = dask.config.get(f"bigkern.cluster.profiles.{name}", None) or {}
+    return profile.get("kind", name) == "local"
 
 
 def _resumable(out: str) -> bool:

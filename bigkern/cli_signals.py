@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-__all__ = ["Terminated", "exit_code", "sigterm_raises"]
+__all__ = ["Terminated", "children_ignore_sigint", "exit_code", "sigterm_raises"]
 
 
 class Terminated(KeyboardInterrupt):
@@ -55,3 +55,29 @@ def sigterm_raises() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def children_ignore_sigint() -> Iterator[None]:
+    """Processes started within the block ignore Ctrl-C: the command alone handles it.
+
+    Ctrl-C at a terminal sends SIGINT to the whole process group, which holds
+    the worker processes of an embedded cluster: each would print its own
+    ``KeyboardInterrupt`` traceback while the command is cleaning up (and
+    closing them). A process inherits an *ignored* SIGINT across ``exec``, and
+    Python and asyncio then leave it ignored, so SIGINT is ignored here for the
+    block (the cluster's start, a few seconds) and restored after it. A Ctrl-C
+    within the block is lost: blocking SIGINT instead would hold it, but
+    distributed's threads do not inherit a blocked mask. Does nothing outside
+    the main thread, or when SIGINT is not Python's own handler (already
+    ignored, or handled by someone else).
+    """
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
