@@ -266,3 +266,19 @@ def test_the_next_writer_removes_partials_of_killed_runs_but_nothing_foreign(tmp
         write_scenes(make_scenes(1, (8, 8), seed=1), temp)
     assert (foreign / "notes.txt").read_text() == "keep me"
     open_scenes(out)
+
+
+def test_a_store_killed_while_its_template_was_made_is_started_again(two_models, tmp_path):
+    """A run killed between the template's root and its arrays left a store without
+    'decision': the rerun of the same job starts it again instead of a KeyError."""
+    import zarr
+
+    store, (m0, _) = two_models
+    out = tmp_path / "P.zarr"
+    assert _predict(store, m0, out) == 0
+    want = _decision(out)
+    shutil.rmtree(out / "decision")
+    zarr.open_group(str(out), mode="r+", use_consolidated=False).attrs["bigkern_status"] = \
+        "writing"
+    assert _predict(store, m0, out) == 0
+    np.testing.assert_array_equal(_decision(out), want)

@@ -101,18 +101,28 @@ def _open_arrays(path: Location, names: Sequence[str], store_id: str | None = No
     """The store's arrays, writable; with ``store_id``, only if the store is still that one."""
     import zarr
 
+    problem = None
     try:
         group = zarr.open_group(path.zarr_store(), mode="r+", use_consolidated=False)
     except Exception as err:  # gone, or not a store at this path on this machine
-        raise StoreError(
-            f"store {path}: cannot open it for writing here ({type(err).__name__}: {err}); "
-            f"it was removed by another writer, or this worker does not see the client's file "
-            f"system at that path") from None
+        # the message is built here and raised below, outside the handler: an error whose
+        # context holds zarr's exception (and the store in it) may not survive pickling
+        # from a worker, and would reach the client as a bare Exception
+        problem = (f"store {path}: cannot open it for writing here ({type(err).__name__}: "
+                   f"{err}); it was removed by another writer, or this worker does not see the "
+                   f"client's file system at that path")
+    if problem is not None:
+        raise StoreError(problem)
     if store_id is not None and group.attrs.get(STORE_ID_ATTR) != store_id:
         raise StoreError(
             f"store {path} is not the store this job created (its id is "
             f"{group.attrs.get(STORE_ID_ATTR)!r}, not {store_id!r}): another writer replaced "
             f"it, or this worker resolves the path to another store; refusing to write")
+    present = {name for name, _ in group.arrays()}
+    absent = [n for n in names if n not in present]
+    if absent:
+        raise StoreError(f"store {path} lacks the array(s) {absent} its template should hold: "
+                         f"it is damaged; write it again with --overwrite")
     # every chunk is written, even one holding only fill values: a missing chunk is damage
     return {n: group[n].with_config({"write_empty_chunks": True}) for n in names}
 
@@ -203,13 +213,25 @@ def _mark_writing(path: Location) -> None:
         STATUS_ATTR] = "writing"
 
 
-def _resumable(path: Location, kind: str, job: str) -> str | None:
-    """The store id of the store at ``path`` if this job may resume it, else None."""
+def _resumable(path: Location, kind: str, job: str, names: Sequence[str]) -> str | None:
+    """The store id of the store at ``path`` if this job may resume it, else None.
+
+    A store of this job whose template is incomplete (a run killed while creating it: an
+    array is missing) is not resumable; it is started again.
+    """
+    import zarr
+
     attrs = read_root_attrs(path) or {}
-    if attrs.get(KIND_ATTR) == kind and attrs.get(JOB_ATTR) == job \
-            and isinstance(attrs.get(STORE_ID_ATTR), str):
-        return str(attrs[STORE_ID_ATTR])
-    return None
+    if attrs.get(KIND_ATTR) != kind or attrs.get(JOB_ATTR) != job \
+            or not isinstance(attrs.get(STORE_ID_ATTR), str):
+        return None
+    try:
+        group = zarr.open_group(path.zarr_store(read_only=True), mode="r",
+                                use_consolidated=False)
+        present = {name for name, _ in group.arrays()}
+    except Exception:
+        return None
+    return str(attrs[STORE_ID_ATTR]) if set(names) <= present else None
 
 
 def _create_template(ds: xr.Dataset, path: Location, *, kind: str, job: str) -> str:
@@ -250,7 +272,13 @@ def _choose_target(ds: xr.Dataset, path: Location, claim: OutputClaim, *, kind: 
     if found is not None and found != kind:
         raise StoreError(f"{path} is a bigkern {found} store, not {kind}: refusing to replace "
                          f"it with {kind}, even with --overwrite; choose another output path")
-    same_id = _resumable(path, kind, job)
+    names = tuple(map(str, ds.data_vars))
+    same_id = _resumable(path, kind, job, names)
+    if same_id is None and resume and attrs.get(JOB_ATTR) == job and found == kind \
+            and attrs.get(STATUS_ATTR) == "writing":
+        # this job's own store, killed while its template was being made: start it again
+        remove_output(path)  # bigkern's (checked inside), unfinished, and we hold the claim
+        return _Target(path, _create_template(ds, path, kind=kind, job=job), False, False)
     if not overwrite:
         if same_id is not None and resume:
             _mark_writing(path)  # finished or not, it is verified and repaired
@@ -273,7 +301,7 @@ def _choose_target(ds: xr.Dataset, path: Location, claim: OutputClaim, *, kind: 
     staged = path.with_name(f".{path.name}{PARTIAL_TAG}{tokenize(job)[:12]}")
     clean_partials(claim, keep=[staged])
     if staged.exists():
-        staged_id = _resumable(staged, kind, job)
+        staged_id = _resumable(staged, kind, job, names)
         if staged_id is not None and resume:
             _mark_writing(staged)
             return _Target(staged, staged_id, True, True)
