@@ -17,10 +17,13 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from bigkern.errors import StoreError
+from bigkern.io.model_digest import verify_model_digest
 from bigkern.io.model_store import read_model_dataset, write_model_dataset
 from bigkern.kernels import GaussianExpansion
 from bigkern.models._base import FORMAT
 from bigkern.models._format import check_format
+from bigkern.models._model_checks import check_model_dataset
 from bigkern.models.baselines import KernelRidgeClassifier
 from bigkern.models.binned import BinnedKernelRidge, BinnedSVC
 from bigkern.models.compact import CompactKernelPCA, CompactKernelRidge, CompactLSSVC, CompactSVC
@@ -81,9 +84,16 @@ def load_model(path: str | Path, *, storage_options: dict[str, Any] | None = Non
     StoreError
         No model at ``path``, an unfinished or damaged model store (a chunk
         missing or failing its checksum), or a model format newer than this
-        bigkern reads (both versions named).
+        bigkern reads (both versions named); a missing digest or a part that
+        does not match it; declared sizes over ``bigkern.max_model_elements`` /
+        ``bigkern.max_model_chunks``; hyperparameters or arrays no estimator
+        can use (see :func:`bigkern.models._model_checks.check_model_dataset`).
     """
-    return load_model_dataset(read_model_dataset(path, storage_options))
+    where = str(path)
+    ds = read_model_dataset(path, storage_options, verify=False)
+    check_format(ds, _known_format(ds.attrs.get("model")))  # a newer file: "upgrade bigkern"
+    verify_model_digest(ds, where)
+    return load_model_dataset(ds, where=where)
 
 
 _MODELS = {cls.__name__: cls for cls in (BinnedKernelRidge, BinnedSVC, KernelRidgeClassifier,
@@ -95,8 +105,45 @@ _COMPACT = {cls.__name__: cls for cls in (CompactLSSVC, CompactKernelRidge, Comp
                                           CompactKernelPCA)}
 
 
-def load_model_dataset(ds: xr.Dataset) -> Any:
-    """Rebuild a fitted estimator from its ``to_dataset()`` output."""
+def _known_format(name: Any) -> int:
+    """The model format this bigkern reads for the family named ``name``."""
+    from bigkern.models import _compact_dataset, _regressor_dataset
+
+    if name in _REGRESSORS:
+        return _regressor_dataset.FORMAT
+    if name in _COMPACT:
+        return _compact_dataset.FORMAT
+    return FORMAT
+
+
+def load_model_dataset(ds: xr.Dataset, *, where: str = "dataset") -> Any:
+    """Rebuild a fitted estimator from its ``to_dataset()`` output.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A model's dataset.
+    where : str
+        Where it came from (the model's path or URL), for messages.
+
+    Raises
+    ------
+    StoreError
+        A hyperparameter, label or array no estimator can use, or a part the
+        model's family needs is missing: naming ``where`` and the part.
+    """
+    check_model_dataset(ds, where)
+    try:
+        return _rebuild(ds)
+    except StoreError:
+        raise
+    except KeyError as err:
+        raise StoreError(f"model {where}: {err} is missing") from None
+    except (ValueError, TypeError, IndexError) as err:
+        raise StoreError(f"model {where} cannot be rebuilt: {type(err).__name__}: {err}") from None
+
+
+def _rebuild(ds: xr.Dataset) -> Any:
     from bigkern.models._compact_dataset import compact_from_dataset
     from bigkern.models._regressor_dataset import regressor_from_dataset
 

@@ -1,0 +1,146 @@
+"""What a loaded model's own attributes must be before an estimator is rebuilt from them.
+
+A model file's digest (:mod:`bigkern.io.model_digest`) proves that the file is
+the one bigkern wrote, not that what was written is usable: a model saved with
+``omega = 1e-300`` is intact and still predicts nonsense. :func:`check_model_dataset`
+checks every value the estimators' ``*_from_dataset`` functions would otherwise
+trust, and raises :class:`~bigkern.errors.StoreError` naming the model and the
+attribute:
+
+- ``omega`` (the Gaussian width): finite, positive, normal (not denormal) and
+  within ``[OMEGA_MIN, OMEGA_MAX]`` (beyond them ``2 ω²`` under- or overflows
+  in the kernel, or every kernel value is 0 or 1);
+- ``support_radius``: finite and positive; ``nu``: an integer;
+- ``intercept``, ``grand_mean``: finite numbers;
+- ``classes`` / ``classes_json``: two distinct labels, both numbers (finite) or
+  both strings;
+- ``params_json`` / ``fitted_json``: JSON objects;
+- the arrays a prediction uses (``basis``, ``coef``, ``offset``, ``scale``,
+  ``X_fit``, ``dual_coef``, ``centers`` …): numeric and finite, ``scale``
+  positive.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import xarray as xr
+
+from bigkern.errors import StoreError
+
+__all__ = ["OMEGA_MAX", "OMEGA_MIN", "check_model_dataset"]
+
+#: The narrowest and widest Gaussian width a model may carry (features are standardized).
+OMEGA_MIN = 1e-100
+OMEGA_MAX = 1e100
+_FINITE_ATTRS = ("intercept", "grand_mean")
+_FINITE_ARRAYS = ("basis", "coef", "offset", "scale", "X_fit", "y_fit", "dual_coef", "centers",
+                  "alphas", "eigenvalues", "row_means", "bin_counts")
+
+
+def _number(ds: xr.Dataset, key: str, where: str) -> float:
+    value = ds.attrs[key]
+    try:
+        arr = np.asarray(value)
+        if arr.size != 1 or arr.dtype.kind not in "iuf":
+            raise TypeError
+        return float(arr.reshape(()))
+    except (TypeError, ValueError):
+        raise StoreError(f"model {where}: attribute {key!r} is {value!r}, not a number") from None
+
+
+def _check_omega(ds: xr.Dataset, where: str) -> None:
+    omega = _number(ds, "omega", where)
+    if not (math.isfinite(omega) and omega > 0 and OMEGA_MIN <= omega <= OMEGA_MAX):
+        raise StoreError(
+            f"model {where}: attribute 'omega' (the Gaussian width) is {omega!r}; it must be a "
+            f"finite, positive, normal number in [{OMEGA_MIN:g}, {OMEGA_MAX:g}]")
+
+
+def _check_classes(ds: xr.Dataset, where: str) -> None:
+    for key in ("classes", "classes_json"):
+        if key not in ds.attrs:
+            continue
+        raw = ds.attrs[key]
+        try:
+            labels = json.loads(raw) if key == "classes_json" else np.asarray(raw).tolist()
+        except (TypeError, ValueError):
+            raise StoreError(f"model {where}: attribute {key!r} is not readable JSON") from None
+        if not isinstance(labels, list) or len(labels) != 2:
+            raise StoreError(f"model {where}: attribute {key!r} is {labels!r}; a classifier "
+                             f"has exactly two class labels")
+        strings = all(isinstance(c, str) for c in labels)
+        numbers = all(isinstance(c, int | float) and not isinstance(c, bool)
+                      and math.isfinite(c) for c in labels)
+        if not (strings or numbers):
+            raise StoreError(f"model {where}: attribute {key!r} is {labels!r}; the two class "
+                             f"labels must both be finite numbers or both strings")
+        if labels[0] == labels[1]:
+            raise StoreError(f"model {where}: attribute {key!r} is {labels!r}; the two class "
+                             f"labels must differ")
+
+
+def _check_json(ds: xr.Dataset, where: str) -> None:
+    for key in ("params_json", "fitted_json"):
+        if key in ds.attrs:
+            try:
+                value = json.loads(str(ds.attrs[key]))
+            except ValueError:
+                value = None
+            if not isinstance(value, dict):
+                raise StoreError(f"model {where}: attribute {key!r} is not a JSON object")
+
+
+def _check_arrays(ds: xr.Dataset, where: str) -> None:
+    for name in _FINITE_ARRAYS:
+        if name not in ds.variables:
+            continue
+        values = np.asarray(ds.variables[name].values)
+        if values.dtype.kind not in "iuf":
+            raise StoreError(f"model {where}: variable {name!r} has dtype {values.dtype}, "
+                             f"not a number")
+        if not np.isfinite(values).all():
+            raise StoreError(f"model {where}: variable {name!r} holds "
+                             f"{int(np.count_nonzero(~np.isfinite(values)))} non-finite values")
+    if "scale" in ds.variables and not (np.asarray(ds["scale"].values) > 0).all():
+        raise StoreError(f"model {where}: variable 'scale' (the feature scales) must be positive")
+
+
+def check_model_dataset(ds: xr.Dataset, where: str) -> None:
+    """Refuse a model dataset whose attributes or arrays no estimator can use.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A model's dataset, as read (and digest-verified) from its file.
+    where : str
+        The model's path or URL, for messages.
+
+    Raises
+    ------
+    StoreError
+        Naming the model and the attribute or variable that is wrong, and why.
+    """
+    if not isinstance(ds.attrs.get("model"), str):
+        raise StoreError(f"model {where}: attribute 'model' (the estimator's name) is "
+                         f"{ds.attrs.get('model')!r}")
+    _check_json(ds, where)
+    if "omega" in ds.attrs:
+        _check_omega(ds, where)
+    for key in _FINITE_ATTRS:
+        if key in ds.attrs and not math.isfinite(_number(ds, key, where)):
+            raise StoreError(f"model {where}: attribute {key!r} is "
+                             f"{_number(ds, key, where)!r}; it must be finite")
+    if "support_radius" in ds.attrs:
+        radius = _number(ds, "support_radius", where)
+        if not (math.isfinite(radius) and radius > 0):
+            raise StoreError(f"model {where}: attribute 'support_radius' is {radius!r}; it "
+                             f"must be finite and positive")
+    if "nu" in ds.attrs:
+        nu = _number(ds, "nu", where)
+        if not (math.isfinite(nu) and nu == int(nu)):
+            raise StoreError(f"model {where}: attribute 'nu' is {nu!r}; it must be an integer")
+    _check_classes(ds, where)
+    _check_arrays(ds, where)
