@@ -15,8 +15,11 @@ its one scheduler:
 about ``bigkern.chunk_guidance.target_pixels_per_task`` pixels (10⁷) and at
 most ``bigkern.chunk_bytes`` bytes (100 MB) per task, each made of whole
 existing chunks. :func:`check_chunks` warns (:class:`ChunkWarning`) when a
-chunking crosses either limit; :func:`bigkern.io.open_scenes` calls it on every
-store it opens. The limits are the ``bigkern.chunk_guidance`` settings.
+chunking crosses either limit. :func:`bigkern.io.open_scenes` plans a store's
+tasks from its metadata alone (:func:`planned_tasks`) before it lists, reads or
+computes anything, and :func:`guide_chunks` then refuses, rechunks or warns, as
+``bigkern.chunk_guidance.too_many_tasks`` says. The limits are the
+``bigkern.chunk_guidance`` settings.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from dask.array.core import normalize_chunks
 from bigkern import config
 from bigkern.errors import BigkernWarning
 
-__all__ = ["ChunkWarning", "TaskPlan", "check_chunks", "task_plan"]
+__all__ = ["ChunkWarning", "TaskPlan", "check_chunks", "guide_chunks", "planned_tasks", "task_plan"]
 
 #: Defaults of the ``bigkern.chunk_guidance`` settings, used when a key is absent
 #: (e.g. after ``dask.config.set({"bigkern.chunk_guidance": {"enabled": True}})``).
@@ -43,7 +46,9 @@ _DEFAULTS = {
     "max_tasks": 1_000_000,
     "min_pixels_per_task": 1_000_000,
     "target_pixels_per_task": 10_000_000,
+    "too_many_tasks": "rechunk",
 }
+_POLICIES = ("rechunk", "error", "warn")
 
 Chunks = tuple[tuple[int, ...], ...]
 
@@ -206,8 +211,34 @@ def task_plan(array: Any, chunks: Any = None) -> TaskPlan:
     """
     dims, data = _dims_and_data(array)
     norm = _normalized_chunks(data, dims, chunks)
-    shape = tuple(int(n) for n in data.shape)
-    itemsize = int(np.dtype(data.dtype).itemsize)
+    return _plan(dims, tuple(int(n) for n in data.shape), np.dtype(data.dtype), norm)
+
+
+def planned_tasks(dims: tuple[str, ...], shape: tuple[int, ...], dtype: Any,
+                  chunks: Any) -> TaskPlan:
+    """:func:`task_plan` of an array known only by its metadata (nothing allocated or graphed).
+
+    Parameters
+    ----------
+    dims, shape, dtype
+        The array's dimension names, shape and dtype (e.g. from a store's metadata).
+    chunks : tuple, mapping or str
+        Its chunks, in any form dask accepts; a mapping by dim name.
+
+    Returns
+    -------
+    TaskPlan
+    """
+    if isinstance(chunks, Mapping):
+        chunks = tuple(chunks.get(d, n) for d, n in zip(dims, shape, strict=True))
+    norm = normalize_chunks(chunks, shape, dtype=np.dtype(dtype))
+    return _plan(tuple(dims), tuple(int(n) for n in shape), np.dtype(dtype),
+                 tuple(tuple(int(c) for c in cs) for cs in norm))
+
+
+def _plan(dims: tuple[str, ...], shape: tuple[int, ...], dtype: np.dtype,
+          norm: Chunks) -> TaskPlan:
+    itemsize = int(dtype.itemsize)
     values, counts = _task_sizes(norm)
     n_tasks = int(counts.sum())
     recommended = _recommend(shape, norm, itemsize, dims)
@@ -284,32 +315,105 @@ def check_chunks(array_or_dataset: Any, *, what: str, stacklevel: int = 2) -> Ta
         plan = task_plan(array_or_dataset)
     if not _setting("enabled"):
         return plan
+    problems = _problems(plan)
+    if problems:
+        warnings.warn(f"{what}: {_advice(plan, problems)} Setting bigkern.chunk_guidance."
+                      f"enabled to false silences this warning.",
+                      ChunkWarning, stacklevel=stacklevel)
+    return plan
+
+
+def _problems(plan: TaskPlan) -> list[str]:
+    """Which of the chunk guidance's limits ``plan`` crosses (none for small data)."""
     max_tasks = int(_setting("max_tasks"))
     min_pixels = int(_setting("min_pixels_per_task"))
     if plan.pixels < min_pixels:
-        return plan
+        return []
     problems = []
     if plan.n_tasks > max_tasks:
         problems.append(f"more than bigkern.chunk_guidance.max_tasks ({max_tasks:,})")
     if plan.pixels_per_task_median < min_pixels:
         problems.append(f"fewer pixels per task than bigkern.chunk_guidance.min_pixels_per_task "
                         f"({min_pixels:,})")
-    if problems:
-        scale = ""
-        if plan.recommended_tasks > max_tasks:
-            scale = (f" Even so there are more than {max_tasks:,} tasks: split the job into "
-                     f"several graphs (e.g. by scene).")
-        warnings.warn(
-            f"{what}: its chunks make {plan.n_tasks:,} tasks of {plan.pixels_per_task_median:,.0f}"
-            f" pixels (median; smallest {plan.pixels_per_task_min:,}; largest "
-            f"{_bytes(plan.bytes_per_task)}), {' and '.join(problems)}; at ~0.4 s of scheduler "
-            f"time per 1,000 tasks, the scheduler rather than the cores would set the pace. "
-            f"Recommended chunks: {plan.recommended} ({plan.recommended_tasks:,} "
-            f"task{'s' if plan.recommended_tasks != 1 else ''} of up to "
-            f"{plan.recommended_pixels_per_task:,} pixels, "
-            f"{_bytes(plan.recommended_bytes_per_task)}): pass them as chunks= when opening "
-            f"(open_scenes(..., chunks=...)) or write the store with them "
-            f"(write_scenes(..., chunks=...)).{scale} Setting bigkern.chunk_guidance.enabled "
-            f"to false silences this warning.",
-            ChunkWarning, stacklevel=stacklevel)
-    return plan
+    return problems
+
+
+def _advice(plan: TaskPlan, problems: list[str]) -> str:
+    max_tasks = int(_setting("max_tasks"))
+    scale = ""
+    if plan.recommended_tasks > max_tasks:
+        scale = (f" Even so there are more than {max_tasks:,} tasks: split the job into "
+                 f"several graphs (e.g. by scene).")
+    return (
+        f"its chunks make {plan.n_tasks:,} tasks of {plan.pixels_per_task_median:,.0f}"
+        f" pixels (median; smallest {plan.pixels_per_task_min:,}; largest "
+        f"{_bytes(plan.bytes_per_task)}), {' and '.join(problems)}; at ~0.4 s of scheduler "
+        f"time per 1,000 tasks, the scheduler rather than the cores would set the pace. "
+        f"Recommended chunks: {plan.recommended} ({plan.recommended_tasks:,} "
+        f"task{'s' if plan.recommended_tasks != 1 else ''} of up to "
+        f"{plan.recommended_pixels_per_task:,} pixels, "
+        f"{_bytes(plan.recommended_bytes_per_task)}): pass them as chunks= when opening "
+        f"(open_scenes(..., chunks=...)) or write the store with them "
+        f"(write_scenes(..., chunks=...)).{scale}")
+
+
+def guide_chunks(plan: TaskPlan, *, what: str, explicit: bool,
+                 stacklevel: int = 2) -> dict[str, int] | None:
+    """Apply ``bigkern.chunk_guidance.too_many_tasks`` to a store's plan, before any compute.
+
+    ``error`` refuses a chunking that crosses the guidance's limits;
+    ``rechunk`` reads the store in the recommended chunks instead (whole store
+    chunks, so every value and every result is the same) unless the chunks
+    were given explicitly (``explicit``: the caller's choice is kept and
+    warned about); ``warn`` only warns (:class:`ChunkWarning`), as
+    :func:`check_chunks` does.
+
+    Parameters
+    ----------
+    plan : TaskPlan
+        The plan of the chunks the store would be read with (e.g. from
+        :func:`planned_tasks`, from metadata alone).
+    what : str
+        What is read, for the message.
+    explicit : bool
+        Whether the caller chose these chunks (``open_scenes(chunks=...)``).
+    stacklevel : int
+        Passed to :func:`warnings.warn`.
+
+    Returns
+    -------
+    dict of str to int or None
+        Chunks to read with instead, or None to keep them.
+
+    Raises
+    ------
+    StoreError
+        With ``error``; with ``rechunk`` when even the recommended chunks make
+        more than ``max_tasks`` tasks; or an unknown policy.
+    """
+    from bigkern.errors import StoreError
+
+    if not _setting("enabled"):
+        return None
+    policy = str(_setting("too_many_tasks"))
+    if policy not in _POLICIES:
+        raise StoreError(f"bigkern.chunk_guidance.too_many_tasks is {policy!r}; expected one "
+                         f"of {', '.join(_POLICIES)}")
+    problems = _problems(plan)
+    if not problems:
+        return None
+    advice = _advice(plan, problems)
+    if policy == "error":
+        raise StoreError(f"{what}: refused before any computation: {advice} (Or set "
+                         f"bigkern.chunk_guidance.too_many_tasks to rechunk to read it so, or "
+                         f"to warn to go ahead.)")
+    if policy == "rechunk" and not explicit:
+        if plan.recommended_tasks > int(_setting("max_tasks")):
+            raise StoreError(f"{what}: refused before any computation: {advice}")
+        warnings.warn(f"{what}: {advice} Reading it in the recommended chunks "
+                      f"(bigkern.chunk_guidance.too_many_tasks = rechunk).",
+                      ChunkWarning, stacklevel=stacklevel)
+        return dict(plan.recommended)
+    warnings.warn(f"{what}: {advice} Setting bigkern.chunk_guidance.enabled to false "
+                  f"silences this warning.", ChunkWarning, stacklevel=stacklevel)
+    return None

@@ -11,6 +11,20 @@ silent NaN. Stores written elsewhere may legitimately omit chunks that hold
 only fill values; for them a missing chunk reads as the fill value, as zarr
 specifies.
 
+A store bigkern wrote also carries a **chunk manifest** per array
+(:mod:`bigkern.io.manifest`): a digest of each chunk's values together with
+its variable and chunk index. Every chunk a task reads is checked against it,
+so a valid chunk in the wrong place — two chunks swapped, a chunk copied from
+another variable or store — is an error naming the chunk, not a silent wrong
+answer. A task whose dask chunk covers only part of a zarr chunk reads that
+zarr chunk whole once more to check it (zarr decodes whole chunks anyway; the
+extra cost is a second read of that chunk). Stores without a manifest (written
+elsewhere, or by an older bigkern) read as before.
+
+Before anything is listed, allocated or graphed, the sizes the metadata
+declares are checked against the ``bigkern.store_limits`` settings
+(:func:`bigkern.io.limits.check_declared_sizes`).
+
 Stores are local paths or fsspec URLs (``s3://``, ``memory://`` …) with
 ``storage_options``; messages name the store as it was given.
 """
@@ -29,6 +43,8 @@ import xarray as xr
 from dask.base import tokenize
 
 from bigkern.errors import StoreError
+from bigkern.io.limits import array_metadata, check_declared_sizes
+from bigkern.io.manifest import MANIFEST_ATTR, ChunkManifest, read_manifest
 from bigkern.io.urls import Location, PathOrURL, StorageOptions, location
 from bigkern.io.zarr_store import KIND_ATTR, STATUS_ATTR, _quiet_consolidated
 
@@ -58,11 +74,16 @@ class CheckedChunks:
     stamp : object, optional
         Identifies this version of the store (e.g. its metadata's modification
         time) in dask tokens.
+    manifest : ChunkManifest, optional
+        The variable's chunk manifest: every zarr chunk a read touches is
+        checked against it (a chunk only partly read is read whole to check it).
     """
 
     def __init__(self, store: str, name: str, variable: xr.Variable,
-                 chunk_shape: Sequence[int], stamp: Any = None) -> None:
+                 chunk_shape: Sequence[int], stamp: Any = None,
+                 manifest: ChunkManifest | None = None) -> None:
         self.store = store
+        self.manifest = manifest
         self.stamp = stamp
         self.name = name
         self.variable = variable
@@ -75,11 +96,11 @@ class CheckedChunks:
         """The same token for the same stored variable (store, name, modification stamp),
         so that two opens of one store build graphs with identical keys and tasks."""
         return ("bigkern-checked-chunks", self.store, self.name, self.stamp, self.chunk_shape,
-                self.shape, str(self.dtype))
+                self.shape, str(self.dtype), self.manifest is not None)
 
     def __getitem__(self, key: Any) -> np.ndarray:
         try:
-            return np.asarray(self.variable[key].values)
+            values = np.asarray(self.variable[key].values)
         except StoreError:
             raise
         except Exception as err:
@@ -87,6 +108,45 @@ class CheckedChunks:
             raise StoreError(
                 f"store {self.store}: variable {self.name!r}, chunk {index}: {_reason(cause)}"
             ) from None
+        if self.manifest is not None:
+            self._verify(key, values)
+        return values
+
+    def _region(self, index: tuple[int, ...]) -> tuple[slice, ...]:
+        return tuple(slice(i * c, min((i + 1) * c, n))
+                     for i, c, n in zip(index, self.chunk_shape, self.shape, strict=True))
+
+    def _verify(self, key: Any, values: np.ndarray) -> None:
+        """Check every zarr chunk under ``key`` against the manifest; raise naming a misfit.
+
+        A chunk that ``key`` covers whole is checked in ``values``; one it
+        covers in part is read whole to be checked.
+        """
+        assert self.manifest is not None
+        keys = key if isinstance(key, tuple) else (key,)
+        starts: list[int] | None = []
+        for dim in range(self.ndim):
+            k = keys[dim] if dim < len(keys) else slice(None)
+            if not isinstance(k, slice) or k.indices(self.shape[dim])[2] != 1:
+                starts = None  # not a plain box: every chunk is read whole to check it
+                break
+            starts.append(k.indices(self.shape[dim])[0])
+        for index in self._chunks_in(key):
+            region = self._region(index)
+            whole = starts is not None and all(
+                r.start >= s and r.stop <= s + n
+                for r, s, n in zip(region, starts, values.shape, strict=True))
+            if whole:
+                assert starts is not None
+                part = values[tuple(slice(r.start - s, r.stop - s)
+                                    for r, s in zip(region, starts, strict=True))]
+            else:
+                part = np.asarray(self.variable[region].values)
+            if not self.manifest.matches(index, part):
+                raise StoreError(
+                    f"store {self.store}: variable {self.name!r}, chunk {index} holds data "
+                    f"that belongs elsewhere or was altered (its values do not match the "
+                    f"store's chunk manifest for that chunk): the store is damaged")
 
     def _chunks_in(self, key: Any) -> Iterable[tuple[int, ...]]:
         keys = key if isinstance(key, tuple) else (key,)
@@ -163,11 +223,18 @@ def open_checked(
     Raises
     ------
     StoreError
-        For a bigkern store: it is incomplete (``bigkern_status`` is not
-        ``complete``) or a chunk is missing from storage.
+        The metadata declares sizes beyond the ``bigkern.store_limits``
+        settings (checked before anything is read); for a bigkern store: it is
+        incomplete (``bigkern_status`` is not ``complete``) or a chunk is
+        missing from storage; a chunk manifest that does not fit its array.
     """
+    import zarr
+
     loc = location(path, storage_options)
     where = loc.url
+    with _quiet_consolidated():
+        group = zarr.open_group(loc.zarr_store(read_only=True), mode="r")
+    check_declared_sizes(str(path), array_metadata(group), chunks)
     with _quiet_consolidated():
         ds = xr.open_dataset(loc.zarr_store(read_only=True), engine="zarr", chunks=None,
                              cache=False)
@@ -179,13 +246,20 @@ def open_checked(
         if name in ds.indexes:
             continue
         zchunks = _chunk_shape(var)
-        reader = CheckedChunks(where, str(name), var, zchunks, stamp)
+        attrs = dict(var.attrs)
+        manifest = None
+        if MANIFEST_ATTR in attrs:  # bigkern's record, not a property of the data
+            manifest = read_manifest(where, str(name), attrs.pop(MANIFEST_ATTR), var.shape,
+                                     zchunks)
+            var = var.copy(deep=False)
+            var.attrs = attrs
+        reader = CheckedChunks(where, str(name), var, zchunks, stamp, manifest)
         data = da.from_array(
             reader, chunks=_dask_chunks(var, zchunks, chunks),
             name=f"bigkern-read-{name}-{tokenize(where, name, stamp, chunks)}",
             lock=False, asarray=False, meta=np.empty((0,) * var.ndim, dtype=var.dtype),
         )
-        replaced[str(name)] = xr.Variable(var.dims, data, var.attrs, var.encoding)
+        replaced[str(name)] = xr.Variable(var.dims, data, attrs, var.encoding)
     return ds.assign({k: v for k, v in replaced.items() if k in ds.data_vars}).assign_coords(
         {k: v for k, v in replaced.items() if k in ds.coords})
 
@@ -193,8 +267,13 @@ def open_checked(
 def _present_keys(array_root: Location) -> set[str]:
     """Relative keys (``c/0/1``, ``zarr.json``) of the objects stored under an array."""
     if array_root.local:
-        root = array_root.local_path
-        return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+        root = str(array_root.local_path)
+        keys = set()
+        for folder, _, files in os.walk(root):  # scandir underneath: no stat per file
+            rel = os.path.relpath(folder, root)
+            prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+            keys.update(prefix + f for f in files)
+        return keys
     array_root.refresh()
     base = array_root.path.rstrip("/")
     return {posixpath.relpath(f, base) for f in array_root.fs.find(base)}

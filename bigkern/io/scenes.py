@@ -19,12 +19,14 @@ import xarray as xr
 
 from bigkern import config
 from bigkern.errors import LabelError, StoreError
-from bigkern.io.chunking import check_chunks
+from bigkern.io.chunking import guide_chunks, planned_tasks
 from bigkern.io.integrity import open_checked
+from bigkern.io.limits import array_metadata, check_declared_sizes
+from bigkern.io.manifest import MANIFEST_ATTR, manifest_digests, write_manifests
 from bigkern.io.outputs import staged_output
 from bigkern.io.urls import Location, PathOrURL, StorageOptions, location
 from bigkern.io.validity import FillValues, ValidRanges, apply_validity, ensure_validity
-from bigkern.io.zarr_store import finish_store, to_zarr
+from bigkern.io.zarr_store import _quiet_consolidated, finish_store, to_zarr
 
 __all__ = [
     "SCENE_DIMS",
@@ -79,9 +81,13 @@ def open_scenes(
     chunks : dict or "auto", optional
         Dask chunks; by default the store's own zarr chunks, so that each task
         reads whole zarr chunks. Chunks that would make more than ~10⁶ tasks,
-        or tasks of fewer than ~10⁶ pixels, get a
-        :class:`~bigkern.io.chunking.ChunkWarning` with recommended chunks
-        (see the ``bigkern.chunk_guidance`` settings).
+        or tasks of fewer than ~10⁶ pixels, are found from the store's
+        metadata before anything is read, and are then read in recommended
+        chunks of whole zarr chunks, refused, or warned about
+        (:class:`~bigkern.io.chunking.ChunkWarning`), as the setting
+        ``bigkern.chunk_guidance.too_many_tasks`` says (``rechunk``,
+        ``error``, ``warn``); chunks given here are never replaced, only
+        refused or warned about.
     features : sequence of str, optional
         Feature variables that must be present (checked when ``validate``).
     validate : bool
@@ -100,8 +106,12 @@ def open_scenes(
     ------
     StoreError
         The path does not exist, is not a zarr store, or the store is empty
-        or malformed; or ``fill_values``/``valid_ranges`` are nonsense (a
-        feature not in the store, a range with min > max ...).
+        or malformed; its metadata declares sizes beyond the
+        ``bigkern.store_limits`` settings; its chunks make too many tasks and
+        ``bigkern.chunk_guidance.too_many_tasks`` is ``error``; a chunk read
+        is damaged or not where it belongs (see :func:`bigkern.io.open_checked`);
+        or ``fill_values``/``valid_ranges`` are nonsense (a feature not in the
+        store, a range with min > max ...).
     LabelError
         ``label`` holds values outside {-1, 0, 1}.
     """
@@ -109,6 +119,7 @@ def open_scenes(
     if not loc.exists():
         raise StoreError(f"no scene store at {path}: the path does not exist")
     try:
+        chunks = _planned_chunks(loc, str(path), chunks, features)
         ds = open_checked(loc, chunks=chunks)
     except StoreError:
         raise
@@ -116,11 +127,41 @@ def open_scenes(
         raise StoreError(f"{path} is not a readable zarr store: {err}") from err
     if validate:
         validate_scenes(ds, features=features, where=str(path))
-    names = [str(k) for k, v in ds.data_vars.items()
-             if v.dims == SCENE_DIMS and k != "label" and (features is None or k in features)]
-    if names:
-        check_chunks(ds[names], what=f"scene store {path}", stacklevel=3)
     return apply_validity(ds, fill_values=fill_values, valid_ranges=valid_ranges)
+
+
+def _planned_chunks(loc: Location, where: str, chunks: dict[str, int] | str | None,
+                    features: Sequence[str] | None) -> dict[str, int] | str | None:
+    """The chunks to read the store with, decided from its metadata alone.
+
+    The declared sizes are checked against ``bigkern.store_limits``, the
+    tasks of the feature whose chunks make the most are planned, and
+    ``bigkern.chunk_guidance.too_many_tasks`` applied — all before anything
+    is listed, read or computed.
+    """
+    import zarr
+
+    with _quiet_consolidated():
+        group = zarr.open_group(loc.zarr_store(read_only=True), mode="r")
+    arrays = array_metadata(group)
+    check_declared_sizes(where, arrays, chunks)
+    plans = []
+    for name, meta in arrays.items():
+        if meta.dims != SCENE_DIMS or name == "label" or (features is not None
+                                                           and name not in features):
+            continue
+        spec: Any = meta.chunks
+        if isinstance(chunks, str):
+            spec = chunks
+        elif chunks:
+            spec = tuple(chunks.get(d, z) for d, z in zip(meta.dims, meta.chunks, strict=True))
+        plans.append((name, planned_tasks(meta.dims, meta.shape, meta.dtype, spec)))
+    if not plans:
+        return chunks
+    name, plan = max(plans, key=lambda p: (p[1].n_tasks, -p[1].pixels_per_task_median))
+    better = guide_chunks(plan, what=f"scene store {where} (variable {name!r})",
+                          explicit=bool(chunks), stacklevel=4)
+    return better if better is not None else chunks
 
 
 def validate_scenes(
@@ -344,6 +385,11 @@ def write_scenes(
 ) -> Path | str:
     """Write a scene dataset to a checksummed zarr store with chunks aligned to dask's.
 
+    Besides every chunk's CRC-32C, each numeric variable gets a chunk manifest
+    (:mod:`bigkern.io.manifest`): a digest of every chunk's values and index,
+    computed by the tasks that write it, so that a chunk later found in the
+    wrong place is an error when read.
+
     The store is written to a hidden temporary sibling and moved into place
     when complete (see :func:`bigkern.io.outputs.staged_output`), so an
     interrupted write never leaves a store at ``path``.
@@ -382,10 +428,15 @@ def write_scenes(
     for name in out.variables:
         out[name].encoding.pop("chunks", None)
         out[name].encoding.pop("preferred_chunks", None)
+        out[name].attrs.pop(MANIFEST_ATTR, None)  # a manifest read with the source is not ours
     from bigkern.scheduling import compute
 
+    digests = manifest_digests(out)
     with staged_output(loc, overwrite=overwrite, inputs=inputs) as temp:
         delayed = to_zarr(out, temp, kind="scenes", compute=False)
-        compute(delayed, label=f"writing {path}")
+        # one compute: the digests are taken on the workers from the blocks being written
+        _, *values = compute(delayed, *digests.values(), label=f"writing {path}")
+        write_manifests(temp, dict(zip(digests, values, strict=True)),
+                        {k: tuple(c[0] for c in out[k].data.chunks) for k in digests})
         finish_store(temp)
     return loc.local_path if loc.local else str(path)
