@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from bigkern import config
 from bigkern.errors import StoreError
 from bigkern.features.variables import VARIABLE_ATTRS
 from bigkern.io.urls import Location, PathOrURL, StorageOptions, location
@@ -135,6 +136,7 @@ def _read_one(path: Location) -> np.ndarray:
             and bool(np.isin(yx_label[:, 2], (-1.0, 0.0, 1.0)).all())
         )
         if ok:
+            _check_grid(path, [table])
             yx = yx_label[:, :2].astype(np.int64)
             keys = (yx[:, 0] - yx[:, 0].min()) * (int(yx[:, 1].max() - yx[:, 1].min()) + 1) + (
                 yx[:, 1] - yx[:, 1].min()
@@ -149,6 +151,34 @@ def _read_one(path: Location) -> np.ndarray:
             return table
         problem = f"{path}: cannot be parsed as MISR text ({' '.join(MISR_TEXT_COLUMNS)})"
     raise StoreError(problem)
+
+
+def _extent(tables: Sequence[np.ndarray]) -> tuple[int, int, int, int]:
+    """Smallest and largest ``y`` and ``x`` of the tables, as Python integers (no overflow)."""
+    return (min(int(t[:, 0].min()) for t in tables), max(int(t[:, 0].max()) for t in tables),
+            min(int(t[:, 1].min()) for t in tables), max(int(t[:, 1].max()) for t in tables))
+
+
+def _check_grid(where: Location | str, tables: Sequence[np.ndarray]) -> None:
+    """Refuse a pixel grid larger than ``bigkern.max_grid_pixels`` before it is allocated.
+
+    The grid spans every ``y`` and ``x`` between the smallest and largest the
+    files give, for every file (scene); a few lines with far-apart indices
+    declare a huge grid in a few bytes.
+    """
+    limit = int(config.get("max_grid_pixels"))
+    y0, y1, x0, x1 = _extent(tables)
+    ny, nx = y1 - y0 + 1, x1 - x0 + 1
+    pixels = len(tables) * ny * nx
+    if pixels > limit:
+        lines = sum(len(t) for t in tables)
+        scenes = f"{len(tables)} scenes of " if len(tables) > 1 else ""
+        raise StoreError(
+            f"{where}: its pixel indices span y {y0}..{y1} and x {x0}..{x1}, a grid of "
+            f"{scenes}{ny:,} x {nx:,} = {pixels:.3g} pixels (~{pixels * 33 / 2**30:.3g} GiB in "
+            f"memory) for {lines:,} pixel line(s), more than bigkern.max_grid_pixels "
+            f"({limit:.3g}): refused before allocating it; check the y and x columns, or raise "
+            f"the limit for a genuinely larger scene")
 
 
 def read_misr_text(
@@ -180,7 +210,10 @@ def read_misr_text(
     bigkern.errors.StoreError
         If a file is missing or empty, or a line has the wrong number of columns, a
         non-numeric value, a non-integer ``y``/``x``, a label outside {-1, 0, 1} or
-        repeats an earlier pixel. The message names the file, line and column.
+        repeats an earlier pixel: the message names the file, line and column. Or
+        the pixel grid the files span (scenes × y extent × x extent) is larger
+        than ``bigkern.max_grid_pixels``: the message names the file and the
+        size, and nothing of that size is allocated.
 
     Examples
     --------
@@ -188,12 +221,10 @@ def read_misr_text(
     >>> ds.label.sel(scene=0).sum()  # doctest: +SKIP
     """
     files = _as_paths(paths, storage_options)
-    tables = [_read_one(p) for p in files]
+    tables = [_read_one(p) for p in files]  # each file's own grid is checked as it is read
+    _check_grid(", ".join(str(p) for p in files) if len(files) > 1 else files[0], tables)
 
-    y_min = min(int(t[:, 0].min()) for t in tables)
-    y_max = max(int(t[:, 0].max()) for t in tables)
-    x_min = min(int(t[:, 1].min()) for t in tables)
-    x_max = max(int(t[:, 1].max()) for t in tables)
+    y_min, y_max, x_min, x_max = _extent(tables)
     ny, nx = y_max - y_min + 1, x_max - x_min + 1
     n = len(tables)
 
