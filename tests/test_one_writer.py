@@ -282,3 +282,13 @@ def test_a_store_killed_while_its_template_was_made_is_started_again(two_models,
         "writing"
     assert _predict(store, m0, out) == 0
     np.testing.assert_array_equal(_decision(out), want)
+
+
+def test_a_model_never_replaces_a_scenes_store(two_models, tmp_path):
+    _, (m0, _) = two_models
+    target = tmp_path / "s.zarr"
+    write_scenes(make_scenes(1, (8, 8), seed=1, radiances=False), target)
+    before = _snapshot(target)
+    with pytest.raises(StoreError, match="is a bigkern scenes store, not model"):
+        bigkern.save_model(bigkern.load_model(m0), target, overwrite=True)
+    assert _snapshot(target) == before

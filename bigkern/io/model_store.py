@@ -65,7 +65,7 @@ def write_model_dataset(
     ds.attrs = {**{k: v for k, v in ds.attrs.items() if k != DIGEST_ATTR},
                 KIND_ATTR: "model", VERSION_ATTR: __version__}
     ds.attrs[DIGEST_ATTR] = model_digest(ds)
-    with staged_output(loc, overwrite=overwrite, inputs=inputs) as temp:
+    with staged_output(loc, overwrite=overwrite, inputs=inputs, kind="model") as temp:
         if loc.suffix == ".nc":
             if isinstance(temp, Location):  # one object, put whole
                 temp.fs.pipe_file(temp.path, bytes(ds.to_netcdf(engine="scipy")))
