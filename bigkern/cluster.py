@@ -63,34 +63,13 @@ def pin_blas_threads(n: int | None = None) -> None:
 
 @functools.cache
 def _plugin_class() -> type:
-    """:class:`PinBlasThreads`, defined once, when distributed is first needed."""
-    from distributed import WorkerPlugin
+    """:class:`~bigkern.worker_plugins.PinBlasThreads`, imported when distributed is needed.
 
-    class PinBlasThreads(WorkerPlugin):
-        """Worker plugin: pin BLAS threads on every worker, present and future.
+    It lives in :mod:`bigkern.worker_plugins`, which workers receive by value:
+    registering it does not import bigkern on them.
+    """
+    from bigkern.worker_plugins import PinBlasThreads
 
-        Registered by :func:`connect` with ``client.register_plugin``; the
-        scheduler keeps it and runs :meth:`setup` on each worker that joins
-        later (adaptive scaling, jobqueue jobs, a restarted worker).
-
-        Parameters
-        ----------
-        n : int, optional
-            Threads per BLAS call; default the ``bigkern.blas_threads`` setting
-            of the process that creates the plugin.
-        """
-
-        name = "bigkern-pin-blas-threads"
-
-        def __init__(self, n: int | None = None) -> None:
-            self.n = int(n or config.get("blas_threads") or 1)
-
-        def setup(self, worker: Any) -> None:
-            """Pin the worker process's BLAS pools to ``n`` threads."""
-            pin_blas_threads(self.n)
-
-    PinBlasThreads.__module__ = __name__
-    PinBlasThreads.__qualname__ = "PinBlasThreads"
     return PinBlasThreads
 
 
@@ -100,9 +79,33 @@ def _client_class() -> type:
     from distributed import Client
 
     class BigkernClient(Client):
-        """A :class:`distributed.Client` that also closes the cluster :func:`connect` built."""
+        """A :class:`distributed.Client` that closes the cluster :func:`connect` built and
+        never waits silently.
+
+        Each synchronous :meth:`gather` — and so ``dask.compute``, ``.load()``,
+        ``.values`` on this client — runs under :func:`bigkern.watchdog.watching`:
+        paused or lost workers and a computation without progress are reported
+        on stderr and, past ``bigkern.stall_timeout``, end the wait with a
+        :class:`~bigkern.errors.ClusterError` naming the cause.
+        """
 
         _bigkern_cluster: Any = None
+
+        def gather(self, futures: Any, errors: str = "raise", direct: Any = None,
+                   asynchronous: Any = None) -> Any:
+            """``Client.gather``, watched when it waits synchronously for unfinished futures."""
+            from distributed.client import futures_of
+
+            from bigkern.watchdog import is_watching, watching
+
+            plain = super().gather
+            if asynchronous or self.asynchronous or is_watching():
+                return plain(futures, errors=errors, direct=direct, asynchronous=asynchronous)
+            pending = [f for f in futures_of(futures) if not f.done()]
+            if not pending:  # nothing to wait for: not even a thread
+                return plain(futures, errors=errors, direct=direct, asynchronous=asynchronous)
+            with watching(self, pending):
+                return plain(futures, errors=errors, direct=direct, asynchronous=asynchronous)
 
         def close(self, *args: Any, **kwargs: Any) -> Any:
             result = super().close(*args, **kwargs)
@@ -225,7 +228,7 @@ def connect(
         client._bigkern_cluster = built
         n_workers = n_wait
     try:
-        client.register_plugin(_plugin_class()())
+        client.register_plugin(_plugin_class()(int(config.get("blas_threads") or 1)))
         if n_workers:
             _wait_for_workers(client, n_workers)
     except BaseException:

@@ -2,8 +2,9 @@
 
 :func:`current_client` is the distributed client bigkern computes on (unless
 dask's ``scheduler`` setting names another); :func:`compute` is ``dask.compute``
-there with a progress bar, a guard against a cluster whose workers are all
-paused, and, on dask's local threaded scheduler, BLAS pinned to
+there with a progress bar, under the watchdog of :mod:`bigkern.watchdog`
+(paused or lost workers, no progress: reported, then a ``ClusterError``)
+and, on dask's local threaded scheduler, BLAS pinned to
 ``bigkern.blas_threads`` threads per task; :func:`task_threads` says how many
 tasks run at once, so heavy passes can split in-memory rows among them.
 """
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -37,20 +37,24 @@ def compute(*collections: Any, label: str | None = None) -> tuple[Any, ...]:
     show = show == "always" or (bool(show) and (sys.stderr.isatty() or widget))
     client = current_client()
     if client is not None:
+        from bigkern.watchdog import watching
+
         futures = client.compute(list(collections))
-        if show:
-            from distributed import progress
+        # the watchdog covers the text bar too: it blocks until its keys finish or are cancelled
+        with watching(client, futures):
+            if show:
+                from distributed import progress
 
-            if label:
-                print(f"bigkern: {label}", file=sys.stderr)
-            bar = progress(futures, notebook=widget)
-            if widget:  # the widget updates itself while gather_watching waits
-                from IPython.display import display
+                if label:
+                    print(f"bigkern: {label}", file=sys.stderr)
+                bar = progress(futures, notebook=widget)
+                if widget:  # the widget updates itself while gather waits
+                    from IPython.display import display
 
-                display(bar)
-            else:
-                print(file=sys.stderr)
-        return tuple(gather_watching(client, futures))
+                    display(bar)
+                else:
+                    print(file=sys.stderr)
+            return tuple(client.gather(futures))
     with _local_blas_limit(collections):
         if show:
             from dask.diagnostics import ProgressBar
@@ -122,63 +126,14 @@ def _notebook_widgets() -> bool:
     return True
 
 
-def _paused_workers(client: Any) -> tuple[int, list[int]]:
-    """Number of workers, and the memory limits of the paused ones."""
-    workers = client.scheduler_info(n_workers=-1).get("workers", {}).values()
-    paused = [int(w.get("memory_limit") or 0) for w in workers if w.get("status") == "paused"]
-    return len(workers), paused
+def gather_watching(client: Any, futures: list[Any], poll: float | None = None) -> list[Any]:
+    """``client.gather(futures)`` under the watchdog of :mod:`bigkern.watchdog`.
 
-
-def gather_watching(client: Any, futures: list[Any], poll: float = 1.0) -> list[Any]:
-    """``client.gather(futures)``, but fail instead of hanging when every worker is paused.
-
-    A worker pauses when its memory passes distributed's ``pause`` fraction of
-    its limit and runs no task until it drops; if every worker stays paused
-    for ``bigkern.paused_timeout`` seconds the computation cannot progress:
-    it is cancelled and :class:`~bigkern.errors.ClusterError` names the limit.
-    A failed task stops the wait at once.
-
-    The wait is a done-callback and an event, not ``distributed.wait`` with a
-    timeout: a caught ``TimeoutError`` would keep the futures (and their
-    results on the workers) alive in a reference cycle until the next garbage
-    collection.
+    Kept for callers of bigkern 0.1; :func:`bigkern.watchdog.gather` is the same.
     """
-    import threading
+    from bigkern.watchdog import gather
 
-    from bigkern.errors import ClusterError
-
-    limit = float(config.get("paused_timeout", 30))
-    finished = threading.Event()
-    remaining = [len(futures)]
-    lock = threading.Lock()
-
-    def on_done(future: Any) -> None:
-        with lock:
-            remaining[0] -= 1
-            if remaining[0] <= 0 or future.status == "error":
-                finished.set()
-
-    if not futures:
-        finished.set()
-    for future in futures:
-        future.add_done_callback(on_done)
-    paused_since = None
-    while not finished.wait(poll):
-        n_workers, paused = _paused_workers(client)
-        if not n_workers or len(paused) < n_workers:
-            paused_since = None
-            continue
-        now = time.monotonic()
-        paused_since = paused_since or now
-        if now - paused_since >= limit:
-            client.cancel(futures)
-            fraction = dask.config.get("distributed.worker.memory.pause", 0.8)
-            limits = ", ".join(sorted({f"{m / 1e6:,.0f} MB" for m in paused}))
-            raise ClusterError(
-                f"every worker has been paused for {limit:g} s because its memory is above "
-                f"{fraction:.0%} of its memory limit ({limits}): the computation cannot "
-                f"progress; give the workers more memory or use smaller chunks")
-    return client.gather(futures)
+    return gather(client, futures, poll=poll)
 
 
 def current_client() -> Any:
