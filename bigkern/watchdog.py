@@ -173,11 +173,14 @@ class Watchdog:
         of this and ``stall_timeout`` applies).
     start : float
         When the wait began (``time.monotonic()``).
+    known_workers : int
+        Workers the cluster had when the wait began, as far as the client knows.
     """
 
     stall_timeout: float
     paused_timeout: float
     start: float
+    known_workers: int = 0
     _progress: Any = None
     _progress_since: float = 0.0
     _paused_since: float | None = None
@@ -189,6 +192,7 @@ class Watchdog:
 
     def __post_init__(self) -> None:
         self._progress_since = self.start
+        self._most_workers = self.known_workers
 
     def observe(self, state: ClusterState, now: float) -> tuple[list[str], str | None]:
         """Take in one look at the cluster.
@@ -245,8 +249,11 @@ class Watchdog:
         return reports, verdict
 
     def _lost(self) -> str:
-        return (f"it lost all {self._most_workers} during this computation"
-                if self._most_workers else "none has joined during this computation")
+        if self._most_workers > 1:
+            return f"it lost all {self._most_workers} during this computation"
+        if self._most_workers == 1:
+            return "it lost its only worker during this computation"
+        return "none has joined during this computation"
 
     def _empty_verdict(self, now: float) -> str:
         empty = now - (now if self._empty_since is None else self._empty_since)
@@ -262,9 +269,10 @@ class Watchdog:
                 f"no task can run: give the workers more memory or use smaller chunks")
 
     def _stalled_verdict(self, state: ClusterState, now: float) -> str:
+        paused = f" ({describe_paused(state)})" if state.paused else ""
         return (f"no task finished for {now - self._progress_since:.0f} s on "
-                f"{state.n_workers} worker(s): the computation is stuck (raise --timeout / "
-                f"bigkern.stall_timeout if its tasks are that long)")
+                f"{state.n_workers} worker(s){paused}: the computation is stuck (raise "
+                f"--timeout / bigkern.stall_timeout if its tasks are that long)")
 
     def _judge_workers(self, state: ClusterState, now: float, first: float,
                        once: Callable[[str, str], None]) -> str | None:
@@ -328,7 +336,10 @@ class _Watch(threading.Thread):
         stall = float(config.get("stall_timeout", 300))
         self.client, self.futures = client, futures
         self.poll = poll_interval(stall) if poll is None else poll
-        self.dog = Watchdog(stall, float(config.get("paused_timeout", 30)), time.monotonic())
+        # the workers the client last heard of (its cached scheduler info: no call)
+        known = len((getattr(client, "_scheduler_identity", None) or {}).get("workers", {}))
+        self.dog = Watchdog(stall, float(config.get("paused_timeout", 30)), time.monotonic(),
+                            known)
         self.verdict: str | None = None
         self.done = threading.Event()
 
