@@ -201,3 +201,35 @@ def test_cli_predict_on_a_paused_cluster_exits_with_one_line(fitted, tmp_path):
     assert "Traceback" not in run.stderr
     assert "bigkern: 1 of 1 worker paused at" in run.stderr  # told before it gave up
     assert elapsed < 5 + 30 + 20
+
+
+# --- the worker plugins' footprint ------------------------------------------------------------
+
+@pytest.mark.timeout(120)
+def test_worker_plugins_import_nothing_heavy_on_workers_and_still_pin_blas():
+    from distributed import LocalCluster
+
+    import bigkern
+    from bigkern.cluster_logs import QuietLogs
+
+    def modules() -> list[str]:
+        return sorted(m for m in ("bigkern", "numba", "scipy", "sklearn", "xarray", "zarr")
+                      if m in sys.modules)
+
+    def scipy_blas_threads() -> list[int]:
+        import scipy.linalg  # noqa: F401  (loaded after the plugin ran)
+        from threadpoolctl import threadpool_info
+
+        return sorted({i["num_threads"] for i in threadpool_info()
+                       if i["internal_api"] == "openblas"})
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as cluster, \
+            config.set(blas_threads=2), QuietLogs() as quiet, \
+            bigkern.connect(cluster, quiet=True) as client, quiet.cluster(client, owned=True):
+        plugins = client.run_on_scheduler(lambda dask_scheduler: sorted(
+            dask_scheduler.worker_plugins))
+        assert {"bigkern-pin-blas-threads", "bigkern-quiet-expected-errors"} <= set(plugins)
+        # registering them imported none of bigkern's heavy dependencies (~190 MiB)
+        assert list(client.run(modules).values()) == [[]]
+        # a BLAS loaded later by a task still gets bigkern.blas_threads (the nanny's is 1)
+        assert list(client.run(scipy_blas_threads).values()) == [[2]]
