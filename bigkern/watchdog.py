@@ -1,7 +1,7 @@
 """No silent waits: one watchdog over every computation bigkern waits for on a cluster.
 
 While the client waits for a computation, a background thread asks the
-scheduler, about once a second, how its workers are: how many there are,
+scheduler, every 1 to 5 seconds, how its workers are: how many there are,
 which are paused because their memory passed distributed's ``pause``
 fraction of their limit, and whether any task has changed state since the
 last look (the scheduler's transition counter: it stands still exactly when
