@@ -78,7 +78,7 @@ FILL = -9999.0
 WILD = 1e12
 SEED = 0
 # modules of issue 23's cases, each with run_cases(tmp, quick) -> [{case, outcome, ok, lost}]
-TRUST_CASES = ("faults_writers", "faults_models", "faults_cli", "faults_hangs")
+TRUST_CASES = ("faults_writers", "faults_stores", "faults_models", "faults_cli", "faults_hangs")
 
 
 # ---------------------------------------------------------------------------
