@@ -170,8 +170,14 @@ def test_unknown_parameter_names_the_valid_ones(store, tmp_path, capsys):
         assert name in err
 
 
+def test_an_out_of_range_parameter_is_a_usage_error_before_reading(tmp_path, capsys):
+    assert main(["fit", str(tmp_path / "absent.zarr"), "-o", str(tmp_path / "m.zarr"),
+                 "--model", "reduced-svc", "--param", "omega=-1"]) == 2
+    err = capsys.readouterr().err
+    assert "omega" in err and "absent.zarr" not in err and "Traceback" not in err
+
+
 @pytest.mark.parametrize(("args", "message"), [
-    (["--model", "reduced-svc", "--param", "omega=-1"], "omega must be a positive"),
     (["--model", "reduced-svr", "--target", "NOPE"], "NOPE"),
     (["--model", "reduced-svc", "--features", "NDAI", "XYZ"], "XYZ"),
 ])
