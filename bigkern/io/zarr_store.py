@@ -46,6 +46,14 @@ _CF_ENCODING = ("_FillValue", "missing_value", "dtype", "scale_factor", "add_off
                 "units", "calendar")
 
 
+# A predictions store keeps its regions' commit records in the hidden folder
+# .bigkern-regions (bigkern.io.regions), which is not a zarr node: zarr says so whenever it
+# lists the store's root. That is expected of bigkern's own folder, and of it alone.
+warnings.filterwarnings(
+    "ignore", message=r"Object at \.bigkern-regions is not recognized as a component",
+    category=UserWarning)
+
+
 @contextmanager
 def _quiet_consolidated() -> Iterator[None]:
     """Consolidated metadata (one read to open a store on object storage) is not in
