@@ -8,13 +8,16 @@ store must not try to allocate, list or graph what it declares.
 (consolidated) metadata and refuses, with :class:`~bigkern.errors.StoreError`
 naming the store, the array and the figure, anything beyond the
 ``bigkern.store_limits`` settings; :func:`array_metadata` gives what it read,
-for planning the tasks from metadata (:mod:`bigkern.io.chunking`).
+and :func:`planned_read_chunks` plans a scene store's tasks from it and applies
+``bigkern.chunk_guidance.too_many_tasks`` (:mod:`bigkern.io.chunking`), so
+that :func:`bigkern.io.open_scenes` refuses or rechunks a store of too many
+small chunks before it lists, reads or computes anything.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +26,8 @@ import numpy as np
 from bigkern import config
 from bigkern.errors import StoreError
 
-__all__ = ["ArrayMeta", "array_metadata", "check_declared_sizes", "count_blocks"]
+__all__ = ["ArrayMeta", "array_metadata", "check_declared_sizes", "count_blocks",
+           "planned_read_chunks"]
 
 _DEFAULTS = {"max_elements": 10**12, "max_chunks": 10**6, "max_index_length": 10**8}
 
@@ -138,3 +142,61 @@ def check_declared_sizes(where: str, arrays: Mapping[str, ArrayMeta],
             raise StoreError(f"store {where}: chunks={chunks!r} would read array {name!r} in "
                              f"{blocks:,} tasks, more than bigkern.store_limits.max_chunks "
                              f"({max_chunks:,}): choose larger chunks")
+
+
+def planned_read_chunks(loc: Any, where: str, chunks: Mapping[str, Any] | str | None,
+                        features: Sequence[str] | None,
+                        dims: tuple[str, ...]) -> Mapping[str, Any] | str | None:
+    """The chunks to read a scene store with, decided from its metadata alone.
+
+    The declared sizes are checked (:func:`check_declared_sizes`), the tasks
+    of the feature (an array of ``dims``, not ``label``) whose chunks make the
+    most are planned (:func:`bigkern.io.chunking.planned_tasks`), and
+    ``bigkern.chunk_guidance.too_many_tasks`` is applied
+    (:func:`bigkern.io.chunking.guide_chunks`) — all before anything is
+    listed, read or computed.
+
+    Parameters
+    ----------
+    loc : Location
+        The store.
+    where : str
+        The store as the user gave it (for messages).
+    chunks : mapping or str, optional
+        The chunks the caller asked for (None: the store's own).
+    features : sequence of str, optional
+        The features to plan for (None: every array of ``dims``).
+    dims : tuple of str
+        The dims of a feature, ``("scene", "y", "x")``.
+
+    Returns
+    -------
+    mapping, str or None
+        ``chunks``, or the recommended chunks when the policy rechunks.
+    """
+    import zarr
+
+    from bigkern.io.chunking import guide_chunks, planned_tasks
+    from bigkern.io.zarr_store import _quiet_consolidated
+
+    with _quiet_consolidated():
+        group = zarr.open_group(loc.zarr_store(read_only=True), mode="r")
+    arrays = array_metadata(group)
+    check_declared_sizes(where, arrays, chunks)
+    plans = []
+    for name, meta in arrays.items():
+        if meta.dims != dims or name == "label" or (features is not None
+                                                     and name not in features):
+            continue
+        spec: Any = meta.chunks
+        if isinstance(chunks, str):
+            spec = chunks
+        elif chunks:
+            spec = tuple(chunks.get(d, z) for d, z in zip(meta.dims, meta.chunks, strict=True))
+        plans.append((name, planned_tasks(meta.dims, meta.shape, meta.dtype, spec)))
+    if not plans:
+        return chunks
+    name, plan = max(plans, key=lambda p: (p[1].n_tasks, -p[1].pixels_per_task_median))
+    better = guide_chunks(plan, what=f"scene store {where} (variable {name!r})",
+                          explicit=bool(chunks), stacklevel=4)
+    return better if better is not None else chunks

@@ -19,14 +19,13 @@ import xarray as xr
 
 from bigkern import config
 from bigkern.errors import LabelError, StoreError
-from bigkern.io.chunking import guide_chunks, planned_tasks
 from bigkern.io.integrity import open_checked
-from bigkern.io.limits import array_metadata, check_declared_sizes
+from bigkern.io.limits import planned_read_chunks
 from bigkern.io.manifest import MANIFEST_ATTR, manifest_digests, write_manifests
 from bigkern.io.outputs import staged_output
 from bigkern.io.urls import Location, PathOrURL, StorageOptions, location
 from bigkern.io.validity import FillValues, ValidRanges, apply_validity, ensure_validity
-from bigkern.io.zarr_store import _quiet_consolidated, finish_store, to_zarr
+from bigkern.io.zarr_store import finish_store, to_zarr
 
 __all__ = [
     "SCENE_DIMS",
@@ -119,7 +118,7 @@ def open_scenes(
     if not loc.exists():
         raise StoreError(f"no scene store at {path}: the path does not exist")
     try:
-        chunks = _planned_chunks(loc, str(path), chunks, features)
+        chunks = planned_read_chunks(loc, str(path), chunks, features, SCENE_DIMS)
         ds = open_checked(loc, chunks=chunks)
     except StoreError:
         raise
@@ -128,40 +127,6 @@ def open_scenes(
     if validate:
         validate_scenes(ds, features=features, where=str(path))
     return apply_validity(ds, fill_values=fill_values, valid_ranges=valid_ranges)
-
-
-def _planned_chunks(loc: Location, where: str, chunks: dict[str, int] | str | None,
-                    features: Sequence[str] | None) -> dict[str, int] | str | None:
-    """The chunks to read the store with, decided from its metadata alone.
-
-    The declared sizes are checked against ``bigkern.store_limits``, the
-    tasks of the feature whose chunks make the most are planned, and
-    ``bigkern.chunk_guidance.too_many_tasks`` applied — all before anything
-    is listed, read or computed.
-    """
-    import zarr
-
-    with _quiet_consolidated():
-        group = zarr.open_group(loc.zarr_store(read_only=True), mode="r")
-    arrays = array_metadata(group)
-    check_declared_sizes(where, arrays, chunks)
-    plans = []
-    for name, meta in arrays.items():
-        if meta.dims != SCENE_DIMS or name == "label" or (features is not None
-                                                           and name not in features):
-            continue
-        spec: Any = meta.chunks
-        if isinstance(chunks, str):
-            spec = chunks
-        elif chunks:
-            spec = tuple(chunks.get(d, z) for d, z in zip(meta.dims, meta.chunks, strict=True))
-        plans.append((name, planned_tasks(meta.dims, meta.shape, meta.dtype, spec)))
-    if not plans:
-        return chunks
-    name, plan = max(plans, key=lambda p: (p[1].n_tasks, -p[1].pixels_per_task_median))
-    better = guide_chunks(plan, what=f"scene store {where} (variable {name!r})",
-                          explicit=bool(chunks), stacklevel=4)
-    return better if better is not None else chunks
 
 
 def validate_scenes(
