@@ -194,8 +194,8 @@ def plugin_footprint() -> dict[str, float]:
     """
     from distributed import Client, LocalCluster
 
-    from bigkern.cluster import _plugin_class
     from bigkern.cluster_logs import QuietExpectedErrors
+    from bigkern.worker_plugins import PinBlasThreads
 
     def rss() -> tuple[float, list[str]]:
         import sys as _sys
@@ -212,7 +212,7 @@ def plugin_footprint() -> dict[str, float]:
     with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0",
                       silence_logs=50) as cluster, Client(cluster) as client:
         before, _ = next(iter(client.run(rss).values()))
-        client.register_plugin(_plugin_class()(1))
+        client.register_plugin(PinBlasThreads(1))
         client.register_plugin(QuietExpectedErrors())
         after, loaded = next(iter(client.run(rss).values()))
         client.run(import_bigkern)

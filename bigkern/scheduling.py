@@ -19,6 +19,7 @@ from typing import Any
 import dask
 
 from bigkern import config
+from bigkern.watchdog import current_client
 
 __all__ = ["compute", "current_client", "gather_watching", "task_threads"]
 
@@ -134,17 +135,6 @@ def gather_watching(client: Any, futures: list[Any], poll: float | None = None) 
     from bigkern.watchdog import gather
 
     return gather(client, futures, poll=poll)
-
-
-def current_client() -> Any:
-    """The default distributed client, unless dask's ``scheduler`` setting names another.
-
-    ``with dask.config.set(scheduler="threads"):`` runs bigkern's computations on
-    local threads even while a client exists, as it does for ``dask.compute``.
-    """
-    chosen = dask.config.get("scheduler", None)
-    if chosen is not None and chosen not in ("dask.distributed", "distributed"):
-        return None
     try:
         from distributed import default_client
 

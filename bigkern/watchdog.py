@@ -45,12 +45,25 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import dask
+
 from bigkern import config
 from bigkern.errors import ClusterError
 from bigkern.stall_rules import ClusterState, Watchdog
 
-__all__ = ["ClusterState", "Watchdog", "cluster_state", "gather", "is_watching", "poll_interval",
-           "watching"]
+__all__ = ["ClusterState", "Watchdog", "cluster_state", "current_client", "gather", "is_watching",
+           "poll_interval", "watching"]
+
+
+def current_client() -> Any:
+    """The default distributed client, unless dask's ``scheduler`` setting names another.
+
+    ``with dask.config.set(scheduler="threads"):`` runs bigkern's computations on
+    local threads even while a client exists, as it does for ``dask.compute``.
+    """
+    chosen = dask.config.get("scheduler", None)
+    if chosen is not None and chosen not in ("dask.distributed", "distributed"):
+        return None
 
 
 def poll_interval(stall_timeout: float) -> float:
@@ -176,7 +189,7 @@ def watching(client: Any = None, futures: Sequence[Any] | None = None, *,
     Parameters
     ----------
     client : distributed.Client, optional
-        Default: the current client (:func:`bigkern.scheduling.current_client`);
+        Default: the current client (:func:`current_client`);
         without one (dask's local schedulers) nothing is watched.
     futures : sequence of distributed.Future, optional
         What to cancel when giving up; default every future of ``client``
@@ -198,8 +211,6 @@ def watching(client: Any = None, futures: Sequence[Any] | None = None, *,
             ds.load()       # any computation on client, however it is started
     """
     if client is None:
-        from bigkern.scheduling import current_client
-
         client = current_client()
     if client is None or is_watching() or getattr(client, "asynchronous", False):
         yield
