@@ -31,7 +31,12 @@ from bigkern.cli_checks import (
     validity_keywords,
 )
 from bigkern.cli_parser import build_parser as _parser
-from bigkern.cli_signals import children_ignore_sigint, exit_code, sigterm_raises
+from bigkern.cli_signals import (
+    children_ignore_sigint,
+    exit_code,
+    quiet_abandoned_gathers,
+    sigterm_raises,
+)
 
 __all__ = ["UsageError", "main"]
 
@@ -86,6 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with sigterm_raises():
             args = _parser().parse_args(argv)
+            if not args.verbose:
+                quiet_abandoned_gathers()
             return _main(args)
     except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM (bigkern.cli_signals.Terminated)
         if args is not None and args.verbose:

@@ -16,8 +16,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import Any
 
-__all__ = ["Terminated", "children_ignore_sigint", "exit_code", "sigterm_raises"]
+__all__ = ["Terminated", "children_ignore_sigint", "exit_code", "quiet_abandoned_gathers",
+           "sigterm_raises"]
 
 
 class Terminated(KeyboardInterrupt):
@@ -81,3 +83,27 @@ def children_ignore_sigint() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+class _AbandonedGather:
+    """Drops asyncio's "Task exception was never retrieved" for distributed's ``AllExit``.
+
+    A gather interrupted by Ctrl-C or SIGTERM ends with ``AllExit``, which distributed
+    raises to stop waiting and nobody retrieves; asyncio logs it, with a traceback, when
+    the task is collected. After an interrupt that is the expected end of the wait.
+    """
+
+    def filter(self, record: Any) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is None and isinstance(record.args, dict):
+            exc = record.args.get("exception")
+        return type(exc).__name__ != "AllExit"
+
+
+def quiet_abandoned_gathers() -> None:
+    """Install :class:`_AbandonedGather` on the ``asyncio`` logger (once)."""
+    import logging
+
+    log = logging.getLogger("asyncio")
+    if not any(isinstance(f, _AbandonedGather) for f in log.filters):
+        log.addFilter(_AbandonedGather())
