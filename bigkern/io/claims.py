@@ -207,7 +207,7 @@ def _write(lock: Location, record: dict[str, Any], *, exclusive: bool) -> bool:
 def _remove(lock: Location) -> None:
     try:
         if lock.local:
-            os.unlink(lock.path)
+            os.unlink(lock.path)  # the lease file: bigkern's own (callers checked its token)
         else:
             lock.fs.rm_file(lock.path)
             lock.refresh()
@@ -245,9 +245,9 @@ def _take_over(lock: Location, record: dict[str, Any]) -> bool:
             try:
                 os.link(aside, lock.path)
             finally:
-                os.unlink(aside)
+                os.unlink(aside)  # a lease file we renamed, just linked back into place
             return False
-        os.unlink(aside)
+        os.unlink(aside)  # the stale lease file we renamed: its token is the one judged stale
         return True
     current = _read(lock)
     if current is not None and current.get("token") == record.get("token"):
