@@ -434,3 +434,10 @@ class Tee(io.TextIOBase):
     def flush(self) -> None:
         for st in self.streams:
             st.flush()
+
+
+def print_fault_rows(rows: Sequence[dict[str, Any]]) -> None:
+    """Fault cases (``case``, ``outcome``, ``ok``, ``lost``) as an indented list."""
+    for row in rows:
+        print(f"- {row['case']}\n    {row['outcome']}\n    safe: {'yes' if row['ok'] else 'NO'}"
+              f"; lost: {'YES' if row['lost'] else 'nothing'}")

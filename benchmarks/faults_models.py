@@ -34,6 +34,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C
+
 FEATURES = ["NDAI", "SD", "CORR"]
 
 
@@ -193,13 +196,6 @@ def run_cases(tmp: Path, quick: bool = False) -> list[dict]:
     return rows
 
 
-def print_rows(rows: list[dict]) -> None:
-    """The cases as a table: case | outcome | safe | lost."""
-    for row in rows:
-        print(f"- {row['case']}\n    {row['outcome']}\n    safe: {'yes' if row['ok'] else 'NO'}"
-              f"; lost: {'YES' if row['lost'] else 'nothing'}")
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="flip every 7th byte, not every byte")
@@ -207,7 +203,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bigkern-faults-models-"))
     try:
         rows = run_cases(tmp, args.quick)
-        print_rows(rows)
+        C.print_fault_rows(rows)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     sys.exit(0 if all(r["ok"] and not r["lost"] for r in rows) else 1)

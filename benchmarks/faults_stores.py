@@ -38,6 +38,9 @@ from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C
+
 REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "BIGKERN_PROGRESS": "false"}
 CLI = [sys.executable, "-m", "bigkern"]
@@ -231,13 +234,6 @@ def run_cases(tmp: Path, quick: bool = False) -> list[dict]:
     return rows
 
 
-def print_rows(rows: list[dict]) -> None:
-    """The cases as a table: case | outcome | safe | lost."""
-    for row in rows:
-        print(f"- {row['case']}\n    {row['outcome']}\n    safe: {'yes' if row['ok'] else 'NO'}"
-              f"; lost: {'YES' if row['lost'] else 'nothing'}")
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true",
@@ -245,7 +241,7 @@ def main() -> None:
     args = p.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bigkern-faults-stores-"))
     try:
-        print_rows(run_cases(tmp, args.quick))
+        C.print_fault_rows(run_cases(tmp, args.quick))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -154,5 +154,6 @@ def write_png(fig: Any, path: PathOrURL | Location, *, overwrite: bool = False,
         fig.savefig(staged, **options)
         os.replace(staged, loc.local_path)
     finally:
+        # the hidden sibling this call just named with a fresh random tag: ours alone
         staged.unlink(missing_ok=True)
     return loc
