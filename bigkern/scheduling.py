@@ -135,9 +135,3 @@ def gather_watching(client: Any, futures: list[Any], poll: float | None = None) 
     from bigkern.watchdog import gather
 
     return gather(client, futures, poll=poll)
-    try:
-        from distributed import default_client
-
-        return default_client()
-    except (ImportError, ValueError):
-        return None

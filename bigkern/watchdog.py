@@ -64,6 +64,12 @@ def current_client() -> Any:
     chosen = dask.config.get("scheduler", None)
     if chosen is not None and chosen not in ("dask.distributed", "distributed"):
         return None
+    try:
+        from distributed import default_client
+
+        return default_client()
+    except (ImportError, ValueError):
+        return None
 
 
 def poll_interval(stall_timeout: float) -> float:
