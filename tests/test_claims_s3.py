@@ -34,10 +34,15 @@ def s3():
     host, port = server.get_host_and_port()
     options = {"endpoint_url": f"http://{host}:{port}", "key": "testing", "secret": "testing"}
     fs = s3fs.S3FileSystem(skip_instance_cache=True, **options)
+    # moto keeps its buckets per process, not per server: a module that imported this
+    # fixture may have left the bucket behind, so start from an empty one and leave none
+    if fs.exists(BUCKET):
+        fs.rm(BUCKET, recursive=True)
     fs.mkdir(BUCKET)
     try:
         yield options, fs
     finally:
+        fs.rm(BUCKET, recursive=True)
         server.stop()
 
 
