@@ -86,24 +86,31 @@ def children_ignore_sigint() -> Iterator[None]:
 
 
 class _AbandonedGather:
-    """Drops asyncio's "Task exception was never retrieved" for distributed's ``AllExit``.
+    """Drops the two log records an interrupted gather leaves behind.
 
-    A gather interrupted by Ctrl-C or SIGTERM ends with ``AllExit``, which distributed
-    raises to stop waiting and nobody retrieves; asyncio logs it, with a traceback, when
-    the task is collected. After an interrupt that is the expected end of the wait.
+    A gather interrupted by Ctrl-C or SIGTERM ends with distributed's ``AllExit``,
+    raised to stop waiting and retrieved by nobody: asyncio logs "Task exception was
+    never retrieved" with a traceback when the task is collected. When the interrupt
+    arrives before distributed's ``sync`` has created its future, the cancel callback
+    it scheduled finds the name unbound and tornado logs "Exception in callback" with a
+    ``NameError`` about ``future``. After an interrupt both are the expected end of the
+    wait, not errors.
     """
 
     def filter(self, record: Any) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
         if exc is None and isinstance(record.args, dict):
             exc = record.args.get("exception")
-        return type(exc).__name__ != "AllExit"
+        if type(exc).__name__ == "AllExit":
+            return False
+        return not (isinstance(exc, NameError) and "'future'" in str(exc))
 
 
 def quiet_abandoned_gathers() -> None:
-    """Install :class:`_AbandonedGather` on the ``asyncio`` logger (once)."""
+    """Install :class:`_AbandonedGather` on the ``asyncio`` and tornado loggers (once)."""
     import logging
 
-    log = logging.getLogger("asyncio")
-    if not any(isinstance(f, _AbandonedGather) for f in log.filters):
-        log.addFilter(_AbandonedGather())
+    for name in ("asyncio", "tornado.application"):
+        log = logging.getLogger(name)
+        if not any(isinstance(f, _AbandonedGather) for f in log.filters):
+            log.addFilter(_AbandonedGather())
