@@ -10,6 +10,7 @@ import json
 import logging
 import time
 
+import numpy as np
 import pytest
 
 moto_server = pytest.importorskip("moto.server", reason="moto[server] is not installed "
@@ -21,6 +22,7 @@ from bigkern.errors import StoreError  # noqa: E402
 from bigkern.io import open_scenes, write_scenes  # noqa: E402
 from bigkern.io.claims import claim_output  # noqa: E402
 from bigkern.io.outputs import PARTIAL_TAG  # noqa: E402
+from bigkern.io.staging import finish_interrupted_publish  # noqa: E402
 
 BUCKET = "bigkern-claims"
 
@@ -84,3 +86,65 @@ def test_a_writer_removes_hidden_partials_a_killed_run_left_on_s3(s3):
     names = sorted(p.rsplit("/", 1)[1] for p in fs.ls(f"{BUCKET}/c", detail=False))
     assert names == [f".s.zarr{PARTIAL_TAG}x", "s.zarr"], names
     open_scenes(url, storage_options=options)
+
+
+class _KilledWhilePublishing(Exception):
+    """Stands in for a kill between copying a staged store's arrays and its root."""
+
+
+def _kill_before_the_root_is_copied(patch: pytest.MonkeyPatch) -> None:
+    """Copies on S3 fail on a staged store's root ``zarr.json``, as a kill there would."""
+    original = s3fs.S3FileSystem._cp_file
+
+    async def cp_file(self, path1, path2, **kwargs):
+        folder, name = path1.rstrip("/").rsplit("/", 2)[-2:]
+        if name == "zarr.json" and PARTIAL_TAG in folder:
+            raise _KilledWhilePublishing(path1)
+        return await original(self, path1, path2, **kwargs)
+
+    patch.setattr(s3fs.S3FileSystem, "_cp_file", cp_file)
+
+
+def _names(fs, folder):
+    fs.invalidate_cache()
+    return sorted(p.rsplit("/", 1)[1] for p in fs.ls(folder, detail=False))
+
+
+def test_a_publish_killed_midway_on_s3_is_finished_by_the_next_writer(s3, monkeypatch):
+    options, fs = s3
+    url = f"s3://{BUCKET}/d/s.zarr"
+    write_scenes(make_scenes(1, (8, 8), seed=0), url, storage_options=options)
+    new = make_scenes(1, (8, 8), seed=1)
+    with monkeypatch.context() as patch:
+        _kill_before_the_root_is_copied(patch)
+        with pytest.raises(_KilledWhilePublishing):
+            write_scenes(new, url, overwrite=True, storage_options=options)
+    staged = [n for n in _names(fs, f"{BUCKET}/d") if PARTIAL_TAG in n]
+    assert len(staged) == 1, _names(fs, f"{BUCKET}/d")
+    with pytest.raises(StoreError, match=f"being replaced.*waits beside it in {staged[0]}"):
+        open_scenes(url, storage_options=options)
+    with claim_output(url, options) as claim:
+        assert finish_interrupted_publish(claim) == staged[0]
+    assert _names(fs, f"{BUCKET}/d") == ["s.zarr"]
+    got = open_scenes(url, storage_options=options)
+    np.testing.assert_array_equal(got["NDAI"].values, new["NDAI"].values)
+
+
+def test_an_overwrite_after_a_killed_publish_on_s3_loses_nothing(s3, monkeypatch):
+    options, fs = s3
+    url = f"s3://{BUCKET}/e/s.zarr"
+    write_scenes(make_scenes(1, (8, 8), seed=0), url, storage_options=options)
+    with monkeypatch.context() as patch:
+        _kill_before_the_root_is_copied(patch)
+        with pytest.raises(_KilledWhilePublishing):
+            write_scenes(make_scenes(1, (8, 8), seed=1), url, overwrite=True,
+                         storage_options=options)
+    with pytest.raises(StoreError, match="exists"):
+        write_scenes(make_scenes(1, (8, 8), seed=2), url, storage_options=options)
+    # the refused writer still put the complete output in place, and removed nothing else
+    assert _names(fs, f"{BUCKET}/e") == ["s.zarr"]
+    last = make_scenes(1, (8, 8), seed=2)
+    write_scenes(last, url, overwrite=True, storage_options=options)
+    assert _names(fs, f"{BUCKET}/e") == ["s.zarr"]
+    got = open_scenes(url, storage_options=options)
+    np.testing.assert_array_equal(got["NDAI"].values, last["NDAI"].values)

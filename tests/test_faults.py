@@ -22,7 +22,7 @@ from bigkern.datasets import make_scenes
 from bigkern.errors import StoreError
 from bigkern.io import open_scenes, write_scenes
 from bigkern.io.integrity import open_checked
-from bigkern.io.outputs import staged_output
+from bigkern.io.staging import staged_output
 
 WORKERS = ["--workers", "1"]
 

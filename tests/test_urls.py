@@ -23,7 +23,8 @@ from bigkern.errors import StoreError
 from bigkern.io import ingest_misr_text, open_scenes, read_regression_csv, write_scenes
 from bigkern.io.integrity import missing_chunks, open_checked
 from bigkern.io.misr_text import MISR_TEXT_COLUMNS
-from bigkern.io.outputs import REGIONS_FOLDER, check_not_input, prepare_output, staged_output
+from bigkern.io.outputs import REGIONS_FOLDER, check_not_input, prepare_output
+from bigkern.io.staging import staged_output
 from bigkern.io.urls import is_url, location
 from bigkern.io.zarr_store import read_root_attrs
 from bigkern.workflow import fit_scenes, plot_scene

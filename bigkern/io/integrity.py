@@ -46,7 +46,7 @@ from bigkern.errors import StoreError
 from bigkern.io.limits import array_metadata, check_declared_sizes
 from bigkern.io.manifest import MANIFEST_ATTR, ChunkManifest, read_manifest
 from bigkern.io.urls import Location, PathOrURL, StorageOptions, location
-from bigkern.io.zarr_store import KIND_ATTR, STATUS_ATTR, _quiet_consolidated
+from bigkern.io.zarr_store import KIND_ATTR, PUBLISHING_ATTR, STATUS_ATTR, _quiet_consolidated
 
 __all__ = ["CheckedChunks", "check_store_complete", "missing_chunks", "open_checked"]
 
@@ -312,6 +312,12 @@ def check_store_complete(
     """Raise :class:`StoreError` if the bigkern store ``ds`` (opened from ``path``) is
     unfinished or lacks a chunk."""
     status = ds.attrs.get(STATUS_ATTR)
+    successor = ds.attrs.get(PUBLISHING_ATTR)
+    if status != "complete" and successor:
+        raise StoreError(
+            f"store {path} is incomplete: it was being replaced when its writer stopped; the "
+            f"complete new output waits beside it in {successor}. Rerun the command that "
+            f"writes {path} (with --overwrite) and it is put in place first")
     if status != "complete":
         raise StoreError(
             f"store {path} is incomplete (bigkern_status={status!r}): the command that wrote "

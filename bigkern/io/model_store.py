@@ -18,7 +18,7 @@ from bigkern.errors import ClusterError, StoreError
 from bigkern.io.integrity import open_checked
 from bigkern.io.model_digest import DIGEST_ATTR, model_digest, verify_model_digest
 from bigkern.io.model_limits import check_model_limits
-from bigkern.io.outputs import staged_output
+from bigkern.io.staging import staged_output
 from bigkern.io.urls import Location, PathOrURL, StorageOptions, location
 from bigkern.io.zarr_store import KIND_ATTR, VERSION_ATTR, finish_store, to_zarr
 

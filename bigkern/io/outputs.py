@@ -11,16 +11,15 @@ Three rules, applied by every writer in bigkern (scenes, models, predictions):
 3. **A crash never leaves output that reads as complete.** Stores are written
    to a hidden temporary sibling and moved into place when finished
    (:func:`staged_output`), or — for resumable predictions — written in place
-   with ``bigkern_status = "writing"`` until the last chunk is in.
+   with ``bigkern_status = "writing"`` until the last chunk is in. Staging and
+   publishing live in :mod:`bigkern.io.staging`.
 
 Every function takes local paths or fsspec URLs (``s3://``, ``gs://``,
 ``memory://`` …, with ``storage_options=``; see :mod:`bigkern.io.urls`). Local
 paths are handled with :mod:`os` as always. On a URL the same three rules
 hold: paths are compared per protocol (an ``s3://`` output never overlaps a
 local input), a store is recognised by the same root attributes, and a staged
-output is published as :func:`staged_output` describes — object stores have
-no atomic rename, so bigkern relies on the root ``zarr.json`` (the one object
-that carries ``bigkern_status``) being written last.
+output is published as :func:`bigkern.io.staging.staged_output` describes.
 
 Two more rules make an output have **one writer** (:mod:`bigkern.io.claims`):
 every writer claims its output before writing anything, so a second command
@@ -37,33 +36,31 @@ from __future__ import annotations
 import os
 import posixpath
 import shutil
-import uuid
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
 from bigkern.errors import StoreError
-from bigkern.io.claims import LOCK_SUFFIX, OutputClaim, claim_output
+from bigkern.io.claims import LOCK_SUFFIX, OutputClaim
 from bigkern.io.urls import Location, PathOrURL, StorageOptions, location
-from bigkern.io.zarr_store import KIND_ATTR, STATUS_ATTR, read_root_attrs
+from bigkern.io.zarr_store import KIND_ATTR, read_root_attrs
 
 __all__ = [
     "PARTIAL_TAG",
     "REGIONS_FOLDER",
+    "REPLACED_TAG",
     "check_not_input",
     "check_replaceable",
     "clean_partials",
     "is_bigkern_store",
     "prepare_output",
-    "publish_staged",
     "remove_output",
-    "staged_output",
     "store_kind",
 ]
 
 PARTIAL_TAG = ".bigkern-partial-"
 _PARTIAL = PARTIAL_TAG
-_REPLACED = ".bigkern-replaced-"
+REPLACED_TAG = ".bigkern-replaced-"
+_REPLACED = REPLACED_TAG
 # the hidden folder of a predictions store that holds one commit record per region
 REGIONS_FOLDER = ".bigkern-regions"
 
@@ -303,130 +300,3 @@ def remove_output(path: PathOrURL | Location, storage_options: StorageOptions = 
     loc = location(path, storage_options)
     check_replaceable(loc)  # bigkern's marker attributes, and nothing but the store inside
     _delete(loc)
-
-
-@contextmanager
-def staged_output(
-    path: PathOrURL | Location, *, overwrite: bool = False,
-    inputs: Iterable[PathOrURL | Location] = (), storage_options: StorageOptions = None,
-    kind: str | None = None,
-) -> Iterator[Path | Location]:
-    """Yield a hidden temporary sibling of ``path`` to write; move it into place on success.
-
-    The output is claimed first (:func:`bigkern.io.claims.claim_output`): a
-    second command writing the same path fails at once. Hidden partial
-    siblings of earlier, killed runs are removed. On an exception the
-    temporary sibling is removed and ``path`` is left as it was.
-
-    For a **local path** (a :class:`~pathlib.Path` is yielded) the sibling is
-    renamed into place. A replaced output is first moved aside, and deleted
-    only once the new one is in place, so a crash at any moment leaves either
-    the old complete output or the new one at ``path`` (plus, at worst, a
-    hidden ``.<name>.bigkern-…`` sibling, removed by the next writer).
-
-    For a **URL** (a :class:`~bigkern.io.urls.Location` is yielded: pass it to
-    bigkern's writers, or use its ``fs`` and ``path``) object stores cannot
-    rename atomically, so the staged sibling prefix is *copied* into place
-    (server-side on S3 and GCS) and then deleted: first every object but the
-    root ``zarr.json``, then the root ``zarr.json`` — the object that makes the
-    store a store and says ``bigkern_status = "complete"`` — last. A replaced
-    output is first marked ``bigkern_status = "writing"`` and emptied, once
-    the new one is complete beside it. So a crash while writing leaves the old
-    output untouched; a crash while publishing leaves a store that reads as
-    unfinished (refused by bigkern's readers, replaceable with ``overwrite``),
-    never one that reads as complete. A single-file output (a netCDF model)
-    is one object, put whole.
-
-    Parameters
-    ----------
-    path : str, Path, URL or Location
-        The output.
-    overwrite : bool
-        Replace an existing output that bigkern wrote (of ``kind``).
-    inputs : iterable of paths or URLs
-        The command's inputs: ``path`` may not be, contain or lie inside one.
-    storage_options : mapping, optional
-        fsspec options for a URL.
-    kind : str, optional
-        The kind of output written (``scenes``, ``predictions``, ``model``): an
-        existing output of another kind is refused even with ``overwrite``.
-    """
-    loc = location(path, storage_options)
-    inputs = list(inputs)
-    prepare_output(loc, overwrite=overwrite, inputs=inputs, kind=kind)
-    with claim_output(loc) as claim:
-        clean_partials(claim)
-        tag = uuid.uuid4().hex[:12]
-        temp = loc.with_name(f".{loc.name}{_PARTIAL}{tag}")
-        try:
-            yield temp.local_path if loc.local else temp
-            claim.check()
-        except BaseException:
-            # ``temp`` carries a fresh random tag: nothing but this call can have made it
-            if temp.exists():
-                _delete(temp)
-            raise
-        publish_staged(temp, loc, kind=kind)
-
-
-def publish_staged(temp: Location, target: Location, *, kind: str | None = None) -> None:
-    """Put the complete staged output ``temp`` at ``target``, replacing bigkern's output there.
-
-    The caller holds ``target``'s claim and made ``temp``. Local paths: the
-    old output is renamed aside, ``temp`` renamed into place, then the old one
-    deleted. URLs: see :func:`staged_output`.
-    """
-    if not target.local:
-        _publish(temp, target, kind=kind)
-        return
-    dest, staged = target.local_path, temp.local_path
-    if dest.exists() or dest.is_symlink():
-        check_replaceable(target, kind=kind)  # checked again: it may have changed meanwhile
-        aside = dest.with_name(f".{dest.name}{_REPLACED}{uuid.uuid4().hex[:12]}")
-        dest.rename(aside)
-        staged.rename(dest)
-        # ``aside`` is the old output, just checked to be bigkern's own and nothing else
-        if aside.is_dir():
-            shutil.rmtree(aside)
-        else:
-            aside.unlink()
-    else:
-        staged.rename(dest)
-
-
-def _retire(target: Location) -> None:
-    """Mark the old output ``writing`` and delete all of it but its root ``zarr.json``."""
-    import zarr
-
-    # _publish called check_replaceable(target) just before: bigkern's marker attributes,
-    # and nothing inside but what bigkern wrote
-    if not target.isdir():
-        _delete(target)
-        return
-    zarr.open_group(target.zarr_store(), mode="r+", use_consolidated=False).attrs[
-        STATUS_ATTR] = "writing"
-    for name, _ in _entries(target):
-        if name != "zarr.json":
-            _delete(target.joinpath(name))
-
-
-def _publish(temp: Location, target: Location, *, kind: str | None = None) -> None:
-    """Copy the staged output ``temp`` to ``target`` (root metadata last), then delete ``temp``."""
-    fs = temp.fs
-    if target.exists():
-        check_replaceable(target, kind=kind)  # checked again: it may have changed meanwhile
-        _retire(target)
-    temp.refresh()
-    if temp.isfile():
-        fs.copy(temp.path, target.path)
-    else:
-        root = temp.path.rstrip("/")
-        names = sorted(posixpath.relpath(f, root) for f in fs.find(root))
-        rest = [n for n in names if n != "zarr.json"]
-        if rest:
-            fs.copy([f"{root}/{n}" for n in rest],
-                    [target.joinpath(*n.split("/")).path for n in rest])
-        if "zarr.json" in names:
-            fs.copy(f"{root}/zarr.json", target.joinpath("zarr.json").path)
-    target.refresh()
-    _delete(temp)  # the staged copy: a fresh random tag that only staged_output made

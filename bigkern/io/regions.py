@@ -58,10 +58,10 @@ from bigkern.io.outputs import (
     check_not_input,
     check_replaceable,
     clean_partials,
-    publish_staged,
     remove_output,
     store_kind,
 )
+from bigkern.io.staging import finish_interrupted_publish, publish_staged
 from bigkern.io.urls import Location, PathOrURL, StorageOptions, location
 from bigkern.io.zarr_store import KIND_ATTR, STATUS_ATTR, finish_store, read_root_attrs, to_zarr
 
@@ -265,6 +265,7 @@ class _Target:
 def _choose_target(ds: xr.Dataset, path: Location, claim: OutputClaim, *, kind: str, job: str,
                    overwrite: bool, resume: bool) -> _Target:
     """Resume the store at ``path``, start one there, or stage a replacement beside it."""
+    finish_interrupted_publish(claim)  # a killed writer's complete output is put in place first
     if not path.exists():
         return _Target(path, _create_template(ds, path, kind=kind, job=job), False, False)
     attrs = read_root_attrs(path) or {}

@@ -22,7 +22,7 @@ from bigkern.errors import LabelError, StoreError
 from bigkern.io.integrity import open_checked
 from bigkern.io.limits import planned_read_chunks
 from bigkern.io.manifest import MANIFEST_ATTR, manifest_digests, write_manifests
-from bigkern.io.outputs import staged_output
+from bigkern.io.staging import staged_output
 from bigkern.io.urls import Location, PathOrURL, StorageOptions, location
 from bigkern.io.validity import FillValues, ValidRanges, apply_validity, ensure_validity
 from bigkern.io.zarr_store import finish_store, to_zarr
@@ -356,7 +356,7 @@ def write_scenes(
     wrong place is an error when read.
 
     The store is written to a hidden temporary sibling and moved into place
-    when complete (see :func:`bigkern.io.outputs.staged_output`), so an
+    when complete (see :func:`bigkern.io.staging.staged_output`), so an
     interrupted write never leaves a store at ``path``.
 
     Parameters
@@ -397,7 +397,7 @@ def write_scenes(
     from bigkern.scheduling import compute
 
     digests = manifest_digests(out)
-    with staged_output(loc, overwrite=overwrite, inputs=inputs) as temp:
+    with staged_output(loc, overwrite=overwrite, inputs=inputs, kind="scenes") as temp:
         delayed = to_zarr(out, temp, kind="scenes", compute=False)
         # one compute: the digests are taken on the workers from the blocks being written
         _, *values = compute(delayed, *digests.values(), label=f"writing {path}")

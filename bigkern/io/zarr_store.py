@@ -10,7 +10,10 @@ is an error, not a silent NaN), and the root attributes
 ``bigkern_status``
     ``writing`` until the last chunk is in place, then ``complete``;
 ``bigkern_version``
-    the bigkern version that wrote it.
+    the bigkern version that wrote it;
+``bigkern_publishing``
+    only on an output being replaced on an object store: the hidden sibling
+    holding its complete successor (see :mod:`bigkern.io.staging`).
 
 :func:`bigkern.io.outputs.is_bigkern_store` recognises such stores; only they
 may be replaced with ``overwrite=True``.
@@ -29,6 +32,7 @@ from bigkern.io.urls import Location, PathOrURL, StorageOptions, location
 
 __all__ = [
     "KIND_ATTR",
+    "PUBLISHING_ATTR",
     "STATUS_ATTR",
     "VERSION_ATTR",
     "finish_store",
@@ -40,6 +44,7 @@ __all__ = [
 KIND_ATTR = "bigkern_kind"
 STATUS_ATTR = "bigkern_status"
 VERSION_ATTR = "bigkern_version"
+PUBLISHING_ATTR = "bigkern_publishing"
 
 # encoding keys a variable carries from its source that a rewrite must keep
 _CF_ENCODING = ("_FillValue", "missing_value", "dtype", "scale_factor", "add_offset",
