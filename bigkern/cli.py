@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import sys
 import time
 import traceback
@@ -124,7 +125,7 @@ def _main(args: argparse.Namespace) -> int:
             where = getattr(args, "scheduler", None) or "the Dask scheduler"
             return _one_line(f"bigkern: error: cannot connect to {where}: {err}", args.verbose)
         # a file that cannot be read or written: say which, in one line
-        return _one_line(f"bigkern: error: {_where(str(err), args)}", args.verbose)
+        return _one_line(f"bigkern: error: {_where(str(err), args, err)}", args.verbose)
     except Exception as err:
         if not _is_storage_service_error(err):
             raise
@@ -141,10 +142,18 @@ def _is_storage_service_error(err: BaseException) -> bool:
     return module.split(".")[0] in {"botocore", "aiobotocore", "google", "gcsfs", "s3fs"}
 
 
-def _where(text: str, args: argparse.Namespace) -> str:
-    """``text``, followed by the command's URLs when it names none of its paths."""
+# errors of a write that found no room: the output they were writing is what the user knows
+_NO_ROOM = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS}
+
+
+def _where(text: str, args: argparse.Namespace, err: BaseException | None = None) -> str:
+    """``text``, followed by the output a full disk stopped, or by the command's URLs
+    when it names none of its paths."""
     from bigkern.io.urls import is_url
 
+    out = getattr(args, "out", None)
+    if out and isinstance(err, OSError) and err.errno in _NO_ROOM and str(out) not in text:
+        return f"{text} (while writing {out})"
     paths = [getattr(args, name, None) for name in ("store", "model", "out", "png")]
     paths = [str(p) for p in [*paths, *getattr(args, "files", [])] if p]
     urls = [p for p in paths if is_url(p)]

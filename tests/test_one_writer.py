@@ -28,8 +28,9 @@ from bigkern.errors import StoreError
 from bigkern.io import open_scenes, write_scenes
 from bigkern.io.claims import claim_output, lock_location
 from bigkern.io.integrity import open_checked
-from bigkern.io.outputs import PARTIAL_TAG, REGIONS_FOLDER, staged_output
+from bigkern.io.outputs import PARTIAL_TAG, REGIONS_FOLDER
 from bigkern.io.regions import JOB_ATTR, STORE_ID_ATTR
+from bigkern.io.staging import staged_output
 from bigkern.io.urls import location
 
 WORKERS = ["--workers", "1"]
@@ -292,3 +293,53 @@ def test_a_model_never_replaces_a_scenes_store(two_models, tmp_path):
     with pytest.raises(StoreError, match="is a bigkern scenes store, not model"):
         bigkern.save_model(bigkern.load_model(m0), target, overwrite=True)
     assert _snapshot(target) == before
+
+
+def test_scenes_never_replace_a_model_or_predictions(two_models, tmp_path):
+    store, (m0, _) = two_models
+    predictions = tmp_path / "P.zarr"
+    assert _predict(store, m0, predictions) == 0
+    for target, kind in ((m0, "model"), (predictions, "predictions")):
+        before = _snapshot(target)
+        with pytest.raises(StoreError, match=f"is a bigkern {kind} store, not scenes"):
+            write_scenes(make_scenes(1, (8, 8), seed=1, radiances=False), target,
+                         overwrite=True)
+        assert _snapshot(target) == before
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 1 MiB tmpfs mounted for the test (root only), unmounted after it."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here (needs root): {mounted.stderr.strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_an_overwrite_onto_a_full_disk_keeps_the_old_output_and_names_it(
+        two_models, small_disk, capsys):
+    store, (m0, m1) = two_models
+    out = small_disk / "P.zarr"
+    assert _predict(store, m0, out) == 0
+    before, old = _snapshot(out), _decision(out)
+    # fill the disk but for a few pages: room for the claim, not for a second output
+    filler = small_disk / "filler"
+    free = shutil.disk_usage(small_disk).free
+    filler.write_bytes(b"\0" * max(free - 8 * 4096, 0))
+    capsys.readouterr()
+    assert _predict(store, m1, out, "--overwrite") == 1
+    err = [line for line in capsys.readouterr().err.splitlines()
+           if line and not line.startswith("bigkern: connected to")]
+    assert len(err) == 1 and "No space left on device" in err[0] and str(out) in err[0], err
+    assert _snapshot(out) == before  # the old output, complete and untouched
+    open_checked(out)
+    filler.unlink()
+    assert _predict(store, m1, out, "--overwrite") == 0
+    assert not list(small_disk.glob(".P.zarr.bigkern-*"))
+    assert not np.array_equal(_decision(out), old)  # now m1's predictions
