@@ -24,12 +24,30 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 @pytest.fixture(scope="session")
 def client():
-    """A real two-worker LocalCluster (processes) shared by the session."""
+    """A real two-worker LocalCluster (processes) shared by the session.
+
+    It is the default client only inside the tests that ask for it
+    (:func:`_client_is_current_where_asked`): once made, a session client that
+    were everyone's default would run every later test's computations on the
+    cluster, so a test would behave differently by the tests that ran before it
+    in its process (with pytest-xdist, by how the files were dealt out).
+    """
     from distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=":0") as cluster, Client(cluster) as c:
+                      dashboard_address=":0") as cluster, \
+            Client(cluster, set_as_default=False) as c:
         yield c
+
+
+@pytest.fixture(autouse=True)
+def _client_is_current_where_asked(request):
+    """Make the session's ``client`` the default client for a test that asks for it."""
+    if "client" not in request.fixturenames:
+        yield
+        return
+    with request.getfixturevalue("client").as_current():
+        yield
 
 
 @pytest.fixture(scope="session")
