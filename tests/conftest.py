@@ -22,6 +22,16 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+def pytest_xdist_auto_num_workers(config):
+    """Test processes for ``-n auto``: one per core, two at least, four at most.
+
+    Most tests wait (on clusters starting, subprocesses, servers) more than they
+    compute, so two processes pay even on one core; past four, each starting its
+    own clusters, a machine's memory and file handles matter more than its cores.
+    """
+    return max(2, min(4, os.cpu_count() or 1))
+
+
 @pytest.fixture(scope="session")
 def client():
     """A real two-worker LocalCluster (processes) shared by the session.
