@@ -2,90 +2,206 @@
 
 Scenes in zarr → exact percentile bins on Dask → a small kernel solve →
 lazy cloud masks written back to zarr.
+
+Every public name is importable from here (``bigkern.BinnedSVC``,
+``from bigkern import open_scenes``), and each is imported on first use: ``import
+bigkern`` loads only the settings, so the command line, a worker and a quick
+``bigkern.__version__`` do not pay for scikit-learn, SciPy, numba and matplotlib
+until they need them.
 """
 
-from bigkern import config, datasets
-from bigkern.cluster import connect
-from bigkern.errors import (
-    BigkernError,
-    BigkernWarning,
-    ClusterError,
-    DataQualityError,
-    DoublePrecisionWarning,
-    ExtendedPrecisionWarning,
-    IllConditionedWarning,
-    LabelError,
-    NoResidualDegreesOfFreedomError,
-    StoreError,
-    UnknownSettingError,
-)
-from bigkern.features import with_features
-from bigkern.io import (
-    ChunkWarning,
-    Samples,
-    ingest_misr_text,
-    load_regression,
-    open_scenes,
-    read_misr_text,
-    read_regression_csv,
-    stack_samples,
-    validate_scenes,
-    write_scenes,
-)
-from bigkern.kernels import (
-    CompactSupport,
-    Gaussian,
-    GaussianBasis,
-    GaussianExpansion,
-    gaussian_kernel,
-    nystrom_spectrum,
-    plot_nystrom_spectrum,
-)
-from bigkern.models import (
-    BinnedKernelRidge,
-    BinnedSVC,
-    CompactKernelPCA,
-    CompactKernelRidge,
-    CompactLSSVC,
-    CompactSVC,
-    GaussianRLS,
-    KernelExpansion,
-    KernelRidgeClassifier,
-    LOOKernelRidge,
-    NystromKernelRidge,
-    NystromKernelRidgeClassifier,
-    OHTRegressor,
-    PeriodicKernelRidge,
-    ReducedSVC,
-    ReducedSVR,
-    load_model,
-    save_model,
-)
-from bigkern.predict import predict_scenes, write_predictions
-from bigkern.reduce import (
-    DECILES,
-    alignment_sparsity,
-    bin_statistics,
-    gram_report,
-    percentile_bins,
-    quantile_edges,
-    quantile_summary,
-    random_split,
-    reduced_normal_equations,
-    sample_rows,
-    select_reduced_set,
-    sparse_gram,
-)
-from bigkern.tuning import (
-    choose_support_radius,
-    difference_noise_variance,
-    distance_quantile,
-    grid_search_bins,
-    holdout_accuracy,
-    holdout_grid_search,
-    mallows_cp,
-)
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import TYPE_CHECKING, Any
+
+from bigkern import config
 from bigkern.version import __version__
+
+# the module each public name comes from
+_SOURCES: dict[str, str] = {
+    # bigkern.cluster
+    "connect": "bigkern.cluster",
+    # bigkern.errors
+    "BigkernError": "bigkern.errors",
+    "BigkernWarning": "bigkern.errors",
+    "ClusterError": "bigkern.errors",
+    "DataQualityError": "bigkern.errors",
+    "DoublePrecisionWarning": "bigkern.errors",
+    "ExtendedPrecisionWarning": "bigkern.errors",
+    "IllConditionedWarning": "bigkern.errors",
+    "LabelError": "bigkern.errors",
+    "NoResidualDegreesOfFreedomError": "bigkern.errors",
+    "StoreError": "bigkern.errors",
+    "UnknownSettingError": "bigkern.errors",
+    # bigkern.features
+    "with_features": "bigkern.features",
+    # bigkern.io
+    "ChunkWarning": "bigkern.io",
+    "Samples": "bigkern.io",
+    "ingest_misr_text": "bigkern.io",
+    "load_regression": "bigkern.io",
+    "open_scenes": "bigkern.io",
+    "read_misr_text": "bigkern.io",
+    "read_regression_csv": "bigkern.io",
+    "stack_samples": "bigkern.io",
+    "validate_scenes": "bigkern.io",
+    "write_scenes": "bigkern.io",
+    # bigkern.kernels
+    "CompactSupport": "bigkern.kernels",
+    "Gaussian": "bigkern.kernels",
+    "GaussianBasis": "bigkern.kernels",
+    "GaussianExpansion": "bigkern.kernels",
+    "gaussian_kernel": "bigkern.kernels",
+    "nystrom_spectrum": "bigkern.kernels",
+    "plot_nystrom_spectrum": "bigkern.kernels",
+    # bigkern.models
+    "BinnedKernelRidge": "bigkern.models",
+    "BinnedSVC": "bigkern.models",
+    "CompactKernelPCA": "bigkern.models",
+    "CompactKernelRidge": "bigkern.models",
+    "CompactLSSVC": "bigkern.models",
+    "CompactSVC": "bigkern.models",
+    "GaussianRLS": "bigkern.models",
+    "KernelExpansion": "bigkern.models",
+    "KernelRidgeClassifier": "bigkern.models",
+    "LOOKernelRidge": "bigkern.models",
+    "NystromKernelRidge": "bigkern.models",
+    "NystromKernelRidgeClassifier": "bigkern.models",
+    "OHTRegressor": "bigkern.models",
+    "PeriodicKernelRidge": "bigkern.models",
+    "ReducedSVC": "bigkern.models",
+    "ReducedSVR": "bigkern.models",
+    "load_model": "bigkern.models",
+    "save_model": "bigkern.models",
+    # bigkern.predict
+    "predict_scenes": "bigkern.predict",
+    "write_predictions": "bigkern.predict",
+    # bigkern.reduce
+    "DECILES": "bigkern.reduce",
+    "alignment_sparsity": "bigkern.reduce",
+    "bin_statistics": "bigkern.reduce",
+    "gram_report": "bigkern.reduce",
+    "percentile_bins": "bigkern.reduce",
+    "quantile_edges": "bigkern.reduce",
+    "quantile_summary": "bigkern.reduce",
+    "random_split": "bigkern.reduce",
+    "reduced_normal_equations": "bigkern.reduce",
+    "sample_rows": "bigkern.reduce",
+    "select_reduced_set": "bigkern.reduce",
+    "sparse_gram": "bigkern.reduce",
+    # bigkern.tuning
+    "choose_support_radius": "bigkern.tuning",
+    "difference_noise_variance": "bigkern.tuning",
+    "distance_quantile": "bigkern.tuning",
+    "grid_search_bins": "bigkern.tuning",
+    "holdout_accuracy": "bigkern.tuning",
+    "holdout_grid_search": "bigkern.tuning",
+    "mallows_cp": "bigkern.tuning",
+}
+_SUBMODULES = frozenset({"config", "datasets"})
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name, or a submodule (``bigkern.io``), on first use; keep it here."""
+    if name in _SOURCES:
+        value: Any = getattr(importlib.import_module(_SOURCES[name]), name)
+    elif name in _SUBMODULES or (not name.startswith("__")
+                                 and importlib.util.find_spec(f"bigkern.{name}") is not None):
+        value = importlib.import_module(f"bigkern.{name}")
+    else:
+        raise AttributeError(f"module 'bigkern' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
+    from bigkern import config, datasets
+    from bigkern.cluster import connect
+    from bigkern.errors import (
+        BigkernError,
+        BigkernWarning,
+        ClusterError,
+        DataQualityError,
+        DoublePrecisionWarning,
+        ExtendedPrecisionWarning,
+        IllConditionedWarning,
+        LabelError,
+        NoResidualDegreesOfFreedomError,
+        StoreError,
+        UnknownSettingError,
+    )
+    from bigkern.features import with_features
+    from bigkern.io import (
+        ChunkWarning,
+        Samples,
+        ingest_misr_text,
+        load_regression,
+        open_scenes,
+        read_misr_text,
+        read_regression_csv,
+        stack_samples,
+        validate_scenes,
+        write_scenes,
+    )
+    from bigkern.kernels import (
+        CompactSupport,
+        Gaussian,
+        GaussianBasis,
+        GaussianExpansion,
+        gaussian_kernel,
+        nystrom_spectrum,
+        plot_nystrom_spectrum,
+    )
+    from bigkern.models import (
+        BinnedKernelRidge,
+        BinnedSVC,
+        CompactKernelPCA,
+        CompactKernelRidge,
+        CompactLSSVC,
+        CompactSVC,
+        GaussianRLS,
+        KernelExpansion,
+        KernelRidgeClassifier,
+        LOOKernelRidge,
+        NystromKernelRidge,
+        NystromKernelRidgeClassifier,
+        OHTRegressor,
+        PeriodicKernelRidge,
+        ReducedSVC,
+        ReducedSVR,
+        load_model,
+        save_model,
+    )
+    from bigkern.predict import predict_scenes, write_predictions
+    from bigkern.reduce import (
+        DECILES,
+        alignment_sparsity,
+        bin_statistics,
+        gram_report,
+        percentile_bins,
+        quantile_edges,
+        quantile_summary,
+        random_split,
+        reduced_normal_equations,
+        sample_rows,
+        select_reduced_set,
+        sparse_gram,
+    )
+    from bigkern.tuning import (
+        choose_support_radius,
+        difference_noise_variance,
+        distance_quantile,
+        grid_search_bins,
+        holdout_accuracy,
+        holdout_grid_search,
+        mallows_cp,
+    )
 
 __all__ = [
     "DECILES",

@@ -1,7 +1,7 @@
 """The version of bigkern, at the bottom of the import graph.
 
-Any module may import it (stores record the version that wrote them) without
-importing the :mod:`bigkern` facade, which imports every package.
+Any module may import it (stores record the version that wrote them) and
+import nothing else of bigkern with it.
 """
 
 __all__ = ["__version__"]

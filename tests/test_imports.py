@@ -357,3 +357,22 @@ def test_subpackages_are_attributes_after_import_bigkern() -> None:
     subs = ("datasets", "reduce", "io", "models", "kernels", "features", "solvers")
     code = "import bigkern\n" + "\n".join(f"bigkern.{s}" for s in subs)
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+
+
+def test_import_bigkern_is_light_and_every_public_name_resolves() -> None:
+    """``import bigkern`` imports no heavy library (each public name is imported on first
+    use), and every name in ``bigkern.__all__`` then resolves (fresh interpreter)."""
+    import subprocess
+    import sys
+
+    heavy = ("sklearn", "scipy", "numba", "matplotlib", "xarray", "zarr", "distributed")
+    code = (
+        "import sys, bigkern\n"
+        f"loaded = [m for m in {heavy!r} if m in sys.modules]\n"
+        "assert not loaded, f'import bigkern loaded {loaded}'\n"
+        "missing = [n for n in bigkern.__all__ if getattr(bigkern, n, None) is None]\n"
+        "assert not missing, missing\n"
+        "assert bigkern.BinnedSVC.__module__ == 'bigkern.models.binned'\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
