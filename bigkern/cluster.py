@@ -21,24 +21,10 @@ import dask
 from bigkern import config
 from bigkern.cluster_profiles import build_cluster
 from bigkern.errors import ClusterError
-from bigkern.scheduling import (  # they live there; still importable from here
-    compute,
-    current_client,
-    gather_watching,
-    task_threads,
-)
 
 # BigkernClient and PinBlasThreads (subclasses of distributed's Client and WorkerPlugin)
 # are built on first access, by the module __getattr__ below.
-__all__ = [
-    "compute",
-    "connect",
-    "current_client",
-    "gather_watching",
-    "owns_cluster",
-    "pin_blas_threads",
-    "task_threads",
-]
+__all__ = ["connect", "owns_cluster", "pin_blas_threads"]
 
 
 

@@ -1,8 +1,7 @@
 """The end-to-end job behind ``bigkern demo``: scenes → bins → model → cloud masks.
 
-The steps it shares with the CLI's ``fit`` and ``predict`` (:func:`fit_scenes`,
-:func:`plot_scene`) live in :mod:`bigkern.workflow`; they are re-exported here so
-that ``from bigkern.demo import fit_scenes`` keeps working.
+The steps it shares with the CLI's ``fit`` and ``predict`` (``fit_scenes``,
+``plot_scene``) live in :mod:`bigkern.workflow`.
 """
 
 from __future__ import annotations
@@ -20,16 +19,9 @@ from bigkern.io.scenes import open_scenes, write_scenes
 from bigkern.models.persistence import save_model
 from bigkern.predict import predict_scenes, write_predictions
 from bigkern.scheduling import compute
-from bigkern.workflow import (
-    DEFAULT_FEATURES,
-    DEFAULT_GRIDS,
-    FitOutcome,
-    fit_scenes,
-    plot_scene,
-)
+from bigkern.workflow import DEFAULT_FEATURES, fit_scenes, plot_scene
 
-__all__ = ["DEFAULT_FEATURES", "DEFAULT_GRIDS", "FitOutcome", "fit_scenes", "plot_scene",
-           "run_demo"]
+__all__ = ["run_demo"]
 
 
 def _say(msg: str) -> None:

@@ -189,7 +189,7 @@ def test_one_wild_corr_pixel_keeps_scene_accuracy():
     from bigkern.features import with_features
     from bigkern.io import stack_samples
     from bigkern.models import BinnedKernelRidge
-    from bigkern.sampling import random_split
+    from bigkern.reduce.sampling import random_split
 
     features = ["NDAI", "logSD", "CORR"]
     ds = with_features(make_scenes(2, (192, 256), seed=1), features)

@@ -266,13 +266,3 @@ def test_gaussian_regressors_predict_through_the_one_expansion_type(name):
     X = frame.iloc[200:260]
     np.testing.assert_array_equal(model.predict(X), exp.decision(X.to_numpy()))
     assert model.n_basis_ == exp.n_basis
-
-
-def test_the_old_expansion_name_still_builds_one_with_a_warning():
-    import bigkern
-    from bigkern.kernels import GaussianExpansion
-
-    with pytest.warns(DeprecationWarning, match="GaussianExpansion"):
-        exp = bigkern.KernelExpansion(np.zeros((2, 1)), [1.0, 2.0], 0.5, 1.0, [0.0], [1.0])
-    assert isinstance(exp, GaussianExpansion)
-    np.testing.assert_allclose(exp.decision(np.zeros((1, 1))), [3.5], rtol=1e-6)

@@ -222,8 +222,8 @@ def _predict(store: Path, model: Path, out: Path):
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_killed_prediction_resumes_computing_only_the_rest(tmp_path, client):
-    from bigkern.demo import fit_scenes
     from bigkern.models import save_model
+    from bigkern.workflow import fit_scenes
 
     store = tmp_path / "s.zarr"
     n_scene, n_y = 12, 4

@@ -157,7 +157,7 @@ def test_in_memory_kernel_ridge_baseline():
 def test_subsample_and_bagged_baselines_with_scikit_learn_bagging():
     from sklearn.ensemble import BaggingClassifier
 
-    from bigkern.sampling import sample_rows
+    from bigkern.reduce.sampling import sample_rows
 
     x, y = _data(20_000)
     bins = percentile_bins(x, y)

@@ -13,7 +13,7 @@ from bigkern.io import open_scenes, stack_samples
 from bigkern.models import BinnedSVC
 from bigkern.predict import predict_scenes
 from bigkern.reduce import percentile_bins
-from bigkern.sampling import random_split
+from bigkern.reduce.sampling import random_split
 from bigkern.tuning import grid_search_bins
 
 
@@ -107,7 +107,7 @@ def test_rows_and_labels_sliced_from_one_array_are_read_once(client, tmp_path):
     """X and y taken from the columns of one stored array: one read of each chunk per pass."""
     import dask.array as da
 
-    from bigkern.sampling import sample_rows
+    from bigkern.reduce.sampling import sample_rows
 
     rng = np.random.default_rng(0)
     path = str(tmp_path / "table.zarr")

@@ -201,13 +201,3 @@ def test_a_newer_format_names_both_versions_for_every_family(tmp_path):
     ds.to_netcdf(tmp_path / "newer.nc")
     with pytest.raises(StoreError, match="upgrade bigkern"):
         load_model(tmp_path / "newer.nc")
-
-
-def test_the_old_io_path_still_works_with_a_deprecation_warning():
-    import bigkern.io
-    from bigkern.models import load_model, save_model
-
-    with pytest.warns(DeprecationWarning, match="moved to bigkern.save_model"):
-        assert bigkern.io.save_model is save_model
-    with pytest.warns(DeprecationWarning, match="moved to bigkern.load_model"):
-        assert bigkern.io.load_model is load_model

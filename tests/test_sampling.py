@@ -6,7 +6,7 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from bigkern.sampling import random_split, sample_rows, uniform_from_index
+from bigkern.reduce.sampling import random_split, sample_rows, uniform_from_index
 
 
 def test_uniform_is_uniform_and_seeded():

@@ -14,7 +14,7 @@ from bigkern.io import open_scenes, stack_samples, write_scenes
 from bigkern.io.zarr_store import open_zarr
 from bigkern.models import BinnedSVC
 from bigkern.predict import predict_scenes, write_predictions
-from bigkern.sampling import random_split
+from bigkern.reduce.sampling import random_split
 
 FEATURES = ["NDAI", "SD", "CORR"]
 

@@ -28,10 +28,10 @@ from dask.utils import key_split
 from distributed.diagnostics.plugin import SchedulerPlugin
 
 from bigkern.datasets import make_scenes
-from bigkern.demo import DEFAULT_FEATURES, fit_scenes
 from bigkern.features import with_features
 from bigkern.io import open_scenes, write_scenes
 from bigkern.predict import predict_scenes, write_predictions
+from bigkern.workflow import DEFAULT_FEATURES, fit_scenes
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 

@@ -36,15 +36,3 @@ __all__ = [
     "write_scenes",
 ]
 
-
-def __getattr__(name: str) -> object:
-    """``bigkern.io.save_model`` / ``load_model``: moved to :mod:`bigkern.models` (deprecated)."""
-    if name in ("save_model", "load_model"):
-        import importlib
-        import warnings
-
-        warnings.warn(f"bigkern.io.{name} has moved to bigkern.{name} (bigkern.models.{name}); "
-                      f"the old path will be removed in the next release",
-                      DeprecationWarning, stacklevel=2)
-        return getattr(importlib.import_module("bigkern.models.persistence"), name)
-    raise AttributeError(f"module 'bigkern.io' has no attribute {name!r}")

@@ -39,7 +39,6 @@ from bigkern.io.validity import (
 
 __all__ = [
     "MISR_TEXT_COLUMNS",
-    "VARIABLE_ATTRS",
     "ingest_misr_text",
     "read_misr_text",
 ]

@@ -5,6 +5,8 @@
   :func:`kernel_blocks`, the one place Gaussian kernel blocks are formed;
 * :mod:`bigkern.kernels.compact` — :class:`CompactSupport` (Zhang, Genton & Liu);
 * :mod:`bigkern.kernels.periodic` — the periodic Gaussian kernel on [0, 1) (Shi & Yu);
+* :mod:`bigkern.kernels.row_sums` — the sums over kernel rows one Newton pass of the
+  reduced SVM returns (Lee & Huang), shared by the distributed pass and the solver;
 * :mod:`bigkern.kernels.nystrom_spectrum` — spectra of the full kernel and its Nyström
   approximation, and their plot (Lee & Huang, §4).
 """

@@ -9,7 +9,6 @@ standardized features ``z``; its class is the positive one where ``f > 0``.
 
 from __future__ import annotations
 
-from bigkern.models._base import KernelExpansion
 from bigkern.models.baselines import KernelRidgeClassifier
 from bigkern.models.binned import BinnedKernelRidge, BinnedSVC
 from bigkern.models.compact import CompactKernelPCA, CompactKernelRidge, CompactLSSVC, CompactSVC
@@ -29,7 +28,6 @@ __all__ = [
     "CompactLSSVC",
     "CompactSVC",
     "GaussianRLS",
-    "KernelExpansion",
     "KernelRidgeClassifier",
     "LOOKernelRidge",
     "NystromKernelRidge",

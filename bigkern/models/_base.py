@@ -13,27 +13,13 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from bigkern import config
 from bigkern.errors import DataQualityError, LabelError
-from bigkern.kernels import GaussianExpansion
 from bigkern.models._format import format_attrs
 from bigkern.models._input import fit_input, map_rows, predict_input, refuse_nonfinite
 from bigkern.reduce.passes import per_feature_counts
 
-__all__ = ["FORMAT", "BigkernEstimator", "BigkernRegressor", "BinaryClassifierMixin",
-           "KernelExpansion"]
+__all__ = ["FORMAT", "BigkernEstimator", "BigkernRegressor", "BinaryClassifierMixin"]
 
 FORMAT = 1  # the classifiers' model files (see to_dataset)
-
-
-def KernelExpansion(  # the old class name, kept for one release
-    basis: Any, coef: Any, intercept: float, omega: float, offset: Any, scale: Any
-) -> GaussianExpansion:
-    """Deprecated: use :meth:`bigkern.kernels.GaussianExpansion.from_parts` (same arguments)."""
-    import warnings
-
-    warnings.warn("KernelExpansion is deprecated: the one expansion type is "
-                  "bigkern.kernels.GaussianExpansion (GaussianExpansion.from_parts takes the "
-                  "same arguments)", DeprecationWarning, stacklevel=2)
-    return GaussianExpansion.from_parts(basis, coef, intercept, omega, offset, scale)
 
 
 class BigkernEstimator(BaseEstimator):

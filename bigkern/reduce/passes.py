@@ -192,7 +192,7 @@ def run_reduction(
 ) -> Any:
     """Run one pass (one read of ``X`` and ``others``) and finalize its result.
 
-    Computes through :func:`bigkern.cluster.compute` (the cluster's client when
+    Computes through :func:`bigkern.scheduling.compute` (the cluster's client when
     there is one, with progress under ``label``).
     """
     from bigkern.scheduling import compute

@@ -30,7 +30,7 @@ import xarray as xr
 
 from bigkern import config
 from bigkern.reduce._row_pass import as_arrays, count_attrs, run_pass
-from bigkern.reduce.reduced_kernel import ReducedBasis, _normal_chunk, fold_of_rows
+from bigkern.reduce.reduced_kernel import GaussianBasis, _normal_chunk, fold_of_rows
 
 __all__ = ["fold_of_rows", "fold_pieces", "reduced_normal_equations_folds"]
 
@@ -105,7 +105,7 @@ def reduced_normal_equations_folds(
     omegas = _check_omegas(omegas)
     if isinstance(n_folds, bool) or not isinstance(n_folds, int | np.integer) or n_folds < 1:
         raise ValueError(f"n_folds must be a positive int; got {n_folds!r}")
-    basis = ReducedBasis.checked(centers, omegas[0], int(X.shape[1]), offset, scale)
+    basis = GaussianBasis.checked(centers, omegas[0], int(X.shape[1]), offset, scale)
     m = basis.n_basis
     partial_mb = (m + 2) ** 2 * len(omegas) * n_folds * 8 / 2**20
     res = run_pass(X, y, _normal_chunk, basis=basis, omegas=omegas, n_folds=int(n_folds),

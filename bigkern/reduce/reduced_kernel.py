@@ -56,14 +56,12 @@ from bigkern.reduce._row_pass import as_arrays, count_attrs, run_pass, usable_ro
 from bigkern.reduce.sampling import uniform_from_index
 
 __all__ = [
-    "ReducedBasis",
     "kernel_blocks",
     "reduced_normal_equations",
     "reduced_residual_sums",
 ]
 
 
-ReducedBasis = GaussianBasis
 """The reduced set's basis functions: :class:`bigkern.kernels.GaussianBasis` (its old name)."""
 
 
@@ -74,7 +72,7 @@ def fold_of_rows(rows: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
 
 
 def _normal_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, *,
-                  basis: ReducedBasis, omegas: tuple[float, ...], n_folds: int, seed: int,
+                  basis: GaussianBasis, omegas: tuple[float, ...], n_folds: int, seed: int,
                   start: int, block_rows: int | None) -> dict[str, Any]:
     """Upper triangles of ``[G_w | 1 | y]ᵀ[G_w | 1 | y]`` per width and fold over one chunk.
 
@@ -137,7 +135,7 @@ def _normal_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, 
 
 
 def _residual_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, *,
-                    basis: ReducedBasis, start: int,
+                    basis: GaussianBasis, start: int,
                     coef: np.ndarray, intercept: float, block_rows: int | None
                     ) -> dict[str, Any]:
     """Σ r², Σ r of the residuals ``r = y − (G coef + intercept)`` over one chunk."""
@@ -210,7 +208,7 @@ def reduced_normal_equations(
         For mismatched shapes, non-finite centers, ω ≤ 0 or bad ``offset``/``scale``.
     """
     X, y, names = as_arrays(X, y)
-    basis = ReducedBasis.checked(centers, omega, int(X.shape[1]), offset, scale)
+    basis = GaussianBasis.checked(centers, omega, int(X.shape[1]), offset, scale)
     m = basis.n_basis
     res = run_pass(X, y, _normal_chunk, basis=basis, omegas=(basis.omega,), n_folds=1, seed=0,
                    name="reduced-normal-equations", label=f"reduced normal equations ({m} centers)",
@@ -271,7 +269,7 @@ def reduced_residual_sums(
         ``r = y − f(x)``; attrs as for :func:`reduced_normal_equations`.
     """
     X, y, _ = as_arrays(X, y)
-    basis = ReducedBasis.checked(centers, omega, int(X.shape[1]), offset, scale)
+    basis = GaussianBasis.checked(centers, omega, int(X.shape[1]), offset, scale)
     coef = np.asarray(coef, dtype=np.float64)
     if coef.shape != (basis.n_basis,):
         raise ValueError(f"coef must have one entry per center ({basis.n_basis}); got shape "

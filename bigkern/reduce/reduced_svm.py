@@ -11,7 +11,7 @@ usable rows, the sums ``Σ ℓ`` (at a batch of step sizes), ``Σ ℓ' a`` and
    (in the data's precision: float32 data → float32 exponentials), ``bigkern.kernel_block_rows``
    rows at a time;
 3. copies each block into a float64 work buffer ``[G | −1]`` and folds it into the
-   float64 sums with :func:`~bigkern.solvers.smooth_svm.accumulate_block` (two
+   float64 sums with :func:`~bigkern.kernels.row_sums.accumulate_block` (two
    matrix–vector products, a vectorized loss batch, one BLAS ``syrk``), then drops it
    (the ``syrk`` — ``k·m̃²`` of the ``k·m̃·(d + 4)`` work — may run on float32
    copies, see ``hessian_dtype``);
@@ -32,9 +32,9 @@ import numpy as np
 from bigkern import config
 from bigkern.kernels import GaussianBasis, kernel_blocks
 from bigkern.kernels.gaussian import block_step
+from bigkern.kernels.row_sums import RowSums, accumulate_block
 from bigkern.reduce._row_pass import run_pass, usable_rows
 from bigkern.reduce.passes import as_row_chunked
-from bigkern.solvers.smooth_svm import RowSums, accumulate_block
 
 __all__ = ["ReducedNewtonPasses", "newton_sums"]
 

@@ -1,9 +1,4 @@
-"""Random choices that do not depend on chunking: hashes of global pixel indices.
-
-Also importable as :mod:`bigkern.sampling` (its home until the passes that draw
-random rows, :mod:`bigkern.reduce.reduced_kernel` and
-:mod:`bigkern.reduce.alignment`, needed it below them).
-"""
+"""Random choices that do not depend on chunking: hashes of global pixel indices."""
 
 from __future__ import annotations
 

@@ -13,10 +13,12 @@ with the smooth plus function ``p(z, α) = z + log(1 + e^{−αz}) / α`` (6). T
 
 (``r = 1 − y f``, ``y² = 1``; ``p' = σ(αr)``, ``p'' = α σ(αr) σ(−αr)``), so
 everything the solver needs from the data is three sums over rows: ``Σ ℓ``
-(at a batch of points), ``Σ ℓ' a`` and ``Σ ℓ'' a aᵀ``. :class:`RowSums` holds
-them; :func:`accumulate_block` adds one in-memory block of rows (what each
-chunk of a distributed pass does), :func:`newton_armijo` drives the iteration
-through any ``evaluate`` that returns the sums of one pass.
+(at a batch of points), ``Σ ℓ' a`` and ``Σ ℓ'' a aᵀ``.
+:class:`~bigkern.kernels.row_sums.RowSums` holds them;
+:func:`~bigkern.kernels.row_sums.accumulate_block` adds one in-memory block of
+rows (what each chunk of a distributed pass does, so it lives below both the
+passes and this solver); :func:`newton_armijo` drives the iteration through
+any ``evaluate`` that returns the sums of one pass.
 
 The line-search scheme (one pass per Newton iteration)
 -------------------------------------------------------
@@ -49,22 +51,20 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import scipy.linalg
 
 from bigkern.errors import IllConditionedWarning
-from bigkern.kernels.gaussian import syrk_product
+from bigkern.kernels.row_sums import RowSums, accumulate_block
 from bigkern.solvers.smooth_losses import SmoothEpsilonInsensitive, SmoothHinge, smooth_plus
 
 __all__ = [
     "NewtonResult",
-    "RowSums",
     "SmoothEpsilonInsensitive",
     "SmoothHinge",
-    "accumulate_block",
     "armijo_steps",
     "in_memory_evaluate",
     "newton_armijo",
@@ -72,79 +72,6 @@ __all__ = [
     "objective",
     "smooth_plus",
 ]
-
-
-@dataclass
-class RowSums:
-    """The sums over rows one pass returns, in one flat float64 buffer (they add as one array).
-
-    Attributes
-    ----------
-    flat : ndarray
-        ``[hess (dim², Fortran order, upper triangle filled), grad (dim), loss (n_steps)]``.
-    hess : ndarray, shape (dim, dim)
-        ``Σ ℓ''(f_i) a_i a_iᵀ`` at the pass's gradient point; **upper triangle only**
-        (see :meth:`hessian_sum`).
-    grad : ndarray, shape (dim,)
-        ``Σ ℓ'(f_i) a_i`` there.
-    loss : ndarray, shape (n_steps,)
-        ``Σ ℓ(f_i)`` at each step size of the batch.
-    """
-
-    flat: np.ndarray
-    dim: int
-    n_steps: int
-    hess: np.ndarray = field(init=False, repr=False)
-    grad: np.ndarray = field(init=False, repr=False)
-    loss: np.ndarray = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        d2 = self.dim * self.dim
-        if self.flat.shape != (d2 + self.dim + self.n_steps,):
-            raise ValueError(f"a RowSums buffer for dim={self.dim}, n_steps={self.n_steps} has "
-                             f"{d2 + self.dim + self.n_steps} entries; got {self.flat.shape}")
-        self.hess = self.flat[:d2].reshape((self.dim, self.dim), order="F")
-        self.grad = self.flat[d2:d2 + self.dim]
-        self.loss = self.flat[d2 + self.dim:]
-
-    @classmethod
-    def zeros(cls, dim: int, n_steps: int) -> RowSums:
-        """Empty sums."""
-        return cls(np.zeros(dim * dim + dim + n_steps), dim, n_steps)
-
-    def hessian_sum(self) -> np.ndarray:
-        """The full symmetric ``Σ ℓ'' a aᵀ`` from its upper triangle."""
-        upper = np.triu(self.hess)
-        return upper + np.triu(upper, 1).T
-
-
-def accumulate_block(sums: RowSums, A: np.ndarray, y: np.ndarray, u: np.ndarray,
-                     d: np.ndarray, steps: np.ndarray, at: float, loss: Any, *,
-                     hessian_dtype: Any = np.float64) -> None:
-    """Add the rows ``A`` (k, dim; float64, C order) with labels ``y`` to ``sums``, in place.
-
-    Per row ``s = a·u`` and ``t = a·d``; ``sums.loss[j] += Σ ℓ(s + steps[j] t)``;
-    ``grad``/``hess`` get ``ℓ'``/``ℓ''`` at ``s + at·t``. The loss and gradient sums are
-    float64 products throughout. The Hessian sum is one BLAS ``syrk`` of the rows
-    scaled by ``√ℓ''``: in float64 by default (``A`` is then overwritten), or with
-    ``hessian_dtype=np.float32`` an ``ssyrk`` of a float32 copy — twice the speed, a
-    relative error of about 1e-6 in this block's Hessian, added to the float64 sum.
-    The Hessian only steers Newton's steps; the gradient, hence the solution
-    ``∇F = 0``, stays float64-exact (see :func:`newton_armijo`'s ``refine``).
-    """
-    s = A @ u
-    t = A @ d
-    sums.loss += loss.value(s[:, None] + t[:, None] * steps[None, :], y[:, None]).sum(axis=0)
-    d1, d2 = loss.derivatives(s + at * t, y)
-    sums.grad += d1 @ A
-    w = np.sqrt(d2)[:, None]
-    if np.dtype(hessian_dtype) == np.float32:
-        B = np.multiply(A, w, out=np.empty(A.shape, dtype=np.float32), casting="same_kind")
-        sums.hess += syrk_product(B)
-        return
-    A *= w
-    sums.hess += syrk_product(A)
-
 
 
 def armijo_steps(max_halvings: int) -> np.ndarray:
