@@ -357,9 +357,9 @@ def test_bad_input_errors():
     for m in (0, N + 1, 2.5):
         with pytest.raises(ValueError, match="n_bins must be an integer in"):
             PeriodicKernelRidge(n_bins=m).fit(x, y)
-    with pytest.raises(ValueError, match="omega must be positive"):
+    with pytest.raises(ValueError, match="omega must be a positive finite number"):
         PeriodicKernelRidge(omega=0.0).fit(x, y)
-    with pytest.raises(ValueError, match="lam must be positive"):
+    with pytest.raises(ValueError, match="lam must be a positive finite number"):
         PeriodicKernelRidge(lam=-1.0).fit(x, y)
     with pytest.raises(ValueError, match=r"grid\['lam'\]\[1\]"):
         PeriodicKernelRidge(grid={"omega": [1.0], "lam": [1.0, 0.0]}).fit(x, y)

@@ -8,6 +8,7 @@ import dask.array as da
 import numpy as np
 
 from bigkern.errors import DataQualityError
+from bigkern.features.scaling import robust_standardizer
 from bigkern.kernels import GaussianExpansion, gaussian_kernel
 from bigkern.models._base import _KernelClassifier
 from bigkern.solvers.kernel_ridge import solve_weighted_kernel_ridge
@@ -38,9 +39,7 @@ class KernelRidgeClassifier(_KernelClassifier):
             raise DataQualityError("KernelRidgeClassifier needs finite X; drop non-finite rows")
         target = self._fit_classes(np.asarray(y)).astype(np.float64)
         if self.standardize:
-            q10, med, q90 = np.quantile(arr, [0.1, 0.5, 0.9], axis=0)
-            scale = (q90 - q10) / (2 * 1.2815515655446004)
-            offset, scale = med, np.where(scale > 0, scale, 1.0)
+            offset, scale = robust_standardizer(arr)
         else:
             offset, scale = np.zeros(arr.shape[1]), np.ones(arr.shape[1])
         Z = (arr - offset) / scale

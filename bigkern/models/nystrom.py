@@ -26,12 +26,11 @@ import dask.array as da
 import numpy as np
 
 from bigkern.kernels import GaussianExpansion, gaussian_kernel
-from bigkern.models._base import _KernelClassifier
+from bigkern.models._base import _KernelClassifier, _positive
 from bigkern.models.kernel_regression import _KernelRegressor
 from bigkern.models.reduced import (
     ReducedSVC,
     _plus_minus,
-    _positive,
     default_size,
     expansion_regressor_dataset,
     fit_labels,

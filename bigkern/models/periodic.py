@@ -16,7 +16,7 @@ import numpy as np
 import xarray as xr
 
 from bigkern.errors import DataQualityError
-from bigkern.models._base import BigkernRegressor
+from bigkern.models._base import BigkernRegressor, _positive
 from bigkern.solvers.periodic import SmootherPath, equal_bins, periodic_gaussian_kernel
 from bigkern.tuning import difference_noise_variance, grid_argmin, mallows_cp
 
@@ -30,16 +30,6 @@ def shi_yu_grid() -> dict[str, np.ndarray]:
     """
     return {"omega": 0.3 * np.arange(1, 11) - 0.1,
             "lam": np.exp(-0.4 * np.arange(1, 51) + 7.0)}
-
-
-def _positive(value: Any, name: str) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a positive number; got {value!r}") from None
-    if not (np.isfinite(v) and v > 0):
-        raise ValueError(f"{name} must be positive and finite; got {value!r}")
-    return v
 
 
 def _as_column(X: Any) -> Any:
@@ -163,8 +153,8 @@ class PeriodicKernelRidge(BigkernRegressor):
     def _grid(self) -> tuple[np.ndarray, np.ndarray]:
         grid = self.grid
         if grid is None:
-            return (np.array([_positive(self.omega, "omega")]),
-                    np.array([_positive(self.lam, "lam")]))
+            return (np.array([_positive("omega", self.omega)]),
+                    np.array([_positive("lam", self.lam)]))
         if not isinstance(grid, Mapping) or set(grid) != {"omega", "lam"}:
             raise ValueError("grid must be a mapping with exactly the keys 'omega' and 'lam'; "
                              f"got {grid!r}")
@@ -174,7 +164,7 @@ class PeriodicKernelRidge(BigkernRegressor):
             if vals.ndim != 1 or vals.size == 0:
                 raise ValueError(f"grid[{name!r}] must be a non-empty 1-D sequence")
             for i, v in enumerate(vals):
-                _positive(v, f"grid[{name!r}][{i}]")
+                _positive(f"grid[{name!r}][{i}]", v)
             out.append(vals)
         return out[0], out[1]
 

@@ -22,8 +22,9 @@ import xarray as xr
 from sklearn.exceptions import ConvergenceWarning
 
 from bigkern.errors import LabelError
+from bigkern.features.scaling import robust_standardizer
 from bigkern.kernels import GaussianBasis, GaussianExpansion, omega_to_gamma
-from bigkern.models._base import _KernelClassifier
+from bigkern.models._base import _KernelClassifier, _positive
 from bigkern.models._regressor_dataset import _attrs, _feature_names
 from bigkern.models.kernel_regression import _KernelRegressor
 from bigkern.reduce.passes import (
@@ -39,15 +40,7 @@ from bigkern.solvers.smooth_svm import SmoothEpsilonInsensitive, SmoothHinge, ne
 
 __all__ = ["ReducedSVC", "ReducedSVR"]
 
-_PROBIT_90 = 1.2815515655446004  # the standard normal's 90% quantile
 DEFAULT_MAX_SIZE = 500
-
-
-def _positive(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float | np.number) \
-            or not math.isfinite(float(value)) or not float(value) > 0:
-        raise ValueError(f"{name} must be a positive finite number; got {value!r}")
-    return float(value)
 
 
 def _plus_minus(block: np.ndarray, positive: Any) -> np.ndarray:
@@ -96,13 +89,6 @@ def masked_targets(y: Any, mask: Any) -> Any:
         raise ValueError(f"mask must be a boolean array with one entry per row of X "
                          f"({y.shape[0]}); got {keep.dtype} of shape {keep.shape}")
     return np.where(keep if y.ndim == 1 else keep[:, None], y, 0)
-
-
-def robust_standardizer(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Median and robust σ ((q90 − q10) / 2.563) per column; σ = 1 where it is 0."""
-    q10, med, q90 = np.quantile(np.asarray(rows, dtype=np.float64), [0.1, 0.5, 0.9], axis=0)
-    scale = (q90 - q10) / (2 * _PROBIT_90)
-    return med, np.where(scale > 0, scale, 1.0)
 
 
 def default_size(n_rows: int, size: int | None, fraction: float | None) -> int | None:

@@ -22,6 +22,7 @@ import numpy as np
 import xarray as xr
 
 from bigkern.errors import BigkernWarning
+from bigkern.features.scaling import ROBUST_QUANTILES, robust_scale
 from bigkern.reduce.fixed_point import FixedPointGrid
 from bigkern.reduce.radix_select import GROUP_BITS, key_dtype, keys_to_floats
 
@@ -42,18 +43,10 @@ OUTLIER_SIGMAS = 1000.0
 #: Per-feature key-group histograms: dense (feature, 2**GROUP_BITS), or one sparse
 #: ``(groups, counts)`` pair per feature.
 Histograms = np.ndarray | Sequence[tuple[np.ndarray, np.ndarray]]
-_Z90 = 1.2815515655446004  # standard normal 90% quantile
-_ROBUST_PROBS = (0.1, 0.5, 0.9)
 
 
 class OutlierWarning(BigkernWarning):
     """A feature has values far outside its robust scale (binned exactly, but suspicious)."""
-
-
-def _robust(q10: np.ndarray, q50: np.ndarray, q90: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    spread = (np.asarray(q90, dtype=np.float64) - q10) / (2 * _Z90)
-    scale = np.where(spread > 0, spread, 1.0)
-    return np.asarray(q50, dtype=np.float64), scale.astype(np.float64)
 
 
 def robust_scaler(summary: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
@@ -63,7 +56,7 @@ def robust_scaler(summary: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
     the heavy tails of features such as SD. A zero scale becomes 1.
     """
     q = summary["edges"]
-    return _robust(*(q.sel(quantile=p).values for p in _ROBUST_PROBS))
+    return robust_scale(*(q.sel(quantile=p).values for p in ROBUST_QUANTILES))
 
 
 def outlier_limits(offset: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -125,9 +118,9 @@ def histogram_grid(hist: Histograms, dtype: np.dtype) -> FixedPointGrid:
             continue
         cum = np.cumsum(group_counts)
         first, last = _group_bounds(groups, dtype)
-        ranks = np.floor((cum[-1] - 1) * np.asarray(_ROBUST_PROBS)).astype(np.int64)
+        ranks = np.floor((cum[-1] - 1) * np.asarray(ROBUST_QUANTILES)).astype(np.int64)
         q = first[np.searchsorted(cum, ranks, side="right")]
-        (lo, hi), = outlier_limits(*_robust(q[:1], q[1:2], q[2:]))
+        (lo, hi), = outlier_limits(*robust_scale(q[:1], q[1:2], q[2:]))
         magnitude = np.maximum(np.abs(first), np.abs(last))
         inside = (last >= lo) & (first <= hi)
         absmax[f] = magnitude.max()
@@ -171,7 +164,7 @@ def summary_grid(summary: xr.Dataset) -> FixedPointGrid | None:
     vmin = summary["min"].values.astype(np.float64)
     vmax = summary["max"].values.astype(np.float64)
     absmax = np.maximum(np.abs(vmin), np.abs(vmax))
-    if not set(_ROBUST_PROBS) <= set(summary["quantile"].values.tolist()):
+    if not set(ROBUST_QUANTILES) <= set(summary["quantile"].values.tolist()):
         return FixedPointGrid.make(absmax, absmax)
     limits = outlier_limits(*robust_scaler(summary))
     bound = np.maximum(np.abs(np.clip(vmin, limits[:, 0], limits[:, 1])),
