@@ -1,7 +1,8 @@
 """The seams of the house: no import cycles, no private name across packages.
 
-DESIGN.md (Layout): "No import cycles, and no private name (``_x``) imported
-from another package: if two packages need it, it is public in the lower one."
+docs/architecture.md (Rules the tests hold): no import cycles, and no private name
+(``_x``) imported from another package: if two packages need it, it is public in
+the lower one.
 This module checks that rule statically, with :mod:`ast`, so that an import
 hidden inside a function counts as much as one at the top of a module.
 
@@ -272,7 +273,7 @@ def test_no_private_names_across_packages(tree: Tree) -> None:
                            "in the lower package):\n" + "\n".join(offenders))
 
 
-# DESIGN's layering, where it has bitten: lower packages never import these higher ones
+# docs/architecture.md's layers, where they have bitten: lower packages never import these
 FORBIDDEN = {
     "bigkern.io": ("bigkern.models", "bigkern.reduce", "bigkern.solvers", "bigkern.predict"),
     "bigkern.solvers": ("bigkern.models", "bigkern.reduce", "bigkern.io"),
