@@ -21,15 +21,13 @@ from bigkern.errors import DataQualityError, StoreError
 from bigkern.features import with_features
 from bigkern.io import (
     apply_validity,
-    load_model,
     open_scenes,
-    save_model,
     stack_samples,
     validity_report,
     validity_rules,
     write_scenes,
 )
-from bigkern.models import BinnedSVC
+from bigkern.models import BinnedSVC, load_model, save_model
 from bigkern.predict import predict_scenes
 from bigkern.reduce.passes import valid_rows
 from bigkern.workflow import DEFAULT_FEATURES, fit_scenes
