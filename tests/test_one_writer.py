@@ -343,3 +343,22 @@ def test_an_overwrite_onto_a_full_disk_keeps_the_old_output_and_names_it(
     assert _predict(store, m1, out, "--overwrite") == 0
     assert not list(small_disk.glob(".P.zarr.bigkern-*"))
     assert not np.array_equal(_decision(out), old)  # now m1's predictions
+
+
+def test_an_unfinished_store_owns_its_half_made_arrays_and_nothing_else(tmp_path):
+    """A writer stopped by a full disk made an array's folder but not its metadata: the
+    unfinished store is still bigkern's to replace; a finished one with it is not."""
+    import zarr
+
+    from bigkern.io.outputs import check_replaceable
+
+    store = write_scenes(make_scenes(1, (8, 8), seed=0, radiances=False), tmp_path / "s.zarr")
+    (store / "cloud_mask" / "c").mkdir(parents=True)
+    with pytest.raises(StoreError, match=r"holds 1 entry bigkern did not write \(cloud_mask\)"):
+        check_replaceable(store)
+    zarr.open_group(str(store), mode="r+", use_consolidated=False).attrs["bigkern_status"] = \
+        "writing"
+    check_replaceable(store)  # unfinished: the folder is its own half-made array
+    (store / "cloud_mask" / "notes.txt").write_text("mine")
+    with pytest.raises(StoreError, match="cloud_mask"):
+        check_replaceable(store)  # not shaped like an array: somebody else's

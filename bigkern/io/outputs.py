@@ -42,7 +42,7 @@ from pathlib import Path, PurePosixPath
 from bigkern.errors import StoreError
 from bigkern.io.claims import LOCK_SUFFIX, OutputClaim
 from bigkern.io.urls import Location, PathOrURL, StorageOptions, location
-from bigkern.io.zarr_store import KIND_ATTR, read_root_attrs
+from bigkern.io.zarr_store import KIND_ATTR, STATUS_ATTR, read_root_attrs
 
 __all__ = [
     "PARTIAL_TAG",
@@ -168,11 +168,23 @@ def _entries(path: Location) -> list[tuple[str, bool]]:
             for e in path.fs.ls(path.path, detail=True)]
 
 
+def _half_made_array(path: Location) -> bool:
+    """Whether the directory ``path`` holds only what a zarr array holds (or nothing)."""
+    return all(name in {"zarr.json", "c"} for name, _ in _entries(path))
+
+
 def _foreign_entries(path: Location) -> list[str]:
-    """Entries of a bigkern store that are not part of the store (sorted, relative)."""
+    """Entries of a bigkern store that are not part of the store (sorted, relative).
+
+    In an unfinished store (``bigkern_status = "writing"``) a directory shaped like
+    a zarr array whose metadata never made it to storage (a writer stopped by a
+    full disk, or killed) is the store's own, not foreign.
+    """
     allowed = _store_members(path) | {REGIONS_FOLDER}
     entries = _entries(path)
-    foreign = [name for name, _ in entries if name not in allowed]
+    unfinished = (read_root_attrs(path) or {}).get(STATUS_ATTR) == "writing"
+    foreign = [name for name, is_dir in entries if name not in allowed
+               and not (unfinished and is_dir and _half_made_array(path.joinpath(name)))]
     for member in (allowed - {REGIONS_FOLDER}) & {name for name, is_dir in entries if is_dir}:
         for child, _ in _entries(path.joinpath(member)):
             if child not in {"zarr.json", "c"}:
