@@ -93,8 +93,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         with sigterm_raises():
             args = _parser().parse_args(argv)
             if not args.verbose:
+                from bigkern.io.zarr_store import quiet_zarr_notes
+
                 quiet_abandoned_gathers()
-                _quiet_zarr_notes()
+                quiet_zarr_notes()  # --verbose keeps zarr's notes, as it keeps tracebacks
             return _main(args)
     except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM (bigkern.cli_signals.Terminated)
         if args is not None and args.verbose:
@@ -103,21 +105,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bigkern: {'terminated' if code == 143 else 'interrupted'}", file=sys.stderr,
               flush=True)
         return code
-
-
-def _quiet_zarr_notes() -> None:
-    """Keep zarr's notes about stores being written out of the command's stderr.
-
-    bigkern silences them around its own reads and writes (``bigkern.io.zarr_store``),
-    but zarr warns from its own I/O thread, which a ``catch_warnings`` block of the main
-    thread does not reliably cover: an interrupt that ends the block while zarr is
-    listing a half-made store let a dozen of them through. ``--verbose`` keeps them.
-    """
-    import warnings
-
-    warnings.filterwarnings("ignore", message=r"Object at .* is not recognized as a component",
-                            category=UserWarning)
-    warnings.filterwarnings("ignore", message="Consolidated metadata", category=UserWarning)
 
 
 def _main(args: argparse.Namespace) -> int:

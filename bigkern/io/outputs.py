@@ -58,9 +58,9 @@ __all__ = [
 ]
 
 PARTIAL_TAG = ".bigkern-partial-"
-_PARTIAL = PARTIAL_TAG
 REPLACED_TAG = ".bigkern-replaced-"
-_REPLACED = REPLACED_TAG
+# what a zarr array's folder holds: its metadata and its chunks
+_ARRAY_ENTRIES = frozenset({"zarr.json", "c"})
 # the hidden folder of a predictions store that holds one commit record per region
 REGIONS_FOLDER = ".bigkern-regions"
 
@@ -170,7 +170,7 @@ def _entries(path: Location) -> list[tuple[str, bool]]:
 
 def _half_made_array(path: Location) -> bool:
     """Whether the directory ``path`` holds only what a zarr array holds (or nothing)."""
-    return all(name in {"zarr.json", "c"} for name, _ in _entries(path))
+    return all(name in _ARRAY_ENTRIES for name, _ in _entries(path))
 
 
 def _foreign_entries(path: Location) -> list[str]:
@@ -187,7 +187,7 @@ def _foreign_entries(path: Location) -> list[str]:
                and not (unfinished and is_dir and _half_made_array(path.joinpath(name)))]
     for member in (allowed - {REGIONS_FOLDER}) & {name for name, is_dir in entries if is_dir}:
         for child, _ in _entries(path.joinpath(member)):
-            if child not in {"zarr.json", "c"}:
+            if child not in _ARRAY_ENTRIES:
                 foreign.append(f"{member}/{child}")
     return sorted(foreign)
 
@@ -259,7 +259,7 @@ def prepare_output(
 
 def _partial_siblings(loc: Location) -> list[Location]:
     """Hidden siblings a writer of ``loc`` stages or sets aside (``.<name>.bigkern-…``)."""
-    prefixes = (f".{loc.name}{_PARTIAL}", f".{loc.name}{_REPLACED}")
+    prefixes = (f".{loc.name}{PARTIAL_TAG}", f".{loc.name}{REPLACED_TAG}")
     try:
         names = [name for name, _ in _entries(loc.parent)]
     except (FileNotFoundError, OSError):

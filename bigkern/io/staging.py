@@ -141,15 +141,17 @@ def finish_interrupted_publish(claim: OutputClaim) -> str | None:
     if target.local or not target.isdir():
         return None
     staged_name = (read_root_attrs(target) or {}).get(PUBLISHING_ATTR)
-    if not isinstance(staged_name, str) or not staged_name.startswith(f".{target.name}"):
+    if not isinstance(staged_name, str) \
+            or not staged_name.startswith(f".{target.name}{PARTIAL_TAG}"):
         return None
     staged = target.with_name(staged_name)
     if not staged.exists() or (read_root_attrs(staged) or {}).get(STATUS_ATTR) != "complete":
         return None
     try:
         check_replaceable(staged)
+        check_replaceable(target)  # the retired output, about to be emptied: still only ours
     except StoreError:
-        return None  # not recognisably a bigkern output: left where it is
+        return None  # not recognisably bigkern's: left where it is, and reads as unfinished
     _copy_into_place(staged, target)
     return staged_name
 
@@ -200,7 +202,7 @@ def _copy_into_place(staged: Location, target: Location) -> None:
         if target.isdir():
             for name, _ in _entries(target):
                 if name != "zarr.json":
-                    # the retired old output: checked as bigkern's before it was retired
+                    # the retired old output: check_replaceable'd by both callers just before
                     _delete(target.joinpath(name))
         root = staged.path.rstrip("/")
         names = sorted(posixpath.relpath(f, root) for f in fs.find(root))

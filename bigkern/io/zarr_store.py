@@ -37,6 +37,7 @@ __all__ = [
     "VERSION_ATTR",
     "finish_store",
     "open_zarr",
+    "quiet_zarr_notes",
     "read_root_attrs",
     "to_zarr",
 ]
@@ -59,16 +60,34 @@ warnings.filterwarnings(
     category=UserWarning)
 
 
+# zarr's notes on consolidated metadata (one read to open a store on object storage): not in
+# the zarr v3 spec yet; zarr-python supports it and warns, which bigkern acknowledges here
+_CONSOLIDATED_NOTES = (("Consolidated metadata", UserWarning),
+                       ("Failed to open Zarr store with consolidated", RuntimeWarning))
+
+
 @contextmanager
 def _quiet_consolidated() -> Iterator[None]:
-    """Consolidated metadata (one read to open a store on object storage) is not in
-    the zarr v3 spec yet; zarr-python supports it and warns, which bigkern
-    acknowledges here once rather than on every write and read."""
+    """Silence zarr's consolidated-metadata notes in the block, not on every write and read."""
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Consolidated metadata", category=UserWarning)
-        warnings.filterwarnings("ignore", message="Failed to open Zarr store with consolidated",
-                                category=RuntimeWarning)
+        for message, category in _CONSOLIDATED_NOTES:
+            warnings.filterwarnings("ignore", message=message, category=category)
         yield
+
+
+def quiet_zarr_notes() -> None:
+    """Silence zarr's notes about stores bigkern writes in the whole process (for the CLI).
+
+    :func:`_quiet_consolidated` covers bigkern's own reads and writes, but zarr warns from
+    its own I/O thread too, which a ``catch_warnings`` block of the main thread does not
+    reliably cover: an interrupt that ends the block while zarr lists a half-made store
+    lets its notes through — the consolidated ones, and one "Object at … is not
+    recognized" per array whose metadata is not written yet.
+    """
+    for message, category in _CONSOLIDATED_NOTES:
+        warnings.filterwarnings("ignore", message=message, category=category)
+    warnings.filterwarnings("ignore", message=r"Object at .* is not recognized as a component",
+                            category=UserWarning)
 
 
 def _portable_strings(ds: xr.Dataset) -> xr.Dataset:
