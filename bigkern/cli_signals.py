@@ -12,6 +12,7 @@ shell's codes for both (130 for SIGINT, 143 for SIGTERM).
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,8 +38,18 @@ def sigterm_raises() -> Iterator[None]:
 
     Only the first SIGTERM raises: later ones (a scheduler repeating itself)
     are ignored, so the clean-up that the first one started is not cut short.
-    The previous handler is restored on exit. Outside the main thread (where
-    Python cannot install handlers) this does nothing.
+
+    Python runs a signal's handler at the next bytecode of the main thread,
+    which may belong to a garbage-collector callback (distributed installs
+    one), a ``__del__`` or a weakref callback: there an exception cannot
+    propagate, and Python prints it as "Exception ignored in" and carries on.
+    An interrupt lost so (SIGTERM, or Ctrl-C's ``KeyboardInterrupt``) is sent
+    again, so the command still stops; a lost SIGTERM once let ``synth`` run
+    to its end after a scheduler asked it to stop.
+
+    The previous handler and unraisable-exception hook are restored on exit.
+    Outside the main thread (where Python cannot install handlers) this does
+    nothing.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -52,11 +63,34 @@ def sigterm_raises() -> Iterator[None]:
         raised = True
         raise Terminated(f"signal {signal.Signals(signum).name}")
 
+    def deliver_again(unraisable: Any) -> None:
+        # Raising here would be lost as well (an exception in the hook is only printed):
+        # a thread sends the signal again once the hook has returned.
+        nonlocal raised
+        exc = unraisable.exc_value
+        if isinstance(exc, Terminated):
+            raised = False
+            _send_soon(signal.SIGTERM)
+        elif (isinstance(exc, KeyboardInterrupt)
+              and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            _send_soon(signal.SIGINT)
+        else:
+            previous_hook(unraisable)
+
     previous = signal.signal(signal.SIGTERM, handler)
+    previous_hook, sys.unraisablehook = sys.unraisablehook, deliver_again
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        sys.unraisablehook = previous_hook
+
+
+def _send_soon(signum: int, delay: float = 0.02) -> None:
+    """Send ``signum`` to this process from another thread after ``delay`` seconds."""
+    timer = threading.Timer(delay, signal.raise_signal, args=(signum,))
+    timer.daemon = True
+    timer.start()
 
 
 @contextmanager

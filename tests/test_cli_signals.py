@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import gc
 import logging
+import signal
 import sys
+import threading
+import time
 
-from bigkern.cli_signals import _AbandonedGather, quiet_abandoned_gathers
+import pytest
+
+from bigkern.cli_signals import (
+    Terminated,
+    _AbandonedGather,
+    quiet_abandoned_gathers,
+    sigterm_raises,
+)
 
 
 class AllExit(Exception):
@@ -40,3 +51,49 @@ def test_the_filter_is_installed_once_on_both_loggers():
     for name in ("asyncio", "tornado.application"):
         filters = [f for f in logging.getLogger(name).filters if isinstance(f, _AbandonedGather)]
         assert len(filters) == 1
+
+
+def _interrupt_inside_gc(sig: int) -> None:
+    """Collect garbage with a callback during which ``sig`` arrives: its handler runs in the
+    callback, where Python cannot propagate what it raises."""
+    fired: list[str] = []
+
+    def callback(phase: str, info: dict) -> None:
+        if phase == "start" and not fired:
+            fired.append(phase)
+            signal.raise_signal(sig)
+            for _ in range(100):  # the handler runs at one of these bytecodes
+                pass
+
+    gc.callbacks.append(callback)
+    try:
+        gc.collect()
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:  # the interrupt sent again arrives here
+            time.sleep(0.001)
+    finally:
+        gc.callbacks.remove(callback)
+    assert fired
+
+
+main_thread_only = pytest.mark.skipif(
+    threading.current_thread() is not threading.main_thread(),
+    reason="signal handlers run only in the main thread")
+
+
+@main_thread_only
+def test_a_sigterm_lost_in_a_gc_callback_is_delivered_again():
+    with pytest.raises(Terminated), sigterm_raises():
+        _interrupt_inside_gc(signal.SIGTERM)
+    assert signal.getsignal(signal.SIGTERM) is not None
+    assert sys.unraisablehook is sys.__unraisablehook__ or "deliver_again" not in repr(
+        sys.unraisablehook)
+
+
+@main_thread_only
+def test_a_ctrl_c_lost_in_a_gc_callback_is_delivered_again():
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        pytest.skip("SIGINT is not Python's default handler in this process")
+    with pytest.raises(KeyboardInterrupt) as caught, sigterm_raises():
+        _interrupt_inside_gc(signal.SIGINT)
+    assert not isinstance(caught.value, Terminated)
