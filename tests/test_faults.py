@@ -138,7 +138,9 @@ def test_damaged_chunk_is_an_error_naming_store_variable_and_chunk(
             ["predict", str(damaged), str(model), "-o", str(tmp_path / "p.zarr")])
     t = time.perf_counter()
     assert main([*args, *WORKERS]) == 1
-    assert time.perf_counter() - t < 10
+    # ended, not retried until a timeout (generous: an embedded cluster starts within, and a
+    # busy CI machine took 14 s)
+    assert time.perf_counter() - t < 60
     err = capsys.readouterr().err
     assert str(damaged) in err and "'CORR'" in err and "chunk (1, 1, 0)" in err
     assert not (tmp_path / "m.zarr").exists()
