@@ -83,13 +83,14 @@ def table2(n_train: int, n_test: int, folds: int) -> None:
     dense = GridSearchCV(SVC(kernel="rbf", gamma=1 / (2 * OMEGA**2)),
                          {"C": 1 / (2 * n_fit * lams)}, cv=folds).fit(X, y)
     t_dense = time.perf_counter() - t0
-    curves = alignment_sparsity(X, Gaussian(OMEGA), 2.0 ** np.linspace(-5, 5, 201), nu=NU)
+    curves = alignment_sparsity(X, Gaussian(OMEGA), 2.0 ** np.linspace(-5, 5, 201), taper_power=NU)
     rows = []
     for mu in (0.90, 0.95, 0.98, 0.99):
         C = choose_support_radius(curves, mu=mu)
-        at = curves.sel(C=C)
+        at = curves.sel(radius=C)
         t0 = time.perf_counter()
-        search = GridSearchCV(CompactSVC(OMEGA, C=C, nu=NU), {"lam": lams}, cv=folds).fit(X, y)
+        search = GridSearchCV(CompactSVC(OMEGA, radius=C, taper_power=NU), {"lam": lams},
+                              cv=folds).fit(X, y)
         seconds = time.perf_counter() - t0
         paper = PAPER_T2[mu]
         rows.append([mu, f"{C:.3f}", f"{float(at.alignment):.3f}", f"{float(at.sparsity):.3f}",
@@ -159,10 +160,10 @@ def table3(n: int, n_tune: int, n_test: int, repeats: int) -> None:
 def example3() -> None:
     X, cluster = make_three_clusters(seed=0)
     omega = np.sqrt(0.05)
-    curves = alignment_sparsity(X, Gaussian(omega), 2.0 ** np.linspace(-5, 5, 201), nu=NU)
+    curves = alignment_sparsity(X, Gaussian(omega), 2.0 ** np.linspace(-5, 5, 201), taper_power=NU)
     C = choose_support_radius(curves, gamma=0.3)
-    at = curves.sel(C=C)
-    model = CompactKernelPCA(8, omega, C=C, nu=NU).fit(X)
+    at = curves.sel(radius=C)
+    model = CompactKernelPCA(8, omega, radius=C, taper_power=NU).fit(X)
     P = model.transform(X)[:, :2]
     means = np.array([P[cluster == c].mean(axis=0) for c in range(3)])
     spread = max(P[cluster == c].std(axis=0).max() for c in range(3))

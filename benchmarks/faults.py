@@ -518,7 +518,7 @@ def resume(size: tuple[int, tuple[int, int], int], tmp: Path) -> None:
                  "yes" if values2 else "NO", "yes" if files2 else "NO"])
 
     print(f"\n## 5. resume: {n_scene} scenes of {shape[0]}x{shape[1]}, one region per "
-          f"(scene, {rows_per} rows): {n_regions} regions; BinnedKernelRidge {RIDGE}, "
+          f"(scene, {rows_per} rows): {n_regions} regions; BinnedKernelRidgeClassifier {RIDGE}, "
           f"{load_model(model_path).expansion_.n_basis} basis functions")
     print("`bigkern predict` (subprocess, 1 worker) SIGKILLed once a third of the regions' "
           "chunk files existed, then rerun; output vs an uninterrupted run.")

@@ -3,7 +3,7 @@
 Data (the paper's section 6): n = 150 points x ~ U[0, 1], y = f(x) + N(0, .05²) with
 f(x) = .5(1 − x) + 150x(x − .25)(x − .3)(x − .75)(x − .95), seed 0.
 
-For k = 0, 1, 2, 4 and s = 10⁰ … 10¹²: ``GaussianRLS(sigma=s, lam=s^−(2k+1))`` fitted in
+For k = 0, 1, 2, 4 and s = 10⁰ … 10¹²: ``GaussianRLS(omega=s, lam=s^−(2k+1))`` fitted in
 double precision (``precision="double"``: the eigensystem path; a
 ``DoublePrecisionWarning`` is counted) and in extended precision
 (``precision="extended"``: python-flint arb, else mpmath; predictions as
@@ -60,7 +60,7 @@ def fit_predict(x, y, grid, s, lam, precision):
     t = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model = GaussianRLS(sigma=s, lam=lam, precision=precision).fit(x[:, None], y)
+        model = GaussianRLS(omega=s, lam=lam, precision=precision).fit(x[:, None], y)
         pred = model.predict(grid[:, None])
     warned = any(issubclass(w.category, DoublePrecisionWarning) for w in caught)
     return pred, model, time.perf_counter() - t, warned

@@ -44,7 +44,7 @@ from bigkern.datasets import shared_data_dir
 from bigkern.errors import IllConditionedWarning
 from bigkern.features.scaling import robust_standardizer
 from bigkern.kernels import omega_to_gamma
-from bigkern.models import BinnedKernelRidge, BinnedSVC, KernelRidgeClassifier
+from bigkern.models import BinnedKernelRidgeClassifier, BinnedSVC, KernelRidgeClassifier
 from bigkern.reduce import percentile_bins
 from bigkern.tuning import holdout_accuracy, holdout_grid_search
 
@@ -346,9 +346,10 @@ def _run_scene(path: Path, setup: Setup, diagnostics: bool,
     gkr_grid = {"omega": setup.gkr_omega, "lam": setup.gkr_lam}
     subsample_rows("gkr", gkr_grid,
                    lambda p: KernelRidgeClassifier(p["omega"], p["lam"], standardize=False))
-    bins_row("gkr_bins_majority", BinnedKernelRidge(labels="majority", standardize=False),
-             gkr_grid)
-    bins_row("gkr_bins_fuzzy", BinnedKernelRidge(labels="fuzzy", standardize=False), gkr_grid)
+    bins_row("gkr_bins_majority",
+             BinnedKernelRidgeClassifier(bin_target="majority", standardize=False), gkr_grid)
+    bins_row("gkr_bins_fuzzy",
+             BinnedKernelRidgeClassifier(bin_target="fuzzy", standardize=False), gkr_grid)
 
     # --- Table 2: hinge loss ---
     svm_grid = {"omega": setup.svm_omega, "C": setup.svm_C}
@@ -490,8 +491,8 @@ def _check_bins(bins: Any, X_raw: np.ndarray, y: np.ndarray, Z: np.ndarray) -> d
                  and np.array_equal(raw["bin"].values, bins["bin"].values)
                  and np.array_equal(raw["count"].values, counts)
                  and np.array_equal(raw["positive"].values, bins["positive"].values))
-    a = BinnedKernelRidge(1.0, 0.01, standardize=False).fit_bins(bins)
-    b = BinnedKernelRidge(1.0, 0.01, standardize=True).fit_bins(raw)
+    a = BinnedKernelRidgeClassifier(1.0, 0.01, standardize=False).fit_bins(bins)
+    b = BinnedKernelRidgeClassifier(1.0, 0.01, standardize=True).fit_bins(raw)
     k = min(n, 2000)
     ddiff = float(np.max(np.abs(a.decision_function(Z[:k]) - b.decision_function(X_raw[:k]))))
     out = {

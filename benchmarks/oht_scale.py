@@ -255,7 +255,7 @@ def peers(bench: C.Bench, path: Path, n: int, m: int, omega: float, Xt: np.ndarr
 def fit_estimator_cv(bench: C.Bench, client: Any, path: Path, n: int, m: int,
                      grid: tuple[float, ...], Xt: np.ndarray, yt: np.ndarray, task_rows: int
                      ) -> dict[str, Any]:
-    """``OHTRegressor(basis=m, widths=grid)``: two-fold CV of every width from one pass.
+    """``OHTRegressor(basis=m, omegas=grid)``: two-fold CV of every width from one pass.
 
     Against the same estimator at one width (``grid[0]``), so the ratio of the two
     fit times is the cost of the cross-validation.
@@ -266,7 +266,7 @@ def fit_estimator_cv(bench: C.Bench, client: Any, path: Path, n: int, m: int,
     n_chunks = X.numblocks[0]
     out: dict[str, Any] = {"n": n, "grid": grid}
     for label, widths in (("one width", grid[:1]), (f"{len(grid)} widths, 2 folds", grid)):
-        est = OHTRegressor(method="ED", widths=widths, basis=m, random_state=0)
+        est = OHTRegressor(method="ED", omegas=widths, basis=m, random_state=0)
         with bench.stage(f"n={n:.0e}: OHTRegressor(basis={m}), {label}", items=n) as st, \
                 Reads(client) as r:
             est.fit(X, y)
@@ -282,7 +282,7 @@ def warm_estimator(path: Path, task_rows: int, m: int) -> None:
     from bigkern import OHTRegressor
 
     Xw, yw = source(path, 20_000, task_rows)
-    OHTRegressor(method="ED", widths=(1.0, 2.0), basis=min(m, 50), random_state=0).fit(Xw, yw)
+    OHTRegressor(method="ED", omegas=(1.0, 2.0), basis=min(m, 50), random_state=0).fit(Xw, yw)
 
 
 def report_cv(cv: dict[str, Any], omega_validation: float, noise_mse: float) -> None:

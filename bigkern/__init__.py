@@ -57,7 +57,7 @@ _SOURCES: dict[str, str] = {
     "nystrom_spectrum": "bigkern.kernels",
     "plot_nystrom_spectrum": "bigkern.kernels",
     # bigkern.models
-    "BinnedKernelRidge": "bigkern.models",
+    "BinnedKernelRidgeClassifier": "bigkern.models",
     "BinnedSVC": "bigkern.models",
     "CompactKernelPCA": "bigkern.models",
     "CompactKernelRidge": "bigkern.models",
@@ -158,7 +158,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
         plot_nystrom_spectrum,
     )
     from bigkern.models import (
-        BinnedKernelRidge,
+        BinnedKernelRidgeClassifier,
         BinnedSVC,
         CompactKernelPCA,
         CompactKernelRidge,
@@ -205,7 +205,7 @@ __all__ = [
     "DECILES",
     "BigkernError",
     "BigkernWarning",
-    "BinnedKernelRidge",
+    "BinnedKernelRidgeClassifier",
     "BinnedSVC",
     "ChunkWarning",
     "ClusterError",

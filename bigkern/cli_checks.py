@@ -44,7 +44,7 @@ PARAM_RANGES: dict[str, tuple[float, float, bool, str]] = {
     "C": (1e-12, 1e12, True, "an SVM cost"),
     "lam": (1e-15, 1e12, True, "a ridge penalty"),
     "epsilon": (0.0, 1e12, True, "the width of the SVR's insensitive tube"),
-    "alpha": (1e-12, 1e12, True, "the smoothing parameter of the smooth SVM"),
+    "smoothing": (1e-12, 1e12, True, "the smoothing α of the smooth SVM's plus function"),
     "tol": (1e-300, 1.0, True, "a convergence tolerance"),
     "fraction": (0.0, 1.0, False, "a fraction of the rows"),
 }

@@ -245,8 +245,8 @@ def choose_support_radius(
     given = {k: v for k, v in {"gamma": gamma, "mu": mu, "tau": tau}.items() if v is not None}
     if len(given) != 1:
         raise ValueError(f"give exactly one of gamma, mu, tau; got {sorted(given) or 'none'}")
-    curves = curves.sortby("C")
-    radii = curves["C"].values
+    curves = curves.sortby("radius")
+    radii = curves["radius"].values
     align = curves["alignment"].values
     sparse = curves["sparsity"].values
     if gamma is not None:

@@ -22,7 +22,7 @@ import xarray as xr
 from bigkern.features import with_features
 from bigkern.io.scenes import stack_samples
 from bigkern.io.validity import FillValues, ValidRanges, ensure_validity
-from bigkern.models import BinnedKernelRidge, BinnedSVC
+from bigkern.models import BinnedKernelRidgeClassifier, BinnedSVC
 from bigkern.reduce.percentile import percentile_bins
 from bigkern.reduce.sampling import random_split
 from bigkern.tuning import GridSearchResult, grid_search_bins
@@ -38,7 +38,7 @@ DEFAULT_GRIDS: dict[str, dict[str, list[float]]] = {
     "svc": {"omega": [0.4, 0.6, 0.8, 1.0, 1.4], "C": [0.3, 1.0, 3.0, 10.0]},
     "ridge": {"omega": [0.4, 0.6, 0.8, 1.0, 1.4], "lam": [0.01, 0.03, 0.1, 0.3]},
 }
-_ESTIMATORS = {"svc": BinnedSVC, "ridge": BinnedKernelRidge}
+_ESTIMATORS = {"svc": BinnedSVC, "ridge": BinnedKernelRidgeClassifier}
 #: Every ``bigkern fit --model``: the binned ones here, the reduced-kernel ones of
 #: :mod:`bigkern.workflow_reduced`.
 MODELS = (*_ESTIMATORS, *REDUCED_MODELS)
@@ -152,7 +152,7 @@ def fit_scenes(
     ds : xarray.Dataset
         Scenes ``(scene, y, x)`` with the stored features and ``label``.
     model : {"svc", "ridge"}
-        :class:`~bigkern.models.BinnedSVC` or :class:`~bigkern.models.BinnedKernelRidge`.
+        :class:`~bigkern.models.BinnedSVC` or :class:`~bigkern.models.BinnedKernelRidgeClassifier`.
     features : sequence of str
         Features to fit on; derived ones (``logSD``) are added first.
     grid : dict of str to list, optional

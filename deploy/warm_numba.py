@@ -42,10 +42,11 @@ def warm() -> int:
             bigkern.percentile_bins(X, y)
         X, y = GreenRed().sample(600, seed=1)
         for solver in ("banded", "cg"):
-            bigkern.CompactLSSVC(omega=0.42, lam=1e-3, C=1.0, solver=solver).fit(X, y).predict(X)
+            model = bigkern.CompactLSSVC(omega=0.42, lam=1e-3, radius=1.0, solver=solver)
+            model.fit(X, y).predict(X)
         bigkern.CompactSVC(omega=0.42, lam=1e-3, tau=0.7).fit(X, y).predict(X)
         # a regressor: float64 expansions predict by the exact per-row pass
-        bigkern.OHTRegressor(widths=(1.0,)).fit(X, X[:, 0]).predict(X)
+        bigkern.OHTRegressor(omegas=(1.0,)).fit(X, X[:, 0]).predict(X)
     cache = os.environ.get("NUMBA_CACHE_DIR")
     return len(list(Path(cache).rglob("*.nbi"))) if cache else 0
 

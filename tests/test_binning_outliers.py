@@ -188,7 +188,7 @@ def test_one_wild_corr_pixel_keeps_scene_accuracy():
     from bigkern.datasets import make_scenes
     from bigkern.features import with_features
     from bigkern.io import stack_samples
-    from bigkern.models import BinnedKernelRidge
+    from bigkern.models import BinnedKernelRidgeClassifier
     from bigkern.reduce.sampling import random_split
 
     features = ["NDAI", "logSD", "CORR"]
@@ -199,7 +199,7 @@ def test_one_wild_corr_pixel_keeps_scene_accuracy():
                                                             seed=0))
 
     def accuracy(X):
-        model = BinnedKernelRidge(omega=0.6, lam=0.03).fit(X, y, mask=train)
+        model = BinnedKernelRidgeClassifier(omega=0.6, lam=0.03).fit(X, y, mask=train)
         return float(np.mean(model.predict(X[held_out]) == y[held_out]))
 
     clean = accuracy(X)

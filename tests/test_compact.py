@@ -51,7 +51,7 @@ def test_sparse_gram_equals_the_dense_hadamard_product(C):
 def test_sparse_gram_is_identical_for_any_chunking(x_chunk, z_chunk):
     X, _ = _green_red(900, seed=1)
     Z, _ = _green_red(400, seed=2)
-    kernel = CompactSupport(Gaussian(0.8), 0.9, nu=3)
+    kernel = CompactSupport(Gaussian(0.8), 0.9, taper_power=3)
     for columns in (None, Z):
         ref = sparse_gram(X, kernel, columns)
         got = sparse_gram(da.from_array(X, chunks=(x_chunk, 2)), kernel,
@@ -98,7 +98,7 @@ def test_alignment_and_sparsity_equal_their_dense_formulas():
     assert curves["alignment"].values[-1] > 0.999 and curves["sparsity"].values[-1] == 0
     # the sparse Gram at the same C has exactly the counted nonzeros
     K1 = sparse_gram(X, CompactSupport(Gaussian(0.6), 1.0))
-    assert K1.nnz == int(curves["nonzeros"].sel(C=1.0))
+    assert K1.nnz == int(curves["nonzeros"].sel(radius=1.0))
 
 
 def test_alignment_on_dask_equals_in_memory(client):
@@ -128,7 +128,7 @@ def test_three_rules_for_the_support_radius():
     at_short = alignment_sparsity(X, Gaussian(0.6), [short])
     assert at_short["sparsity"].values[0] == pytest.approx(0.5, abs=2 / 600)
     with pytest.raises(ValueError, match="reaches alignment"):
-        choose_support_radius(curves.isel(C=slice(0, 3)), mu=0.999)
+        choose_support_radius(curves.isel(radius=slice(0, 3)), mu=0.999)
     with pytest.raises(ValueError, match="exactly one"):
         choose_support_radius(curves, mu=0.9, tau=0.5)
 
@@ -143,22 +143,22 @@ def test_distance_quantile_sample_is_chunking_independent():
 
 
 def test_nu_defaults_to_the_smallest_positive_definite_power_and_warns_below():
-    assert CompactSupport.minimal_nu(2) == 2 and CompactSupport.minimal_nu(3) == 2
-    assert CompactSupport.minimal_nu(4) == 3
-    kernel = CompactSupport(Gaussian(1.0), 1.0, nu=1)
+    assert CompactSupport.minimal_taper_power(2) == 2 and CompactSupport.minimal_taper_power(3) == 2
+    assert CompactSupport.minimal_taper_power(4) == 3
+    kernel = CompactSupport(Gaussian(1.0), 1.0, taper_power=1)
     with pytest.warns(BigkernWarning, match="may not be positive definite"):
         sparse_gram(np.random.default_rng(0).random((50, 5)), kernel)
 
 
 def test_bad_input_is_named():
-    with pytest.raises(ValueError, match="C must be a positive"):
+    with pytest.raises(ValueError, match="support radius must be a positive"):
         CompactSupport(Gaussian(1.0), 0.0)
-    with pytest.raises(ValueError, match="C must be a positive"):
+    with pytest.raises(ValueError, match="support radius must be a positive"):
         CompactSupport(Gaussian(1.0), -1.0)
-    with pytest.raises(ValueError, match="nu must be an integer >= 1"):
-        CompactSupport(Gaussian(1.0), 1.0, nu=0)
-    with pytest.raises(ValueError, match="nu must be an integer >= 1"):
-        CompactSupport(Gaussian(1.0), 1.0, nu=1.5)
+    with pytest.raises(ValueError, match="taper power must be an integer >= 1"):
+        CompactSupport(Gaussian(1.0), 1.0, taper_power=0)
+    with pytest.raises(ValueError, match="taper power must be an integer >= 1"):
+        CompactSupport(Gaussian(1.0), 1.0, taper_power=1.5)
     with pytest.raises(TypeError, match="CompactSupport"):
         sparse_gram(np.ones((3, 2)), Gaussian(1.0))
     X = np.random.default_rng(0).random((20, 2))

@@ -17,9 +17,9 @@ LABELS = np.where(Y > 0, "cloud", "clear")
 
 CASES = [
     (CompactLSSVC(omega=0.4, lam=1e-3, tau=0.7), LABELS),
-    (CompactKernelRidge(omega=0.4, lam=1e-3, C=1.2, nu=3), X[:, 0] ** 2 - X[:, 1]),
+    (CompactKernelRidge(omega=0.4, lam=1e-3, radius=1.2, taper_power=3), X[:, 0] ** 2 - X[:, 1]),
     (CompactSVC(omega=0.4, lam=1e-3, tau=0.6), Y),
-    (CompactKernelPCA(3, omega=0.4, C=1.5), None),
+    (CompactKernelPCA(3, omega=0.4, radius=1.5), None),
 ]
 
 
@@ -48,7 +48,7 @@ def test_round_trip_predicts_the_same(tmp_path, est, target, suffix):
 
 def test_feature_names_survive(tmp_path):
     Xa = xr.DataArray(X, dims=("sample", "feature"), coords={"feature": ["NDAI", "SD"]})
-    model = CompactLSSVC(omega=0.4, C=1.0, nu=2).fit(Xa, Y)
+    model = CompactLSSVC(omega=0.4, radius=1.0, taper_power=2).fit(Xa, Y)
     back = load_model(save_model(model, tmp_path / "m.zarr"))
     assert list(back.feature_names_in_) == ["NDAI", "SD"]
     with pytest.raises(ValueError, match="feature"):

@@ -58,7 +58,7 @@ METHODS = ["banded", "cg", pytest.param("cholmod", marks=pytest.mark.skipif(
 @pytest.mark.parametrize("method", METHODS)
 def test_lssvm_solves_the_bordered_system(green_red, method):
     X, y, _, _ = green_red
-    K = sparse_gram(X, CompactSupport(Gaussian(OMEGA), 1.2, nu=3))
+    K = sparse_gram(X, CompactSupport(Gaussian(OMEGA), 1.2, taper_power=3))
     coef_ref, b_ref = _bordered_reference(K.toarray(), y, 1e-3)
     got = solve_lssvm(K, y, 1e-3, method=method, tol=1e-12)
     assert got.method == method
@@ -71,7 +71,7 @@ def test_lssvm_solves_the_bordered_system(green_red, method):
 
 def test_bandwidth_follows_the_definition_and_rcm_narrows_it(green_red):
     X, _, _, _ = green_red
-    K = sparse_gram(X, CompactSupport(Gaussian(OMEGA), 0.8, nu=3))
+    K = sparse_gram(X, CompactSupport(Gaussian(OMEGA), 0.8, taper_power=3))
     dense = K.toarray() != 0
     first = np.array([np.flatnonzero(row)[0] for row in dense])
     assert bandwidth(K) == 2 * int(np.max(np.arange(len(dense)) - first)) + 1
@@ -94,7 +94,7 @@ def test_sparse_spd_rejects_bad_systems():
 @pytest.mark.parametrize("c", [0.2, 5.0])
 def test_sparse_smo_matches_libsvm_on_the_dense_copy(green_red, c):
     X, y, X_test, _ = green_red
-    kernel = CompactSupport(Gaussian(OMEGA), 1.5, nu=3)
+    kernel = CompactSupport(Gaussian(OMEGA), 1.5, taper_power=3)
     K, K_test = sparse_gram(X, kernel), sparse_gram(X_test, kernel, X)
     ours = solve_svm_dual(K, y, c, eps=1e-5)
     svc = SVC(C=c, kernel="precomputed", tol=1e-5).fit(K.toarray(), y)
@@ -125,7 +125,7 @@ def test_smo_rejects_bad_labels():
 def test_kernel_pca_matches_scikit_learn_on_the_dense_copy():
     X, _ = make_three_clusters(seed=4)
     X_new, _ = make_three_clusters(5, seed=5)
-    kernel = CompactSupport(Gaussian(np.sqrt(0.05)), 0.7, nu=3)
+    kernel = CompactSupport(Gaussian(np.sqrt(0.05)), 0.7, taper_power=3)
     K, K_new = sparse_gram(X, kernel), sparse_gram(X_new, kernel, X)
     ours = kernel_pca(K, 6)
     ref = KernelPCA(6, kernel="precomputed", eigen_solver="dense").fit(K.toarray())
@@ -140,9 +140,10 @@ def test_kernel_pca_matches_scikit_learn_on_the_dense_copy():
 @pytest.mark.determinism
 def test_lssvc_is_the_same_for_numpy_and_any_dask_chunking(green_red):
     X, y, X_test, _ = green_red
-    ref = CompactLSSVC(OMEGA, 1e-3, C=1.2, nu=3).fit(X, y)
+    ref = CompactLSSVC(OMEGA, 1e-3, radius=1.2, taper_power=3).fit(X, y)
     for chunks in (100, 251):
-        model = CompactLSSVC(OMEGA, 1e-3, C=1.2, nu=3).fit(da.from_array(X, chunks=(chunks, 2)), y)
+        model = CompactLSSVC(OMEGA, 1e-3, radius=1.2, taper_power=3).fit(
+            da.from_array(X, chunks=(chunks, 2)), y)
         np.testing.assert_allclose(model.dual_coef_, ref.dual_coef_, rtol=0, atol=1e-12)
         lazy = model.decision_function(da.from_array(X_test, chunks=(300, 2)))
         assert isinstance(lazy, da.Array)
@@ -153,8 +154,8 @@ def test_lssvc_is_the_same_for_numpy_and_any_dask_chunking(green_red):
 
 def test_lssvc_prediction_equals_the_dense_expansion(green_red):
     X, y, X_test, _ = green_red
-    model = CompactLSSVC(OMEGA, 1e-3, C=1.2, nu=3).fit(X, y)
-    K_test = CompactSupport(Gaussian(OMEGA), 1.2, nu=3)(X_test, X)
+    model = CompactLSSVC(OMEGA, 1e-3, radius=1.2, taper_power=3).fit(X, y)
+    K_test = CompactSupport(Gaussian(OMEGA), 1.2, taper_power=3)(X_test, X)
     np.testing.assert_allclose(model.decision_function(X_test),
                                K_test @ model.dual_coef_ + model.intercept_, atol=1e-12)
     assert set(np.unique(model.predict(X_test))) <= {-1, 1}
@@ -170,37 +171,37 @@ def test_compact_kernel_ridge_regresses():
     rng = np.random.default_rng(0)
     X = rng.uniform(-2, 2, (400, 1))
     y = np.sin(2 * X[:, 0]) + 0.1 * rng.standard_normal(400)
-    model = CompactKernelRidge(0.4, 1e-4, C=1.5).fit(X, y)
+    model = CompactKernelRidge(0.4, 1e-4, radius=1.5).fit(X, y)
     grid = np.linspace(-1.8, 1.8, 50)[:, None]
     assert np.max(np.abs(model.predict(grid) - np.sin(2 * grid[:, 0]))) < 0.15
     assert model.score(X, y) > 0.9
     with pytest.raises(ValueError, match="Input y contains NaN"):
-        CompactKernelRidge(0.4, C=1.5).fit(X, np.r_[y[:-1], np.nan])
+        CompactKernelRidge(0.4, radius=1.5).fit(X, np.r_[y[:-1], np.nan])
 
 
 def test_bad_input_is_named(green_red):
     X, y, _, _ = green_red
-    with pytest.raises(ValueError, match="support radius C"):
-        CompactLSSVC(OMEGA, C=0.0).fit(X, y)
-    with pytest.raises(ValueError, match="support radius C"):
-        CompactSVC(OMEGA, C=-1.0).fit(X, y)
-    with pytest.raises(ValueError, match="nu must be an integer >= 1"):
-        CompactLSSVC(OMEGA, C=1.0, nu=0).fit(X, y)
+    with pytest.raises(ValueError, match="support radius must be a positive"):
+        CompactLSSVC(OMEGA, radius=0.0).fit(X, y)
+    with pytest.raises(ValueError, match="support radius must be a positive"):
+        CompactSVC(OMEGA, radius=-1.0).fit(X, y)
+    with pytest.raises(ValueError, match="taper power must be an integer >= 1"):
+        CompactLSSVC(OMEGA, radius=1.0, taper_power=0).fit(X, y)
     with pytest.raises(ValueError, match="nearest neighbour"):
-        CompactLSSVC(OMEGA, C=1e-6).fit(X, y)
+        CompactLSSVC(OMEGA, radius=1e-6).fit(X, y)
     with pytest.raises(ValueError, match="nearest neighbour"):
-        CompactKernelPCA(2, OMEGA, C=1e-6).fit(X)
-    with pytest.warns(BigkernWarning, match="no neighbour within C"):
-        model = CompactLSSVC(OMEGA, C=0.05).fit(X, y)
+        CompactKernelPCA(2, OMEGA, radius=1e-6).fit(X)
+    with pytest.warns(BigkernWarning, match="no neighbour within radius"):
+        model = CompactLSSVC(OMEGA, radius=0.05).fit(X, y)
     assert model.n_isolated_ == len(isolated_rows(sparse_gram(X, model.kernel_))) > 0
     with pytest.raises(LabelError, match="two classes"):
-        CompactSVC(OMEGA, C=1.0).fit(X, np.ones(len(X)))
+        CompactSVC(OMEGA, radius=1.0).fit(X, np.ones(len(X)))
     with pytest.raises(ValueError, match="inconsistent numbers of samples"):
-        CompactLSSVC(OMEGA, C=1.0).fit(X, y[:-1])
+        CompactLSSVC(OMEGA, radius=1.0).fit(X, y[:-1])
     with pytest.raises(ValueError, match="tau"):
         CompactLSSVC(OMEGA, tau=1.5).fit(X, y)
     with pytest.raises(ValueError, match="features"):
-        CompactLSSVC(OMEGA, C=1.0).fit(X, y).predict(np.ones((3, 3)))
+        CompactLSSVC(OMEGA, radius=1.0).fit(X, y).predict(np.ones((3, 3)))
 
 
 # -- the paper's examples -------------------------------------------------------------------
@@ -213,13 +214,14 @@ def test_table2_pattern_svm_within_one_point_of_the_dense_svm_at_mu_099():
     dense = GridSearchCV(SVC(kernel="rbf", gamma=1 / 0.36),
                          {"C": 1 / (2 * 180 * lams)}, cv=10).fit(X, y)
     dense_error = 1 - dense.score(X_test, y_test)
-    curves = alignment_sparsity(X, Gaussian(OMEGA), 2.0 ** np.linspace(-5, 5, 201), nu=3)
+    curves = alignment_sparsity(X, Gaussian(OMEGA), 2.0 ** np.linspace(-5, 5, 201), taper_power=3)
     errors = {}
     for mu in (0.90, 0.95, 0.98, 0.99):
         C = choose_support_radius(curves, mu=mu)
-        search = GridSearchCV(CompactSVC(OMEGA, C=C, nu=3), {"lam": lams}, cv=10).fit(X, y)
+        search = GridSearchCV(CompactSVC(OMEGA, radius=C, taper_power=3), {"lam": lams},
+                              cv=10).fit(X, y)
         errors[mu] = 1 - search.score(X_test, y_test)
-        assert float(curves["alignment"].sel(C=C)) >= mu
+        assert float(curves["alignment"].sel(radius=C)) >= mu
     assert abs(errors[0.99] - dense_error) <= 0.01, (errors, dense_error)
     bayes = MIXTURE.bayes_error(X_test, y_test)
     assert min(errors.values()) >= bayes - 0.03  # nothing beats the Bayes rule by much
@@ -237,7 +239,7 @@ def test_table3_pattern_sparse_lssvm_close_to_dense_at_tau_07():
         scores = [make(lam).fit(X, y).score(X_tune, y_tune) for lam in lams]
         return make(lams[int(np.argmax(scores))]).fit(X, y)
 
-    sparse_model = tuned(lambda lam: CompactLSSVC(OMEGA, lam, tau=0.7, nu=3))
+    sparse_model = tuned(lambda lam: CompactLSSVC(OMEGA, lam, tau=0.7, taper_power=3))
     sparse_error = 1 - sparse_model.score(X_test, y_test)
     assert sparse_model.gram_report_.sparsity == pytest.approx(0.7, abs=0.03)
     # the dense Gaussian LS-SVM with the same bordered system
@@ -255,10 +257,10 @@ def test_kpca_three_clusters_separate_with_rule1_radius():
     """Example 3: C by rule (8) with γ = 0.3; the first two components split the clusters."""
     X, cluster = make_three_clusters(seed=0)
     omega = np.sqrt(0.05)  # Schölkopf & Smola's exp(-‖x − y‖² / 0.1)
-    curves = alignment_sparsity(X, Gaussian(omega), 2.0 ** np.linspace(-5, 5, 201), nu=3)
+    curves = alignment_sparsity(X, Gaussian(omega), 2.0 ** np.linspace(-5, 5, 201), taper_power=3)
     C = choose_support_radius(curves, gamma=0.3)
     assert 0.5 < C < 1.0  # the paper's Ĉ = 0.758 for its draw
-    model = CompactKernelPCA(8, omega, C=C, nu=3).fit(X)
+    model = CompactKernelPCA(8, omega, radius=C, taper_power=3).fit(X)
     P = model.transform(X)[:, :2]
     means = np.array([P[cluster == c].mean(axis=0) for c in range(3)])
     spread = max(P[cluster == c].std(axis=0).max() for c in range(3))
@@ -273,10 +275,10 @@ def test_kpca_three_clusters_separate_with_rule1_radius():
 def test_sampled_curves_are_within_their_standard_errors():
     X, _ = MIXTURE.sample(3000, seed=3)
     Cs = np.geomspace(0.3, 5, 7)
-    exact = alignment_sparsity(X, Gaussian(OMEGA), Cs, nu=3)
+    exact = alignment_sparsity(X, Gaussian(OMEGA), Cs, taper_power=3)
     errors = {}
     for m in (300, 1200):
-        est = alignment_sparsity(X, Gaussian(OMEGA), Cs, nu=3, sample=m, seed=1)
+        est = alignment_sparsity(X, Gaussian(OMEGA), Cs, taper_power=3, sample=m, seed=1)
         assert est.attrs["rows_used"] == m and est.attrs["n"] == 3000
         for key in ("alignment", "sparsity"):
             z = (est[key] - exact[key]).values / np.maximum(est[f"{key}_se"].values, 1e-9)
@@ -287,7 +289,7 @@ def test_sampled_curves_are_within_their_standard_errors():
     assert errors[1200] < errors[300]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        same = alignment_sparsity(X, Gaussian(OMEGA), Cs, nu=3, sample=5000)
+        same = alignment_sparsity(X, Gaussian(OMEGA), Cs, taper_power=3, sample=5000)
     np.testing.assert_array_equal(same["alignment"].values, exact["alignment"].values)
     with pytest.raises(ValueError, match="groups"):
         alignment_sparsity(X, Gaussian(OMEGA), Cs, sample=10, groups=8)
@@ -296,7 +298,8 @@ def test_sampled_curves_are_within_their_standard_errors():
 @pytest.mark.parametrize("method", METHODS)
 def test_sparse_spd_methods_solve_several_right_hand_sides(green_red, method):
     X, y, _, _ = green_red
-    M = sparse_gram(X, CompactSupport(Gaussian(OMEGA), 1.0, nu=3)) + 0.3 * sp.identity(len(X))
+    M = (sparse_gram(X, CompactSupport(Gaussian(OMEGA), 1.0, taper_power=3))
+         + 0.3 * sp.identity(len(X)))
     B = np.column_stack([np.ones(len(X)), y, np.arange(len(X)) % 7])
     want = np.linalg.solve(M.toarray(), B)
     got = solve_sparse_spd(M, B, method=method, tol=1e-12)
@@ -307,7 +310,7 @@ def test_sparse_spd_methods_solve_several_right_hand_sides(green_red, method):
 
 def test_auto_method_follows_the_conditioning():
     X, y = MIXTURE.sample(3000, seed=5)
-    K = sparse_gram(X, CompactSupport(Gaussian(OMEGA), 0.8, nu=3))  # ~80% zeros
+    K = sparse_gram(X, CompactSupport(Gaussian(OMEGA), 0.8, taper_power=3))  # ~80% zeros
     easy = solve_lssvm(K, y, 1.0)  # ridge n·λ = 3000 ≫ ‖K‖: a few CG steps
     hard = solve_lssvm(K, y, 1e-9)  # κ ~ 10⁷: the banded factorization
     assert (easy.method, hard.method) == ("cg", "banded")
@@ -324,7 +327,7 @@ def test_symmetric_storage_multiplies_like_the_full_matrix(green_red):
     from bigkern.solvers.sparse_spd import SymmetricCSR
 
     X, _, _, _ = green_red
-    K = sparse_gram(X, CompactSupport(Gaussian(OMEGA), 1.0, nu=3))
+    K = sparse_gram(X, CompactSupport(Gaussian(OMEGA), 1.0, taper_power=3))
     v = np.random.default_rng(0).standard_normal(len(X))
     np.testing.assert_allclose(SymmetricCSR(K) @ v, K @ v, rtol=1e-12, atol=1e-12)
     no_diagonal = K - sp.diags(K.diagonal())

@@ -18,7 +18,7 @@ from sklearn.exceptions import NotFittedError
 
 from bigkern.errors import DataQualityError, LabelError
 from bigkern.models import (
-    BinnedKernelRidge,
+    BinnedKernelRidgeClassifier,
     BinnedSVC,
     CompactKernelPCA,
     CompactLSSVC,
@@ -29,10 +29,10 @@ from bigkern.models import (
 
 CLASSIFIERS = [
     BinnedSVC(omega=1.0, C=3.0),
-    BinnedKernelRidge(omega=1.0, lam=0.1),
+    BinnedKernelRidgeClassifier(omega=1.0, lam=0.1),
     KernelRidgeClassifier(omega=1.0, lam=0.1),
-    CompactLSSVC(omega=1.0, C=3.0),
-    CompactSVC(omega=1.0, C=3.0),
+    CompactLSSVC(omega=1.0, radius=3.0),
+    CompactSVC(omega=1.0, radius=3.0),
 ]
 IDS = [type(c).__name__ for c in CLASSIFIERS]
 
@@ -93,7 +93,7 @@ def test_string_labels_fit_and_predict(model):
     assert np.mean(pred == labels) > 0.8
 
 
-@pytest.mark.parametrize("model", [*CLASSIFIERS, CompactKernelPCA(omega=1.0, C=3.0)],
+@pytest.mark.parametrize("model", [*CLASSIFIERS, CompactKernelPCA(omega=1.0, radius=3.0)],
                          ids=[*IDS, "CompactKernelPCA"])
 def test_use_before_fit_raises_not_fitted(model):
     model = clone(model)
@@ -178,7 +178,8 @@ def _scenes_and_samples():
 
 
 @pytest.mark.parametrize("model", [BinnedSVC(omega=1.0, C=3.0), KernelRidgeClassifier(),
-                                   CompactLSSVC(omega=1.0, C=2.0), CompactSVC(omega=1.0, C=2.0),
+                                   CompactLSSVC(omega=1.0, radius=2.0),
+                                   CompactSVC(omega=1.0, radius=2.0),
                                    ReducedSVC(omega=1.0, C=3.0, size=40, random_state=0)],
                          ids=["BinnedSVC", "KernelRidgeClassifier", "CompactLSSVC", "CompactSVC",
                               "ReducedSVC"])
@@ -212,7 +213,7 @@ def test_predict_scenes_refuses_string_classes_for_an_int8_mask():
 REGRESSORS = {
     "OHTRegressor": lambda: __import__("bigkern").OHTRegressor(random_state=0),
     "LOOKernelRidge": lambda: __import__("bigkern").LOOKernelRidge(random_state=0),
-    "GaussianRLS": lambda: __import__("bigkern").GaussianRLS(sigma=1.0),
+    "GaussianRLS": lambda: __import__("bigkern").GaussianRLS(omega=1.0),
     "CompactKernelRidge": lambda: __import__("bigkern").CompactKernelRidge(omega=1.0),
     "ReducedSVR": lambda: __import__("bigkern").ReducedSVR(random_state=0),
     "NystromKernelRidge": lambda: __import__("bigkern").NystromKernelRidge(random_state=0),

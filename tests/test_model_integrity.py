@@ -27,7 +27,12 @@ from bigkern import CompactLSSVC, GaussianRLS, OHTRegressor, PeriodicKernelRidge
 from bigkern.errors import StoreError
 from bigkern.io.model_limits import netcdf_header_shapes
 from bigkern.io.model_store import write_model_dataset
-from bigkern.models import BinnedKernelRidge, KernelRidgeClassifier, load_model, save_model
+from bigkern.models import (
+    BinnedKernelRidgeClassifier,
+    KernelRidgeClassifier,
+    load_model,
+    save_model,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -44,7 +49,7 @@ def _data(n: int = 200, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
 def _fit(family: str):
     X, y = _data()
     if family == "binned":
-        return BinnedKernelRidge(omega=1.0).fit(X, y)
+        return BinnedKernelRidgeClassifier(omega=1.0).fit(X, y)
     if family == "baseline":
         return KernelRidgeClassifier(omega=1.0).fit(X, y)
     if family == "reduced":
@@ -52,7 +57,7 @@ def _fit(family: str):
     if family == "compact":
         return CompactLSSVC(omega=0.8, lam=1e-3).fit(X.values, np.where(y > 0, "cloud", "clear"))
     if family == "oht":
-        return OHTRegressor(method="ED", widths=(2.0,)).fit(X, X["NDAI"].values)
+        return OHTRegressor(method="ED", omegas=(2.0,)).fit(X, X["NDAI"].values)
     if family == "rls":
         return GaussianRLS().fit(X.values[:60], X["NDAI"].values[:60])
     x = np.random.default_rng(0).uniform(0, 1, 100)

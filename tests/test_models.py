@@ -12,7 +12,7 @@ from bigkern import config
 from bigkern.errors import DataQualityError, LabelError
 from bigkern.kernels import gaussian_kernel, omega_to_gamma
 from bigkern.models import (
-    BinnedKernelRidge,
+    BinnedKernelRidgeClassifier,
     BinnedSVC,
     KernelRidgeClassifier,
     load_model,
@@ -35,7 +35,7 @@ def bins():
 
 
 def test_fuzzy_ridge_solves_the_weighted_system(bins):
-    model = BinnedKernelRidge(omega=0.7, lam=0.05).fit_bins(bins)
+    model = BinnedKernelRidgeClassifier(omega=0.7, lam=0.05).fit_bins(bins)
     Z = (bins["center"].values - bins["offset"].values) / bins["scale"].values
     K = gaussian_kernel(Z, Z, 0.7)
     w = bins["count"].values / bins["count"].values.mean()
@@ -47,7 +47,7 @@ def test_fuzzy_ridge_solves_the_weighted_system(bins):
 
 
 def test_majority_ridge_is_unweighted(bins):
-    model = BinnedKernelRidge(omega=0.7, lam=0.05, labels="majority").fit_bins(bins)
+    model = BinnedKernelRidgeClassifier(omega=0.7, lam=0.05, bin_target="majority").fit_bins(bins)
     Z = (bins["center"].values - bins["offset"].values) / bins["scale"].values
     target = (bins["majority_label"].values == 1).astype(float)
     c = np.linalg.solve(gaussian_kernel(Z, Z, 0.7) + 0.05 * np.eye(len(Z)), target)
@@ -78,7 +78,7 @@ def test_accuracy_close_to_full_svm():
 
 
 @pytest.mark.determinism
-@pytest.mark.parametrize("model", [BinnedKernelRidge(), BinnedSVC(C=3.0)])
+@pytest.mark.parametrize("model", [BinnedKernelRidgeClassifier(), BinnedSVC(C=3.0)])
 def test_same_model_whatever_the_chunking(model):
     x, y = _data(20_000, seed=4)
     a = model.fit(x, y).expansion_
@@ -88,7 +88,7 @@ def test_same_model_whatever_the_chunking(model):
     np.testing.assert_array_equal(a.coef, b.coef)
 
 
-@pytest.mark.parametrize("model", [BinnedKernelRidge(), BinnedSVC(C=3.0)])
+@pytest.mark.parametrize("model", [BinnedKernelRidgeClassifier(), BinnedSVC(C=3.0)])
 def test_save_load_round_trip(model, tmp_path, bins):
     model.fit_bins(bins)
     x, _ = _data(3000, seed=7)
@@ -114,7 +114,7 @@ def test_feature_names_remembered_and_checked():
 @pytest.mark.determinism
 def test_dask_predict_is_lazy_and_equal():
     x, y = _data(5000)
-    model = BinnedKernelRidge().fit(x, y)
+    model = BinnedKernelRidgeClassifier().fit(x, y)
     lazy = model.predict(da.from_array(x, chunks=(999, 3)))
     assert isinstance(lazy, da.Array)
     np.testing.assert_array_equal(lazy.compute(), model.predict(x))
@@ -142,7 +142,7 @@ def test_too_many_nonfinite_rows_raise():
 def test_one_class_only_raises():
     x, _ = _data(2000)
     with pytest.raises(LabelError, match="one class only"):
-        BinnedKernelRidge().fit(x, np.ones(2000))
+        BinnedKernelRidgeClassifier().fit(x, np.ones(2000))
 
 
 def test_in_memory_kernel_ridge_baseline():

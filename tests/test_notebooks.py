@@ -47,7 +47,7 @@ def test_quickstart_runs_and_predicts_the_labelled_pixels(tmp_path, monkeypatch)
 def test_misr_notebook_runs_with_real_or_synthetic_scenes(tmp_path, monkeypatch):
     text = _text(_execute(NAMES[1], tmp_path, monkeypatch))
     assert "MISR files:" in text
-    for model in ("BinnedSVC", "BinnedKernelRidge", "SVC on m random pixels"):
+    for model in ("BinnedSVC", "BinnedKernelRidgeClassifier", "SVC on m random pixels"):
         assert model in text
     assert "wrong of" in text
 

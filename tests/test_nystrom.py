@@ -28,7 +28,7 @@ def _fit(cls, X, y, **kw):
         return cls(**{**params, **kw}).fit(X, y)
 
 
-@pytest.mark.parametrize("penalty", ["kernel", "identity"])
+@pytest.mark.parametrize("penalty", ["rkhs", "coef"])
 def test_exact_against_a_direct_in_memory_solve(penalty):
     X, y = _wave(800, seed=1)
     model = _fit(NystromKernelRidge, da.from_array(X, chunks=(170, -1)), y, standardize=False,
@@ -36,7 +36,7 @@ def test_exact_against_a_direct_in_memory_solve(penalty):
     C = model.centers_
     G = np.hstack([gaussian_kernel(X, C, 0.7), np.ones((len(X), 1))])
     P = np.zeros((61, 61))
-    P[:60, :60] = 0.1 * (gaussian_kernel(C, C, 0.7) if penalty == "kernel" else np.eye(60))
+    P[:60, :60] = 0.1 * (gaussian_kernel(C, C, 0.7) if penalty == "rkhs" else np.eye(60))
     w = np.linalg.lstsq(np.vstack([G, np.linalg.cholesky(P + 1e-300 * np.eye(61)).T]),
                         np.concatenate([y, np.zeros(61)]), rcond=None)[0]
     Xt, _ = _wave(300, seed=2)

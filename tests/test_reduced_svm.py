@@ -145,7 +145,7 @@ def test_exact_against_a_direct_newton_solve_with_all_samples_as_centers():
     C, alpha, omega = 10.0, 5.0, 0.8
     Xd = da.from_array(X, chunks=(300, -1))
     with dask.config.set(scheduler="sync"):
-        model = ReducedSVC(omega=omega, C=C, alpha=alpha, size=len(X), standardize=False,
+        model = ReducedSVC(omega=omega, C=C, smoothing=alpha, size=len(X), standardize=False,
                            tol=1e-12, random_state=0).fit(Xd, y)
     exp = model.expansion_
     np.testing.assert_array_equal(np.sort(exp.centers, axis=0), np.sort(X, axis=0))
@@ -213,7 +213,7 @@ def test_one_read_of_the_data_per_newton_pass(client):
     Xd = da.from_array(X, chunks=(1000, -1), name="rsvm-source-X")
     yd = da.from_array(y, chunks=1000, name="rsvm-source-y")
     with get_task_stream(client) as ts:
-        model = _fit(Xd, yd, C=1e4, alpha=50.0)  # a setting whose line search backtracks
+        model = _fit(Xd, yd, C=1e4, smoothing=50.0)  # a setting whose line search backtracks
     rep = model.fit_report_
     names = Counter(t["key"][0] if isinstance(t["key"], tuple) else t["key"] for t in ts.data)
     assert rep["backtracked"] > 0 and rep["converged"]
@@ -255,7 +255,7 @@ def test_bad_input_is_a_clear_error():
              ({"omega": -1.0}, ValueError, "omega must be a positive"),
              ({"C": 0.0}, ValueError, "C must be a positive"),
              ({"C": -2.0}, ValueError, "C must be a positive"),
-             ({"alpha": 0.0}, ValueError, "alpha must be a positive"),
+             ({"smoothing": 0.0}, ValueError, "smoothing must be a positive"),
              ({"tol": 0.0}, ValueError, "tol must be a positive"),
              ({"max_iter": 0}, ValueError, "max_iter must be a positive int")]
     for kwargs, err, match in cases:

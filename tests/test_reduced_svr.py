@@ -78,7 +78,7 @@ def test_non_finite_rows_are_left_out_and_counted():
     ({"size": 401}, "more than the 400 rows"), ({"size": 1}, "at least 2"),
     ({"omega": 0.0}, "omega must be a positive"), ({"omega": -1.0}, "omega must be a positive"),
     ({"C": 0.0}, "C must be a positive"), ({"epsilon": -0.1}, "epsilon must be a non-negative"),
-    ({"alpha": 0.0}, "alpha must be a positive"), ({"tol": 0.0}, "tol must be a positive"),
+    ({"smoothing": 0.0}, "smoothing must be a positive"), ({"tol": 0.0}, "tol must be a positive"),
     ({"max_iter": 0}, "max_iter must be a positive int"),
     ({"hessian": "float16"}, "hessian must be"),
 ])

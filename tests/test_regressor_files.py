@@ -26,16 +26,16 @@ def _data(n: int = 300, seed: int = 0):
 
 
 ESTIMATORS = [
-    OHTRegressor(method="GS2", widths=(0.5, 1.0, 2.0), random_state=0),
-    OHTRegressor(method="ED", widths=(1.0,)),
-    OHTRegressor(method="ED2", widths=(0.5, 1.0), basis=40, random_state=3),
-    LOOKernelRidge(widths=(0.5, 1.0), ridges=(1e-3, 1e-2, 1e-1), random_state=1),
+    OHTRegressor(method="GS2", omegas=(0.5, 1.0, 2.0), random_state=0),
+    OHTRegressor(method="ED", omegas=(1.0,)),
+    OHTRegressor(method="ED2", omegas=(0.5, 1.0), basis=40, random_state=3),
+    LOOKernelRidge(omegas=(0.5, 1.0), lams=(1e-3, 1e-2, 1e-1), random_state=1),
 ]
 
 
 @pytest.mark.determinism
 @pytest.mark.parametrize("suffix", ["zarr", "nc"])
-@pytest.mark.parametrize("est", ESTIMATORS, ids=lambda e: f"{type(e).__name__}-{e.widths}")
+@pytest.mark.parametrize("est", ESTIMATORS, ids=lambda e: f"{type(e).__name__}-{e.omegas}")
 def test_round_trip_predicts_the_same(tmp_path, est, suffix):
     X, y = _data()
     model = clone(est).fit(X, y)
@@ -55,14 +55,14 @@ def test_round_trip_predicts_the_same(tmp_path, est, suffix):
         np.testing.assert_array_equal(back.basis_used_, model.basis_used_)
         assert not hasattr(back, "solution_")  # the solver's full result is not saved
     else:
-        assert back.ridge_ == model.ridge_
+        assert back.lam_ == model.lam_
     with pytest.raises(StoreError, match="exists"):
         save_model(model, path)
 
 
 def test_unsaveable_parameter_and_unfitted_model_are_named(tmp_path):
     X, y = _data()
-    model = OHTRegressor(widths=(1.0,), random_state=np.random.RandomState(0)).fit(X, y)
+    model = OHTRegressor(omegas=(1.0,), random_state=np.random.RandomState(0)).fit(X, y)
     with pytest.raises(TypeError, match="random_state"):
         save_model(model, tmp_path / "m.zarr")
     from sklearn.exceptions import NotFittedError
@@ -75,7 +75,7 @@ def test_newer_format_is_refused(tmp_path):
     from bigkern.models import load_model_dataset
 
     X, y = _data()
-    ds = LOOKernelRidge(widths=(1.0,)).fit(X, y).to_dataset()
+    ds = LOOKernelRidge(omegas=(1.0,)).fit(X, y).to_dataset()
     ds.attrs["bigkern_format"] = 99
     with pytest.raises(ValueError, match="newer bigkern"):
         load_model_dataset(ds)
@@ -103,8 +103,8 @@ PERIODIC = [
     PeriodicKernelRidge(grid=SMALL_GRID, sigma2=0.09, kernel="wrapped", wrap=True),
 ]
 RLS = [
-    GaussianRLS(sigma=1.0, lams=(1e-4, 1e-3, 1e-2), precision="double"),
-    GaussianRLS(sigma=1e3, lam=1e-10),  # extended precision, predicting by yᵀ[(K + λnI)⁻¹ k(x)]
+    GaussianRLS(omega=1.0, lams=(1e-4, 1e-3, 1e-2), precision="double"),
+    GaussianRLS(omega=1e3, lam=1e-10),  # extended precision, predicting by yᵀ[(K + λnI)⁻¹ k(x)]
 ]
 
 
@@ -145,7 +145,7 @@ def test_rls_and_periodic_round_trip_predict_bit_identically(tmp_path, est, suff
         np.testing.assert_array_equal(back.loo_mse_, model.loo_mse_)
 
 
-@pytest.mark.parametrize("model", [OHTRegressor(widths=(1.0,)), LOOKernelRidge(widths=(1.0,)),
+@pytest.mark.parametrize("model", [OHTRegressor(omegas=(1.0,)), LOOKernelRidge(omegas=(1.0,)),
                                    GaussianRLS(), PeriodicKernelRidge(n_bins=20)],
                          ids=lambda m: type(m).__name__)
 def test_feature_names_survive_the_file(tmp_path, model):
@@ -170,8 +170,8 @@ def _every_family():
     X, y = _data(120)
     labels = (y > np.median(y)).astype(int)
     return [KernelRidgeClassifier(omega=1.0).fit(X, labels),
-            CompactKernelRidge(omega=1.0, C=3.0).fit(X, labels),
-            OHTRegressor(widths=(1.0,)).fit(X, y), GaussianRLS().fit(X, y),
+            CompactKernelRidge(omega=1.0, radius=3.0).fit(X, labels),
+            OHTRegressor(omegas=(1.0,)).fit(X, y), GaussianRLS().fit(X, y),
             PeriodicKernelRidge().fit(*_circle())]
 
 

@@ -137,7 +137,7 @@ def test_gaussian_rls_matches_sklearn_kernel_ridge_and_brute_loo():
     sigma, lams = 0.8, [1e-4, 1e-3, 1e-2, 1e-1]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # well conditioned: no precision warning
-        model = GaussianRLS(sigma=sigma, lams=lams).fit(X, y)
+        model = GaussianRLS(omega=sigma, lams=lams).fit(X, y)
     assert model.precision_ == "double"
     gamma = 1 / (2 * sigma**2)
     brute = []
@@ -204,7 +204,7 @@ def _feature_ridge(x, y, z, s, ridge):
 def _fit_predict(x, y, s, lam, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BigkernWarning)
-        model = GaussianRLS(sigma=s, lam=lam, **kw).fit(x[:, None], y)
+        model = GaussianRLS(omega=s, lam=lam, **kw).fit(x[:, None], y)
         return model, model.predict(GRID[:, None])
 
 
@@ -234,7 +234,7 @@ def test_both_backends_resolve_the_large_sigma_regime(backend):
 @needs_flint
 def test_fixed_dps_too_small_is_reported():
     x, y = _fig3_data(30)
-    kw = {"sigma": 1e4, "lam": 1e-20, "precision": "extended"}  # condition ~1e20
+    kw = {"omega": 1e4, "lam": 1e-20, "precision": "extended"}  # condition ~1e20
     with pytest.raises(ValueError, match="raise dps"):
         GaussianRLS(dps=20, **kw).fit(x[:, None], y)
     with pytest.warns(ExtendedPrecisionWarning, match="30 digits do not resolve"):
@@ -291,12 +291,12 @@ def test_double_precision_warns_instead_of_silent_garbage():
     lam = s ** -(2 * k + 1)
     limit = np.polyval(np.polyfit(x, y, k), GRID)
     with pytest.warns(DoublePrecisionWarning, match="cannot resolve"):
-        model = GaussianRLS(sigma=s, lam=lam, precision="double").fit(x[:, None], y)
+        model = GaussianRLS(omega=s, lam=lam, precision="double").fit(x[:, None], y)
     assert issubclass(DoublePrecisionWarning, IllConditionedWarning)
     assert model.precision_ == "double" and model.condition_ > 1e15
     garbage = np.abs(model.predict(GRID[:, None]) - limit).max()
     with pytest.warns(ExtendedPrecisionWarning, match="extended precision"):
-        auto = GaussianRLS(sigma=s, lam=lam).fit(x[:, None], y)
+        auto = GaussianRLS(omega=s, lam=lam).fit(x[:, None], y)
     assert auto.precision_ == "extended" and auto.dps_ > 16
     good = np.abs(auto.predict(GRID[:, None]) - limit).max()
     assert garbage > 1.0 and good < 1e-2, (garbage, good)
@@ -308,9 +308,9 @@ def test_double_precision_warns_instead_of_silent_garbage():
 
 
 @pytest.mark.parametrize(("params", "match"), [
-    ({"sigma": 0.0}, "sigma"),
-    ({"sigma": -1.0}, "sigma"),
-    ({"sigma": np.inf}, "sigma"),
+    ({"omega": 0.0}, "omega"),
+    ({"omega": -1.0}, "omega"),
+    ({"omega": np.inf}, "omega"),
     ({"lam": 0.0}, "lam"),
     ({"lam": -1e-3}, "lam"),
     ({"lams": [1e-3, 0.0]}, r"lams\[1\]"),
@@ -341,7 +341,7 @@ def test_bad_data():
     yn[7] = np.inf
     with pytest.raises(DataQualityError, match=r"y .*row 7"):
         GaussianRLS().fit(X, yn)
-    model = GaussianRLS(sigma=0.3).fit(X, y)
+    model = GaussianRLS(omega=0.3).fit(X, y)
     with pytest.raises(DataQualityError, match="row 0, column 0"):
         model.predict([[np.nan]])
     with pytest.raises(ValueError, match="2 features"):
@@ -354,5 +354,5 @@ def test_constant_y_is_fitted_with_a_clear_warning():
     the shrinkage, which is rarely what the caller wanted."""
     x, _ = _fig3_data(20)
     with pytest.warns(BigkernWarning, match="y is constant"):
-        model = GaussianRLS(sigma=1.0, lams=[1e-6, 1e-3]).fit(x[:, None], np.full(20, 2.5))
+        model = GaussianRLS(omega=1.0, lams=[1e-6, 1e-3]).fit(x[:, None], np.full(20, 2.5))
     np.testing.assert_allclose(model.predict(x[:5, None]), 2.5, atol=1e-3)

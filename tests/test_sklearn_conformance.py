@@ -25,7 +25,7 @@ from sklearn.exceptions import DataConversionWarning, NotFittedError, SkipTestWa
 from sklearn.utils.estimator_checks import check_estimator, parametrize_with_checks
 
 from bigkern.models import (
-    BinnedKernelRidge,
+    BinnedKernelRidgeClassifier,
     BinnedSVC,
     CompactKernelPCA,
     CompactKernelRidge,
@@ -59,7 +59,7 @@ EXPECTED_FAILURES: dict[type, dict[str, str]] = {
     # (check_methods_subset_invariance failed while a row's float32 decision value depended
     # on its kernel block's BLAS path; the fused kernel evaluates every row on its own)
     BinnedSVC: {"check_estimators_pickle": NAN_ROWS},
-    BinnedKernelRidge: {"check_estimators_pickle": NAN_ROWS},
+    BinnedKernelRidgeClassifier: {"check_estimators_pickle": NAN_ROWS},
     OHTRegressor: {"check_regressors_no_decision_function": TINY_CV},
     ReducedSVC: {"check_estimators_pickle": NAN_ROWS},
     ReducedSVR: {"check_estimators_pickle": NAN_ROWS, "check_regressors_train": UNDERFIT},
@@ -81,7 +81,7 @@ def _local_scheduler():
 
 
 @parametrize_with_checks(
-    [BinnedSVC(), BinnedKernelRidge(), KernelRidgeClassifier(), CompactLSSVC(),
+    [BinnedSVC(), BinnedKernelRidgeClassifier(), KernelRidgeClassifier(), CompactLSSVC(),
      CompactKernelRidge(), CompactSVC(), CompactKernelPCA(), OHTRegressor(random_state=1),
      LOOKernelRidge(), GaussianRLS(), PeriodicKernelRidge(), ReducedSVC(),
      ReducedSVR(random_state=0), NystromKernelRidge(random_state=0),

@@ -35,60 +35,62 @@ class CompactSupport:
     """A radial kernel tapered to compact support (Zhang, Genton & Liu, eq. 1).
 
     ``k_C(x, x') = [(1 − ‖x − x'‖ / C)₊]^ν · k(x, x')``: zero beyond distance
-    ``C``, so Gram matrices are sparse. The taper is a truncated power
+    ``C`` (``radius``), so Gram matrices are sparse. The taper is a truncated power
     function, positive definite on R^d for integer ``ν ≥ (d + 1) / 2``
-    (Gneiting 2002), so the product kernel is too. ``nu=None`` takes that
-    smallest valid integer for the data's dimension; a smaller ``nu`` is
+    (Gneiting 2002), so the product kernel is too. ``taper_power=None`` takes that
+    smallest valid integer for the data's dimension; a smaller ``taper_power`` is
     allowed with a :class:`~bigkern.errors.BigkernWarning`.
 
     Parameters
     ----------
     kernel : radial kernel
         Anything with ``radial(r)``, e.g. :class:`Gaussian`.
-    C : float
-        Support radius (> 0), in the units of the (standardized) features.
-    nu : int, optional
-        Power of the taper (≥ 1).
+    radius : float
+        Support radius (> 0, the paper's C), in the units of the (standardized) features.
+    taper_power : int, optional
+        Power ν of the taper (≥ 1).
     """
 
     kernel: Gaussian
-    C: float
-    nu: int | None = None
+    radius: float
+    taper_power: int | None = None
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.C, int | float | np.floating | np.integer) and self.C > 0
-                and math.isfinite(self.C)):
-            raise ValueError(f"the support radius C must be a positive finite number; "
-                             f"got {self.C!r}")
-        if self.nu is not None and (int(self.nu) != self.nu or self.nu < 1):
-            raise ValueError(f"the taper power nu must be an integer >= 1; got {self.nu!r}")
+        if not (isinstance(self.radius, int | float | np.floating | np.integer) and self.radius > 0
+                and math.isfinite(self.radius)):
+            raise ValueError(f"the support radius must be a positive finite number; "
+                             f"got {self.radius!r}")
+        power = self.taper_power
+        if power is not None and (int(power) != power or power < 1):
+            raise ValueError(f"the taper power must be an integer >= 1; got {self.taper_power!r}")
         if not hasattr(self.kernel, "radial"):
             raise TypeError(f"kernel must be a radial kernel with .radial(r); got "
                             f"{type(self.kernel).__name__}")
 
     @staticmethod
-    def minimal_nu(d: int) -> int:
+    def minimal_taper_power(d: int) -> int:
         """Smallest integer ``ν ≥ (d + 1) / 2``: the taper is positive definite on R^d."""
         return math.ceil((int(d) + 1) / 2)
 
-    def nu_for(self, d: int) -> int:
-        """The taper power used for ``d`` features (warns when below :meth:`minimal_nu`)."""
-        least = self.minimal_nu(d)
-        if self.nu is None:
+    def taper_power_for(self, d: int) -> int:
+        """The taper power for ``d`` features (warns when below :meth:`minimal_taper_power`)."""
+        least = self.minimal_taper_power(d)
+        if self.taper_power is None:
             return least
-        if self.nu < least:
+        if self.taper_power < least:
             warnings.warn(
-                f"nu={self.nu} is below (d + 1) / 2 = {(d + 1) / 2} for d = {d} features: "
-                f"the compactly supported kernel may not be positive definite (use nu >= "
+                f"taper_power={self.taper_power} is below (d + 1) / 2 = {(d + 1) / 2} for "
+                f"d = {d} features: "
+                f"the compactly supported kernel may not be positive definite (use taper_power >= "
                 f"{least})", BigkernWarning, stacklevel=3)
-        return int(self.nu)
+        return int(self.taper_power)
 
     def taper(self, r: np.ndarray, d: int) -> np.ndarray:
         """``[(1 − r / C)₊]^ν`` at distances ``r`` for ``d`` features."""
         r = np.asarray(r, dtype=np.float64)
-        base = np.maximum(1.0 - r / self.C, 0.0)
+        base = np.maximum(1.0 - r / self.radius, 0.0)
         out = base.copy()
-        for _ in range(self.nu_for(d) - 1):  # integer power by products: ~10x faster than **
+        for _ in range(self.taper_power_for(d) - 1):  # a power by products: ~10x faster than **
             out *= base
         return out
 

@@ -11,7 +11,7 @@ of them (zarr or netCDF, checksummed).
 On percentile bins (Shi & Yu; the bins come from :func:`bigkern.reduce.percentile_bins`):
 
 * :class:`BinnedSVC` — a Gaussian SVM on the bins' centres, weighted by their counts;
-* :class:`BinnedKernelRidge` — a kernel ridge *classifier* on the bins.
+* :class:`BinnedKernelRidgeClassifier` — a kernel ridge *classifier* on the bins.
 
 On a reduced kernel (Lee & Huang): one pass of normal equations or Newton sums per fit:
 
@@ -38,7 +38,7 @@ In memory, as a peer for the others: :class:`KernelRidgeClassifier`.
 from __future__ import annotations
 
 from bigkern.models.baselines import KernelRidgeClassifier
-from bigkern.models.binned import BinnedKernelRidge, BinnedSVC
+from bigkern.models.binned import BinnedKernelRidgeClassifier, BinnedSVC
 from bigkern.models.compact import CompactKernelPCA, CompactKernelRidge, CompactLSSVC, CompactSVC
 from bigkern.models.kernel_regression import LOOKernelRidge
 from bigkern.models.nystrom import NystromKernelRidge, NystromKernelRidgeClassifier
@@ -49,7 +49,7 @@ from bigkern.models.reduced import ReducedSVC, ReducedSVR
 from bigkern.models.rls import GaussianRLS
 
 __all__ = [
-    "BinnedKernelRidge",
+    "BinnedKernelRidgeClassifier",
     "BinnedSVC",
     "CompactKernelPCA",
     "CompactKernelRidge",

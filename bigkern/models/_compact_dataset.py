@@ -1,12 +1,12 @@
 """Fitted compactly supported kernel models as small xarray Datasets, and back.
 
-A compact model predicts from its training rows (only those within ``C`` of a
+A compact model predicts from its training rows (only those within ``radius`` of a
 new point contribute), so the Dataset holds them: ``X_fit (sample, feature)``,
 with ``dual_coef (sample)`` for :class:`~bigkern.models.CompactLSSVC`,
 :class:`~bigkern.models.CompactKernelRidge` and :class:`~bigkern.models.CompactSVC`,
 or ``alphas (sample, component)``, ``eigenvalues (component)`` and ``row_means
 (sample)`` for :class:`~bigkern.models.CompactKernelPCA`. attrs: ``model``,
-``params_json``, the kernel (``omega``, ``support_radius``, ``nu``; ``nu = -1``:
+``params_json``, the kernel (``omega``, ``support_radius``, ``taper_power``; ``taper_power = -1``:
 chosen from the dimension), ``intercept``, ``classes_json``, ``grand_mean``,
 ``has_feature_names``, ``bigkern_format`` and ``bigkern_version``. Fit-time diagnostics
 (``gram_report_``, ``solve_report_``) are not saved.
@@ -51,8 +51,8 @@ def compact_to_dataset(model: Any) -> xr.Dataset:
         "model": type(model).__name__,
         "params_json": json.dumps(_params(model), sort_keys=True),
         "omega": float(kernel.kernel.omega),
-        "support_radius": float(kernel.C),
-        "nu": -1 if kernel.nu is None else int(kernel.nu),
+        "support_radius": float(kernel.radius),
+        "taper_power": -1 if kernel.taper_power is None else int(kernel.taper_power),
         "has_feature_names": int(hasattr(model, "feature_names_in_")),
         **format_attrs(FORMAT),
     }
@@ -97,9 +97,10 @@ def compact_from_dataset(ds: xr.Dataset, cls: type, *, support_from_coef: bool =
     check_format(ds, FORMAT)
     valid = cls().get_params()
     model = cls(**{k: v for k, v in json.loads(ds.attrs["params_json"]).items() if k in valid})
-    nu = int(ds.attrs["nu"])
+    taper_power = int(ds.attrs["taper_power"])
     model.kernel_ = CompactSupport(Gaussian(float(ds.attrs["omega"])),
-                                   float(ds.attrs["support_radius"]), None if nu < 0 else nu)
+                                   float(ds.attrs["support_radius"]),
+                                   None if taper_power < 0 else taper_power)
     model.support_radius_ = float(ds.attrs["support_radius"])
     model.X_fit_ = np.asarray(ds["X_fit"].values, dtype=np.float64)
     model.n_features_in_ = int(ds.sizes["feature"])

@@ -138,9 +138,10 @@ def check_model_dataset(ds: xr.Dataset, where: str) -> None:
         if not (math.isfinite(radius) and radius > 0):
             raise StoreError(f"model {where}: attribute 'support_radius' is {radius!r}; it "
                              f"must be finite and positive")
-    if "nu" in ds.attrs:
-        nu = _number(ds, "nu", where)
-        if not (math.isfinite(nu) and nu == int(nu)):
-            raise StoreError(f"model {where}: attribute 'nu' is {nu!r}; it must be an integer")
+    if "taper_power" in ds.attrs:
+        power = _number(ds, "taper_power", where)
+        if not (math.isfinite(power) and power == int(power)):
+            raise StoreError(f"model {where}: attribute 'taper_power' is {power!r}; it must be "
+                             f"an integer")
     _check_classes(ds, where)
     _check_arrays(ds, where)

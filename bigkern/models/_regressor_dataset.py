@@ -11,7 +11,7 @@ A loaded model predicts bit for bit as the saved one. Per family:
   ``basis (basis, feature)`` centers in standardized units, ``coef (basis)``,
   ``offset`` / ``scale (feature)``, attrs ``omega`` and ``intercept``; plus
   ``cv_score (width)``, OHT's ``basis_used (basis)`` and, in ``fitted_json``,
-  OHT's ``n_components_``, ``n_stable_``, ``sigma2_`` or RM's ``ridge_``. The
+  OHT's ``n_components_``, ``n_stable_``, ``sigma2_`` or RM's ``lam_``. The
   solver's full result (``OHTRegressor.solution_``) is not saved.
 * :class:`~bigkern.models.GaussianRLS` — the expansion's centers and what the
   extended-precision prediction solves with: ``X_fit (sample, feature)``,
@@ -45,7 +45,7 @@ FORMAT = 1
 #: fitted scalar attributes saved per estimator class, when present
 FITTED_SCALARS: dict[str, tuple[str, ...]] = {
     "OHTRegressor": ("n_components_", "n_stable_", "sigma2_"),
-    "LOOKernelRidge": ("ridge_",),
+    "LOOKernelRidge": ("lam_",),
     "GaussianRLS": ("lam_", "condition_", "precision_", "dps_"),
     "PeriodicKernelRidge": ("omega_", "lam_", "lam_b_", "sigma2_", "trace_", "n_bins_",
                             "n_empty_bins_"),
@@ -101,7 +101,7 @@ def regressor_to_dataset(model: Any) -> xr.Dataset:
     from sklearn.utils.validation import check_is_fitted
 
     check_is_fitted(model, "coef_")
-    widths = np.atleast_1d(np.asarray(model.widths, dtype=np.float64))
+    widths = np.atleast_1d(np.asarray(model.omegas, dtype=np.float64))
     scores = np.asarray(model.cv_scores_, dtype=np.float64)
     if scores.shape != widths.shape:  # a single width: no CV, one NaN score
         scores = np.full(widths.shape, np.nan)

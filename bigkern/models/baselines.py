@@ -22,6 +22,16 @@ class KernelRidgeClassifier(_KernelClassifier):
     The paper's baseline: fit on a random subsample of the same size as the
     number of bins (and bagged with :class:`sklearn.ensemble.BaggingClassifier`).
     Standardization, when on, uses the subsample's own median and robust σ.
+
+    Parameters
+    ----------
+    omega : float
+        Gaussian width ω (scikit-learn's ``gamma = 1 / (2 ω²)``), in standardized units
+        when ``standardize``.
+    lam : float
+        Ridge λ added to the kernel matrix's diagonal, ``(K + λI) c = y``.
+    standardize : bool
+        Robust standardization from the fitted rows (median, 10%/90% quantiles).
     """
 
     def __init__(self, omega: float = 0.8, lam: float = 0.1, *, standardize: bool = False) -> None:

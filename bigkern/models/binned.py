@@ -19,7 +19,7 @@ from bigkern.reduce.percentile import percentile_bins
 from bigkern.reduce.quantiles import DECILES
 from bigkern.solvers.kernel_ridge import solve_weighted_kernel_ridge
 
-__all__ = ["BinnedKernelRidge", "BinnedSVC"]
+__all__ = ["BinnedKernelRidgeClassifier", "BinnedSVC"]
 
 
 def _row_mask(mask: Any, n: int) -> np.ndarray:
@@ -110,13 +110,13 @@ class _BinnedKernelClassifier(_KernelClassifier):
         return self
 
 
-class BinnedKernelRidge(_BinnedKernelClassifier):
+class BinnedKernelRidgeClassifier(_BinnedKernelClassifier):
     """Gaussian kernel regularization with L2 loss on percentile-bin centers (Shi & Yu, 5.2.1).
 
-    With ``labels="fuzzy"`` (default) the targets are the share of the
+    With ``bin_target="fuzzy"`` (default) the targets are the share of the
     positive class in each bin and the loss is weighted by the bin counts:
     ``c = (K + λ W⁻¹)⁻¹ y`` with ``W = diag(count) / mean(count)``. With
-    ``labels="majority"`` each bin counts once with its majority label:
+    ``bin_target="majority"`` each bin counts once with its majority label:
     ``c = (K + λ I)⁻¹ y``. Targets are coded 0/1; a pixel is positive where
     ``Σ c_j k(x, center_j) > 0.5``.
 
@@ -126,7 +126,7 @@ class BinnedKernelRidge(_BinnedKernelClassifier):
         Gaussian width ω, in standardized feature units.
     lam : float
         Regularization λ.
-    labels : {"fuzzy", "majority"}
+    bin_target : {"fuzzy", "majority"}
         Bin targets (see above).
     quantiles : sequence of float
         Per-feature split points (deciles: up to 10**d bins).
@@ -154,27 +154,27 @@ class BinnedKernelRidge(_BinnedKernelClassifier):
         omega: float = 0.8,
         lam: float = 0.1,
         *,
-        labels: str = "fuzzy",
+        bin_target: str = "fuzzy",
         quantiles: Sequence[float] = DECILES,
         standardize: bool = True,
     ) -> None:
         self.omega = omega
         self.lam = lam
-        self.labels = labels
+        self.bin_target = bin_target
         self.quantiles = quantiles
         self.standardize = standardize
 
     def _solve(self, Z: np.ndarray, bins: xr.Dataset) -> tuple[np.ndarray, np.ndarray, float]:
         K = gaussian_kernel(Z, Z, self.omega)
-        if self.labels == "fuzzy":
+        if self.bin_target == "fuzzy":
             target = bins["fuzzy_label"].values
             counts = bins["count"].values.astype(np.float64)
             weights = counts / counts.mean()
-        elif self.labels == "majority":
+        elif self.bin_target == "majority":
             target = (bins["majority_label"].values == self.classes_[1]).astype(np.float64)
             weights = None
         else:
-            raise ValueError(f"labels must be 'fuzzy' or 'majority'; got {self.labels!r}")
+            raise ValueError(f"bin_target must be 'fuzzy' or 'majority'; got {self.bin_target!r}")
         coef = solve_weighted_kernel_ridge(K, target, self.lam, weights)
         return Z, coef, -0.5
 
@@ -195,7 +195,7 @@ class BinnedSVC(_BinnedKernelClassifier):
     weighted : bool
         Weight bins by their counts.
     quantiles, standardize
-        As in :class:`BinnedKernelRidge`.
+        As in :class:`BinnedKernelRidgeClassifier`.
     """
 
     def __init__(
@@ -218,7 +218,7 @@ class BinnedSVC(_BinnedKernelClassifier):
         if len(np.unique(labels)) < 2:
             raise LabelError(
                 f"every bin has the majority label {labels[0]!r}: an SVM needs two classes; "
-                "use BinnedKernelRidge with fuzzy labels or more balanced data"
+                "use BinnedKernelRidgeClassifier with fuzzy labels or more balanced data"
             )
         counts = bins["count"].values.astype(np.float64)
         weights = counts / counts.mean() if self.weighted else None

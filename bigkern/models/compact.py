@@ -10,10 +10,10 @@ single-node sparse solver:
 - :class:`CompactKernelPCA` — kernel PCA by ``eigsh`` on the implicitly centred ``K_C``.
 
 The Gaussian is ``exp(−r²/(2ω²))`` as everywhere in bigkern; the paper's
-``exp(−r²/σ²)`` is ``ω = σ/√2``. The support radius is ``C``, or, with
-``C=None``, rule (10)'s shortcut: the ``1 − τ`` quantile of the pairwise
+``exp(−r²/σ²)`` is ``ω = σ/√2``. The support radius is ``radius`` (the paper's ``C``), or, with
+``radius=None``, rule (10)'s shortcut: the ``1 − τ`` quantile of the pairwise
 distances, which leaves about a fraction ``τ`` of ``K_C`` zero.
-Predictions visit only the training points within ``C`` of each new point.
+Predictions visit only the training points within ``radius`` of each new point.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ __all__ = ["CompactKernelPCA", "CompactKernelRidge", "CompactLSSVC", "CompactSVC
 
 
 def isolated_rows(K: sp.csr_matrix) -> np.ndarray:
-    """Rows of a Gram matrix with no stored entry besides the diagonal (no neighbour within C)."""
+    """Rows of a Gram matrix with no stored entry besides the diagonal (no neighbour within
+    the radius)."""
     K = sp.csr_matrix(K)
     counts = np.diff(K.indptr)
     return np.flatnonzero(counts - (K.diagonal() != 0) == 0)
@@ -57,13 +58,13 @@ class _CompactKernelModel(BigkernEstimator):
             arr = arr.astype(np.float64).persist()
             if arr.shape[0] < 2:
                 raise ValueError(f"X must have at least 2 rows; got shape {arr.shape}")
-        if self.C is None:
+        if self.radius is None:
             if not 0 < self.tau < 1:
                 raise ValueError(f"tau must be in (0, 1); got {self.tau!r}")
             radius = float(distance_quantile(arr, 1.0 - self.tau, seed=0))
         else:
-            radius = self.C
-        self.kernel_ = CompactSupport(Gaussian(self.omega), radius, self.nu)
+            radius = self.radius
+        self.kernel_ = CompactSupport(Gaussian(self.omega), radius, self.taper_power)
         self.support_radius_ = float(radius)
         K = sparse_gram(arr, self.kernel_)
         self.gram_report_ = gram_report(K)
@@ -71,13 +72,14 @@ class _CompactKernelModel(BigkernEstimator):
         self.n_isolated_ = len(lonely)
         if len(lonely) == K.shape[0]:
             raise ValueError(
-                f"C={radius:g} is smaller than the distance from every one of the {len(lonely)} "
+                f"radius={radius:g} is smaller than the distance from every one of the "
+                f"{len(lonely)} "
                 "rows to its nearest neighbour: K_C is diagonal and the model cannot "
-                "generalize; raise C (or lower tau)")
+                "generalize; raise radius (or lower tau)")
         if len(lonely):
             warnings.warn(
                 f"{len(lonely)} of {K.shape[0]} rows ({len(lonely) / K.shape[0]:.1%}) have no "
-                f"neighbour within C={radius:g} (first: row {lonely[0]}); their kernel rows "
+                f"neighbour within radius={radius:g} (first: row {lonely[0]}); their kernel rows "
                 "are empty off the diagonal, so they only fit themselves", BigkernWarning,
                 stacklevel=3)
         self.X_fit_ = np.asarray(arr.compute() if isinstance(arr, da.Array) else arr,
@@ -153,11 +155,11 @@ class CompactLSSVC(_CompactClassifier):
         Gaussian width ω (the paper's σ is ``ω√2``).
     lam : float
         λ of eq. (13); the ridge on ``K_C``'s diagonal is ``n λ``.
-    C : float, optional
+    radius : float, optional
         Support radius; None → the ``1 − tau`` quantile of pairwise distances.
     tau : float
-        Target sparsity of rule (10) when ``C`` is None.
-    nu : int, optional
+        Target sparsity of rule (10) when ``radius`` is None.
+    taper_power : int, optional
         Taper power (default the smallest positive definite one, ⌈(d+1)/2⌉).
     solver : {"auto", "cholmod", "banded", "cg"}
         Sparse solve of ``K_C + nλI`` (see :mod:`bigkern.solvers.sparse_spd`).
@@ -171,16 +173,16 @@ class CompactLSSVC(_CompactClassifier):
     solve_report_ : dict
         Method, seconds, bandwidth before/after reordering, factor memory.
     n_isolated_ : int
-        Training rows with no neighbour within ``C``.
+        Training rows with no neighbour within ``radius``.
     """
 
-    def __init__(self, omega: float = 0.5, lam: float = 1e-3, *, C: float | None = None,
-                 tau: float = 0.7, nu: int | None = None, solver: str = "auto") -> None:
+    def __init__(self, omega: float = 0.5, lam: float = 1e-3, *, radius: float | None = None,
+                 tau: float = 0.7, taper_power: int | None = None, solver: str = "auto") -> None:
         self.omega = omega
         self.lam = lam
-        self.C = C
+        self.radius = radius
         self.tau = tau
-        self.nu = nu
+        self.taper_power = taper_power
         self.solver = solver
 
     def fit(self, X: Any, y: Any) -> CompactLSSVC:
@@ -192,8 +194,12 @@ class CompactLSSVC(_CompactClassifier):
 class CompactKernelRidge(RegressorMixin, _CompactExpansion):
     """LS-SVM regression (kernel ridge with an intercept) with a compactly supported kernel.
 
-    The bordered system (14) with real-valued targets; parameters as
-    :class:`CompactLSSVC`. ``predict`` returns ``f(x)``.
+    The bordered system (14) with real-valued targets. ``predict`` returns ``f(x)``.
+
+    Parameters
+    ----------
+    omega, lam, radius, tau, taper_power, solver
+        As in :class:`CompactLSSVC`.
     """
 
     __init__ = CompactLSSVC.__init__
@@ -218,7 +224,7 @@ class CompactSVC(_CompactClassifier):
 
     Parameters
     ----------
-    omega, C, tau, nu
+    omega, radius, tau, taper_power
         As in :class:`CompactLSSVC`.
     lam : float
         λ of eq. (11); libsvm's box bound is ``c = 1 / (2 n λ)``.
@@ -226,13 +232,13 @@ class CompactSVC(_CompactClassifier):
         KKT tolerance of the SMO solver (libsvm's default 1e-3).
     """
 
-    def __init__(self, omega: float = 0.5, lam: float = 1e-3, *, C: float | None = None,
-                 tau: float = 0.7, nu: int | None = None, tol: float = 1e-3) -> None:
+    def __init__(self, omega: float = 0.5, lam: float = 1e-3, *, radius: float | None = None,
+                 tau: float = 0.7, taper_power: int | None = None, tol: float = 1e-3) -> None:
         self.omega = omega
         self.lam = lam
-        self.C = C
+        self.radius = radius
         self.tau = tau
-        self.nu = nu
+        self.taper_power = taper_power
         self.tol = tol
 
     def fit(self, X: Any, y: Any) -> CompactSVC:
@@ -256,7 +262,7 @@ class CompactKernelPCA(TransformerMixin, _CompactKernelModel):
     ----------
     n_components : int
         Principal axes kept.
-    omega, C, tau, nu
+    omega, radius, tau, taper_power
         As in :class:`CompactLSSVC`.
     random_state : int
         Seed of ARPACK's start vector (the axes are signed deterministically).
@@ -269,13 +275,13 @@ class CompactKernelPCA(TransformerMixin, _CompactKernelModel):
         Expansion coefficients of the axes (eigenvectors / √eigenvalue).
     """
 
-    def __init__(self, n_components: int = 2, omega: float = 0.5, *, C: float | None = None,
-                 tau: float = 0.7, nu: int | None = None, random_state: int = 0) -> None:
+    def __init__(self, n_components: int = 2, omega: float = 0.5, *, radius: float | None = None,
+                 tau: float = 0.7, taper_power: int | None = None, random_state: int = 0) -> None:
         self.n_components = n_components
         self.omega = omega
-        self.C = C
+        self.radius = radius
         self.tau = tau
-        self.nu = nu
+        self.taper_power = taper_power
         self.random_state = random_state
 
     def fit(self, X: Any, y: Any = None) -> CompactKernelPCA:

@@ -9,7 +9,7 @@ set by two-fold cross-validation, as in section 5 of the paper (candidates
 * :class:`LOOKernelRidge` — the paper's regularization method (RM): ridge on the
   same basis with ``λ`` chosen by exact leave-one-out from one eigendecomposition
   of the kernel matrix (:class:`bigkern.solvers.rls.RidgeEigensystem`). The
-  paper's regularizer is ``‖w‖²`` (``penalty="weights"``: ``w = (K² + λI)⁻¹ K y``);
+  paper's regularizer is ``‖w‖²`` (``penalty="coef"``: ``w = (K² + λI)⁻¹ K y``);
   ``penalty="rkhs"`` is kernel ridge ``wᵀKw`` (``w = (K + λI)⁻¹ y``).
 * :func:`fit_at_width`, :func:`two_fold_width_scores` — one model at one width,
   and the two-fold CV scores of every model over the widths (used by the benchmark).
@@ -35,19 +35,19 @@ from bigkern.solvers.oht import (
 from bigkern.solvers.rls import RidgeEigensystem
 
 __all__ = [
-    "DEFAULT_WIDTHS",
-    "PAPER_RIDGES",
-    "PAPER_WIDTHS",
+    "DEFAULT_OMEGAS",
+    "PAPER_LAMS",
+    "PAPER_OMEGAS",
     "LOOKernelRidge",
     "fit_at_width",
     "two_fold_width_scores",
 ]
 
 
-PAPER_WIDTHS: tuple[float, ...] = (1.0, 2.0, 5.0, 8.0)
+PAPER_OMEGAS: tuple[float, ...] = (1.0, 2.0, 5.0, 8.0)
 """Hagiwara's candidate widths T = {1, 2, 5, 8} (read as ω, bigkern's convention)."""
 
-DEFAULT_WIDTHS: tuple[float, ...] = (1.0, 2.0, 5.0, 8.0, 16.0, 32.0, 64.0, 128.0)
+DEFAULT_OMEGAS: tuple[float, ...] = (1.0, 2.0, 5.0, 8.0, 16.0, 32.0, 64.0, 128.0)
 """The estimators' default candidates: the paper's set extended by doublings to 128.
 
 The paper does not state its kernel's scaling. Read as bigkern's ω, its set has
@@ -57,7 +57,7 @@ OHTED's 0.21); offered up to 128, two-fold CV picks 64–128 and OHTED2 = OHTED 
 0.16 (``benchmarks/results/hagiwara_tables*.txt``).
 """
 
-PAPER_RIDGES: tuple[float, ...] = tuple(k * 10.0**j for j in range(-4, 3) for k in (1, 5))
+PAPER_LAMS: tuple[float, ...] = tuple(k * 10.0**j for j in range(-4, 3) for k in (1, 5))
 """Hagiwara's RM candidates ``{k·10^j : k = 1, 5; j = −4 … 2}``."""
 
 MODELS: tuple[str, ...] = ("RM", *METHODS)
@@ -69,11 +69,11 @@ def _refuse_constant(y: np.ndarray) -> None:
                                f"regress on")
 
 
-def _check_widths(widths: Any) -> tuple[float, ...]:
-    w = tuple(float(v) for v in np.atleast_1d(np.asarray(widths, dtype=np.float64)))
+def _check_omegas(omegas: Any) -> tuple[float, ...]:
+    w = tuple(float(v) for v in np.atleast_1d(np.asarray(omegas, dtype=np.float64)))
     if not w or not all(np.isfinite(v) and v > 0 for v in w):
-        raise ValueError(f"widths must be a non-empty sequence of positive finite numbers; "
-                         f"got {widths!r}")
+        raise ValueError(f"omegas must be a non-empty sequence of positive finite numbers; "
+                         f"got {omegas!r}")
     return w
 
 
@@ -90,8 +90,8 @@ def fit_at_width(
     models: Sequence[str] = MODELS,
     *,
     eta: float = 1e-10,
-    ridges: Sequence[float] = PAPER_RIDGES,
-    penalty: str = "weights",
+    lams: Sequence[float] = PAPER_LAMS,
+    penalty: str = "coef",
 ) -> dict[str, tuple[np.ndarray, float, Any]]:
     """Fit several models on the basis ``k(·, z_j)`` of the rows of ``Z`` at one width.
 
@@ -109,9 +109,9 @@ def fit_at_width(
         Any of ``"RM"``, ``"ED"``, ``"ED2"``, ``"GS"``, ``"GS2"``.
     eta : float
         OHT stable-set bound.
-    ridges : sequence of float
+    lams : sequence of float
         RM candidates for λ.
-    penalty : {"weights", "rkhs"}
+    penalty : {"coef", "rkhs"}
         RM regularizer ``‖w‖²`` (the paper's) or ``wᵀKw``.
 
     Returns
@@ -130,17 +130,17 @@ def fit_at_width(
     if "RM" in models or "ED" in models or "ED2" in models:
         es = RidgeEigensystem.from_kernel(K)
     if "RM" in models:
-        if penalty == "weights":  # hat matrix K²(K² + λ)⁻¹: ridge on the basis, ‖w‖²
+        if penalty == "coef":  # hat matrix K²(K² + λ)⁻¹: ridge on the basis, ‖w‖²
             sq = RidgeEigensystem(values=es.values**2, vectors=es.vectors)
-            loo = sq.loo_mse(yc, ridges)
-            lam = float(np.asarray(ridges)[int(np.argmin(loo))])
+            loo = sq.loo_mse(yc, lams)
+            lam = float(np.asarray(lams)[int(np.argmin(loo))])
             w = K @ sq.coef(yc, lam)
         elif penalty == "rkhs":
-            loo = es.loo_mse(yc, ridges)
-            lam = float(np.asarray(ridges)[int(np.argmin(loo))])
+            loo = es.loo_mse(yc, lams)
+            lam = float(np.asarray(lams)[int(np.argmin(loo))])
             w = es.coef(yc, lam)
         else:
-            raise ValueError(f"penalty must be 'weights' or 'rkhs'; got {penalty!r}")
+            raise ValueError(f"penalty must be 'coef' or 'rkhs'; got {penalty!r}")
         out["RM"] = (w, ybar, (lam, loo))
     oht = tuple(m for m in models if m in METHODS)
     if oht:
@@ -166,12 +166,12 @@ def _mse(Zt: np.ndarray, yt: np.ndarray, Z: np.ndarray, omega: float, w: np.ndar
 def two_fold_width_scores(
     Z: np.ndarray,
     y: np.ndarray,
-    widths: Sequence[float],
+    omegas: Sequence[float],
     models: Sequence[str] = MODELS,
     *,
     eta: float = 1e-10,
-    ridges: Sequence[float] = PAPER_RIDGES,
-    penalty: str = "weights",
+    lams: Sequence[float] = PAPER_LAMS,
+    penalty: str = "coef",
     random_state: Any = None,
 ) -> dict[str, np.ndarray]:
     """Two-fold cross-validated mean squared error of every model at every width.
@@ -183,18 +183,18 @@ def two_fold_width_scores(
 
     Returns
     -------
-    dict of str to ndarray, shape (len(widths),)
+    dict of str to ndarray, shape (len(omegas),)
     """
     n = len(y)
     perm = check_random_state(random_state).permutation(n)
     halves = (np.sort(perm[: n // 2]), np.sort(perm[n // 2:]))
-    scores = {m: np.zeros(len(widths)) for m in models}
-    for i, omega in enumerate(widths):
+    scores = {m: np.zeros(len(omegas)) for m in models}
+    for i, omega in enumerate(omegas):
         for a, b in (halves, halves[::-1]):
             if np.ptp(y[a]) == 0:  # nothing to regress on: OHT's solver refuses, RM gives w = 0
                 fits = {m: (np.zeros(len(a)), float(y[a][0]), None) for m in models}
             else:
-                fits = fit_at_width(Z[a], y[a], omega, models, eta=eta, ridges=ridges,
+                fits = fit_at_width(Z[a], y[a], omega, models, eta=eta, lams=lams,
                                     penalty=penalty)
             for m in models:
                 if m in fits:
@@ -255,39 +255,39 @@ class _KernelRegressor(BigkernRegressor):
         return regressor_to_dataset(self)
 
     def _select(self, Z: np.ndarray, y: np.ndarray, model: str, **kw: Any) -> float:
-        widths = _check_widths(self.widths)
-        if len(widths) == 1:
+        omegas = _check_omegas(self.omegas)
+        if len(omegas) == 1:
             self.cv_scores_ = np.full(1, np.nan)
-            return widths[0]
-        scores = two_fold_width_scores(Z, y, widths, (model,),
+            return omegas[0]
+        scores = two_fold_width_scores(Z, y, omegas, (model,),
                                        random_state=self.random_state, **kw)[model]
         self.cv_scores_ = scores
         if not np.isfinite(scores).any():
             n = len(y)
             raise ValueError(
-                f"no width in {widths} gives a usable fit for {model} in two-fold "
+                f"no width in {omegas} gives a usable fit for {model} in two-fold "
                 f"cross-validation on {n} samples ({n // 2} and {n - n // 2} per half): at "
                 f"every width a half's stable set has as many components as its samples (the "
                 f"basis interpolates them and the noise variance (21) is undefined); use more "
-                f"samples, wider widths, or a single width (no cross-validation)")
-        return widths[int(np.argmin(scores))]
+                f"samples, wider omegas, or a single width (no cross-validation)")
+        return omegas[int(np.argmin(scores))]
 
 
 class LOOKernelRidge(_KernelRegressor):
     """The regularization method (RM) of Hagiwara's experiments.
 
     Ridge on the Gaussian basis at the training inputs with ``λ`` chosen from
-    ``ridges`` by exact leave-one-out (closed form from one eigendecomposition),
-    and the width chosen from ``widths`` by two-fold cross-validation.
+    ``lams`` by exact leave-one-out (closed form from one eigendecomposition),
+    and the width chosen from ``omegas`` by two-fold cross-validation.
 
     Parameters
     ----------
-    widths : sequence of float
+    omegas : sequence of float
         Candidate Gaussian widths ω (one: no cross-validation); default
-        :data:`DEFAULT_WIDTHS`, the paper's {1, 2, 5, 8} extended to 128.
-    ridges : sequence of float
+        :data:`DEFAULT_OMEGAS`, the paper's {1, 2, 5, 8} extended to 128.
+    lams : sequence of float
         Candidate ``λ`` (default the paper's ``{1, 5}·10^{−4…2}``).
-    penalty : {"weights", "rkhs"}
+    penalty : {"coef", "rkhs"}
         ``‖w‖²`` (the paper's RM) or ``wᵀKw`` (kernel ridge).
     random_state : int, RandomState or None
         Seed of the two-fold split.
@@ -296,7 +296,7 @@ class LOOKernelRidge(_KernelRegressor):
     ----------
     omega_ : float
         Chosen width.
-    ridge_ : float
+    lam_ : float
         Chosen ``λ``.
     loo_mse_ : ndarray
         Leave-one-out MSE of every candidate ``λ`` at ``omega_``.
@@ -309,11 +309,11 @@ class LOOKernelRidge(_KernelRegressor):
         to ``fit``; ``predict`` then checks them.
     """
 
-    def __init__(self, widths: Sequence[float] = DEFAULT_WIDTHS,
-                 ridges: Sequence[float] = PAPER_RIDGES, penalty: str = "weights",
+    def __init__(self, omegas: Sequence[float] = DEFAULT_OMEGAS,
+                 lams: Sequence[float] = PAPER_LAMS, penalty: str = "coef",
                  random_state: Any = None) -> None:
-        self.widths = widths
-        self.ridges = ridges
+        self.omegas = omegas
+        self.lams = lams
         self.penalty = penalty
         self.random_state = random_state
 
@@ -324,16 +324,16 @@ class LOOKernelRidge(_KernelRegressor):
         -------
         self
         """
-        if self.penalty not in ("weights", "rkhs"):
-            raise ValueError(f"penalty must be 'weights' or 'rkhs'; got {self.penalty!r}")
-        ridges = tuple(float(r) for r in np.atleast_1d(self.ridges))
+        if self.penalty not in ("coef", "rkhs"):
+            raise ValueError(f"penalty must be 'coef' or 'rkhs'; got {self.penalty!r}")
+        lams = tuple(float(r) for r in np.atleast_1d(self.lams))
         X, y = self._fit_xy(X, y)
         _refuse_constant(y)
         self.offset_, self.scale_ = _standardizer(X)
         Z = (X - self.offset_) / self.scale_
-        kw = {"ridges": ridges, "penalty": self.penalty}
+        kw = {"lams": lams, "penalty": self.penalty}
         self.omega_ = self._select(Z, y, "RM", **kw)
         w, b, (lam, loo) = fit_at_width(Z, y, self.omega_, ("RM",), **kw)["RM"]
-        self.ridge_, self.loo_mse_ = lam, loo
+        self.lam_, self.loo_mse_ = lam, loo
         self.coef_, self.intercept_, self.centers_ = w, b, Z
         return self

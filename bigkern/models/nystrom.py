@@ -9,8 +9,8 @@ normal equations ``GᵀG``, ``Gᵀy``, ``Gᵀ1``, ``yᵀy``, ``Σy``, ``n`` of
 :func:`bigkern.solvers.nystrom.nystrom_solve` solves::
 
     (GᵀG + λ P) c = Gᵀy   (centered, with an unpenalized intercept),
-    P = K(Ã, Ã)  ("kernel": Nyström, = scikit-learn Nystroem + Ridge(alpha=λ))
-    P = I        ("identity": the RSVM-style penalty λ‖c‖²)
+    P = K(Ã, Ã)  ("rkhs": Nyström, = scikit-learn Nystroem + Ridge(alpha=λ))
+    P = I        ("coef": the RSVM-style penalty λ‖c‖²)
 
 for every (ω, λ) candidate on all folds but one, scores it by the held-out
 squared error, and refits the best on all rows — all from the same read.
@@ -59,8 +59,8 @@ class _NystromFit:
 
     def _check(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
         widths, lams = _candidates("omega", self.omega), _candidates("lam", self.lam)
-        if self.penalty not in ("kernel", "identity"):
-            raise ValueError(f"penalty must be 'kernel' or 'identity'; got {self.penalty!r}")
+        if self.penalty not in ("rkhs", "coef"):
+            raise ValueError(f"penalty must be 'rkhs' or 'coef'; got {self.penalty!r}")
         if isinstance(self.n_folds, bool) or not isinstance(self.n_folds, int | np.integer) \
                 or self.n_folds < 2:
             raise ValueError(f"n_folds must be an int >= 2; got {self.n_folds!r}")
@@ -79,7 +79,7 @@ class _NystromFit:
         m = basis.n_basis
         folds = list(range(int(ds.sizes["fold"])))
         scores = np.full((len(widths), len(lams)), np.nan)
-        kernel = self.penalty == "kernel"
+        kernel = self.penalty == "rkhs"
         penalties = [kernel_penalty_basis(gaussian_kernel(basis.centers, basis.centers, w))
                      if kernel else None for w in widths]
         max_jitter = 0.0
@@ -125,7 +125,7 @@ _PARAMS_DOC = """omega : float or sequence of float
     lam : float or sequence of float
         Ridge parameter λ > 0 (scikit-learn's ``alpha``: the penalty on a *sum* of
         squares); a sequence is a path of candidates.
-    penalty : {"kernel", "identity"}
+    penalty : {"rkhs", "coef"}
         ``λ cᵀK(Ã, Ã)c`` (Nyström) or ``λ‖c‖²`` (RSVM-style).
     size, fraction : int or float, optional
         Centers m̃ (default 10% of the rows, in [2, 500]) or ``ceil(fraction · n)``.
@@ -168,7 +168,7 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
 
     _allow_nan = True
 
-    def __init__(self, omega: Any = 1.0, lam: Any = 1e-3, *, penalty: str = "kernel",
+    def __init__(self, omega: Any = 1.0, lam: Any = 1e-3, *, penalty: str = "rkhs",
                  size: int | None = None, fraction: float | None = None,
                  standardize: bool = True, n_folds: int = 3, fit_intercept: bool = True,
                  random_state: Any = None) -> None:
@@ -239,7 +239,7 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
 
     _allow_nan = True
 
-    def __init__(self, omega: Any = 1.0, lam: Any = 1e-3, *, penalty: str = "kernel",
+    def __init__(self, omega: Any = 1.0, lam: Any = 1e-3, *, penalty: str = "rkhs",
                  size: int | None = None, fraction: float | None = None,
                  stratified: bool = True, standardize: bool = True, n_folds: int = 3,
                  fit_intercept: bool = True, random_state: Any = None) -> None:

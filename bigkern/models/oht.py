@@ -19,11 +19,11 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from bigkern.models.kernel_regression import (
-    DEFAULT_WIDTHS,
-    PAPER_RIDGES,
-    PAPER_WIDTHS,
+    DEFAULT_OMEGAS,
+    PAPER_LAMS,
+    PAPER_OMEGAS,
     LOOKernelRidge,
-    _check_widths,
+    _check_omegas,
     _KernelRegressor,
     _refuse_constant,
     _standardizer,
@@ -37,9 +37,9 @@ from bigkern.solvers.oht import (
 )
 
 __all__ = [
-    "DEFAULT_WIDTHS",
-    "PAPER_RIDGES",
-    "PAPER_WIDTHS",
+    "DEFAULT_OMEGAS",
+    "PAPER_LAMS",
+    "PAPER_OMEGAS",
     "LOOKernelRidge",
     "OHTRegressor",
     "fit_at_width",
@@ -55,9 +55,9 @@ class OHTRegressor(_KernelRegressor):
     method : {"ED", "ED2", "GS", "GS2"}
         Orthogonalization by eigendecomposition (ED) or largest-norm Gram–Schmidt
         (GS); ``2`` keeps every component up to the last surviving one.
-    widths : sequence of float
+    omegas : sequence of float
         Candidate Gaussian widths ω, chosen by two-fold CV (one: no CV); default
-        :data:`~bigkern.models.kernel_regression.DEFAULT_WIDTHS`, the paper's
+        :data:`~bigkern.models.kernel_regression.DEFAULT_OMEGAS`, the paper's
         {1, 2, 5, 8} extended by doublings to 128.
     eta : float
         Stable-set bound ``γ_j > η`` (paper: 1e-10).
@@ -102,11 +102,11 @@ class OHTRegressor(_KernelRegressor):
     (an error over ``bigkern.max_nonfinite_fraction``). ``predict`` on dask is lazy.
     """
 
-    def __init__(self, method: str = "ED2", widths: Sequence[float] = DEFAULT_WIDTHS,
+    def __init__(self, method: str = "ED2", omegas: Sequence[float] = DEFAULT_OMEGAS,
                  eta: float = 1e-10, basis: int | None = None,
                  random_state: Any = None) -> None:
         self.method = method
-        self.widths = widths
+        self.omegas = omegas
         self.eta = eta
         self.basis = basis
         self.random_state = random_state
@@ -151,7 +151,7 @@ class OHTRegressor(_KernelRegressor):
         """Fit on a reduced basis of ``self.basis`` sampled rows (see the class docstring).
 
         Standardization (mean / SD) is estimated on the sampled centers. With
-        several widths, the rows are split in two folds by a seeded hash of their
+        several omegas, the rows are split in two folds by a seeded hash of their
         global row number, and one read of the data gives the normal equations of
         every (width, fold) pair (:func:`bigkern.reduce.reduced_normal_equations_folds`):
         the fit on one fold is tested, from the other fold's pieces, by its MSE;
@@ -166,7 +166,7 @@ class OHTRegressor(_KernelRegressor):
         if isinstance(m, bool) or not isinstance(m, int | np.integer) or m < 1:
             raise ValueError(f"basis must be None or a positive int (number of centers); "
                              f"got {m!r}")
-        widths = _check_widths(self.widths)
+        omegas = _check_omegas(self.omegas)
         # dask input stays lazy: its rows are read once by the sample and once by the pass,
         # which leaves out and counts rows with a non-finite value (numpy input is checked here)
         X, y = self._fit_xy(X, y, lazy=True)
@@ -184,15 +184,15 @@ class OHTRegressor(_KernelRegressor):
                                              ysum=float(p["ysum"]),
                                              rtol=len(centers) * np.finfo(np.float64).eps)
 
-        n_folds = 1 if len(widths) == 1 else 2
-        ds = reduced_normal_equations_folds(X, y, centers, widths, n_folds=n_folds, seed=seed,
+        n_folds = 1 if len(omegas) == 1 else 2
+        ds = reduced_normal_equations_folds(X, y, centers, omegas, n_folds=n_folds, seed=seed,
                                             offset=offset, scale=scale)
         if n_folds == 1:
-            self.omega_, self.cv_scores_ = widths[0], np.full(1, np.nan)
+            self.omega_, self.cv_scores_ = omegas[0], np.full(1, np.nan)
             full = fold_pieces(ds, 0, 0)
         else:
-            scores = np.zeros(len(widths))
-            for i in range(len(widths)):
+            scores = np.zeros(len(omegas))
+            for i in range(len(omegas)):
                 for fit_on, test_on in ((0, 1), (1, 0)):
                     try:
                         sol = solve(fold_pieces(ds, i, fit_on))
@@ -203,9 +203,9 @@ class OHTRegressor(_KernelRegressor):
                                                    sol.intercept)
             self.cv_scores_ = scores
             if not np.isfinite(scores).any():
-                raise ValueError(f"no width in {widths} gives a usable fit for {method}")
+                raise ValueError(f"no width in {omegas} gives a usable fit for {method}")
             best = int(np.argmin(scores))
-            self.omega_, full = widths[best], fold_pieces(ds, best, [0, 1])
+            self.omega_, full = omegas[best], fold_pieces(ds, best, [0, 1])
         self.offset_, self.scale_ = offset, scale
         self.reduced_centers_ = centers
         self._store(solve(full), centers)

@@ -87,7 +87,7 @@ class PeriodicKernelRidge(BigkernRegressor):
         ``G¹`` equals ``K`` to round-off for ω ≤ 1 but is indefinite beyond
         ω ≈ 1.4 (the paper's grid reaches 2.9): negative eigenvalues are then
         set to 0 with a :class:`~bigkern.errors.BigkernWarning`.
-    J : int, default 1
+    n_wraps : int, default 1
         Wraps of ``G^J`` (with ``kernel="wrapped"``).
     wrap : bool, default False
         Take ``x mod 1`` instead of rejecting ``x`` outside [0, 1).
@@ -137,7 +137,7 @@ class PeriodicKernelRidge(BigkernRegressor):
         grid: Mapping[str, Sequence[float]] | None = None,
         sigma2: float | None = None,
         kernel: str = "exact",
-        J: int = 1,
+        n_wraps: int = 1,
         wrap: bool = False,
     ) -> None:
         self.omega = omega
@@ -146,7 +146,7 @@ class PeriodicKernelRidge(BigkernRegressor):
         self.grid = grid
         self.sigma2 = sigma2
         self.kernel = kernel
-        self.J = J
+        self.n_wraps = n_wraps
         self.wrap = wrap
 
     # -- fitting -------------------------------------------------------------------------------
@@ -210,7 +210,7 @@ class PeriodicKernelRidge(BigkernRegressor):
                 if not (np.isfinite(sigma2) and sigma2 >= 0):
                     raise ValueError(f"sigma2 must be finite and >= 0; got {self.sigma2!r}")
 
-        paths = [SmootherPath.build(x, w, bins, kernel=self.kernel, J=self.J) for w in omegas]
+        paths = [SmootherPath.build(x, w, bins, kernel=self.kernel, J=self.n_wraps) for w in omegas]
         if self.grid is not None:
             cp = np.stack([mallows_cp(p.residual_ss(yv, ridges), p.traces(ridges), n, sigma2)
                            for p in paths])
@@ -264,7 +264,8 @@ class PeriodicKernelRidge(BigkernRegressor):
 
     def _rows(self, X: np.ndarray) -> np.ndarray:
         x = _on_circle(X[:, 0], self.wrap, "predict")
-        K = periodic_gaussian_kernel(x, self.centers_, self.omega_, kernel=self.kernel, J=self.J)
+        K = periodic_gaussian_kernel(x, self.centers_, self.omega_, kernel=self.kernel,
+                                     J=self.n_wraps)
         return K @ self.coef_
 
     def to_dataset(self) -> xr.Dataset:

@@ -25,7 +25,7 @@ from bigkern.models._base import FORMAT
 from bigkern.models._format import check_format
 from bigkern.models._model_checks import check_model_dataset
 from bigkern.models.baselines import KernelRidgeClassifier
-from bigkern.models.binned import BinnedKernelRidge, BinnedSVC
+from bigkern.models.binned import BinnedKernelRidgeClassifier, BinnedSVC
 from bigkern.models.compact import CompactKernelPCA, CompactKernelRidge, CompactLSSVC, CompactSVC
 from bigkern.models.kernel_regression import LOOKernelRidge
 from bigkern.models.nystrom import NystromKernelRidge, NystromKernelRidgeClassifier
@@ -96,8 +96,9 @@ def load_model(path: str | Path, *, storage_options: dict[str, Any] | None = Non
     return load_model_dataset(ds, where=where)
 
 
-_MODELS = {cls.__name__: cls for cls in (BinnedKernelRidge, BinnedSVC, KernelRidgeClassifier,
-                                          ReducedSVC, NystromKernelRidgeClassifier)}
+_MODELS = {cls.__name__: cls for cls in (BinnedKernelRidgeClassifier, BinnedSVC,
+                                          KernelRidgeClassifier, ReducedSVC,
+                                          NystromKernelRidgeClassifier)}
 _REGRESSORS = {cls.__name__: cls for cls in (OHTRegressor, LOOKernelRidge, GaussianRLS,
                                              PeriodicKernelRidge, ReducedSVR,
                                              NystromKernelRidge)}

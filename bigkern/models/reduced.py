@@ -131,7 +131,7 @@ def check_newton_params(est: Any) -> None:
     omega_to_gamma(_positive("omega", est.omega))
     _positive("C", est.C)
     _positive("tol", est.tol)
-    _positive("alpha", est.alpha)
+    _positive("smoothing", est.smoothing)
     if isinstance(est.max_iter, bool) or not isinstance(est.max_iter, int | np.integer) \
             or est.max_iter < 1:
         raise ValueError(f"max_iter must be a positive int; got {est.max_iter!r}")
@@ -212,7 +212,7 @@ class ReducedSVC(_KernelClassifier):
     C : float
         Weight of the data term (the paper's ν); note it multiplies a *sum* over all
         rows. Lee & Huang suggest a larger value than for a full-kernel SVM.
-    alpha : float
+    smoothing : float
         Smoothing α of ``p`` (``p → (·)₊`` as α → ∞).
     size : int, optional
         Centers m̃ to draw. Default (with ``fraction`` None too): 10% of the rows,
@@ -268,7 +268,7 @@ class ReducedSVC(_KernelClassifier):
         omega: float = 1.0,
         C: float = 1.0,
         *,
-        alpha: float = 5.0,
+        smoothing: float = 5.0,
         size: int | None = None,
         fraction: float | None = None,
         stratified: bool = True,
@@ -280,7 +280,7 @@ class ReducedSVC(_KernelClassifier):
     ) -> None:
         self.omega = omega
         self.C = C
-        self.alpha = alpha
+        self.smoothing = smoothing
         self.size = size
         self.fraction = fraction
         self.stratified = stratified
@@ -292,7 +292,7 @@ class ReducedSVC(_KernelClassifier):
 
     def _checked_params(self) -> SmoothHinge:
         check_newton_params(self)
-        return SmoothHinge(float(self.alpha))
+        return SmoothHinge(float(self.smoothing))
 
     def fit(self, X: Any, y: Any, *, mask: Any = None) -> ReducedSVC:
         """Fit on ``X`` (n, d) — numpy, dask or a DataArray — and two-class labels ``y``.
@@ -368,7 +368,7 @@ class ReducedSVR(_KernelRegressor):
 
     Parameters
     ----------
-    omega, C, alpha, size, fraction, standardize, tol, max_iter, hessian, random_state
+    omega, C, smoothing, size, fraction, standardize, tol, max_iter, hessian, random_state
         As for :class:`ReducedSVC` (no stratification: there are no classes).
     epsilon : float
         Half-width ε ≥ 0 of the insensitive tube, in the units of ``y``.
@@ -400,7 +400,7 @@ class ReducedSVR(_KernelRegressor):
         C: float = 1.0,
         *,
         epsilon: float = 0.1,
-        alpha: float = 5.0,
+        smoothing: float = 5.0,
         size: int | None = None,
         fraction: float | None = None,
         standardize: bool = True,
@@ -412,7 +412,7 @@ class ReducedSVR(_KernelRegressor):
         self.omega = omega
         self.C = C
         self.epsilon = epsilon
-        self.alpha = alpha
+        self.smoothing = smoothing
         self.size = size
         self.fraction = fraction
         self.standardize = standardize
@@ -437,7 +437,7 @@ class ReducedSVR(_KernelRegressor):
         if isinstance(eps, bool) or not isinstance(eps, int | float | np.number) \
                 or not math.isfinite(float(eps)) or eps < 0:
             raise ValueError(f"epsilon must be a non-negative finite number; got {eps!r}")
-        loss = SmoothEpsilonInsensitive(float(self.alpha), float(eps))
+        loss = SmoothEpsilonInsensitive(float(self.smoothing), float(eps))
         arr, y = self._fit_input(X, masked_targets(y, mask), y_numeric=True)
         if not isinstance(y, da.Array):
             y = np.asarray(y, dtype=np.float64)

@@ -45,8 +45,9 @@ class GaussianRLS(BigkernRegressor):
 
     Parameters
     ----------
-    sigma : float, default 1.0
-        Kernel width σ > 0.
+    omega : float, default 1.0
+        Gaussian width ω > 0, ``k(x, x') = exp(−‖x − x'‖² / (2ω²))`` (the paper's σ;
+        scikit-learn's ``gamma`` is ``1 / (2ω²)``).
     lam : float, default 1e-3
         Regularization λ > 0, used when ``lams`` is None.
     lams : array_like of float, optional
@@ -96,29 +97,29 @@ class GaussianRLS(BigkernRegressor):
     --------
     >>> import numpy as np
     >>> x = np.linspace(0, 1, 30)[:, None]
-    >>> model = GaussianRLS(sigma=0.3, lams=np.logspace(-8, 0, 9)).fit(x, np.sin(6 * x[:, 0]))
+    >>> model = GaussianRLS(omega=0.3, lams=np.logspace(-8, 0, 9)).fit(x, np.sin(6 * x[:, 0]))
     >>> bool(abs(model.predict([[0.5]])[0] - np.sin(3)) < 1e-2)
     True
     """
 
     def __init__(
         self,
-        sigma: float = 1.0,
+        omega: float = 1.0,
         lam: float = 1e-3,
         *,
         lams: ArrayLike | None = None,
         precision: str = "auto",
         dps: int | None = None,
     ) -> None:
-        self.sigma = sigma
+        self.omega = omega
         self.lam = lam
         self.lams = lams
         self.precision = precision
         self.dps = dps
 
     def _check_params(self) -> np.ndarray:
-        if not (np.isfinite(self.sigma) and self.sigma > 0):
-            raise ValueError(f"sigma must be positive and finite; got {self.sigma!r}")
+        if not (np.isfinite(self.omega) and self.omega > 0):
+            raise ValueError(f"omega must be positive and finite; got {self.omega!r}")
         if self.precision not in _PRECISIONS:
             raise ValueError(f"precision must be one of {_PRECISIONS}; got {self.precision!r}")
         if self.dps is not None and not (isinstance(self.dps, int | np.integer) and self.dps > 0):
@@ -159,7 +160,7 @@ class GaussianRLS(BigkernRegressor):
                 stacklevel=2,
             )
         ridges = grid * n
-        es = RidgeEigensystem.from_kernel(gaussian_kernel(X, X, float(self.sigma)))
+        es = RidgeEigensystem.from_kernel(gaussian_kernel(X, X, float(self.omega)))
         cond = condition_estimate(es.values, ridges)
         unresolved = ~double_resolves(cond)
         mode = self.precision
@@ -175,7 +176,7 @@ class GaussianRLS(BigkernRegressor):
                 )
         elif mode == "double" and unresolved.any():
             warnings.warn(
-                f"double precision cannot resolve K + λnI (n={n}, sigma={self.sigma:g}) for "
+                f"double precision cannot resolve K + λnI (n={n}, omega={self.omega:g}) for "
                 f"λ = {', '.join(f'{v:.3g}' for v in grid[unresolved])}: condition estimate "
                 f"{cond.max():.2g} × eps = {cond.max() * np.finfo(float).eps:.2g}; "
                 "the coefficients, LOO errors and predictions are unreliable — "
@@ -188,7 +189,7 @@ class GaussianRLS(BigkernRegressor):
             self.dps_ = None
         else:
             self.loo_mse_, self.dps_ = extended_solve(
-                X, y, self.sigma, ridges, want="loo", dps=self.dps
+                X, y, self.omega, ridges, want="loo", dps=self.dps
             )
         best = int(np.argmin(self.loo_mse_))
         self.lam_ = float(grid[best])
@@ -196,7 +197,7 @@ class GaussianRLS(BigkernRegressor):
             self.coef_ = es.coef(y, ridges[best])
         else:
             self.coef_, dps = extended_solve(
-                X, y, self.sigma, [ridges[best]], want="coef", dps=self.dps
+                X, y, self.omega, [ridges[best]], want="coef", dps=self.dps
             )
             self.dps_ = max(self.dps_, dps)
         self.condition_ = float(cond[best])
@@ -233,7 +234,7 @@ class GaussianRLS(BigkernRegressor):
         if self.precision_ != "double":
             raise AttributeError("an extended-precision GaussianRLS has no double-precision "
                                  "expansion: it predicts by yᵀ[(K + λnI)⁻¹ k(x)]")
-        return GaussianExpansion.from_parts(self.X_fit_, self.coef_, 0.0, float(self.sigma),
+        return GaussianExpansion.from_parts(self.X_fit_, self.coef_, 0.0, float(self.omega),
                                             dtype="float64")
 
     @property
@@ -251,7 +252,7 @@ class GaussianRLS(BigkernRegressor):
         good = np.isfinite(X).all(axis=1)
         if good.any():
             ridge = self.lam_ * len(self.X_fit_)
-            out[good], _ = extended_solve(self.X_fit_, self.y_fit_, self.sigma, [ridge],
+            out[good], _ = extended_solve(self.X_fit_, self.y_fit_, self.omega, [ridge],
                                           want="predict", Z=X[good], dps=self.dps)
         return out
 

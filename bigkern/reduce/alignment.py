@@ -36,25 +36,25 @@ __all__ = ["alignment_sparsity"]
 
 
 def _block_sums(
-    X: np.ndarray, start: int, stop: int, *, kernel: Any, Cs: np.ndarray, nu: int,
+    X: np.ndarray, start: int, stop: int, *, kernel: Any, radii: np.ndarray, taper_power: int,
     block_rows: int,
 ) -> dict[str, np.ndarray]:
     """The sums of rows ``start:stop`` of ``X`` paired with all rows of ``X``."""
     k2 = 0.0
-    cross = np.zeros(len(Cs))
-    tapered = np.zeros(len(Cs))
-    zeros = np.zeros(len(Cs), dtype=np.int64)
+    cross = np.zeros(len(radii))
+    tapered = np.zeros(len(radii))
+    zeros = np.zeros(len(radii), dtype=np.int64)
     for sl in row_blocks(stop - start, block_rows):
         r = pairwise_distances(X[start + sl.start:start + sl.stop], X)
         K2 = kernel.radial(r)
         K2 *= K2
         k2 += float(K2.sum())
-        for c, C in enumerate(Cs):
-            phi = np.maximum(1.0 - r / C, 0.0) ** nu
+        for c, radius in enumerate(radii):
+            phi = np.maximum(1.0 - r / radius, 0.0) ** taper_power
             phiK2 = phi * K2
             cross[c] += float(phiK2.sum())
             tapered[c] += float((phi * phiK2).sum())
-            zeros[c] += int(np.count_nonzero(r >= C))
+            zeros[c] += int(np.count_nonzero(r >= radius))
     return {"k2": np.array([k2]), "cross": cross, "tapered": tapered, "zeros": zeros}
 
 
@@ -65,9 +65,9 @@ def _add(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
 def alignment_sparsity(
     X: Any,
     kernel: Any,
-    Cs: Sequence[float],
+    radii: Sequence[float],
     *,
-    nu: int | None = None,
+    taper_power: int | None = None,
     block_rows: int = 512,
     sample: int | None = None,
     seed: int = 0,
@@ -81,10 +81,10 @@ def alignment_sparsity(
         Samples (standardized as the kernel expects); every row must be finite.
     kernel : radial kernel
         The dense kernel ``k`` (e.g. :class:`~bigkern.kernels.Gaussian`), or a
-        :class:`~bigkern.kernels.CompactSupport` whose inner kernel and ``nu`` are used.
-    Cs : sequence of float
+        :class:`~bigkern.kernels.CompactSupport` whose inner kernel and ``taper_power`` are used.
+    radii : sequence of float
         Candidate support radii (> 0).
-    nu : int, optional
+    taper_power : int, optional
         Taper power; default the smallest integer ≥ (d + 1) / 2.
     block_rows : int
         Rows paired with all of ``X`` at once (memory: ``block_rows × n`` floats).
@@ -104,22 +104,22 @@ def alignment_sparsity(
     Returns
     -------
     xarray.Dataset
-        ``alignment (C)``, ``sparsity (C)`` and ``nonzeros (C)`` (stored entries of
-        ``K_C``; estimated for all ``n`` rows when sampled), attrs ``n``, ``nu``,
-        ``rows_used``; with ``sample``: also ``alignment_se (C)``, ``sparsity_se (C)``.
+        ``alignment (radius)``, ``sparsity (radius)`` and ``nonzeros (radius)`` (stored entries of
+        ``K_C``; estimated for all ``n`` rows when sampled), attrs ``n``, ``taper_power``,
+        ``rows_used``; with ``sample``: also ``alignment_se (radius)``, ``sparsity_se (radius)``.
     """
     if isinstance(kernel, CompactSupport):
-        nu = kernel.nu if nu is None else nu
+        taper_power = kernel.taper_power if taper_power is None else taper_power
         kernel = kernel.kernel
-    Cs = np.asarray(Cs, dtype=np.float64).ravel()
-    if not len(Cs) or not np.all(np.isfinite(Cs) & (Cs > 0)):
-        raise ValueError(f"the support radii C must be positive finite numbers; got {Cs}")
+    radii = np.asarray(radii, dtype=np.float64).ravel()
+    if not len(radii) or not np.all(np.isfinite(radii) & (radii > 0)):
+        raise ValueError(f"the support radii must be positive finite numbers; got {radii}")
     n = int(X.shape[0])
     d = int(X.shape[1])
-    nu = CompactSupport(kernel, float(Cs[0]), nu).nu_for(d)
+    taper_power = CompactSupport(kernel, float(radii[0]), taper_power).taper_power_for(d)
     if sample is not None and n > sample:
-        return _sampled_curves(X, kernel, Cs, nu=nu, block_rows=block_rows, sample=sample,
-                               seed=seed, groups=groups)
+        return _sampled_curves(X, kernel, radii, taper_power=taper_power, block_rows=block_rows,
+                               sample=sample, seed=seed, groups=groups)
     lazy = isinstance(X, da.Array)
     Xd = as_row_chunked(X)[0] if lazy else None
     if lazy:
@@ -129,17 +129,19 @@ def alignment_sparsity(
         checked = dask.delayed(require_finite_rows, pure=True)(full, "X", "alignment")
         bounds = np.cumsum((0, *Xd.chunks[0]))
         parts = [dask.delayed(_block_sums, pure=True)(
-            checked, int(a), int(b), kernel=kernel, Cs=Cs, nu=nu, block_rows=block_rows)
+            checked, int(a), int(b), kernel=kernel, radii=radii, taper_power=taper_power,
+            block_rows=block_rows)
             for a, b in itertools.pairwise(bounds)]
         (sums,) = compute(tree_reduce(parts, _add, name="alignment-combine"),
                           label="alignment and sparsity")
     else:
         Xm = require_finite_rows(X, "X", "alignment")
-        sums = _block_sums(Xm, 0, len(Xm), kernel=kernel, Cs=Cs, nu=nu, block_rows=block_rows)
-    return _curves(sums, n, Cs, nu=nu, kernel=kernel)
+        sums = _block_sums(Xm, 0, len(Xm), kernel=kernel, radii=radii, taper_power=taper_power,
+                           block_rows=block_rows)
+    return _curves(sums, n, radii, taper_power=taper_power, kernel=kernel)
 
 
-def _curves(sums: dict[str, np.ndarray], n: int, Cs: np.ndarray, *, nu: int,
+def _curves(sums: dict[str, np.ndarray], n: int, radii: np.ndarray, *, taper_power: int,
             kernel: Any) -> xr.Dataset:
     """A(C), S(C) and the nonzeros of K_C from the pair sums of ``n`` rows."""
     denom = np.sqrt(sums["k2"][0] * sums["tapered"])
@@ -148,12 +150,12 @@ def _curves(sums: dict[str, np.ndarray], n: int, Cs: np.ndarray, *, nu: int,
     nonzeros = n * n - sums["zeros"]
     return xr.Dataset(
         {
-            "alignment": ("C", alignment),
-            "sparsity": ("C", sums["zeros"] / float(n * n) if n else np.zeros(len(Cs))),
-            "nonzeros": ("C", nonzeros),
+            "alignment": ("radius", alignment),
+            "sparsity": ("radius", sums["zeros"] / float(n * n) if n else np.zeros(len(radii))),
+            "nonzeros": ("radius", nonzeros),
         },
-        coords={"C": Cs},
-        attrs={"n": n, "rows_used": n, "nu": nu, "kernel": repr(kernel)},
+        coords={"radius": radii},
+        attrs={"n": n, "rows_used": n, "taper_power": taper_power, "kernel": repr(kernel)},
     )
 
 
@@ -174,7 +176,7 @@ def _scaled_sums(sums: dict[str, np.ndarray], m: int, n: int,
     return scaled
 
 
-def _sampled_curves(X: Any, kernel: Any, Cs: np.ndarray, *, nu: int, block_rows: int,
+def _sampled_curves(X: Any, kernel: Any, radii: np.ndarray, *, taper_power: int, block_rows: int,
                     sample: int, seed: int, groups: int) -> xr.Dataset:
     """The curves of a row sample, their standard errors from disjoint parts of it."""
     from bigkern.reduce.sampling import sample_rows
@@ -188,15 +190,16 @@ def _sampled_curves(X: Any, kernel: Any, Cs: np.ndarray, *, nu: int, block_rows:
     k0 = float(kernel.radial(np.zeros(1))[0]) ** 2
 
     def estimate(rows: np.ndarray) -> xr.Dataset:
-        sums = _block_sums(rows, 0, len(rows), kernel=kernel, Cs=Cs, nu=nu,
+        sums = _block_sums(rows, 0, len(rows), kernel=kernel, radii=radii, taper_power=taper_power,
                            block_rows=block_rows)
-        return _curves(_scaled_sums(sums, len(rows), n, k0), n, Cs, nu=nu, kernel=kernel)
+        return _curves(_scaled_sums(sums, len(rows), n, k0), n, radii, taper_power=taper_power,
+                       kernel=kernel)
 
     whole = estimate(Xs)
     parts = [estimate(part) for part in np.array_split(Xs, int(groups))]
     spread = {k: np.std([p[k].values for p in parts], axis=0, ddof=1) / np.sqrt(len(parts))
               for k in ("alignment", "sparsity")}
-    out = whole.assign(alignment_se=("C", spread["alignment"]),
-                       sparsity_se=("C", spread["sparsity"]))
+    out = whole.assign(alignment_se=("radius", spread["alignment"]),
+                       sparsity_se=("radius", spread["sparsity"]))
     out.attrs.update(n=n, rows_used=len(Xs), groups=int(groups), seed=seed)
     return out

@@ -1,6 +1,6 @@
 """Sparse Gram matrices of compactly supported kernels, without the dense matrix.
 
-Only pairs closer than the support radius ``C`` are ever evaluated. In memory
+Only pairs closer than the support radius ``C`` (``kernel.radius``) are ever evaluated. In memory
 they are found by a k-d tree (:meth:`scipy.spatial.cKDTree.sparse_distance_matrix`);
 for a dask array (persisted first, so that the data is read once), the bounding
 boxes of the row chunks are computed first (one small pass), and only pairs of
@@ -63,8 +63,8 @@ def _pairs(A: np.ndarray, B: np.ndarray, kernel: CompactSupport, d: int) -> tupl
     if not len(A) or not len(B):
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, np.zeros(0)
-    found = cKDTree(A).sparse_distance_matrix(cKDTree(B), kernel.C, output_type="ndarray")
-    near = found["v"] < kernel.C  # at distance C the taper is 0
+    found = cKDTree(A).sparse_distance_matrix(cKDTree(B), kernel.radius, output_type="ndarray")
+    near = found["v"] < kernel.radius  # at distance C the taper is 0
     i = found["i"][near].astype(np.int64)
     j = found["j"][near].astype(np.int64)
     # recompute the distance feature by feature: the same arithmetic for any chunking
@@ -119,7 +119,7 @@ def sparse_gram(X: Any, kernel: CompactSupport, Z: Any = None) -> sp.csr_matrix:
     X : array-like or dask array, shape (n, d)
         Rows (features already standardized as the kernel expects).
     kernel : CompactSupport
-        The kernel; only pairs closer than ``kernel.C`` are evaluated.
+        The kernel; only pairs closer than ``kernel.radius`` are evaluated.
     Z : array-like or dask array, shape (m, d), optional
         Columns; ``X`` itself by default (a symmetric n × n matrix).
 
@@ -145,7 +145,7 @@ def sparse_gram(X: Any, kernel: CompactSupport, Z: Any = None) -> sp.csr_matrix:
     if not symmetric:
         require_finite_rows(Zm, "Z", "a Gram matrix")
     d = X.shape[1]
-    kernel.nu_for(d)  # warn once, here, for a small nu
+    kernel.taper_power_for(d)  # warn once, here, for a small taper power
     i, j, v = _block_pair(X, Zm, kernel=kernel, d=d, offsets=(0, 0))
     return _assemble([(i, j, v)], (len(X), len(Zm)))
 
@@ -174,7 +174,7 @@ def _sparse_gram_dask(X: Any, kernel: CompactSupport, Z: Any) -> sp.csr_matrix:
     else:
         X, Zd = dask.persist(X, Zd)
     d = X.shape[1]
-    kernel.nu_for(d)
+    kernel.taper_power_for(d)
     box_arrays = [X.map_blocks(_boxes, chunks=((1,) * X.numblocks[0], (2,), (d,)),
                                new_axis=1, dtype=np.float64)]
     if not symmetric:
@@ -193,7 +193,7 @@ def _sparse_gram_dask(X: Any, kernel: CompactSupport, Z: Any) -> sp.csr_matrix:
         if np.isnan(x_boxes[a]).all():
             continue
         for b in range(a if symmetric else 0, len(z_blocks)):
-            if np.isnan(z_boxes[b]).all() or _box_gap(x_boxes[a], z_boxes[b]) >= kernel.C:
+            if np.isnan(z_boxes[b]).all() or _box_gap(x_boxes[a], z_boxes[b]) >= kernel.radius:
                 continue
             tasks.append(pair(x_blocks[a], z_blocks[b], kernel=kernel, d=d,
                               offsets=(int(x_off[a]), int(z_off[b]))))

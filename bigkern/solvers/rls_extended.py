@@ -47,7 +47,7 @@ def _arb_gauss(flint, A: list, B: list, neg_inv_2s2) -> object:
     return flint.arb_mat(rows)
 
 
-def _flint_solve(X, Y, Z, sigma, ridges, bits, want):
+def _flint_solve(X, Y, Z, omega, ridges, bits, want):
     """One pass at ``bits`` bits with python-flint's arb (ball) arithmetic.
 
     ``want`` is "predict" (affinities ``(K + rI)⁻¹ k(x)`` then ``yᵀ·``, one ridge),
@@ -60,7 +60,7 @@ def _flint_solve(X, Y, Z, sigma, ridges, bits, want):
     flint.ctx.prec = bits
     try:
         xs = [[flint.arb(float(v)) for v in row] for row in X]
-        s = flint.arb(float(sigma))
+        s = flint.arb(float(omega))
         neg = -1 / (2 * s * s)
         K = _arb_gauss(flint, xs, xs, neg)
         n = len(xs)
@@ -91,13 +91,13 @@ def _flint_solve(X, Y, Z, sigma, ridges, bits, want):
         flint.ctx.prec = old
 
 
-def _mpmath_solve(X, Y, Z, sigma, ridges, bits, want):
+def _mpmath_solve(X, Y, Z, omega, ridges, bits, want):
     """The same as :func:`_flint_solve` with mpmath (no error radii: returns zeros)."""
     from mpmath import mp
 
     with mp.workprec(bits):
         n = len(X)
-        neg = -1 / (2 * mp.mpf(float(sigma)) ** 2)
+        neg = -1 / (2 * mp.mpf(float(omega)) ** 2)
 
         def gauss(A, B):
             M = mp.matrix(len(A), len(B))
@@ -129,7 +129,7 @@ def _mpmath_solve(X, Y, Z, sigma, ridges, bits, want):
 def extended_solve(
     X: np.ndarray,
     y: np.ndarray,
-    sigma: float,
+    omega: float,
     ridges: ArrayLike,
     *,
     want: str = "predict",
@@ -151,8 +151,8 @@ def extended_solve(
         Training inputs.
     y : ndarray, shape (n,)
         Targets.
-    sigma : float
-        Kernel width, ``k(x, x') = exp(−‖x − x'‖² / (2σ²))``.
+    omega : float
+        Gaussian width, ``k(x, x') = exp(−‖x − x'‖² / (2ω²))``.
     ridges : array_like, shape (R,)
         Values added to the diagonal of ``K`` (``λn``); one ridge for "predict" and "coef".
     want : {"predict", "coef", "loo"}
@@ -209,7 +209,7 @@ def extended_solve(
             bits *= 2
     for _ in range(6):
         try:
-            mids, rads = solve(X, y, Z, sigma, r, bits, want)
+            mids, rads = solve(X, y, Z, omega, r, bits, want)
             ok = np.all(rads <= 1e-13 * max(1.0, float(np.max(np.abs(mids)))))
         except ZeroDivisionError:  # arb could not prove the matrix non-singular
             mids, ok = None, False
@@ -220,12 +220,12 @@ def extended_solve(
     if not ok:
         if mids is None:
             raise ValueError(
-                f"K + ridge·I (n={len(X)}, sigma={sigma:g}, ridge={r.min():g}) is singular "
+                f"K + ridge·I (n={len(X)}, omega={omega:g}, ridge={r.min():g}) is singular "
                 f"to {digits} digits: raise dps (or leave dps=None to choose it)"
             )
         warnings.warn(
             f"{digits} digits do not resolve the Gaussian RLS solution (n={len(X)}, "
-            f"sigma={sigma:g}, ridge={r.min():g}) to double accuracy; raise dps",
+            f"omega={omega:g}, ridge={r.min():g}) to double accuracy; raise dps",
             ExtendedPrecisionWarning,
             stacklevel=2,
         )
