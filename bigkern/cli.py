@@ -49,12 +49,13 @@ def _validity(args: argparse.Namespace) -> dict[str, Any]:
 
 def _fit_usage(args: argparse.Namespace) -> dict[str, object]:
     """The ``fit`` command's parameters, after the checks that need no file."""
-    from bigkern.workflow import DEFAULT_FEATURES, estimator_class
+    from bigkern.models.registry import model_class
+    from bigkern.workflow import DEFAULT_FEATURES
     from bigkern.workflow_reduced import check_param_names
 
     params = parse_params(args.param)
     try:
-        cls = estimator_class(args.model, args.target)
+        cls = model_class(args.model, args.target)
         check_param_names(cls, params)
     except ValueError as err:
         raise UsageError(str(err)) from None
@@ -72,10 +73,10 @@ def _fit_usage(args: argparse.Namespace) -> dict[str, object]:
 
 
 def _list_params(args: argparse.Namespace, cls: type) -> set[str]:
-    """The parameters a JSON list may give: a binned model's searched ones, Nyström's."""
-    from bigkern.workflow import DEFAULT_GRIDS
+    """The parameters a JSON list may give: a searching model's, Nyström's."""
+    from bigkern.models.registry import default_grid
 
-    if args.model in DEFAULT_GRIDS:
+    if default_grid(args.model):
         return set() if args.no_search else set(cls().get_params())
     return {"omega", "lam"} if args.model == "nystrom-krr" else set()
 
@@ -298,13 +299,13 @@ def _resumable(out: str) -> bool:
 def _fit(args: argparse.Namespace) -> None:
     from bigkern.io.scenes import open_scenes
     from bigkern.models.persistence import save_model
+    from bigkern.models.registry import model_class, spec_of
     from bigkern.workflow import DEFAULT_FEATURES, fit_scenes, search_grid
-    from bigkern.workflow_reduced import REDUCED_MODELS
 
     params = _fit_usage(args)
     features = tuple(args.features or DEFAULT_FEATURES)
     scenes = open_scenes(args.store, **_validity(args))
-    if args.model in REDUCED_MODELS:
+    if spec_of(model_class(args.model, args.target).__name__).engine != "bins":
         _fit_reduced(args, scenes, features, params)
         return
     # one value fixes a parameter; a JSON list is searched instead of its default candidates

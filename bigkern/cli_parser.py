@@ -62,8 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="bigkern",
         description="Out-of-core Gaussian-kernel learning on satellite scenes (zarr + Dask).",
     )
+    from bigkern.models.registry import cli_names
     from bigkern.version import __version__
-    from bigkern.workflow import MODELS
 
     parser.add_argument("--version", action="version", version=f"bigkern {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -95,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("fit", help="fit a binned or reduced-kernel model on a store")
     p.add_argument("store", help="zarr scene store")
     p.add_argument("-o", "--out", required=True, help="model file (.zarr or .nc)")
-    p.add_argument("--model", choices=MODELS, default="svc",
+    p.add_argument("--model", choices=cli_names(), default="svc",
                    help="svc, ridge: binned SVM / kernel ridge on the labels (grid search on "
                         "a held-out half); reduced-svc: reduced SVM on the labels; "
                         "reduced-svr: reduced SVR of --target; nystrom-krr: Nyström kernel "

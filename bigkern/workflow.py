@@ -3,8 +3,9 @@
 :func:`fit_scenes` bins the labelled pixels of a scene dataset once and
 grid-searches a binned model on a held-out half in one pass per model family
 (``bigkern fit``, ``bigkern demo``); the reduced-kernel models are fitted by
-:func:`bigkern.workflow_reduced.fit_reduced_scenes`, and :func:`estimator_class`
-maps every ``--model`` name to its estimator. :func:`plot_scene` draws one scene's
+:func:`bigkern.workflow_reduced.fit_reduced_scenes`. Which ``--model`` name is
+which estimator, and the grid searched by default, is :mod:`bigkern.models.registry`'s
+table. :func:`plot_scene` draws one scene's
 features, labels and predicted mask (``bigkern predict --png``, ``bigkern demo``).
 """
 
@@ -22,44 +23,15 @@ import xarray as xr
 from bigkern.features import with_features
 from bigkern.io.scenes import stack_samples
 from bigkern.io.validity import FillValues, ValidRanges, ensure_validity
-from bigkern.models import BinnedKernelRidgeClassifier, BinnedSVC
+from bigkern.models.registry import default_grid, model_class, spec_of
 from bigkern.reduce.percentile import percentile_bins
 from bigkern.reduce.sampling import random_split
 from bigkern.tuning import GridSearchResult, grid_search_bins
-from bigkern.workflow_reduced import REDUCED_MODELS, reduced_estimator_class
 
-__all__ = ["DEFAULT_FEATURES", "DEFAULT_GRIDS", "MODELS", "FitOutcome", "estimator_class",
-           "fit_scenes", "plot_scene", "search_grid"]
+__all__ = ["DEFAULT_FEATURES", "FitOutcome", "fit_scenes", "plot_scene", "search_grid"]
 
 #: The paper's three features: log(SD), CORR, NDAI.
 DEFAULT_FEATURES = ("NDAI", "logSD", "CORR")
-#: Grids around the paper's (ω, λ) and an SVM (ω, C) grid, in standardized units.
-DEFAULT_GRIDS: dict[str, dict[str, list[float]]] = {
-    "svc": {"omega": [0.4, 0.6, 0.8, 1.0, 1.4], "C": [0.3, 1.0, 3.0, 10.0]},
-    "ridge": {"omega": [0.4, 0.6, 0.8, 1.0, 1.4], "lam": [0.01, 0.03, 0.1, 0.3]},
-}
-_ESTIMATORS = {"svc": BinnedSVC, "ridge": BinnedKernelRidgeClassifier}
-#: Every ``bigkern fit --model``: the binned ones here, the reduced-kernel ones of
-#: :mod:`bigkern.workflow_reduced`.
-MODELS = (*_ESTIMATORS, *REDUCED_MODELS)
-
-
-def estimator_class(model: str, target: str | None = None) -> type:
-    """The estimator class of a ``--model`` name (``target``: the variable a regression fits).
-
-    Raises
-    ------
-    ValueError
-        An unknown model, a target for a classifier or none for ``reduced-svr``.
-    """
-    if model in _ESTIMATORS:
-        if target is not None:
-            raise ValueError(f"{model} is a binned classifier of the labels: it takes no "
-                             f"target (got {target!r}); use reduced-svr or nystrom-krr to "
-                             f"regress {target}")
-        return _ESTIMATORS[model]
-    return reduced_estimator_class(model, target)
-
 
 def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
@@ -102,7 +74,7 @@ def search_grid(model: str, params: dict[str, Any] | None = None,
     params : dict, optional
         Parameters fixed to one value: left out of the default grid.
     grid : dict, optional
-        The grid to search instead of ``DEFAULT_GRIDS[model]`` (less ``params``).
+        The grid to search instead of the registry's (less ``params``).
 
     Returns
     -------
@@ -116,7 +88,7 @@ def search_grid(model: str, params: dict[str, Any] | None = None,
     """
     params = params or {}
     if grid is None:
-        return {k: list(v) for k, v in DEFAULT_GRIDS[model].items() if k not in params}
+        return {k: v for k, v in default_grid(model).items() if k not in params}
     both = sorted(set(grid) & set(params))
     if both:
         raise ValueError(f"{', '.join(both)} given both as a fixed value "
@@ -152,12 +124,14 @@ def fit_scenes(
     ds : xarray.Dataset
         Scenes ``(scene, y, x)`` with the stored features and ``label``.
     model : {"svc", "ridge"}
-        :class:`~bigkern.models.BinnedSVC` or :class:`~bigkern.models.BinnedKernelRidgeClassifier`.
+        A ``--model`` name of the registry whose engine is ``bins``:
+        :class:`~bigkern.models.BinnedSVC` or
+        :class:`~bigkern.models.BinnedKernelRidgeClassifier`.
     features : sequence of str
         Features to fit on; derived ones (``logSD``) are added first.
     grid : dict of str to list, optional
         Parameter grid searched on the held-out half (default
-        ``DEFAULT_GRIDS[model]`` without the parameters in ``params``); ``{}``
+        the registry's grid of ``model`` without the parameters in ``params``); ``{}``
         fits ``params`` on every labelled pixel.
     seed : int
         Seed of the train / held-out split.
@@ -179,12 +153,14 @@ def fit_scenes(
     ValueError
         An unknown model, or a parameter both in ``params`` and in ``grid``.
     """
-    if model not in _ESTIMATORS:
-        raise ValueError(f"model must be one of {sorted(_ESTIMATORS)}; got {model!r}")
+    cls = model_class(model)
+    if spec_of(cls.__name__).engine != "bins":
+        raise ValueError(f"{model} is not fitted on percentile bins: fit it with "
+                         f"bigkern.workflow_reduced.fit_reduced_scenes")
     params = dict(params or {})
     searching = grid is None or bool(grid)
     grid = search_grid(model, params, grid)
-    estimator = _ESTIMATORS[model](**params)
+    estimator = cls(**params)
     ds = ensure_validity(ds, fill_values=fill_values, valid_ranges=valid_ranges)
     ds = with_features(ds, features)
     samples = stack_samples(ds, features, labelled_only=True)

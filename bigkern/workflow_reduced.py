@@ -27,68 +27,19 @@ import xarray as xr
 from bigkern.features import with_features
 from bigkern.io.scenes import stack_samples
 from bigkern.io.validity import FillValues, ValidRanges, ensure_validity
-from bigkern.models import (
-    NystromKernelRidge,
-    NystromKernelRidgeClassifier,
-    ReducedSVC,
-    ReducedSVR,
-)
+from bigkern.models.registry import model_class, spec_of
 from bigkern.reduce.sampling import random_split
 from bigkern.tuning import holdout_score
 
 __all__ = [
-    "REDUCED_MODELS",
     "ReducedOutcome",
     "check_param_names",
     "describe_fit",
     "fit_reduced_scenes",
-    "reduced_estimator_class",
 ]
-
-#: The ``--model`` names of the reduced-kernel engine.
-REDUCED_MODELS = ("reduced-svc", "reduced-svr", "nystrom-krr")
-
 
 def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
-
-
-def reduced_estimator_class(model: str, target: str | None = None) -> type:
-    """The estimator class of a reduced ``--model`` name, given whether there is a target.
-
-    Parameters
-    ----------
-    model : {"reduced-svc", "reduced-svr", "nystrom-krr"}
-        The model name.
-    target : str, optional
-        The target variable of a regression. ``reduced-svr`` needs one,
-        ``reduced-svc`` takes none; ``nystrom-krr`` is the classifier
-        without one and the regressor with one.
-
-    Returns
-    -------
-    type
-        The estimator class.
-
-    Raises
-    ------
-    ValueError
-        An unknown model, or a target where there must be none (or the reverse).
-    """
-    if model == "reduced-svc":
-        if target is not None:
-            raise ValueError(f"reduced-svc is a classifier of the labels: it takes no target "
-                             f"(got {target!r}); use reduced-svr or nystrom-krr to regress "
-                             f"{target}")
-        return ReducedSVC
-    if model == "reduced-svr":
-        if target is None:
-            raise ValueError("reduced-svr is a regression: name the variable it predicts "
-                             "(a target)")
-        return ReducedSVR
-    if model == "nystrom-krr":
-        return NystromKernelRidgeClassifier if target is None else NystromKernelRidge
-    raise ValueError(f"model must be one of {list(REDUCED_MODELS)}; got {model!r}")
 
 
 def check_param_names(cls: type, params: dict[str, Any]) -> None:
@@ -182,7 +133,9 @@ def fit_reduced_scenes(
     ds : xarray.Dataset
         Scenes ``(scene, y, x)`` with the stored variables and ``label``.
     model : {"reduced-svc", "reduced-svr", "nystrom-krr"}
-        See :func:`reduced_estimator_class`.
+        A ``--model`` name of :mod:`bigkern.models.registry` whose engine is
+        ``reduced``: ``nystrom-krr`` is the classifier without a ``target`` and the
+        regressor with one.
     features : sequence of str
         Feature variables, any number; derived ones (``logSD``) are added first.
     target : str, optional
@@ -206,7 +159,10 @@ def fit_reduced_scenes(
     ReducedOutcome
         The fitted model, what it was fitted on and its held-out score.
     """
-    cls = reduced_estimator_class(model, target)
+    cls = model_class(model, target)
+    if spec_of(cls.__name__).engine != "reduced":
+        raise ValueError(f"{model} is not a reduced-kernel model: fit it with "
+                         f"bigkern.workflow.fit_scenes")
     params = dict(params or {})
     check_param_names(cls, params)
     features = list(features)

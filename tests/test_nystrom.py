@@ -165,7 +165,7 @@ def test_persistence_round_trip_is_bit_identical(tmp_path):
 
 
 def _reload_classifier(ds):
-    """What persistence.load_model_dataset does for the classifiers in its _MODELS."""
+    """What persistence.load_model_dataset does for the registry's "expansion" family."""
     import json
 
     from bigkern.kernels import GaussianExpansion

@@ -95,7 +95,7 @@ def test_persistence_round_trip_is_bit_identical(tmp_path):
     X, y = _wave(300, seed=5)
     frame = pd.DataFrame(X, columns=["a", "b"])
     model = _fit(frame, y)
-    # what load_model does once ReducedSVR is in persistence._REGRESSORS
+    # what load_model does for ReducedSVR (the registry's family "regressor")
     back = regressor_from_dataset(model.to_dataset(), ReducedSVR)
     assert type(back) is ReducedSVR and back.get_params() == model.get_params()
     np.testing.assert_array_equal(back.predict(frame), model.predict(frame))

@@ -27,13 +27,6 @@ from sklearn.utils.estimator_checks import check_estimator, parametrize_with_che
 from bigkern.models import (
     BinnedKernelRidgeClassifier,
     BinnedSVC,
-    CompactKernelPCA,
-    CompactKernelRidge,
-    CompactLSSVC,
-    CompactSVC,
-    GaussianRLS,
-    KernelRidgeClassifier,
-    LOOKernelRidge,
     NystromKernelRidge,
     NystromKernelRidgeClassifier,
     OHTRegressor,
@@ -41,6 +34,7 @@ from bigkern.models import (
     ReducedSVC,
     ReducedSVR,
 )
+from bigkern.models.registry import check_instances
 
 NAN_ROWS = ("the check makes 9 of 30 rows NaN, over bigkern.max_nonfinite_fraction (25%), "
             "then predicts them; predict refuses rows that cannot be predicted rather than "
@@ -80,14 +74,7 @@ def _local_scheduler():
         yield
 
 
-@parametrize_with_checks(
-    [BinnedSVC(), BinnedKernelRidgeClassifier(), KernelRidgeClassifier(), CompactLSSVC(),
-     CompactKernelRidge(), CompactSVC(), CompactKernelPCA(), OHTRegressor(random_state=1),
-     LOOKernelRidge(), GaussianRLS(), PeriodicKernelRidge(), ReducedSVC(),
-     ReducedSVR(random_state=0), NystromKernelRidge(random_state=0),
-     NystromKernelRidgeClassifier(random_state=0)],
-    expected_failed_checks=_expected,
-)
+@parametrize_with_checks(check_instances(), expected_failed_checks=_expected)
 def test_scikit_learn_conformance(estimator, check):
     check(estimator)
 

@@ -24,15 +24,8 @@ from bigkern.kernels import GaussianExpansion
 from bigkern.models._base import FORMAT
 from bigkern.models._format import check_format
 from bigkern.models._model_checks import check_model_dataset
-from bigkern.models.baselines import KernelRidgeClassifier
-from bigkern.models.binned import BinnedKernelRidgeClassifier, BinnedSVC
-from bigkern.models.compact import CompactKernelPCA, CompactKernelRidge, CompactLSSVC, CompactSVC
-from bigkern.models.kernel_regression import LOOKernelRidge
-from bigkern.models.nystrom import NystromKernelRidge, NystromKernelRidgeClassifier
-from bigkern.models.oht import OHTRegressor
-from bigkern.models.periodic import PeriodicKernelRidge
-from bigkern.models.reduced import ReducedSVC, ReducedSVR
-from bigkern.models.rls import GaussianRLS
+from bigkern.models.compact import CompactSVC
+from bigkern.models.registry import ModelSpec, spec_of
 
 __all__ = ["load_model", "load_model_dataset", "save_model"]
 
@@ -96,25 +89,22 @@ def load_model(path: str | Path, *, storage_options: dict[str, Any] | None = Non
     return load_model_dataset(ds, where=where)
 
 
-_MODELS = {cls.__name__: cls for cls in (BinnedKernelRidgeClassifier, BinnedSVC,
-                                          KernelRidgeClassifier, ReducedSVC,
-                                          NystromKernelRidgeClassifier)}
-_REGRESSORS = {cls.__name__: cls for cls in (OHTRegressor, LOOKernelRidge, GaussianRLS,
-                                             PeriodicKernelRidge, ReducedSVR,
-                                             NystromKernelRidge)}
-_COMPACT = {cls.__name__: cls for cls in (CompactLSSVC, CompactKernelRidge, CompactSVC,
-                                          CompactKernelPCA)}
+def _spec(name: Any) -> ModelSpec | None:
+    """The registry's row of the class a saved model names (None: no such class)."""
+    try:
+        return spec_of(str(name))
+    except KeyError:
+        return None
 
 
 def _known_format(name: Any) -> int:
-    """The model format this bigkern reads for the family named ``name``."""
+    """The model format this bigkern reads for the family of the class named ``name``."""
     from bigkern.models import _compact_dataset, _regressor_dataset
 
-    if name in _REGRESSORS:
-        return _regressor_dataset.FORMAT
-    if name in _COMPACT:
-        return _compact_dataset.FORMAT
-    return FORMAT
+    spec = _spec(name)
+    family = spec.family if spec is not None else "expansion"
+    return {"regressor": _regressor_dataset.FORMAT, "compact": _compact_dataset.FORMAT,
+            "expansion": FORMAT}[family]
 
 
 def load_model_dataset(ds: xr.Dataset, *, where: str = "dataset") -> Any:
@@ -149,19 +139,20 @@ def _rebuild(ds: xr.Dataset) -> Any:
     from bigkern.models._regressor_dataset import regressor_from_dataset
 
     name = ds.attrs.get("model")
-    if name in _REGRESSORS:
-        return regressor_from_dataset(ds, _REGRESSORS[name])
-    if name in _COMPACT:
-        return compact_from_dataset(ds, _COMPACT[name],
-                                    support_from_coef=issubclass(_COMPACT[name], CompactSVC))
-    if name not in _MODELS:
+    spec = _spec(name)
+    if spec is None:
         raise ValueError(f"not a bigkern model dataset (model={name!r})")
+    if spec.family == "regressor":
+        return regressor_from_dataset(ds, spec.cls)
+    if spec.family == "compact":
+        return compact_from_dataset(ds, spec.cls,
+                                    support_from_coef=issubclass(spec.cls, CompactSVC))
     check_format(ds, FORMAT)
     params = json.loads(ds.attrs["params_json"])
     if "quantiles" in params:
         params["quantiles"] = tuple(params["quantiles"])
-    valid = _MODELS[name]().get_params()
-    model = _MODELS[name](**{k: v for k, v in params.items() if k in valid})
+    valid = spec.cls().get_params()
+    model = spec.cls(**{k: v for k, v in params.items() if k in valid})
     model.classes_ = np.asarray(ds.attrs["classes"])
     model.n_features_in_ = int(ds.sizes["feature"])
     if int(ds.attrs.get("has_feature_names", 1)):

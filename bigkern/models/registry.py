@@ -1,0 +1,197 @@
+"""The model registry: one table of every estimator, read by the CLI, persistence and tests.
+
+Each row (:class:`ModelSpec`) says what an estimator is: its class, what it
+predicts (a class, a value, or nothing — a transform), the engine that fits it
+at scale, the family of its saved files, and, for the models ``bigkern fit``
+offers, their ``--model`` name and default search grid. ``bigkern fit --model``
+choices, :func:`~bigkern.models.persistence.load_model`, the default grids and
+the scikit-learn conformance tests all read this table; adding a model takes
+its module plus one row (:func:`register` adds a row at run time).
+
+The engines:
+
+``bins``
+    percentile bins of the labelled pixels, one pass (Shi & Yu);
+``reduced``
+    a reduced kernel fitted by passes over the rows (Lee & Huang, Nyström, Hagiwara);
+``sparse``
+    a sparse Gram matrix of a compactly supported kernel (Zhang, Genton & Liu);
+``direct``
+    the kernel matrix of the rows in memory (baselines, Lippert & Rifkin).
+
+Examples
+--------
+>>> from bigkern.models.registry import cli_names, model_class, spec_of
+>>> cli_names()
+('svc', 'ridge', 'reduced-svc', 'reduced-svr', 'nystrom-krr')
+>>> model_class("nystrom-krr", target="value").__name__
+'NystromKernelRidge'
+>>> spec_of("CompactLSSVC").engine
+'sparse'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from bigkern.models.baselines import KernelRidgeClassifier
+from bigkern.models.binned import BinnedKernelRidgeClassifier, BinnedSVC
+from bigkern.models.compact import CompactKernelPCA, CompactKernelRidge, CompactLSSVC, CompactSVC
+from bigkern.models.kernel_regression import LOOKernelRidge
+from bigkern.models.nystrom import NystromKernelRidge, NystromKernelRidgeClassifier
+from bigkern.models.oht import OHTRegressor
+from bigkern.models.periodic import PeriodicKernelRidge
+from bigkern.models.reduced import ReducedSVC, ReducedSVR
+from bigkern.models.rls import GaussianRLS
+
+__all__ = ["ModelSpec", "check_instances", "cli_names", "default_grid", "model_class",
+           "register", "spec_of", "specs"]
+
+Target = Literal["class", "value", "none"]
+Engine = Literal["bins", "reduced", "sparse", "direct"]
+Family = Literal["expansion", "regressor", "compact"]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One row of the registry.
+
+    Attributes
+    ----------
+    cls : type
+        The estimator class.
+    target : {"class", "value", "none"}
+        What it predicts: a class (a classifier), a value (a regressor) or nothing
+        (a transformer).
+    engine : {"bins", "reduced", "sparse", "direct"}
+        How it is fitted at scale (see the module's docstring).
+    family : {"expansion", "regressor", "compact"}
+        The layout of its saved files (:mod:`bigkern.models.persistence`).
+    cli : str, optional
+        Its ``bigkern fit --model`` name; one name may serve a classifier and a
+        regressor (then ``--target`` picks the regressor).
+    grid : mapping, optional
+        The grid ``bigkern fit`` searches by default (parameter → candidates).
+    check_params : mapping
+        Constructor arguments of the instance scikit-learn's checks run on.
+    """
+
+    cls: type
+    target: Target
+    engine: Engine
+    family: Family
+    cli: str | None = None
+    grid: Mapping[str, tuple[Any, ...]] | None = None
+    check_params: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """The class's name (what a saved model records)."""
+        return self.cls.__name__
+
+
+#: Widths in standardized feature units around the MISR paper's, shared by the binned models.
+_MISR_OMEGAS = (0.4, 0.6, 0.8, 1.0, 1.4)
+
+_TABLE: list[ModelSpec] = [
+    ModelSpec(BinnedSVC, "class", "bins", "expansion", cli="svc",
+              grid={"omega": _MISR_OMEGAS, "C": (0.3, 1.0, 3.0, 10.0)}),
+    ModelSpec(BinnedKernelRidgeClassifier, "class", "bins", "expansion", cli="ridge",
+              grid={"omega": _MISR_OMEGAS, "lam": (0.01, 0.03, 0.1, 0.3)}),
+    ModelSpec(ReducedSVC, "class", "reduced", "expansion", cli="reduced-svc"),
+    ModelSpec(ReducedSVR, "value", "reduced", "regressor", cli="reduced-svr",
+              check_params={"random_state": 0}),
+    ModelSpec(NystromKernelRidgeClassifier, "class", "reduced", "expansion", cli="nystrom-krr",
+              check_params={"random_state": 0}),
+    ModelSpec(NystromKernelRidge, "value", "reduced", "regressor", cli="nystrom-krr",
+              check_params={"random_state": 0}),
+    ModelSpec(KernelRidgeClassifier, "class", "direct", "expansion"),
+    ModelSpec(OHTRegressor, "value", "reduced", "regressor", check_params={"random_state": 1}),
+    ModelSpec(LOOKernelRidge, "value", "direct", "regressor"),
+    ModelSpec(GaussianRLS, "value", "direct", "regressor"),
+    ModelSpec(PeriodicKernelRidge, "value", "direct", "regressor"),
+    ModelSpec(CompactLSSVC, "class", "sparse", "compact"),
+    ModelSpec(CompactKernelRidge, "value", "sparse", "compact"),
+    ModelSpec(CompactSVC, "class", "sparse", "compact"),
+    ModelSpec(CompactKernelPCA, "none", "sparse", "compact"),
+]
+
+
+def specs() -> tuple[ModelSpec, ...]:
+    """Every row of the registry, in the table's order."""
+    return tuple(_TABLE)
+
+
+def register(spec: ModelSpec) -> ModelSpec:
+    """Add a row (a model of another package, or a test's); its class name must be new.
+
+    Raises
+    ------
+    ValueError
+        A row for a class of that name exists, or the CLI name is taken for that target.
+    """
+    if any(s.name == spec.name for s in _TABLE):
+        raise ValueError(f"a model named {spec.name} is registered already")
+    if spec.cli is not None and any(s.cli == spec.cli and s.target == spec.target
+                                    for s in _TABLE):
+        raise ValueError(f"--model {spec.cli} for target kind {spec.target!r} is taken")
+    _TABLE.append(spec)
+    return spec
+
+
+def spec_of(name: str) -> ModelSpec:
+    """The row of the class named ``name`` (as a saved model records it).
+
+    Raises
+    ------
+    KeyError
+        No registered class has that name.
+    """
+    for spec in _TABLE:
+        if spec.name == name:
+            return spec
+    raise KeyError(f"no bigkern model is named {name!r}")
+
+
+def cli_names() -> tuple[str, ...]:
+    """The ``bigkern fit --model`` choices, in the table's order."""
+    return tuple(dict.fromkeys(s.cli for s in _TABLE if s.cli is not None))
+
+
+def model_class(cli: str, target: str | None = None) -> type:
+    """The class ``bigkern fit --model cli`` fits: the regressor when there is a ``target``.
+
+    Raises
+    ------
+    ValueError
+        An unknown name, or a target for a model that only classifies (or none for
+        one that only regresses), saying which model would do.
+    """
+    rows = [s for s in _TABLE if s.cli == cli]
+    if not rows:
+        raise ValueError(f"model must be one of {list(cli_names())}; got {cli!r}")
+    want = "class" if target is None else "value"
+    for spec in rows:
+        if spec.target == want:
+            return spec.cls
+    regressors = [n for n in cli_names() if any(s.cli == n and s.target == "value"
+                                                for s in _TABLE)]
+    if target is not None:
+        raise ValueError(f"{cli} is a classifier of the labels: it takes no target (got "
+                         f"{target!r}); use {' or '.join(regressors)} to regress {target}")
+    raise ValueError(f"{cli} is a regression: name the variable it predicts (a target)")
+
+
+def check_instances() -> list[Any]:
+    """One unfitted instance of every registered class, as scikit-learn's checks run them."""
+    return [spec.cls(**spec.check_params) for spec in _TABLE]
+
+
+def default_grid(cli: str) -> dict[str, list[Any]]:
+    """The grid ``bigkern fit --model cli`` searches by default (empty: none)."""
+    for spec in _TABLE:
+        if spec.cli == cli and spec.grid:
+            return {k: list(v) for k, v in spec.grid.items()}
+    return {}
