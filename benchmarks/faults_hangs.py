@@ -197,8 +197,8 @@ def plugin_footprint() -> dict[str, float]:
     """
     from distributed import Client, LocalCluster
 
-    from bigkern.cluster_logs import QuietExpectedErrors
-    from bigkern.worker_plugins import PinBlasThreads
+    from bigkern.cluster.logs import QuietExpectedErrors
+    from bigkern.cluster.worker_plugins import PinBlasThreads
 
     def rss() -> tuple[float, list[str]]:
         import sys as _sys

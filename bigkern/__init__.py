@@ -21,8 +21,8 @@ from bigkern.version import __version__
 
 # the module each public name comes from
 _SOURCES: dict[str, str] = {
-    # bigkern.cluster
-    "connect": "bigkern.cluster",
+    # bigkern.cluster.client
+    "connect": "bigkern.cluster.client",
     # bigkern.errors
     "BigkernError": "bigkern.errors",
     "BigkernWarning": "bigkern.errors",
@@ -121,7 +121,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from bigkern import config, datasets
-    from bigkern.cluster import connect
+    from bigkern.cluster.client import connect
     from bigkern.errors import (
         BigkernError,
         BigkernWarning,

@@ -4,7 +4,7 @@ Every command runs on a Dask cluster: ``--scheduler ADDRESS`` (or
 ``DASK_SCHEDULER_ADDRESS``) or ``--scheduler-file FILE`` connects to a running
 one, ``--profile NAME`` builds one from ``bigkern.cluster.profiles`` (``local``,
 ``slurm``, ``pbs``, ``kubernetes``); by default an embedded LocalCluster is
-started for the duration of the command (:func:`bigkern.cluster.connect`).
+started for the duration of the command (:func:`bigkern.cluster.client.connect`).
 
 No flag is ever ignored or taken out of range: every value is checked before
 any file is read (:mod:`bigkern.cli_checks`, exit code 2). An expected failure
@@ -251,15 +251,15 @@ def _stall_timeout(args: argparse.Namespace) -> contextlib.AbstractContextManage
 def _cluster(args: argparse.Namespace) -> Iterator[Any]:
     """The command's Dask client; unless ``--verbose``, expected errors stay off the terminal.
 
-    The filter of :mod:`bigkern.cluster_logs` covers this process (an embedded
+    The filter of :mod:`bigkern.cluster.logs` covers this process (an embedded
     cluster's scheduler and nannies run here) from before the connection to
     after the cluster closed; the workers of a cluster built here, which lives
     and dies with the command (an embedded one's share the terminal); and,
     once the command's work is over, the chatter of the cluster closing. The
     error itself is printed as one line by :func:`main`.
     """
-    from bigkern.cluster import connect, owns_cluster
-    from bigkern.cluster_logs import QuietLogs
+    from bigkern.cluster.client import connect, owns_cluster
+    from bigkern.cluster.logs import QuietLogs
 
     def connected() -> Any:
         # the worker processes of an embedded cluster leave Ctrl-C to the command

@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from bigkern.cluster.compute import compute
 from bigkern.features import with_features
 from bigkern.io.integrity import open_checked
 from bigkern.io.scenes import open_scenes, write_scenes
 from bigkern.models.persistence import save_model
 from bigkern.predict import predict_scenes, write_predictions
-from bigkern.scheduling import compute
 from bigkern.workflow import DEFAULT_FEATURES, fit_scenes, plot_scene
 
 __all__ = ["run_demo"]

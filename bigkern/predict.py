@@ -58,7 +58,7 @@ def worker_memory_budget() -> int | None:
     """
     import dask
 
-    from bigkern.scheduling import current_client
+    from bigkern.cluster.compute import current_client
 
     client = current_client()
     if client is None:

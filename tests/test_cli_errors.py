@@ -5,7 +5,7 @@ command's terminal: distributed logs the failed task there ("Compute Failed",
 the task, a traceback) before the command prints its one-line error, and
 closing the cluster after the error adds warnings of its own. The CLI filters
 those records in its process and in every worker of a cluster it built
-(:mod:`bigkern.cluster_logs`), so stderr holds the status line of the
+(:mod:`bigkern.cluster.logs`), so stderr holds the status line of the
 connection and the error; ``--verbose`` brings the logs back. The filter keeps
 every record that is not an expected bigkern error: real bugs still show their
 tracebacks and their workers' logs.
@@ -26,8 +26,8 @@ from distributed import Client, LocalCluster
 from distributed.comm.core import CommClosedError
 
 from bigkern.cli import _parser, main
-from bigkern.cluster import connect, owns_cluster
-from bigkern.cluster_logs import ExpectedErrorFilter, QuietExpectedErrors
+from bigkern.cluster.client import connect, owns_cluster
+from bigkern.cluster.logs import ExpectedErrorFilter, QuietExpectedErrors
 from bigkern.datasets import make_scenes
 from bigkern.errors import DataQualityError, StoreError
 from bigkern.io import write_scenes

@@ -22,7 +22,7 @@ from distributed import Client, LocalCluster, default_client
 
 import bigkern
 from bigkern.cli import main
-from bigkern.cluster import connect
+from bigkern.cluster.client import connect
 from bigkern.errors import ClusterError
 
 pytestmark = pytest.mark.timeout(180)

@@ -27,7 +27,7 @@ K8S = DEPLOY / "kubernetes"
 def _job_script(kind: str) -> str:
     """The worker job script of the ``kind`` profile built from the shipped yaml."""
     pytest.importorskip("dask_jobqueue")
-    from bigkern.cluster_profiles import file_options
+    from bigkern.cluster.profiles import file_options
 
     cls = {"pbs": "PBSCluster", "slurm": "SLURMCluster"}[kind]
     cluster_cls = getattr(__import__("dask_jobqueue", fromlist=[cls]), cls)

@@ -300,8 +300,8 @@ def test_paused_workers_fail_within_the_timeout_instead_of_hanging():
     from distributed import Client, LocalCluster
 
     from bigkern import config
+    from bigkern.cluster.compute import compute
     from bigkern.errors import ClusterError
-    from bigkern.scheduling import compute
 
     # workers pause as soon as they use 5% of their limit: at once, before any task runs
     with dask.config.set({"distributed.worker.memory.pause": 0.05}), \

@@ -281,6 +281,9 @@ FORBIDDEN = {
     # a reduction never calls a solver: what both need (the row sums of a Newton pass) lives
     # in a lower package
     "bigkern.reduce": ("bigkern.models", "bigkern.solvers", "bigkern.predict"),
+    # where computations run knows nothing of what they compute
+    "bigkern.cluster": ("bigkern.models", "bigkern.reduce", "bigkern.solvers", "bigkern.io",
+                        "bigkern.kernels", "bigkern.predict", "bigkern.features"),
 }
 
 

@@ -8,8 +8,8 @@ import pytest
 from threadpoolctl import threadpool_info
 
 from bigkern import config
+from bigkern.cluster.compute import compute, task_threads
 from bigkern.reduce.passes import as_row_chunked
-from bigkern.scheduling import compute, task_threads
 
 
 def _blas_threads(_: object = None) -> int:

@@ -130,7 +130,7 @@ def test_sbatch_predict_equals_a_local_run(slurm, scene_store, local_fit, tmp_pa
 def test_profile_slurm_gets_two_workers_as_jobs(slurm, scene_store, local_fit, tmp_path,
                                                 monkeypatch):
     """``connect(profile="slurm")`` with the shipped jobqueue.yaml: 2 workers, 2 jobs."""
-    from bigkern.cluster import connect
+    from bigkern.cluster.client import connect
     from bigkern.io import open_scenes
     from bigkern.models import save_model
     from bigkern.workflow import fit_scenes

@@ -22,8 +22,8 @@ import dask.array as da
 import pytest
 
 from bigkern import config
+from bigkern.cluster.watchdog import ClusterState, Watchdog
 from bigkern.errors import ClusterError
-from bigkern.watchdog import ClusterState, Watchdog
 
 PAUSE_AT_ONCE = {"distributed.worker.memory.pause": 0.05}  # workers use more than 5 % idle
 WORKERS = ["--workers", "1"]
@@ -159,7 +159,7 @@ def test_every_worker_killed_mid_compute_ends_with_no_workers(tmp_path, capfd):
 def test_a_healthy_compute_longer_than_the_timeout_is_left_alone(capfd):
     from distributed import Client, LocalCluster
 
-    from bigkern.scheduling import compute
+    from bigkern.cluster.compute import compute
 
     def slow_block(block):
         time.sleep(0.3)
@@ -210,7 +210,7 @@ def test_worker_plugins_import_nothing_heavy_on_workers_and_still_pin_blas():
     from distributed import LocalCluster
 
     import bigkern
-    from bigkern.cluster_logs import QuietLogs
+    from bigkern.cluster.logs import QuietLogs
 
     def modules() -> list[str]:
         return sorted(m for m in ("bigkern", "numba", "scipy", "sklearn", "xarray", "zarr")

@@ -353,7 +353,7 @@ def write_regions(
     storage_options : mapping, optional
         fsspec options for a URL (see :func:`bigkern.io.urls.location`).
     """
-    from bigkern.scheduling import compute
+    from bigkern.cluster.compute import compute
 
     given = path
     path = location(path, storage_options)

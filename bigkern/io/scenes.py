@@ -226,7 +226,7 @@ class Samples:
         if self.y is not None:
             parts["unlabelled"] = (self.y == 0).sum()
             parts["labelled_usable"] = ((self.y != 0) & all_f).sum()
-        from bigkern.scheduling import compute
+        from bigkern.cluster.compute import compute
 
         values = compute(*parts.values(), label="counting samples")
         return {k: int(v) for k, v in zip(parts, values, strict=True)}
@@ -394,7 +394,7 @@ def write_scenes(
         out[name].encoding.pop("chunks", None)
         out[name].encoding.pop("preferred_chunks", None)
         out[name].attrs.pop(MANIFEST_ATTR, None)  # a manifest read with the source is not ours
-    from bigkern.scheduling import compute
+    from bigkern.cluster.compute import compute
 
     digests = manifest_digests(out)
     with staged_output(loc, overwrite=overwrite, inputs=inputs, kind="scenes") as temp:

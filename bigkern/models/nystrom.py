@@ -25,6 +25,7 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
+from bigkern.cluster.compute import task_threads
 from bigkern.kernels import GaussianExpansion, gaussian_kernel
 from bigkern.models._base import _KernelClassifier, _positive
 from bigkern.models.kernel_regression import _KernelRegressor
@@ -40,7 +41,6 @@ from bigkern.models.reduced import (
 from bigkern.reduce.passes import as_row_chunked, per_feature_counts, without_per_feature
 from bigkern.reduce.reduced_folds import fold_pieces, reduced_normal_equations_folds
 from bigkern.reduce.reduced_set import select_reduced_set
-from bigkern.scheduling import task_threads
 from bigkern.solvers.nystrom import heldout_sse, kernel_penalty_basis, nystrom_solve
 
 __all__ = ["NystromKernelRidge", "NystromKernelRidgeClassifier"]

@@ -21,6 +21,7 @@ import numpy as np
 import xarray as xr
 from sklearn.exceptions import ConvergenceWarning
 
+from bigkern.cluster.compute import task_threads
 from bigkern.errors import LabelError
 from bigkern.features.scaling import robust_standardizer
 from bigkern.kernels import GaussianBasis, GaussianExpansion, omega_to_gamma
@@ -35,7 +36,6 @@ from bigkern.reduce.passes import (
 )
 from bigkern.reduce.reduced_set import select_reduced_set
 from bigkern.reduce.reduced_svm import ReducedNewtonPasses
-from bigkern.scheduling import task_threads
 from bigkern.solvers.smooth_svm import SmoothEpsilonInsensitive, SmoothHinge, newton_armijo
 
 __all__ = ["ReducedSVC", "ReducedSVR"]

@@ -18,6 +18,7 @@ import numpy as np
 import xarray as xr
 
 from bigkern import config
+from bigkern.cluster.compute import task_threads
 from bigkern.errors import DataQualityError
 from bigkern.reduce.passes import (
     RowReduction,
@@ -27,7 +28,6 @@ from bigkern.reduce.passes import (
     run_reduction,
     valid_rows,
 )
-from bigkern.scheduling import task_threads
 
 __all__ = ["as_arrays", "count_attrs", "run_pass", "usable_rows"]
 
@@ -97,7 +97,7 @@ def run_pass(X: Any, y: Any, func: Any, *, name: str, label: str, split_every: i
              mask: Any = None, **kwargs: Any) -> dict[str, Any]:
     """One read of ``X``, ``y`` (and ``mask``): ``func`` per row chunk, tree-reduced; checks counts.
 
-    numpy input is split into at least :func:`bigkern.scheduling.task_threads`
+    numpy input is split into at least :func:`bigkern.cluster.compute.task_threads`
     row chunks (BLAS runs one thread per task on dask's threaded scheduler).
 
     ``func(X_chunk, y_chunk, mask_chunk, start=first_row, **kwargs)`` returns a

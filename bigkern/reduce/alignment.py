@@ -28,9 +28,9 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
+from bigkern.cluster.compute import compute
 from bigkern.kernels import CompactSupport, pairwise_distances, row_blocks
 from bigkern.reduce.passes import as_row_chunked, require_finite_rows, tree_reduce
-from bigkern.scheduling import compute
 
 __all__ = ["alignment_sparsity"]
 

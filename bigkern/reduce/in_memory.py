@@ -35,6 +35,7 @@ import dask
 import numpy as np
 
 from bigkern import config
+from bigkern.cluster.compute import compute
 from bigkern.reduce.passes import as_float_block, unwrap_samples, valid_rows
 from bigkern.reduce.radix_select import (
     GROUP_BITS,
@@ -43,7 +44,6 @@ from bigkern.reduce.radix_select import (
     key_dtype,
     require_usable_rows,
 )
-from bigkern.scheduling import compute
 
 __all__ = [
     "as_numpy_samples",

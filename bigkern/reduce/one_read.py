@@ -48,6 +48,7 @@ from typing import Any
 import dask
 import numpy as np
 
+from bigkern.cluster.compute import compute
 from bigkern.reduce.binning import combine_bins
 from bigkern.reduce.fixed_point import FixedPointGrid
 from bigkern.reduce.one_read_chunks import (
@@ -82,7 +83,6 @@ from bigkern.reduce.radix_select import (
     dense_histograms,
     finish_selection,
 )
-from bigkern.scheduling import compute
 
 __all__ = ["OneRead", "OneReadSample", "sample_windows"]
 

@@ -87,7 +87,7 @@ def as_row_chunked(
     take ``X``'s row chunks. numpy inputs become one dask chunk per ~100 MB, and
     at least ``min_chunks`` chunks of at least ``bigkern.kernel_block_rows`` rows
     where there are rows enough: a pass whose work per row is heavy (the reduced
-    kernel's ``m̃²``) passes :func:`bigkern.scheduling.task_threads` so every thread
+    kernel's ``m̃²``) passes :func:`bigkern.cluster.compute.task_threads` so every thread
     gets a share. Dask input keeps its chunks.
     """
     if not isinstance(X, da.Array):
@@ -192,10 +192,10 @@ def run_reduction(
 ) -> Any:
     """Run one pass (one read of ``X`` and ``others``) and finalize its result.
 
-    Computes through :func:`bigkern.scheduling.compute` (the cluster's client when
+    Computes through :func:`bigkern.cluster.compute.compute` (the cluster's client when
     there is one, with progress under ``label``).
     """
-    from bigkern.scheduling import compute
+    from bigkern.cluster.compute import compute
 
     graph = reduction_graph(reduction, X, *others, split_every=split_every, **kwargs)
     (root,) = compute(graph, label=label or reduction.name)

@@ -45,6 +45,7 @@ import numpy as np
 import xarray as xr
 
 from bigkern import config
+from bigkern.cluster.compute import compute
 from bigkern.errors import LabelError
 from bigkern.reduce._kernels import bin_ids, take_rows
 from bigkern.reduce._key_kernels import certain_bin_ids, certain_bin_sums
@@ -97,7 +98,6 @@ from bigkern.reduce.radix_select import (
     key_dtype,
     refine_rows,
 )
-from bigkern.scheduling import compute
 
 __all__ = ["PLANS", "OneReadSample", "percentile_bins"]
 

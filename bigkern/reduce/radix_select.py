@@ -17,6 +17,7 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
+from bigkern.cluster.compute import compute
 from bigkern.errors import DataQualityError
 from bigkern.reduce._kernels import int_label_range
 from bigkern.reduce._key_kernels import add_group_counts, group_histogram, select_digits
@@ -28,7 +29,6 @@ from bigkern.reduce.passes import (
     run_reduction,
     valid_rows,
 )
-from bigkern.scheduling import compute
 
 GROUP_BITS = 20  # key bits resolved by the first pass
 _DIGIT_BITS = 16  # key bits resolved by a histogram refine pass

@@ -123,7 +123,7 @@ class ReducedNewtonPasses:
         self._future: Any = None
 
     def __enter__(self) -> ReducedNewtonPasses:
-        from bigkern.scheduling import current_client
+        from bigkern.cluster.compute import current_client
 
         client = current_client()
         if client is not None:

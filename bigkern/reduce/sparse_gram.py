@@ -23,9 +23,9 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.spatial import cKDTree
 
+from bigkern.cluster.compute import compute
 from bigkern.kernels import CompactSupport
 from bigkern.reduce.passes import as_row_chunked, require_finite_rows
-from bigkern.scheduling import compute
 
 __all__ = ["GramReport", "gram_report", "sparse_gram"]
 

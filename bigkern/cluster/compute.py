@@ -2,7 +2,7 @@
 
 :func:`current_client` is the distributed client bigkern computes on (unless
 dask's ``scheduler`` setting names another); :func:`compute` is ``dask.compute``
-there with a progress bar, under the watchdog of :mod:`bigkern.watchdog`
+there with a progress bar, under the watchdog of :mod:`bigkern.cluster.watchdog`
 (paused or lost workers, no progress: reported, then a ``ClusterError``)
 and, on dask's local threaded scheduler, BLAS pinned to
 ``bigkern.blas_threads`` threads per task; :func:`task_threads` says how many
@@ -19,7 +19,7 @@ from typing import Any
 import dask
 
 from bigkern import config
-from bigkern.watchdog import current_client
+from bigkern.cluster.watchdog import current_client
 
 __all__ = ["compute", "current_client", "gather_watching", "task_threads"]
 
@@ -38,7 +38,7 @@ def compute(*collections: Any, label: str | None = None) -> tuple[Any, ...]:
     show = show == "always" or (bool(show) and (sys.stderr.isatty() or widget))
     client = current_client()
     if client is not None:
-        from bigkern.watchdog import watching
+        from bigkern.cluster.watchdog import watching
 
         futures = client.compute(list(collections))
         # the watchdog covers the text bar too: it blocks until its keys finish or are cancelled
@@ -128,10 +128,10 @@ def _notebook_widgets() -> bool:
 
 
 def gather_watching(client: Any, futures: list[Any], poll: float | None = None) -> list[Any]:
-    """``client.gather(futures)`` under the watchdog of :mod:`bigkern.watchdog`.
+    """``client.gather(futures)`` under the watchdog of :mod:`bigkern.cluster.watchdog`.
 
-    Kept for callers of bigkern 0.1; :func:`bigkern.watchdog.gather` is the same.
+    Kept for callers of bigkern 0.1; :func:`bigkern.cluster.watchdog.gather` is the same.
     """
-    from bigkern.watchdog import gather
+    from bigkern.cluster.watchdog import gather
 
     return gather(client, futures, poll=poll)

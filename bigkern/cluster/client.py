@@ -19,7 +19,7 @@ from typing import Any
 import dask
 
 from bigkern import config
-from bigkern.cluster_profiles import build_cluster
+from bigkern.cluster.profiles import build_cluster
 from bigkern.errors import ClusterError
 
 # BigkernClient and PinBlasThreads (subclasses of distributed's Client and WorkerPlugin)
@@ -49,12 +49,12 @@ def pin_blas_threads(n: int | None = None) -> None:
 
 @functools.cache
 def _plugin_class() -> type:
-    """:class:`~bigkern.worker_plugins.PinBlasThreads`, imported when distributed is needed.
+    """:class:`~bigkern.cluster.worker_plugins.PinBlasThreads`, imported when distributed is needed.
 
-    It lives in :mod:`bigkern.worker_plugins`, which workers receive by value:
+    It lives in :mod:`bigkern.cluster.worker_plugins`, which workers receive by value:
     registering it does not import bigkern on them.
     """
-    from bigkern.worker_plugins import PinBlasThreads
+    from bigkern.cluster.worker_plugins import PinBlasThreads
 
     return PinBlasThreads
 
@@ -69,7 +69,7 @@ def _client_class() -> type:
         never waits silently.
 
         Each synchronous :meth:`gather` — and so ``dask.compute``, ``.load()``,
-        ``.values`` on this client — runs under :func:`bigkern.watchdog.watching`:
+        ``.values`` on this client — runs under :func:`bigkern.cluster.watchdog.watching`:
         paused or lost workers and a computation without progress are reported
         on stderr and, past ``bigkern.stall_timeout``, end the wait with a
         :class:`~bigkern.errors.ClusterError` naming the cause.
@@ -82,7 +82,7 @@ def _client_class() -> type:
             """``Client.gather``, watched when it waits synchronously for unfinished futures."""
             from distributed.client import futures_of
 
-            from bigkern.watchdog import is_watching, watching
+            from bigkern.cluster.watchdog import is_watching, watching
 
             plain = super().gather
             if asynchronous or self.asynchronous or is_watching():

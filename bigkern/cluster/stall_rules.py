@@ -4,7 +4,7 @@
 ones with their memory, a progress counter, whether the scheduler answered —
 and returns the lines to tell the user and, once a cause has lasted its
 timeout, the message of the :class:`~bigkern.errors.ClusterError` to raise.
-:mod:`bigkern.watchdog` feeds it from a real cluster.
+:mod:`bigkern.cluster.watchdog` feeds it from a real cluster.
 """
 
 from __future__ import annotations

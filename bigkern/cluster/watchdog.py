@@ -23,16 +23,16 @@ message to the scheduler, so it cannot itself hang), which ends the client's
 wait with a cancellation that :func:`watching` turns into the ClusterError.
 
 The judgement itself — what to say, when to give up — is
-:class:`~bigkern.stall_rules.Watchdog`, fed here from the real cluster.
+:class:`~bigkern.cluster.stall_rules.Watchdog`, fed here from the real cluster.
 
 It costs nothing per task: one thread per wait, no scheduler call for waits
 shorter than the poll interval, then one small call every 1-5 s
 (:func:`poll_interval`) whose answer does not grow with the number of tasks.
 :func:`watching` watches any block of code;
-:class:`bigkern.cluster.BigkernClient` (what :func:`bigkern.connect`, and so
+:class:`bigkern.cluster.client.BigkernClient` (what :func:`bigkern.connect`, and so
 every CLI command, returns) watches each of its ``gather`` calls, so
 ``dask.compute``, ``.load()``, ``.values`` and ``client.gather`` are covered
-wherever they are called; :func:`bigkern.scheduling.compute` watches on any
+wherever they are called; :func:`bigkern.cluster.compute.compute` watches on any
 client.
 """
 
@@ -48,8 +48,8 @@ from typing import Any
 import dask
 
 from bigkern import config
+from bigkern.cluster.stall_rules import ClusterState, Watchdog
 from bigkern.errors import ClusterError
-from bigkern.stall_rules import ClusterState, Watchdog
 
 __all__ = ["ClusterState", "Watchdog", "cluster_state", "current_client", "gather", "is_watching",
            "poll_interval", "watching"]
@@ -213,7 +213,7 @@ def watching(client: Any = None, futures: Sequence[Any] | None = None, *,
     --------
     ::
 
-        with bigkern.watchdog.watching(client):
+        with bigkern.cluster.watchdog.watching(client):
             ds.load()       # any computation on client, however it is started
     """
     if client is None:
