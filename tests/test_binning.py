@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bigkern.errors import LabelError
+from bigkern.models import BinnedSVC
 from bigkern.reduce import bin_statistics, percentile_bins, quantile_summary
 from bigkern.reduce.binning import OutlierWarning
 
@@ -212,3 +213,17 @@ def test_a_dataarray_gives_its_feature_names_and_stays_lazy(lazy):
     np.testing.assert_array_equal(bins["count"].values, plain["count"].values)
     model = BinnedSVC(omega=1.0, C=1.0).fit_bins(bins)
     assert list(model.feature_names_in_) == ["NDAI", "CORR"]
+
+
+def test_more_features_than_bin_ids_can_number_is_a_clear_error():
+    """At deciles, 10^19 cells overflow an int64 bin id: 18 features bin, 19 are refused
+    before any pass, naming the limit and the models that take any number of features."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 19))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    assert percentile_bins(X[:, :18], y).attrs["n_bins_possible"] == 10**18
+    with pytest.raises(ValueError, match=r"19 features at 9 quantiles have up to 10\^19 cells"
+                                         r".*at most 18 features.*ReducedSVC"):
+        percentile_bins(X, y)
+    with pytest.raises(ValueError, match="at most 18 features"):
+        BinnedSVC().fit(X, y)

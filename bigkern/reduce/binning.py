@@ -57,6 +57,7 @@ __all__ = [
     "bin_index",
     "bin_statistics",
     "bins_dataset",
+    "check_cell_count",
     "fixed_point_scales",
     "robust_scaler",
 ]
@@ -325,6 +326,28 @@ def bin_statistics(
     if np.isfinite(grid.limits).any():
         record_outliers(bins, res["outside"], res["extreme"], grid.limits, names)
     return bins
+
+
+#: Bin ids are int64 flat indices into the product of the features' cells.
+MAX_CELLS = 2**63 - 1
+
+
+def check_cell_count(d: int, n_quantiles: int) -> None:
+    """Refuse a binning whose ``(n_quantiles + 1) ** d`` possible cells overflow a bin id.
+
+    Past that, flat bin ids would wrap around and distinct cells would share a bin
+    (at deciles: more than 18 features).
+    """
+    per_feature = n_quantiles + 1
+    if d and per_feature ** d > MAX_CELLS:
+        most = 1
+        while per_feature ** (most + 1) <= MAX_CELLS:
+            most += 1
+        raise ValueError(
+            f"percentile bins of {d} features at {n_quantiles} quantiles have up to "
+            f"{per_feature}^{d} cells, more than a 64-bit bin id can number: bin at most "
+            f"{most} features at these quantiles, or fit a reduced-kernel model "
+            f"(ReducedSVC, NystromKernelRidgeClassifier), which takes any number")
 
 
 #: The binning pass: per chunk, the statistics of each occupied bin (counts, exact

@@ -54,6 +54,7 @@ from bigkern.reduce.binning import (
     accumulate_bins,
     binning_pass,
     bins_dataset,
+    check_cell_count,
     combine_bins,
     dense_partial,
     padded_edges,
@@ -232,6 +233,7 @@ def percentile_bins(
         extreme value: an undeclared fill value (:mod:`bigkern.reduce.extremes`).
     """
     q = np.asarray(quantiles, dtype=np.float64).ravel()
+    check_cell_count(int(X.shape[1]) if getattr(X, "ndim", 0) == 2 else 0, len(q))
     fused, in_memory = _plan_choice(plan, fused, in_memory)
     probs = np.union1d(q, [0.1, 0.5, 0.9])
     where = np.searchsorted(probs, q)
