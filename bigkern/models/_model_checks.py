@@ -10,7 +10,7 @@ attribute:
 - ``omega`` (the Gaussian width): finite, positive, normal (not denormal) and
   within ``[OMEGA_MIN, OMEGA_MAX]`` (beyond them ``2 ω²`` under- or overflows
   in the kernel, or every kernel value is 0 or 1);
-- ``support_radius``: finite and positive; ``nu``: an integer;
+- ``support_radius``: finite and positive; ``taper_power``: an integer;
 - ``intercept``, ``grand_mean``: finite numbers;
 - ``classes`` / ``classes_json``: two distinct labels, both numbers (finite) or
   both strings;
