@@ -38,7 +38,7 @@ from bigkern import CompactSupport, Gaussian, alignment_sparsity, choose_support
 from bigkern.datasets import GreenRed, make_three_clusters
 from bigkern.kernels import gaussian_kernel
 from bigkern.models.compact import CompactKernelPCA, CompactSVC
-from bigkern.reduce.sparse_gram import gram_report, sparse_gram
+from bigkern.reduce.compact.sparse_gram import gram_report, sparse_gram
 from bigkern.solvers.lssvm import solve_lssvm
 from bigkern.solvers.sparse_spd import bandwidth, solve_sparse_spd
 from bigkern.tuning import distance_quantile

@@ -260,7 +260,7 @@ def fills(base: Any, clean: Path, tmp: Path, chunks: dict[str, int]) -> None:
 def wild_value(base: Any, tmp: Path, chunks: dict[str, int]) -> Any:
     from bigkern.io import open_scenes
     from bigkern.reduce import bin_index
-    from bigkern.reduce.binning import OutlierWarning
+    from bigkern.reduce.binning.bins import OutlierWarning
 
     label = base["label"].values.ravel()
     corr = base["CORR"].values.ravel()

@@ -404,7 +404,7 @@ def _diagnostics(bins: Any, Ztr: np.ndarray, ytr: np.ndarray, Zte: np.ndarray,
                  yte: np.ndarray, subs: list[np.ndarray], best: dict[str, float],
                  sub_row: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
     """How much can bins gain here? The bins' resolution and the GKR-L2 learning curve."""
-    from bigkern.reduce.binning import bin_index
+    from bigkern.reduce.binning.bins import bin_index
 
     edges = [e[np.isfinite(e)] for e in bins["edge"].values]
     ids = bin_index(Zte, edges)

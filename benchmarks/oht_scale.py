@@ -168,7 +168,10 @@ def fit_bigkern(bench: C.Bench, client: Any, path: Path, n: int, m: int, omega: 
     """One fit of OHTED on n rows: sample Ã, normal equations, solve, residual check."""
     import bigkern
     from bigkern.kernels import kernel_expansion
-    from bigkern.reduce.reduced_kernel import reduced_normal_equations, reduced_residual_sums
+    from bigkern.reduce.reduced.normal_equations import (
+        reduced_normal_equations,
+        reduced_residual_sums,
+    )
     from bigkern.solvers.oht import oht_from_normal_equations
 
     X, y = source(path, n, task_rows)
@@ -412,7 +415,7 @@ def main() -> None:
         C.print_table(["product", "ms"], timings)
         # warm-up: imports and BLAS on the workers (untimed)
         Xw, yw = source(path, 20_000, args.task_rows)
-        from bigkern.reduce.reduced_kernel import reduced_normal_equations
+        from bigkern.reduce.reduced.normal_equations import reduced_normal_equations
         reduced_normal_equations(Xw, yw, np.zeros((3, D)), omega)
         fits = [fit_bigkern(bench, client, path, n, m, args.omega, Xt, yt, args.profile,
                             args.task_rows) for n in rows]

@@ -164,7 +164,7 @@ def pass_rate(args: Any) -> None:
     """Part c: the KᵀK pass's flop rate against numpy's GEMM in the same precision."""
     import dask
 
-    from bigkern.reduce.reduced_folds import reduced_normal_equations_folds
+    from bigkern.reduce.reduced.folds import reduced_normal_equations_folds
 
     X, y = pixels()
     Xtr, ytr, _, _ = split(X, y, args.n, 1000, seed=3)

@@ -24,7 +24,7 @@ from bigkern.features import with_features
 from bigkern.io.scenes import stack_samples
 from bigkern.io.validity import FillValues, ValidRanges, ensure_validity
 from bigkern.models.registry import default_grid, model_class, spec_of
-from bigkern.reduce.percentile import percentile_bins
+from bigkern.reduce.binning.percentile import percentile_bins
 from bigkern.reduce.sampling import random_split
 from bigkern.tuning import GridSearchResult, grid_search_bins
 

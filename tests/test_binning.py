@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from bigkern.errors import LabelError
 from bigkern.models import BinnedSVC
 from bigkern.reduce import bin_statistics, percentile_bins, quantile_summary
-from bigkern.reduce.binning import OutlierWarning
+from bigkern.reduce.binning.bins import OutlierWarning
 
 
 def _data(n=20_000, seed=0, nan_every=97):

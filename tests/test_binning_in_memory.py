@@ -20,9 +20,9 @@ from bigkern import config
 from bigkern.errors import DataQualityError, LabelError
 from bigkern.models import BinnedSVC
 from bigkern.reduce import percentile_bins
-from bigkern.reduce.binning import OutlierWarning
-from bigkern.reduce.in_memory import first_pass
-from bigkern.reduce.radix_select import _first_pass_chunk
+from bigkern.reduce.binning.bins import OutlierWarning
+from bigkern.reduce.binning.in_memory import first_pass
+from bigkern.reduce.binning.radix_select import _first_pass_chunk
 
 PLAN_ATTRS = ("plan", "passes", "n_kept")
 LABELS = {

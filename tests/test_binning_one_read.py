@@ -1,6 +1,6 @@
 """The one-read percentile-binning plan: the fused plan's bins, bit for bit, in one full read.
 
-A sample places the edges (bigkern.reduce.one_read); one read bins the rows
+A sample places the edges (bigkern.reduce.binning.one_read); one read bins the rows
 that are certainly inside a cell and counts the exact key-group histograms;
 when they show that the sample misplaced something, the fused plan finishes
 with its second read. Whatever happened, the bins equal the other plans'
@@ -24,8 +24,8 @@ from zarr.storage import LocalStore, WrapperStore
 from bigkern import config
 from bigkern.errors import DataQualityError, LabelError
 from bigkern.reduce import percentile_bins
-from bigkern.reduce.binning import OutlierWarning
-from bigkern.reduce.one_read import OneReadSample, sample_windows
+from bigkern.reduce.binning.bins import OutlierWarning
+from bigkern.reduce.binning.one_read import OneReadSample, sample_windows
 
 PLAN_ATTRS = ("plan", "passes", "n_kept", "one_read", "sample_rows", "sample_chunks_held")
 LABELS = {
@@ -192,7 +192,7 @@ def test_a_class_outside_the_sample_falls_back_with_the_right_classes():
 def test_groups_too_large_to_collect_refine_the_kept_rows_again(monkeypatch):
     """The kept rows' first refine and their binning share one round trip; when a target's
     group is too large to collect at once, further refines of the kept rows follow."""
-    import bigkern.reduce.radix_select as rs
+    import bigkern.reduce.binning.radix_select as rs
 
     rng = np.random.default_rng(6)
     x = rng.standard_normal((30_000, 2))  # float64: 44 bits below the key groups

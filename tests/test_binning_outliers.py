@@ -19,8 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bigkern.reduce import bin_index, bin_statistics, percentile_bins, quantile_summary
-from bigkern.reduce.binning import OutlierWarning, accumulate_bins, combine_bins
-from bigkern.reduce.fixed_point import FixedPointGrid, exact_means
+from bigkern.reduce.binning.bins import OutlierWarning, accumulate_bins, combine_bins
+from bigkern.reduce.binning.fixed_point import FixedPointGrid, exact_means
 
 NAMES = ["NDAI", "SD", "CORR"]
 F32_MAX = float(np.finfo(np.float32).max)

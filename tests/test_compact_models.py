@@ -24,7 +24,7 @@ from bigkern.models.compact import (
     CompactSVC,
     isolated_rows,
 )
-from bigkern.reduce.sparse_gram import sparse_gram
+from bigkern.reduce.compact.sparse_gram import sparse_gram
 from bigkern.solvers.kpca import centred_projections, kernel_pca
 from bigkern.solvers.lssvm import solve_lssvm
 from bigkern.solvers.sparse_spd import bandwidth, has_cholmod, solve_sparse_spd

@@ -21,8 +21,8 @@ from bigkern import config
 from bigkern.datasets import make_scenes
 from bigkern.models import NystromKernelRidge, ReducedSVC
 from bigkern.reduce import quantile_summary
+from bigkern.reduce.binning.percentile import percentile_bins
 from bigkern.reduce.extremes import SuspectedFillWarning, ValueExtremes, chunk_extremes
-from bigkern.reduce.percentile import percentile_bins
 from bigkern.workflow import fit_scenes
 
 NAMES = ["a", "b", "c"]

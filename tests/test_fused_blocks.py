@@ -8,8 +8,8 @@ import pytest
 
 from bigkern.kernels import GaussianBasis, kernel_blocks
 from bigkern.kernels.fused import fused_kernel_block
-from bigkern.reduce.reduced_folds import reduced_normal_equations_folds
-from bigkern.reduce.reduced_kernel import reduced_normal_equations
+from bigkern.reduce.reduced.folds import reduced_normal_equations_folds
+from bigkern.reduce.reduced.normal_equations import reduced_normal_equations
 
 
 def _data(n: int = 6000, d: int = 3, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -1,4 +1,4 @@
-"""Compiled loops over order-preserving keys (bigkern.reduce._key_kernels) against numpy."""
+"""Compiled loops over order-preserving keys (bigkern.reduce.binning._key_kernels) against numpy."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bigkern.reduce._kernels import take_rows
-from bigkern.reduce._key_kernels import _SCREEN_BITS, select_digits
-from bigkern.reduce.radix_select import key_dtype
+from bigkern.reduce.binning._key_kernels import _SCREEN_BITS, select_digits
+from bigkern.reduce.binning.radix_select import key_dtype
+from bigkern.reduce.row_kernels import take_rows
 
 
 def _keys(X: np.ndarray) -> np.ndarray:

@@ -129,7 +129,7 @@ def test_bad_input_is_a_clear_error(kwargs, match):
 
 
 def test_duplicate_centers_are_dropped_and_a_singular_system_gets_jitter():
-    from bigkern.reduce.reduced_set import DuplicateCentersWarning
+    from bigkern.reduce.reduced.reduced_set import DuplicateCentersWarning
 
     X, y = _wave(200, seed=8)
     X = np.repeat(X[:20], 10, axis=0)  # 20 distinct rows: many duplicate centers

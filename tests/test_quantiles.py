@@ -11,7 +11,7 @@ from hypothesis.extra import numpy as hnp
 
 from bigkern.errors import DataQualityError
 from bigkern.reduce import QUANTILE_METHODS, quantile_edges, quantile_summary
-from bigkern.reduce.radix_select import float_keys, keys_to_floats
+from bigkern.reduce.binning.radix_select import float_keys, keys_to_floats
 
 
 def _reference(x, probs, method, mask=None):

@@ -1,4 +1,4 @@
-"""Per-width, per-fold reduced normal equations in one read (bigkern.reduce.reduced_folds)."""
+"""Per-width, per-fold reduced normal equations in one read (bigkern.reduce.reduced.folds)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from distributed import get_task_stream
 from bigkern.errors import DataQualityError
 from bigkern.models.oht import OHTRegressor
 from bigkern.reduce import reduced_normal_equations, reduced_normal_equations_folds
-from bigkern.reduce.reduced_folds import fold_of_rows, fold_pieces
+from bigkern.reduce.reduced.folds import fold_of_rows, fold_pieces
 
 PIECES = ("GtG", "Gty", "Gsum", "yty", "ysum", "n")
 

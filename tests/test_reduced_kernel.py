@@ -15,7 +15,7 @@ from scipy.spatial.distance import cdist
 
 import bigkern
 from bigkern.errors import DataQualityError
-from bigkern.reduce.reduced_kernel import reduced_normal_equations, reduced_residual_sums
+from bigkern.reduce.reduced.normal_equations import reduced_normal_equations, reduced_residual_sums
 
 
 def dense_G(X, centers, omega, offset=None, scale=None):

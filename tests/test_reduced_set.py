@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bigkern.errors import DataQualityError, LabelError
-from bigkern.reduce.reduced_set import (
+from bigkern.reduce.reduced.reduced_set import (
     DuplicateCentersWarning,
     allocate,
     resolve_size,

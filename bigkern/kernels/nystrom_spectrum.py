@@ -71,7 +71,7 @@ def nystrom_spectrum(
           :func:`bigkern.reduce.select_reduced_set`, which draws by hashing row
           numbers for chunked data; the draw here is uniform without
           replacement over the usable rows, like its unstratified draw);
-        * a :class:`bigkern.reduce.reduced_set.ReducedSet` (anything with
+        * a :class:`bigkern.reduce.reduced.reduced_set.ReducedSet` (anything with
           ``X``, the centers' raw feature values, and ``index``, their row
           numbers in ``X``), e.g. from ``select_reduced_set(X, size=m̃,
           stratified=False, random_state=…)``;

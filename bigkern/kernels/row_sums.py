@@ -6,7 +6,7 @@ a pass needs ``Σ ℓ(f_i)`` at a batch of steps, ``Σ ℓ'(f_i) a_i`` and
 ``Σ ℓ''(f_i) a_i a_iᵀ``. :class:`RowSums` holds them in one flat buffer (so the
 sums of chunks add as one array) and :func:`accumulate_block` adds one
 in-memory block of rows. Both the distributed pass
-(:mod:`bigkern.reduce.reduced_svm`) and the solver's in-memory pass use them,
+(:mod:`bigkern.reduce.reduced.svm`) and the solver's in-memory pass use them,
 so they live here, below both: a reduction never imports a solver.
 """
 

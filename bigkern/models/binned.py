@@ -14,9 +14,9 @@ from sklearn.svm import SVC
 from bigkern.errors import LabelError
 from bigkern.kernels import GaussianExpansion, gaussian_kernel, omega_to_gamma
 from bigkern.models._base import _check_nonfinite, _KernelClassifier
+from bigkern.reduce.binning.percentile import percentile_bins
+from bigkern.reduce.binning.quantiles import DECILES
 from bigkern.reduce.passes import per_feature_counts, without_per_feature
-from bigkern.reduce.percentile import percentile_bins
-from bigkern.reduce.quantiles import DECILES
 from bigkern.solvers.kernel_ridge import solve_weighted_kernel_ridge
 
 __all__ = ["BinnedKernelRidgeClassifier", "BinnedSVC"]

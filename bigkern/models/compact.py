@@ -30,7 +30,7 @@ from bigkern.errors import BigkernWarning
 from bigkern.kernels import CompactSupport, Gaussian
 from bigkern.models._base import BigkernEstimator, BinaryClassifierMixin
 from bigkern.models._input import map_rows
-from bigkern.reduce.sparse_gram import gram_report, sparse_gram
+from bigkern.reduce.compact.sparse_gram import gram_report, sparse_gram
 from bigkern.solvers.kpca import centred_projections, kernel_pca
 from bigkern.solvers.lssvm import solve_lssvm
 from bigkern.solvers.sparse_svm import solve_svm_dual

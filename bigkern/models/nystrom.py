@@ -39,8 +39,8 @@ from bigkern.models.reduced import (
     reduced_basis,
 )
 from bigkern.reduce.passes import as_row_chunked, per_feature_counts, without_per_feature
-from bigkern.reduce.reduced_folds import fold_pieces, reduced_normal_equations_folds
-from bigkern.reduce.reduced_set import select_reduced_set
+from bigkern.reduce.reduced.folds import fold_pieces, reduced_normal_equations_folds
+from bigkern.reduce.reduced.reduced_set import select_reduced_set
 from bigkern.solvers.nystrom import heldout_sse, kernel_penalty_basis, nystrom_solve
 
 __all__ = ["NystromKernelRidge", "NystromKernelRidgeClassifier"]

@@ -158,7 +158,7 @@ class OHTRegressor(_KernelRegressor):
         the folds' pieces add up to the full data's, so the final fit needs no
         further read.
         """
-        from bigkern.reduce.reduced_folds import fold_pieces, reduced_normal_equations_folds
+        from bigkern.reduce.reduced.folds import fold_pieces, reduced_normal_equations_folds
         from bigkern.reduce.sampling import sample_rows
         from bigkern.solvers.oht import oht_from_normal_equations
 

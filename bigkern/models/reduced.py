@@ -1,10 +1,10 @@
 """The smooth reduced SVM (Lee & Huang; Lee & Mangasarian's RSVM) on chunked data.
 
 :class:`ReducedSVC` draws a stratified uniform reduced set Ã in one read
-(:func:`bigkern.reduce.reduced_set.select_reduced_set`), then minimizes problem
+(:func:`bigkern.reduce.reduced.reduced_set.select_reduced_set`), then minimizes problem
 (5) — the smooth squared-hinge SVM on the rectangular kernel ``K(A, Ã)`` over
 *every* usable row — by Newton–Armijo, one distributed read of the data per
-Newton iteration (:mod:`bigkern.reduce.reduced_svm`,
+Newton iteration (:mod:`bigkern.reduce.reduced.svm`,
 :mod:`bigkern.solvers.smooth_svm`). The fitted model is the Gaussian expansion
 ``f(x) = Σ_j v_j k(z(x), ã_j) − γ`` over the m̃ centers.
 """
@@ -34,8 +34,8 @@ from bigkern.reduce.passes import (
     per_feature_counts,
     without_per_feature,
 )
-from bigkern.reduce.reduced_set import select_reduced_set
-from bigkern.reduce.reduced_svm import ReducedNewtonPasses
+from bigkern.reduce.reduced.reduced_set import select_reduced_set
+from bigkern.reduce.reduced.svm import ReducedNewtonPasses
 from bigkern.solvers.smooth_svm import SmoothEpsilonInsensitive, SmoothHinge, newton_armijo
 
 __all__ = ["ReducedSVC", "ReducedSVR"]

@@ -238,7 +238,7 @@ def valid_rows(
     ``"extremes"``: they add with the counts, and :func:`int_counts` leaves them
     out of attributes (see :func:`bigkern.reduce.extremes.warn_suspected_fills`).
     """
-    from bigkern.reduce._kernels import row_status
+    from bigkern.reduce.row_kernels import row_status
 
     X = as_float_block(Xb)
     use_mask = mb is not None

@@ -71,7 +71,7 @@ def nystrom_solve(pieces: dict[str, Any], penalty: np.ndarray | None, lam: float
     ----------
     pieces : dict
         ``GtG`` (m̃, m̃), ``Gty``, ``Gsum`` (m̃,), ``ysum`` and ``n`` (see
-        :func:`bigkern.reduce.reduced_folds.fold_pieces`).
+        :func:`bigkern.reduce.reduced.folds.fold_pieces`).
     penalty : ndarray, shape (m̃, m̃) or (m̃, r), or None
         ``P``: ``K(Ã, Ã)`` or the identity (None); or, better conditioned, the basis
         ``T`` of :func:`kernel_penalty_basis` (with ``transform=True``): then the

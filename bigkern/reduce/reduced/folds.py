@@ -29,8 +29,8 @@ import numpy as np
 import xarray as xr
 
 from bigkern import config
-from bigkern.reduce._row_pass import as_arrays, count_attrs, run_pass
-from bigkern.reduce.reduced_kernel import GaussianBasis, _normal_chunk, fold_of_rows
+from bigkern.reduce.reduced._row_pass import as_arrays, count_attrs, run_pass
+from bigkern.reduce.reduced.normal_equations import GaussianBasis, _normal_chunk, fold_of_rows
 
 __all__ = ["fold_of_rows", "fold_pieces", "reduced_normal_equations_folds"]
 

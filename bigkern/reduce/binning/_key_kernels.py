@@ -6,7 +6,7 @@ name a *key group*. These loops build the key-group histograms of the
 radix selection of exact order statistics, select the next digits within
 candidate groups, and bin the rows whose bin the key groups alone decide
 (the two-read plan's second read and the one-read plan). As in
-:mod:`bigkern.reduce._kernels`, each sweeps a chunk's rows once.
+:mod:`bigkern.reduce.binning._bin_kernels`, each sweeps a chunk's rows once.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from bigkern.reduce._kernels import _JIT, _add_wide
+from bigkern.reduce.binning._bin_kernels import _add_wide
+from bigkern.reduce.row_kernels import JIT_OPTIONS
 
 __all__ = [
     "add_group_counts",
@@ -28,7 +29,7 @@ __all__ = [
 ]
 
 
-@numba.njit(**_JIT)
+@numba.njit(**JIT_OPTIONS)
 def _key(b, sign):
     """Order-preserving key of a float's bits; -0.0 and +0.0 share the key of +0.0."""
     if b == sign:  # -0.0: the key of +0.0 (its bits, 0, with the sign bit set)
@@ -36,7 +37,7 @@ def _key(b, sign):
     return ~b if b & sign else b | sign
 
 
-@numba.njit(**_JIT)
+@numba.njit(**JIT_OPTIONS)
 def key_histogram(
     bits: np.ndarray, valid: np.ndarray, width: int, feature: int, group_bits: int
 ) -> np.ndarray:
@@ -61,7 +62,7 @@ def key_histogram(
 _SCREEN_BITS = 20
 
 
-@numba.njit(**_JIT)
+@numba.njit(**JIT_OPTIONS)
 def select_digits(
     bits: np.ndarray,
     valid: np.ndarray,
@@ -112,7 +113,7 @@ def select_digits(
     return out[:m]
 
 
-@numba.njit(**_JIT)
+@numba.njit(**JIT_OPTIONS)
 def _certain_bin(bits, i, sign, shift, tables, n_cells) -> np.int64:
     """Bin of row i from its key groups alone, or -1 when a value's group holds an edge."""
     b = np.int64(0)
@@ -124,7 +125,7 @@ def _certain_bin(bits, i, sign, shift, tables, n_cells) -> np.int64:
     return b
 
 
-@numba.njit(**_JIT)
+@numba.njit(**JIT_OPTIONS)
 def certain_bin_ids(
     bits: np.ndarray, valid: np.ndarray, width: int, group_bits: int, tables: np.ndarray,
     n_cells: np.ndarray,
@@ -153,17 +154,18 @@ def certain_bin_ids(
     return ids, kept
 
 
-@numba.njit(**_JIT)
+@numba.njit(**JIT_OPTIONS)
 def certain_bin_sums(
     X: np.ndarray, bits: np.ndarray, valid: np.ndarray, is_positive: np.ndarray, width: int,
     group_bits: int, tables: np.ndarray, n_cells: np.ndarray, down: np.ndarray, up: np.ndarray,
     index: np.ndarray, bounds: np.ndarray, n_possible: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`certain_bin_ids` and :func:`~bigkern.reduce._kernels.bin_sums_dense` in one sweep.
+    """:func:`certain_bin_ids` and :func:`~bigkern.reduce.binning._bin_kernels.bin_sums_dense`
+    in one sweep.
 
     Returns the dense per-bin count, fixed-point limb sums, positive count,
     outlier counts and examples (as
-    :func:`~bigkern.reduce._kernels.bin_sums_dense`) of the rows whose bin is
+    :func:`~bigkern.reduce.binning._bin_kernels.bin_sums_dense`) of the rows whose bin is
     certain, and the kept rows.
     """
     n, d = bits.shape
@@ -194,7 +196,7 @@ def certain_bin_sums(
     return count, sums, positive, outside, extreme, kept
 
 
-@numba.njit(**_JIT)
+@numba.njit(**JIT_OPTIONS)
 def group_histogram(
     bits: np.ndarray, valid: np.ndarray, width: int, feature: int, group_bits: int,
     hist: np.ndarray, occupied: np.ndarray,
@@ -235,7 +237,7 @@ def _counted_guessed_bin(bits, X, i, sign, shift, tables, n_cells, reach, hist) 
     return np.int64(-1) if keep else b
 
 
-@numba.njit(**_JIT)
+@numba.njit(**JIT_OPTIONS)
 def one_read_sums(
     X: np.ndarray, bits: np.ndarray, valid: np.ndarray, is_positive: np.ndarray, width: int,
     group_bits: int, tables: np.ndarray, n_cells: np.ndarray, down: np.ndarray,
@@ -280,7 +282,7 @@ def one_read_sums(
     return count, sums, positive, kept[:n_kept]
 
 
-@numba.njit(**_JIT)
+@numba.njit(**JIT_OPTIONS)
 def one_read_ids(
     X: np.ndarray, bits: np.ndarray, valid: np.ndarray, width: int, group_bits: int,
     tables: np.ndarray, n_cells: np.ndarray, reach: np.ndarray, hist: np.ndarray,
@@ -309,7 +311,7 @@ def one_read_ids(
     return ids, kept[:n_kept]
 
 
-@numba.njit(**_JIT)
+@numba.njit(**JIT_OPTIONS)
 def add_group_counts(
     groups: np.ndarray, counts: np.ndarray, dense: np.ndarray, occupied: np.ndarray
 ) -> int:

@@ -10,12 +10,12 @@ ids and sums), partials are merged in a tree, and empty bins are counted.
 Sums of features are accumulated in **fixed point** — every value is rounded
 to a grid of ``B / 2**30``, where ``B`` is the largest ``|x|`` that is not an
 outlier (about 100 times finer than float32's own resolution), and summed as
-exact multi-limb integers (see :mod:`bigkern.reduce.fixed_point`) — so that
+exact multi-limb integers (see :mod:`bigkern.reduce.binning.fixed_point`) — so that
 bin centers are bit-for-bit the same whatever the chunking and the number of
 workers (integer sums are exact and associative, float sums are not), and a
 wild value (say ``1e12``) changes no other bin's center. Features with values
 far outside their robust scale are reported with an :class:`OutlierWarning`
-(see :mod:`bigkern.reduce.outliers`).
+(see :mod:`bigkern.reduce.binning.outliers`).
 """
 
 from __future__ import annotations
@@ -27,20 +27,21 @@ import numpy as np
 import xarray as xr
 
 from bigkern.errors import LabelError
-from bigkern.reduce._kernels import bin_ids, bin_sums_dense, bin_sums_sparse, label_flags
-from bigkern.reduce.fixed_point import (
+from bigkern.reduce.binning._bin_kernels import bin_ids, bin_sums_dense, bin_sums_sparse
+from bigkern.reduce.binning.fixed_point import (
     FixedPointGrid,
     exact_means,
     fixed_point_scales,
     normalize_limbs,
 )
-from bigkern.reduce.outliers import (
+from bigkern.reduce.binning.outliers import (
     OutlierWarning,
     histogram_grid,
     record_outliers,
     robust_scaler,
     summary_grid,
 )
+from bigkern.reduce.binning.radix_select import dense_histograms, histogram_pass
 from bigkern.reduce.passes import (
     RowReduction,
     add_counts,
@@ -50,7 +51,7 @@ from bigkern.reduce.passes import (
     run_reduction,
     valid_rows,
 )
-from bigkern.reduce.radix_select import dense_histograms, histogram_pass
+from bigkern.reduce.row_kernels import label_flags
 
 __all__ = [
     "OutlierWarning",

@@ -1,11 +1,8 @@
-"""Compiled per-chunk loops of the distributed passes (numba): row validity, labels, bins.
+"""Compiled per-chunk loops of the binning (numba): the bin of each row, and bin sums.
 
-Each function makes one sweep over a chunk's rows and touches every value
-once, so a pass costs about as much as reading the chunk. The numpy
-reference semantics are spelled out in each docstring and checked by the
-tests against plain numpy computations. The loops over the order-preserving
-keys of the values (radix selection and the one-read plan) are in
-:mod:`bigkern.reduce._key_kernels`.
+One sweep over a chunk's rows each, as the loops of
+:mod:`bigkern.reduce.row_kernels`; the numpy reference semantics are in each
+docstring and checked by the tests.
 """
 
 from __future__ import annotations
@@ -13,118 +10,12 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = [
-    "bin_ids",
-    "bin_sums_dense",
-    "bin_sums_sparse",
-    "int_label_range",
-    "label_flags",
-    "row_status",
-    "take_rows",
-]
+from bigkern.reduce.row_kernels import JIT_OPTIONS
 
-_JIT = {"nogil": True, "cache": True}
+__all__ = ["bin_ids", "bin_sums_dense", "bin_sums_sparse"]
 
 
-@numba.njit(**_JIT)
-def _row_is_valid(X: np.ndarray, i: int) -> tuple[bool, int]:
-    """(all finite, number of finite features) of row i."""
-    n_finite = 0
-    for f in range(X.shape[1]):
-        if np.isfinite(X[i, f]):
-            n_finite += 1
-    return n_finite == X.shape[1], n_finite
-
-
-@numba.njit(**_JIT)
-def row_status(X: np.ndarray, mask: np.ndarray, use_mask: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Usable rows of a chunk and the counts (rows, masked, absent, nonfinite, valid).
-
-    A row is usable when its mask is true (if ``use_mask``) and every feature is
-    finite; an excluded row is *masked*, *absent* (no finite feature) or
-    *nonfinite* (some but not all features finite).
-    """
-    n = X.shape[0]
-    valid = np.zeros(n, dtype=np.bool_)
-    counts = np.zeros(5, dtype=np.int64)
-    counts[0] = n
-    for i in range(n):
-        if use_mask and not mask[i]:
-            counts[1] += 1
-            continue
-        ok, n_finite = _row_is_valid(X, i)
-        if ok:
-            valid[i] = True
-            counts[4] += 1
-        elif n_finite == 0:
-            counts[2] += 1
-        else:
-            counts[3] += 1
-    return valid, counts
-
-
-@numba.njit(**_JIT)
-def take_rows(X: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """``X[rows]`` of a 2-D array (numpy's fancy indexing of rows took ~50 ns a row)."""
-    out = np.empty((rows.shape[0], X.shape[1]), dtype=X.dtype)
-    for k in range(rows.shape[0]):
-        i = rows[k]
-        for j in range(X.shape[1]):
-            out[k, j] = X[i, j]
-    return out
-
-
-@numba.njit(**_JIT)
-def label_flags(y: np.ndarray, valid: np.ndarray, negative, positive) -> tuple[np.ndarray, int]:
-    """Whether each row's label is ``positive``, and the first valid row with another
-    label than ``negative`` or ``positive`` (-1 when there is none)."""
-    n = y.shape[0]
-    flags = np.zeros(n, dtype=np.bool_)
-    bad = -1
-    n_bad = 0
-    for i in range(n):  # branch-free: the labels' order is random
-        v = y[i]
-        is_pos = v == positive
-        flags[i] = valid[i] & is_pos
-        n_bad += valid[i] & (not is_pos) & (v != negative)
-    if n_bad:
-        for i in range(n):
-            if valid[i] and y[i] != positive and y[i] != negative:
-                bad = i
-                break
-    return flags, bad
-
-
-@numba.njit(**_JIT)
-def int_label_range(y: np.ndarray, valid: np.ndarray, max_span: int) -> tuple[int, np.ndarray]:
-    """(lo, present) with ``present[v - lo]`` true for every integer label ``v`` of a valid row.
-
-    ``present`` is empty when the labels span more than ``max_span`` values
-    (or no row is valid).
-    """
-    lo = np.int64(0)
-    hi = np.int64(0)
-    seen = False
-    for i in range(y.shape[0]):
-        if valid[i]:
-            v = np.int64(y[i])
-            if not seen:
-                lo = v
-                hi = v
-                seen = True
-            else:
-                lo = min(lo, v)
-                hi = max(hi, v)
-    if not seen or hi - lo >= max_span:
-        return lo, np.zeros(0, dtype=np.bool_)
-    present = np.zeros(hi - lo + 1, dtype=np.bool_)
-    for i in range(y.shape[0]):
-        if valid[i]:
-            present[np.int64(y[i]) - lo] = True
-    return lo, present
-
-
-@numba.njit(**_JIT)
+@numba.njit(**JIT_OPTIONS)
 def _cell(edges: np.ndarray, n_edges: int, x: float) -> int:
     """Number of edges strictly below x (``searchsorted(edges, x, side="left")``)."""
     if n_edges <= 32:
@@ -143,7 +34,7 @@ def _cell(edges: np.ndarray, n_edges: int, x: float) -> int:
     return lo
 
 
-@numba.njit(**_JIT)
+@numba.njit(**JIT_OPTIONS)
 def bin_ids(
     X: np.ndarray, valid: np.ndarray, edges: np.ndarray, n_edges: np.ndarray
 ) -> np.ndarray:
@@ -163,7 +54,7 @@ def bin_ids(
 _TOP_LIMIT = 2.0**62  # a top limb's digit beyond this would overflow int64 sums
 
 
-@numba.njit(**_JIT)
+@numba.njit(**JIT_OPTIONS)
 def _add_wide(sums, b, f, v, down, up, index, bounds, outside, extreme) -> None:
     """Add ``rint(v · 2**s_f)`` to bin ``b``'s base-2**32 limbs of feature ``f``; count outliers.
 
@@ -198,7 +89,7 @@ def _add_wide(sums, b, f, v, down, up, index, bounds, outside, extreme) -> None:
     sums[b, f] += sgn * np.int64(r)
 
 
-@numba.njit(**_JIT)
+@numba.njit(**JIT_OPTIONS)
 def bin_sums_dense(
     X: np.ndarray,
     ids: np.ndarray,
@@ -214,7 +105,7 @@ def bin_sums_dense(
     Each value of feature ``f`` is rounded to ``rint(x · 2**s_f)`` and summed
     as an integer, so the sums are exact and do not depend on the order of
     the rows. ``down``, ``up``, ``index`` and ``bounds`` are
-    :meth:`~bigkern.reduce.fixed_point.FixedPointGrid.kernel_args`: feature
+    :meth:`~bigkern.reduce.binning.fixed_point.FixedPointGrid.kernel_args`: feature
     ``f``'s integer is held in the base-2**32 limbs ``sums[:, index[f, k]]``
     (``k = 0, 1, …``, least significant first; ``index[f, 0] = f``). A value
     in ``bounds[f, 0:2]`` goes straight to the first limb; any other is split
@@ -243,7 +134,7 @@ def bin_sums_dense(
     return count, sums, positive, outside, extreme
 
 
-@numba.njit(**_JIT)
+@numba.njit(**JIT_OPTIONS)
 def bin_sums_sparse(
     X: np.ndarray,
     ids: np.ndarray,

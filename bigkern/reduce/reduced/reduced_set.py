@@ -38,7 +38,6 @@ import xarray as xr
 from sklearn.utils import check_random_state
 
 from bigkern.errors import BigkernWarning, LabelError
-from bigkern.reduce._row_pass import check_counts
 from bigkern.reduce.extremes import EXTREMES_KEY, warn_suspected_fills
 from bigkern.reduce.passes import (
     RowReduction,
@@ -48,6 +47,7 @@ from bigkern.reduce.passes import (
     run_reduction,
     valid_rows,
 )
+from bigkern.reduce.reduced._row_pass import check_counts
 from bigkern.reduce.sampling import smallest_rows, uniform_from_index
 
 __all__ = ["DuplicateCentersWarning", "ReducedSet", "resolve_size", "select_reduced_set"]

@@ -1,6 +1,6 @@
 """The one-read plan's per-chunk work and the small steps that combine it.
 
-See :mod:`bigkern.reduce.one_read` for the plan. Here: the sample windows'
+See :mod:`bigkern.reduce.binning.one_read` for the plan. Here: the sample windows'
 first-pass partials, the full read's chunk function (first-pass partial,
 certain bins at each candidate scale, kept rows), its combine, the refine
 and binning of the kept rows (the first refine and the binning share one
@@ -18,9 +18,9 @@ import dask
 import numpy as np
 
 from bigkern.errors import LabelError
-from bigkern.reduce._kernels import bin_ids, bin_sums_sparse, take_rows
-from bigkern.reduce._key_kernels import one_read_ids, one_read_sums
-from bigkern.reduce.binning import (
+from bigkern.reduce.binning._bin_kernels import bin_ids, bin_sums_sparse
+from bigkern.reduce.binning._key_kernels import one_read_ids, one_read_sums
+from bigkern.reduce.binning.bins import (
     accumulate_bins,
     combine_bins,
     dense_partial,
@@ -28,10 +28,9 @@ from bigkern.reduce.binning import (
     positive_flags,
     use_dense_sums,
 )
-from bigkern.reduce.fixed_point import FixedPointGrid, normalize_limbs
-from bigkern.reduce.passes import as_float_block, tree_reduce, valid_rows
-from bigkern.reduce.quantiles import QuantilePlan
-from bigkern.reduce.radix_select import (
+from bigkern.reduce.binning.fixed_point import FixedPointGrid, normalize_limbs
+from bigkern.reduce.binning.quantiles import QuantilePlan
+from bigkern.reduce.binning.radix_select import (
     GROUP_BITS,
     Bucket,
     RadixSelection,
@@ -42,6 +41,8 @@ from bigkern.reduce.radix_select import (
     refine_rows,
     sparse_histograms,
 )
+from bigkern.reduce.passes import as_float_block, tree_reduce, valid_rows
+from bigkern.reduce.row_kernels import take_rows
 
 __all__ = ["certain_bins"]
 
@@ -76,7 +77,7 @@ def _one_read_chunk(
     ``kept``: its kept rows (which stay on the worker; the combine drops them).
 
     ``scales`` (candidates, d) are the candidate fixed-point scales; ``tables``
-    the guessed cell tables (:func:`~bigkern.reduce.one_read_sample.window_tables`).
+    the guessed cell tables (:func:`~bigkern.reduce.binning.one_read_sample.window_tables`).
     """
     X = as_float_block(Xb)
     valid, counts = valid_rows(X, mb, extremes=True)

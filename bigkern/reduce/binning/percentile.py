@@ -1,7 +1,7 @@
 """Percentile bins of chunked samples in two reads of the data.
 
 Binning needs the exact quantile edges, and exact quantiles need two passes
-(see :mod:`bigkern.reduce.quantiles`). The obvious plan reads the data three
+(see :mod:`bigkern.reduce.binning.quantiles`). The obvious plan reads the data three
 times: histogram, refine, bin. bigkern fuses the last two:
 
 1. **Histogram pass** — top-20-bit key histograms per feature. Each edge is
@@ -19,20 +19,20 @@ When the histogram shows that too many rows would be kept (heavy ties at an
 edge, e.g. a feature that is mostly zeros), the three-pass plan (histogram,
 refine, bin) is used instead. Both plans give bit-identical bins.
 
-``plan="one-read"`` (:mod:`bigkern.reduce.one_read`) places the edges from a
+``plan="one-read"`` (:mod:`bigkern.reduce.binning.one_read`) places the edges from a
 seeded sample instead of the histogram pass and counts the histograms during
 the bin-or-keep read: one full read. When that read shows the sample misplaced
 an edge, it serves as the fused plan's first read and the fused plan finishes;
 the bins are the same in every case.
 
 The histogram also fixes the fixed-point grid of the sums (outliers left
-out, see :func:`~bigkern.reduce.outliers.histogram_grid`) and, with the
+out, see :func:`~bigkern.reduce.binning.outliers.histogram_grid`) and, with the
 exact quantiles, counts the outliers: neither costs a read.
 
 Small numpy inputs (at most ``bigkern.in_memory_rows`` rows) skip both
 plans' fixed costs — task graphs and 2**20-group tables — and are binned in
 memory, in one read, by the same chunk functions (see
-:mod:`bigkern.reduce.in_memory`); the bins are the same, bit for bit.
+:mod:`bigkern.reduce.binning.in_memory`); the bins are the same, bit for bit.
 """
 
 from __future__ import annotations
@@ -47,9 +47,9 @@ import xarray as xr
 from bigkern import config
 from bigkern.cluster.compute import compute
 from bigkern.errors import LabelError
-from bigkern.reduce._kernels import bin_ids, take_rows
-from bigkern.reduce._key_kernels import certain_bin_ids, certain_bin_sums
-from bigkern.reduce.binning import (
+from bigkern.reduce.binning._bin_kernels import bin_ids
+from bigkern.reduce.binning._key_kernels import certain_bin_ids, certain_bin_sums
+from bigkern.reduce.binning.bins import (
     _bin_chunk,
     accumulate_bins,
     binning_pass,
@@ -61,17 +61,16 @@ from bigkern.reduce.binning import (
     positive_flags,
     use_dense_sums,
 )
-from bigkern.reduce.extremes import EXTREMES_KEY, warn_suspected_fills
-from bigkern.reduce.fixed_point import FixedPointGrid
-from bigkern.reduce.in_memory import (
+from bigkern.reduce.binning.fixed_point import FixedPointGrid
+from bigkern.reduce.binning.in_memory import (
     as_numpy_samples,
     first_pass,
     kept_fraction_bound,
     order_statistics,
     use_in_memory,
 )
-from bigkern.reduce.one_read import OneRead, OneReadSample
-from bigkern.reduce.outliers import (
+from bigkern.reduce.binning.one_read import OneRead, OneReadSample
+from bigkern.reduce.binning.outliers import (
     extreme_examples,
     histogram_grid,
     histogram_outliers,
@@ -79,14 +78,13 @@ from bigkern.reduce.outliers import (
     record_outliers,
     robust_scaler,
 )
-from bigkern.reduce.passes import as_float_block, row_partials, tree_reduce, valid_rows
-from bigkern.reduce.quantiles import (
+from bigkern.reduce.binning.quantiles import (
     DECILES,
     QuantilePlan,
     prepare_samples,
     summary_dataset,
 )
-from bigkern.reduce.radix_select import (
+from bigkern.reduce.binning.radix_select import (
     GROUP_BITS,
     KEEP,
     Bucket,
@@ -99,6 +97,9 @@ from bigkern.reduce.radix_select import (
     key_dtype,
     refine_rows,
 )
+from bigkern.reduce.extremes import EXTREMES_KEY, warn_suspected_fills
+from bigkern.reduce.passes import as_float_block, row_partials, tree_reduce, valid_rows
+from bigkern.reduce.row_kernels import take_rows
 
 __all__ = ["PLANS", "OneReadSample", "percentile_bins"]
 
@@ -193,10 +194,10 @@ def percentile_bins(
         (False) the in-memory path; by default it is taken when ``X``, ``y``
         and ``mask`` are not dask collections, ``X`` has at most
         ``bigkern.in_memory_rows`` rows and ``fused`` is not given. It gives
-        the same bins with no task graph (see :mod:`bigkern.reduce.in_memory`).
+        the same bins with no task graph (see :mod:`bigkern.reduce.binning.in_memory`).
     plan : {"one-read", "fused", "three-pass", "in-memory"}, optional
         Choose the plan by name (instead of ``fused``/``in_memory``).
-        ``"one-read"`` (see :mod:`bigkern.reduce.one_read`) places the edges
+        ``"one-read"`` (see :mod:`bigkern.reduce.binning.one_read`) places the edges
         from a sample, reads the data once, and falls back to the fused plan
         (whose first read it then was) when the read shows that the sample
         misplaced an edge; the bins are the same in every case.

@@ -1,7 +1,7 @@
 """The shared parts of the least-squares passes (one read of ``X`` and ``y``).
 
-The passes of :mod:`bigkern.reduce.reduced_kernel` and
-:mod:`bigkern.reduce.reduced_folds` turn every row chunk of ``X`` (n, d) and
+The passes of :mod:`bigkern.reduce.reduced.normal_equations` and
+:mod:`bigkern.reduce.reduced.folds` turn every row chunk of ``X`` (n, d) and
 ``y`` (n,) into a partial ``{"acc": ndarray, "counts": dict}``; partials are
 added, and the row counts are checked (rows with a non-finite feature or target
 are left out, counted, and tolerated up to ``bigkern.max_nonfinite_fraction``).

@@ -14,7 +14,7 @@ read of the data:
 2. each feature's usable values are sorted once. The sorted values *are* the
    order statistics that the radix selection finds (so the edges, the
    robust scale, ``min`` and ``max`` follow from the same
-   :class:`~bigkern.reduce.quantiles.QuantilePlan`), and their
+   :class:`~bigkern.reduce.binning.quantiles.QuantilePlan`), and their
    order-preserving keys, run-length encoded, are the first pass's sparse
    key-group histograms (so the same fixed-point grid, outlier counts and
    kept-fraction bound) — without a 2**20 table;
@@ -36,14 +36,14 @@ import numpy as np
 
 from bigkern import config
 from bigkern.cluster.compute import compute
-from bigkern.reduce.passes import as_float_block, unwrap_samples, valid_rows
-from bigkern.reduce.radix_select import (
+from bigkern.reduce.binning.radix_select import (
     GROUP_BITS,
     _distinct_labels,
     float_keys,
     key_dtype,
     require_usable_rows,
 )
+from bigkern.reduce.passes import as_float_block, unwrap_samples, valid_rows
 
 __all__ = [
     "as_numpy_samples",
@@ -80,7 +80,7 @@ def as_numpy_samples(
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, list[str]]:
     """``X`` as a C-contiguous float32/float64 array, ``y`` and ``mask`` as arrays, and names.
 
-    The in-memory twin of :func:`~bigkern.reduce.quantiles.prepare_samples`,
+    The in-memory twin of :func:`~bigkern.reduce.binning.quantiles.prepare_samples`,
     with its checks and messages. Dask inputs are computed.
     """
     X, y, mask, features = unwrap_samples(X, y, mask, features)
@@ -159,7 +159,7 @@ def kept_fraction_bound(
     """Share of the usable rows whose values share a key group with a wanted order statistic.
 
     The fused plan's bound on the rows it would keep (see
-    :mod:`bigkern.reduce.percentile`), reported in the same attr.
+    :mod:`bigkern.reduce.binning.percentile`), reported in the same attr.
     """
     ukind, width = key_dtype(dtype)
     shift = ukind(width - GROUP_BITS)

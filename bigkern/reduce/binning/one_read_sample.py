@@ -1,6 +1,6 @@
 """The one-read plan's sample: where its windows lie, and the guess it makes.
 
-See :mod:`bigkern.reduce.one_read` for the plan. :class:`OneReadSample` says
+See :mod:`bigkern.reduce.binning.one_read` for the plan. :class:`OneReadSample` says
 how many rows the sample takes and where (:func:`sample_windows`: runs of
 consecutive rows at seeded positions that depend on the number of rows only,
 never on the chunking); :func:`guess` turns the sample's key-group histograms
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bigkern.reduce.outliers import histogram_grid
-from bigkern.reduce.radix_select import GROUP_BITS, KEEP, cell_tables
+from bigkern.reduce.binning.outliers import histogram_grid
+from bigkern.reduce.binning.radix_select import GROUP_BITS, KEEP, cell_tables
 from bigkern.reduce.sampling import uniform_from_index
 
 __all__ = ["Guess", "OneReadSample", "guess", "sample_windows", "window_tables"]
@@ -95,7 +95,7 @@ def window_mask(ranges: np.ndarray) -> np.ndarray:
 
 
 def window_tables(upper: np.ndarray, ranges: np.ndarray) -> np.ndarray:
-    """:func:`~bigkern.reduce.radix_select.cell_tables` of the windows (built on a worker)."""
+    """:func:`~bigkern.reduce.binning.radix_select.cell_tables` of the windows (on a worker)."""
     tables = cell_tables(upper, [np.zeros(0, dtype=np.intp)] * len(upper))
     for f, r in enumerate(ranges):
         for a, b in r:

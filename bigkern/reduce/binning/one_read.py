@@ -1,6 +1,6 @@
 """Percentile bins in one full read: a sample places the edges, the read checks it.
 
-The fused plan (:mod:`bigkern.reduce.percentile`) reads the data twice: a
+The fused plan (:mod:`bigkern.reduce.binning.percentile`) reads the data twice: a
 histogram of order-preserving key groups places every edge in a known group,
 then a bin-or-keep read bins the rows whose cells are certain and keeps the
 others on their workers. Here a sample places the edges, and the histogram is
@@ -49,9 +49,9 @@ import dask
 import numpy as np
 
 from bigkern.cluster.compute import compute
-from bigkern.reduce.binning import combine_bins
-from bigkern.reduce.fixed_point import FixedPointGrid
-from bigkern.reduce.one_read_chunks import (
+from bigkern.reduce.binning.bins import combine_bins
+from bigkern.reduce.binning.fixed_point import FixedPointGrid
+from bigkern.reduce.binning.one_read_chunks import (
     _chunk_arrays,
     _combine_read,
     _edges,
@@ -64,17 +64,16 @@ from bigkern.reduce.one_read_chunks import (
     _window_part,
     certain_bins,
 )
-from bigkern.reduce.one_read_sample import (
+from bigkern.reduce.binning.one_read_sample import (
     Guess,
     OneReadSample,
     guess,
     sample_windows,
     window_tables,
 )
-from bigkern.reduce.outliers import histogram_grid
-from bigkern.reduce.passes import row_partials, row_starts, tree_reduce
-from bigkern.reduce.quantiles import QuantilePlan
-from bigkern.reduce.radix_select import (
+from bigkern.reduce.binning.outliers import histogram_grid
+from bigkern.reduce.binning.quantiles import QuantilePlan
+from bigkern.reduce.binning.radix_select import (
     Bucket,
     RadixSelection,
     _combine_first,
@@ -83,6 +82,7 @@ from bigkern.reduce.radix_select import (
     dense_histograms,
     finish_selection,
 )
+from bigkern.reduce.passes import row_partials, row_starts, tree_reduce
 
 __all__ = ["OneRead", "OneReadSample", "sample_windows"]
 

@@ -33,8 +33,8 @@ from bigkern import config
 from bigkern.kernels import GaussianBasis, kernel_blocks
 from bigkern.kernels.gaussian import block_step
 from bigkern.kernels.row_sums import RowSums, accumulate_block
-from bigkern.reduce._row_pass import run_pass, usable_rows
 from bigkern.reduce.passes import as_row_chunked
+from bigkern.reduce.reduced._row_pass import run_pass, usable_rows
 
 __all__ = ["ReducedNewtonPasses", "newton_sums"]
 

@@ -6,7 +6,7 @@ and associative, so bin centers are bit-for-bit the same whatever the
 chunking and the number of workers.
 
 The grid comes from a *robust* bound ``B_f`` of ``|x|`` (the largest value
-that is not an outlier, see :mod:`bigkern.reduce.outliers`):
+that is not an outlier, see :mod:`bigkern.reduce.binning.outliers`):
 ``|x| <= B_f`` gives ``|x · 2**s_f| < 2**30``. One value far beyond ``B_f``
 (say ``1e12``) leaves the grid, hence every other bin's center, unchanged:
 its integer is split into base-``2**32`` *limbs* (``L_f`` int64 columns per

@@ -1,7 +1,7 @@
 """Distributed radix selection of exact order statistics, per feature.
 
 The machinery behind :func:`bigkern.reduce.quantile_summary` (see
-:mod:`bigkern.reduce.quantiles` for the method): order-preserving integer keys of
+:mod:`bigkern.reduce.binning.quantiles` for the method): order-preserving integer keys of
 floats, the first pass's per-feature histograms of the keys' top bits (with the
 row counts and the distinct labels of ``y``), the refine passes inside the
 groups that hold wanted ranks, and :class:`RadixSelection`, which drives them
@@ -19,8 +19,7 @@ import numpy as np
 
 from bigkern.cluster.compute import compute
 from bigkern.errors import DataQualityError
-from bigkern.reduce._kernels import int_label_range
-from bigkern.reduce._key_kernels import add_group_counts, group_histogram, select_digits
+from bigkern.reduce.binning._key_kernels import add_group_counts, group_histogram, select_digits
 from bigkern.reduce.passes import (
     RowReduction,
     add_counts,
@@ -29,6 +28,7 @@ from bigkern.reduce.passes import (
     run_reduction,
     valid_rows,
 )
+from bigkern.reduce.row_kernels import int_label_range
 
 GROUP_BITS = 20  # key bits resolved by the first pass
 _DIGIT_BITS = 16  # key bits resolved by a histogram refine pass
@@ -107,7 +107,7 @@ def _first_pass_chunk(
 def group_histograms(X: np.ndarray, valid: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per feature, the occupied top-:data:`GROUP_BITS` key groups of the valid rows and counts.
 
-    The sparse form of :func:`~bigkern.reduce._key_kernels.key_histogram`, built
+    The sparse form of :func:`~bigkern.reduce.binning._key_kernels.key_histogram`, built
     without sweeping all ``2**GROUP_BITS`` groups: the kernel lists the groups
     as it first counts them (and the dense counts' pages are touched only
     where a value falls).

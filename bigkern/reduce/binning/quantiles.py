@@ -23,7 +23,7 @@ Rows with a non-finite feature, or masked out, are left out of every feature
 (the quantiles are those of the rows that can be binned) and counted.
 
 This module holds the public API and the rank bookkeeping of each numpy method;
-the passes themselves are in :mod:`bigkern.reduce.radix_select`.
+the passes themselves are in :mod:`bigkern.reduce.binning.radix_select`.
 """
 
 from __future__ import annotations
@@ -36,14 +36,14 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bigkern.reduce.extremes import EXTREMES_KEY, warn_suspected_fills
-from bigkern.reduce.passes import as_row_chunked, int_counts, unwrap_samples
-from bigkern.reduce.radix_select import (
+from bigkern.reduce.binning.radix_select import (
     RadixSelection,
     dense_histograms,
     finish_selection,
     histogram_pass,
 )
+from bigkern.reduce.extremes import EXTREMES_KEY, warn_suspected_fills
+from bigkern.reduce.passes import as_row_chunked, int_counts, unwrap_samples
 
 __all__ = ["DECILES", "QUANTILE_METHODS", "quantile_edges", "quantile_summary"]
 

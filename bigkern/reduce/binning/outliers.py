@@ -4,13 +4,13 @@ A value is an *outlier* of its feature when it lies more than
 :data:`OUTLIER_SIGMAS` robust σ from the median, with the median and σ of
 :func:`robust_scaler` (σ from the exact 10% and 90% quantiles). Outliers do
 not set the fixed-point grid of the binning sums (see
-:mod:`bigkern.reduce.fixed_point`), so one wild value cannot coarsen every
+:mod:`bigkern.reduce.binning.fixed_point`), so one wild value cannot coarsen every
 other bin's center; they are still summed exactly, counted and reported
 with an :class:`OutlierWarning`.
 
 Everything here is a function of chunking-independent quantities: the exact
 quantile summary, or the first pass's histogram of the top 20 bits of the
-order-preserving keys (:mod:`bigkern.reduce.radix_select`).
+order-preserving keys (:mod:`bigkern.reduce.binning.radix_select`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import xarray as xr
 
 from bigkern.errors import BigkernWarning
 from bigkern.features.scaling import ROBUST_QUANTILES, robust_scale
-from bigkern.reduce.fixed_point import FixedPointGrid
-from bigkern.reduce.radix_select import GROUP_BITS, key_dtype, keys_to_floats
+from bigkern.reduce.binning.fixed_point import FixedPointGrid
+from bigkern.reduce.binning.radix_select import GROUP_BITS, key_dtype, keys_to_floats
 
 __all__ = [
     "OUTLIER_SIGMAS",

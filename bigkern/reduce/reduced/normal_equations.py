@@ -52,7 +52,7 @@ from bigkern.kernels.gaussian import (
     row_blocks,
     syrk_product,
 )
-from bigkern.reduce._row_pass import as_arrays, count_attrs, run_pass, usable_rows
+from bigkern.reduce.reduced._row_pass import as_arrays, count_attrs, run_pass, usable_rows
 from bigkern.reduce.sampling import uniform_from_index
 
 __all__ = [

@@ -1,0 +1,124 @@
+"""Compiled per-chunk loops of the distributed passes (numba): row validity and labels.
+
+Each function makes one sweep over a chunk's rows and touches every value
+once, so a pass costs about as much as reading the chunk. The numpy
+reference semantics are spelled out in each docstring and checked by the
+tests against plain numpy computations. The binning's loops (bin ids and
+sums) are in :mod:`bigkern.reduce.binning.bins._bin_kernels`, those over the
+order-preserving keys of the values (radix selection and the one-read plan)
+in :mod:`bigkern.reduce.binning.bins._key_kernels`.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+__all__ = [
+    "JIT_OPTIONS",
+    "int_label_range",
+    "label_flags",
+    "row_status",
+    "take_rows",
+]
+
+#: numba.njit options of every compiled loop of the passes: no GIL, cached on disk.
+JIT_OPTIONS = {"nogil": True, "cache": True}
+
+
+@numba.njit(**JIT_OPTIONS)
+def _row_is_valid(X: np.ndarray, i: int) -> tuple[bool, int]:
+    """(all finite, number of finite features) of row i."""
+    n_finite = 0
+    for f in range(X.shape[1]):
+        if np.isfinite(X[i, f]):
+            n_finite += 1
+    return n_finite == X.shape[1], n_finite
+
+
+@numba.njit(**JIT_OPTIONS)
+def row_status(X: np.ndarray, mask: np.ndarray, use_mask: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Usable rows of a chunk and the counts (rows, masked, absent, nonfinite, valid).
+
+    A row is usable when its mask is true (if ``use_mask``) and every feature is
+    finite; an excluded row is *masked*, *absent* (no finite feature) or
+    *nonfinite* (some but not all features finite).
+    """
+    n = X.shape[0]
+    valid = np.zeros(n, dtype=np.bool_)
+    counts = np.zeros(5, dtype=np.int64)
+    counts[0] = n
+    for i in range(n):
+        if use_mask and not mask[i]:
+            counts[1] += 1
+            continue
+        ok, n_finite = _row_is_valid(X, i)
+        if ok:
+            valid[i] = True
+            counts[4] += 1
+        elif n_finite == 0:
+            counts[2] += 1
+        else:
+            counts[3] += 1
+    return valid, counts
+
+
+@numba.njit(**JIT_OPTIONS)
+def take_rows(X: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``X[rows]`` of a 2-D array (numpy's fancy indexing of rows took ~50 ns a row)."""
+    out = np.empty((rows.shape[0], X.shape[1]), dtype=X.dtype)
+    for k in range(rows.shape[0]):
+        i = rows[k]
+        for j in range(X.shape[1]):
+            out[k, j] = X[i, j]
+    return out
+
+
+@numba.njit(**JIT_OPTIONS)
+def label_flags(y: np.ndarray, valid: np.ndarray, negative, positive) -> tuple[np.ndarray, int]:
+    """Whether each row's label is ``positive``, and the first valid row with another
+    label than ``negative`` or ``positive`` (-1 when there is none)."""
+    n = y.shape[0]
+    flags = np.zeros(n, dtype=np.bool_)
+    bad = -1
+    n_bad = 0
+    for i in range(n):  # branch-free: the labels' order is random
+        v = y[i]
+        is_pos = v == positive
+        flags[i] = valid[i] & is_pos
+        n_bad += valid[i] & (not is_pos) & (v != negative)
+    if n_bad:
+        for i in range(n):
+            if valid[i] and y[i] != positive and y[i] != negative:
+                bad = i
+                break
+    return flags, bad
+
+
+@numba.njit(**JIT_OPTIONS)
+def int_label_range(y: np.ndarray, valid: np.ndarray, max_span: int) -> tuple[int, np.ndarray]:
+    """(lo, present) with ``present[v - lo]`` true for every integer label ``v`` of a valid row.
+
+    ``present`` is empty when the labels span more than ``max_span`` values
+    (or no row is valid).
+    """
+    lo = np.int64(0)
+    hi = np.int64(0)
+    seen = False
+    for i in range(y.shape[0]):
+        if valid[i]:
+            v = np.int64(y[i])
+            if not seen:
+                lo = v
+                hi = v
+                seen = True
+            else:
+                lo = min(lo, v)
+                hi = max(hi, v)
+    if not seen or hi - lo >= max_span:
+        return lo, np.zeros(0, dtype=np.bool_)
+    present = np.zeros(hi - lo + 1, dtype=np.bool_)
+    for i in range(y.shape[0]):
+        if valid[i]:
+            present[np.int64(y[i]) - lo] = True
+    return lo, present
