@@ -19,6 +19,7 @@ from pathlib import Path
 
 import dask
 import dask.array as da
+import numpy as np
 import pytest
 
 from bigkern import config
@@ -233,3 +234,29 @@ def test_worker_plugins_import_nothing_heavy_on_workers_and_still_pin_blas():
         assert list(client.run(modules).values()) == [[]]
         # a BLAS loaded later by a task still gets bigkern.blas_threads (the nanny's is 1)
         assert list(client.run(scipy_blas_threads).values()) == [[2]]
+
+
+@pytest.mark.timeout(3 + 30 + 60)
+def test_library_fits_on_a_plain_client_are_watched_too(capfd):
+    """A notebook's own ``distributed.Client`` (not one from ``bigkern.connect``): the reads
+    inside estimators' fits go through ``bigkern.cluster.compute.compute``, so paused
+    workers end them with a ClusterError instead of a silent wait."""
+    from distributed import Client
+
+    from bigkern.models import CompactLSSVC, KernelRidgeClassifier, NystromKernelRidgeClassifier
+
+    rng = np.random.default_rng(0)
+    X = da.from_array(rng.normal(size=(60, 2)), chunks=30)
+    y = np.where(rng.normal(size=60) > 0, 1, -1)
+    cluster = _paused_cluster(n_workers=1)
+    try:
+        with config.set(stall_timeout=3, paused_timeout=3), Client(cluster):
+            for est in (KernelRidgeClassifier(), CompactLSSVC(radius=2.0),
+                        NystromKernelRidgeClassifier(size=10, random_state=0)):
+                t = time.perf_counter()
+                with pytest.raises(ClusterError, match="every worker has been paused"):
+                    est.fit(X, y)
+                assert time.perf_counter() - t < 30, type(est).__name__
+    finally:
+        cluster.close()
+    assert "1 of 1 worker paused at" in capfd.readouterr().err

@@ -173,7 +173,9 @@ def _check_label_values(label: xr.DataArray, where: str) -> None:
     data = label.data
     bad = ~((data == -1) | (data == 0) | (data == 1))
     if isinstance(data, da.Array):
-        per_scene = bad.sum(axis=(1, 2)).compute()
+        from bigkern.cluster.compute import compute  # watched on any client
+
+        (per_scene,) = compute(bad.sum(axis=(1, 2)), label="checking the labels")
     else:
         per_scene = np.asarray(bad).sum(axis=(1, 2))
     if per_scene.any():

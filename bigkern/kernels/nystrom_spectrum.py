@@ -273,7 +273,9 @@ def _as_array(X: Any) -> tuple[Any, list[str] | None]:
 
 def _computed(X: Any) -> np.ndarray:
     if hasattr(X, "compute") and hasattr(X, "dask"):
-        X = X.compute()
+        from bigkern.cluster.compute import compute  # watched on any client
+
+        (X,) = compute(X, label="reading the rows")
     return np.asarray(X, dtype=np.float64)
 
 

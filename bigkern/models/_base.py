@@ -77,7 +77,9 @@ class BigkernRegressor(RegressorMixin, BigkernEstimator):
         """
         X, y = self._fit_input(X, y, y_numeric=True)
         if not lazy and (isinstance(X, da.Array) or isinstance(y, da.Array)):
-            X, y = (np.asarray(a) for a in da.compute(X, y))
+            from bigkern.cluster.compute import compute  # watched on any client
+
+            X, y = (np.asarray(a) for a in compute(X, y, label="reading the samples"))
             refuse_nonfinite(X, "X in fit")
             refuse_nonfinite(y, "y")
         if not isinstance(X, da.Array):  # float32 data are fitted in double too; C order (a

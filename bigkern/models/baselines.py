@@ -7,6 +7,7 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
+from bigkern.cluster.compute import compute
 from bigkern.errors import DataQualityError
 from bigkern.features.scaling import robust_standardizer
 from bigkern.kernels import GaussianExpansion, gaussian_kernel
@@ -43,7 +44,7 @@ class KernelRidgeClassifier(_KernelClassifier):
         """Fit on in-memory samples (rows with a non-finite feature raise)."""
         arr, y = self._fit_input(X, y)
         if isinstance(arr, da.Array):
-            arr = arr.compute()
+            (arr,) = compute(arr, label="reading the samples")
         arr = np.asarray(arr, dtype=np.float64)
         if not np.isfinite(arr).all():
             raise DataQualityError("KernelRidgeClassifier needs finite X; drop non-finite rows")

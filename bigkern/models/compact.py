@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import RegressorMixin, TransformerMixin
 
+from bigkern.cluster.compute import compute
 from bigkern.errors import BigkernWarning
 from bigkern.kernels import CompactSupport, Gaussian
 from bigkern.models._base import BigkernEstimator, BinaryClassifierMixin
@@ -82,8 +83,9 @@ class _CompactKernelModel(BigkernEstimator):
                 f"neighbour within radius={radius:g} (first: row {lonely[0]}); their kernel rows "
                 "are empty off the diagonal, so they only fit themselves", BigkernWarning,
                 stacklevel=3)
-        self.X_fit_ = np.asarray(arr.compute() if isinstance(arr, da.Array) else arr,
-                                 dtype=np.float64)
+        if isinstance(arr, da.Array):
+            (arr,) = compute(arr, label="reading the training rows")
+        self.X_fit_ = np.asarray(arr, dtype=np.float64)
         return arr, y, K
 
     def to_dataset(self) -> Any:
