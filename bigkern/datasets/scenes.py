@@ -113,39 +113,59 @@ def _scene_arrays(
     of ``SeedSequence([seed, index])``, so leaving the radiances out does not change
     the rest.
     """
-    ny, nx = shape
     children = np.random.SeedSequence([seed, index]).spawn(6)
     rng_surface, rng_cloud, rng_feature, rng_label, rng_drop, rng_rad = (
         np.random.default_rng(s) for s in children
     )
+    rough, texture, albedo = _surface(rng_surface, shape)
+    opacity, high, cloud = _clouds(rng_cloud, shape)
+    out = _features(rng_feature, shape, rough, texture, opacity, high)
+    if radiances:
+        out.update(_radiances(rng_rad, shape, out, rough, albedo, opacity))
+    label, truth = _labels(rng_label, shape, cloud)
+
+    # --- dropouts: NaN in every feature, label 0 --------------------------------
+    dropout = rng_drop.random(shape, dtype=np.float32) < _DROPOUT_RATE
+    for value in out.values():
+        value[dropout] = np.nan
+    label[dropout] = 0
+
+    out["label"] = label
+    out["cloud_truth"] = truth
+    return tuple(out.values())
+
+
+def _surface(rng: np.random.Generator, shape: tuple[int, int]) -> tuple[np.ndarray, ...]:
+    """Smooth snow and sea ice, rough terrain patches, texture: ``rough, texture, albedo``."""
     f32 = np.float32
-
-    # --- surface: smooth snow and sea ice, rough terrain patches, texture ---------
-    rough_share = rng_surface.uniform(0.15, 0.35)
-    rough_field = 0.8 * _smooth_noise(rng_surface, shape, 45.0) + 0.2 * _smooth_noise(
-        rng_surface, shape, 8.0
-    )
+    rough_share = rng.uniform(0.15, 0.35)
+    rough_field = 0.8 * _smooth_noise(rng, shape, 45.0) + 0.2 * _smooth_noise(rng, shape, 8.0)
     rough = _sigmoid((rough_field - _cut(rough_field, 1.0 - rough_share)) / f32(0.15))
-    texture = _sigmoid(_smooth_noise(rng_surface, shape, 25.0) * f32(1.5))
-    albedo = 0.97 + 0.08 * _smooth_noise(rng_surface, shape, 70.0)
+    texture = _sigmoid(_smooth_noise(rng, shape, 25.0) * f32(1.5))
+    albedo = 0.97 + 0.08 * _smooth_noise(rng, shape, 70.0)
     albedo = np.clip(albedo, 0.55, 1.1).astype(f32)
+    return rough, texture, albedo
 
-    # --- clouds: thick/low blobs and thin high cloud ------------------------------
-    cover = rng_cloud.uniform(0.3, 0.6)
-    thin_share = rng_cloud.uniform(0.1, 0.25)
+
+def _clouds(rng: np.random.Generator, shape: tuple[int, int]) -> tuple[np.ndarray, ...]:
+    """Thick/low blobs and thin high cloud: ``opacity, high, cloud``."""
+    ny, nx = shape
+    f32 = np.float32
+    cover = rng.uniform(0.3, 0.6)
+    thin_share = rng.uniform(0.1, 0.25)
     cloud_field = (
-        0.75 * _smooth_noise(rng_cloud, shape, 40.0)
-        + 0.25 * _smooth_noise(rng_cloud, shape, 12.0)
-        + 0.08 * _smooth_noise(rng_cloud, shape, 3.0)
+        0.75 * _smooth_noise(rng, shape, 40.0)
+        + 0.25 * _smooth_noise(rng, shape, 12.0)
+        + 0.08 * _smooth_noise(rng, shape, 3.0)
     )
     thick_cut = _cut(cloud_field, 1.0 - cover * (1.0 - thin_share))
     thick = cloud_field > thick_cut
     # Optical thickness grows from the edge of a blob inwards.
     depth = np.clip((cloud_field - thick_cut) / f32(0.35), 0.0, None)
     opacity = np.where(thick, 1.0 - 0.85 * np.exp(-2.0 * depth), 0.0).astype(f32)
-    high = _smooth_noise(rng_cloud, shape, 60.0) > rng_cloud.uniform(-0.5, 0.5)
+    high = _smooth_noise(rng, shape, 60.0) > rng.uniform(-0.5, 0.5)
 
-    cirrus_field = _smooth_noise(rng_cloud, shape, 20.0)
+    cirrus_field = _smooth_noise(rng, shape, 20.0)
     free = ~thick
     n_thin = round(cover * thin_share * ny * nx)
     if n_thin > 0 and free.any():
@@ -156,11 +176,23 @@ def _scene_arrays(
     thin_opacity = np.clip(0.15 + 0.25 * (cirrus_field - cirrus_field.min()), 0.15, 0.45)
     opacity = np.where(thin, thin_opacity, opacity).astype(f32)
     high |= thin
-    cloud = thick | thin
+    return opacity, high, thick | thin
 
-    # --- features -------------------------------------------------------------
+
+def _mix(opacity: np.ndarray, clear: np.ndarray, cloudy: np.ndarray) -> np.ndarray:
+    """What the sensor sees through a cloud of ``opacity`` over ``clear``."""
+    return (1.0 - opacity) * clear + opacity * cloudy
+
+
+def _features(
+    rng: np.random.Generator, shape: tuple[int, int], rough: np.ndarray, texture: np.ndarray,
+    opacity: np.ndarray, high: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """NDAI, SD and CORR over the surface and through the clouds."""
+    f32 = np.float32
+
     def noise(scale: float) -> np.ndarray:
-        return _smooth_noise(rng_feature, shape, scale)
+        return _smooth_noise(rng, shape, scale)
 
     ndai_clear = -0.75 + 1.9 * rough + 0.35 * noise(6.0) + 0.3 * noise(1.0)
     ndai_cloud = 1.7 + 0.5 * opacity + 0.35 * noise(8.0) + 0.3 * noise(1.0)
@@ -169,61 +201,55 @@ def _scene_arrays(
     corr_clear = 0.05 + 0.45 * texture + 0.15 * rough + 0.08 * noise(4.0) + 0.07 * noise(1.0)
     corr_cloud = np.where(high, f32(0.08), f32(0.42)) + 0.1 * noise(10.0) + 0.08 * noise(1.0)
 
-    def mix(clear: np.ndarray, cloudy: np.ndarray) -> np.ndarray:
-        return (1.0 - opacity) * clear + opacity * cloudy
+    ndai = _mix(opacity, ndai_clear, ndai_cloud)
+    sd = np.exp(_mix(opacity, log_sd_clear, log_sd_cloud))
+    corr = np.clip(_mix(opacity, corr_clear, corr_cloud), -1.0, 1.0)
+    return {"NDAI": ndai.astype(f32), "SD": sd.astype(f32), "CORR": corr.astype(f32)}
 
-    ndai = mix(ndai_clear, ndai_cloud)
-    sd = np.exp(mix(log_sd_clear, log_sd_cloud))
-    corr = np.clip(mix(corr_clear, corr_cloud), -1.0, 1.0)
 
-    out: dict[str, np.ndarray] = {
-        "NDAI": ndai.astype(f32),
-        "SD": sd.astype(f32),
-        "CORR": corr.astype(f32),
-    }
+def _radiances(
+    rng: np.random.Generator, shape: tuple[int, int], features: dict[str, np.ndarray],
+    rough: np.ndarray, albedo: np.ndarray, opacity: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """The five cameras' red radiances, brighter forward over cloud."""
+    f32 = np.float32
+    shade = albedo * (1.0 - 0.3 * rough)
+    cloud_bright = 0.8 + 0.15 * _smooth_noise(rng, shape, 15.0)
+    common = 1.0 + 0.03 * _smooth_noise(rng, shape, 3.0)
+    forward = np.clip(features["NDAI"], -1.0, 4.0)
+    sd = features["SD"]
+    out = {}
+    for k, name in enumerate(RADIANCES):
+        clear_k = _CLEAR_RADIANCE[k] * shade
+        brightening = 1.0 + 0.06 * _FORWARD_WEIGHT[k] * forward
+        cloud_k = _CLEAR_RADIANCE[k] * cloud_bright * brightening
+        value = _mix(opacity, clear_k, cloud_k) * common
+        value += 0.35 * sd * rng.standard_normal(shape, dtype=f32)
+        out[name] = np.clip(value, 5.0, None).astype(f32)
+    return out
 
-    # --- radiances --------------------------------------------------------------
-    if radiances:
-        shade = albedo * (1.0 - 0.3 * rough)
-        cloud_bright = 0.8 + 0.15 * _smooth_noise(rng_rad, shape, 15.0)
-        common = 1.0 + 0.03 * _smooth_noise(rng_rad, shape, 3.0)
-        forward = np.clip(ndai, -1.0, 4.0)
-        for k, name in enumerate(RADIANCES):
-            clear_k = _CLEAR_RADIANCE[k] * shade
-            brightening = 1.0 + 0.06 * _FORWARD_WEIGHT[k] * forward
-            cloud_k = _CLEAR_RADIANCE[k] * cloud_bright * brightening
-            value = mix(clear_k, cloud_k) * common
-            value += 0.35 * sd * rng_rad.standard_normal(shape, dtype=f32)
-            out[name] = np.clip(value, 5.0, None).astype(f32)
 
-    # --- labels: truth, unlabelled band at cloud edges and random patches -------
+def _labels(rng: np.random.Generator, shape: tuple[int, int],
+            cloud: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Expert-like labels: the truth, less a band at cloud edges and random patches."""
+    ny, nx = shape
     truth = np.where(cloud, 1, -1).astype(np.int8)
-    cloud_f = cloud.astype(f32)
+    cloud_f = cloud.astype(np.float32)
     # Band half-width 2-4 pixels, narrowed if the band alone would leave too few labels
     # (small scenes with ragged clouds).
-    for band in range(int(rng_label.integers(2, 5)), 0, -1):
+    for band in range(int(rng.integers(2, 5)), 0, -1):
         local = uniform_filter(cloud_f, size=2 * band + 1, mode="nearest")
         unlabelled = (local > 1e-3) & (local < 1.0 - 1e-3)
         if unlabelled.mean() <= 0.3:
             break
-    target = rng_label.uniform(0.22, 0.32)
-    patch_field = _smooth_noise(rng_label, shape, 15.0)
+    target = rng.uniform(0.22, 0.32)
+    patch_field = _smooth_noise(rng, shape, 15.0)
     n_more = round(target * ny * nx) - int(unlabelled.sum())
     if n_more > 0:
         rest = ~unlabelled
         cut = _cut(patch_field[rest], 1.0 - n_more / rest.sum())
         unlabelled |= rest & (patch_field > cut)
-    label = np.where(unlabelled, 0, truth).astype(np.int8)
-
-    # --- dropouts: NaN in every feature, label 0 --------------------------------
-    dropout = rng_drop.random(shape, dtype=f32) < _DROPOUT_RATE
-    for value in out.values():
-        value[dropout] = np.nan
-    label[dropout] = 0
-
-    out["label"] = label
-    out["cloud_truth"] = truth
-    return tuple(out.values())
+    return np.where(unlabelled, 0, truth).astype(np.int8), truth
 
 
 def _variable_names(radiances: bool) -> tuple[str, ...]:
