@@ -144,7 +144,74 @@ def nystrom_spectrum(
     if isinstance(max_rows, bool) or not isinstance(max_rows, int | np.integer) or max_rows < 1:
         raise ValueError(f"max_rows must be a positive int; got {max_rows!r}")
     data, names = _rows(X, int(max_rows))
-    n_in, d = data.shape
+    d = data.shape[1]
+    usable, counts = _usable_rows(data)
+    row_index = np.flatnonzero(usable)
+    A = data[usable]
+    if standardize:
+        offset = A.mean(axis=0)
+        scale = A.std(axis=0)
+        scale[~(scale > 0)] = 1.0
+    else:
+        offset, scale = np.zeros(d), np.ones(d)
+    A = (A - offset) / scale
+
+    centers, reduced_index = _reduced(reduced_set, data, row_index, d, counts["n_rows"],
+                                      random_state)
+    m = centers.shape[0]
+    C = (centers - offset) / scale
+    if rtol is None:
+        rtol = m * np.finfo(np.float64).eps
+    if not (isinstance(rtol, int | float | np.number) and 0 <= float(rtol) < 1):
+        raise ValueError(f"rtol must be a number in [0, 1); got {rtol!r}")
+    K, Kt, rank_cut = _full_and_nystrom(A, C, omega, float(rtol))
+    trace_full = float(np.trace(K))
+    trace_nystrom = float(np.trace(Kt))
+    pair = [K, Kt]
+    del K, Kt  # _paired_spectra frees each n × n matrix once decomposed
+    lam, lam_t, cos, discrepancy = _paired_spectra(pair)
+    difference = lam - lam_t
+
+    feature = np.asarray(names) if names is not None else np.arange(d)
+    ds = xr.Dataset(
+        {
+            "eigenvalue_full": ("k", lam),
+            "eigenvalue_nystrom": ("k", lam_t),
+            "eigenvalue_difference": ("k", difference),
+            "eigenvector_discrepancy": ("k", discrepancy),
+            "cos_angle": ("k", cos),
+            "centers": (("basis", "feature"), centers),
+            "row_index": ("sample", row_index),
+        },
+        coords={"k": np.arange(1, counts["n_rows"] + 1), "feature": feature},
+        attrs={
+            "largest_eigenvalue_full": float(lam[0]),
+            "largest_eigenvalue_nystrom": float(lam_t[0]),
+            "max_eigenvalue_difference": float(np.abs(difference).max()),
+            "relative_trace_difference": (trace_full - trace_nystrom) / trace_full,
+            "trace_full": trace_full,
+            "trace_nystrom": trace_nystrom,
+            "n_rows": counts["n_rows"],
+            "n_reduced": int(m),
+            "omega": omega,
+            "standardize": int(bool(standardize)),
+            "n_nonfinite": counts["n_nonfinite"],
+            "n_absent": counts["n_absent"],
+            "rank_cut": rank_cut,
+            "rtol": float(rtol),
+        },
+    )
+    ds["eigenvalue_full"].attrs["long_name"] = "eigenvalue of the full kernel K(A, A)"
+    ds["eigenvalue_nystrom"].attrs["long_name"] = "eigenvalue of the Nyström approximation"
+    ds["eigenvector_discrepancy"].attrs["long_name"] = "sqrt(lambda_k) * ||e_k - e~_k||_2"
+    if reduced_index is not None:
+        ds["reduced_index"] = ("basis", reduced_index)
+    return ds
+
+
+def _usable_rows(data: np.ndarray) -> tuple[np.ndarray, dict[str, int]]:
+    """The rows with every feature finite, and the counts; too many others is an error."""
+    n_in = data.shape[0]
     finite = np.isfinite(data)
     usable = finite.all(axis=1)
     absent = ~finite.any(axis=1)
@@ -161,40 +228,34 @@ def nystrom_spectrum(
             f"{n_nonfinite} of {present} present rows ({n_nonfinite / present:.1%}) of X have "
             f"a non-finite feature (first: row {int(np.flatnonzero(~usable & ~absent)[0])}), "
             f"over the limit bigkern.max_nonfinite_fraction={limit:g}")
-    row_index = np.flatnonzero(usable)
-    A = data[usable]
-    if standardize:
-        offset = A.mean(axis=0)
-        scale = A.std(axis=0)
-        scale[~(scale > 0)] = 1.0
-    else:
-        offset, scale = np.zeros(d), np.ones(d)
-    A = (A - offset) / scale
+    return usable, {"n_rows": n, "n_nonfinite": n_nonfinite, "n_absent": n_absent}
 
-    centers, reduced_index = _reduced(reduced_set, data, row_index, d, n, random_state)
-    m = centers.shape[0]
-    C = (centers - offset) / scale
-    if rtol is None:
-        rtol = m * np.finfo(np.float64).eps
-    if not (isinstance(rtol, int | float | np.number) and 0 <= float(rtol) < 1):
-        raise ValueError(f"rtol must be a number in [0, 1); got {rtol!r}")
 
+def _full_and_nystrom(A: np.ndarray, C: np.ndarray, omega: float,
+                      rtol: float) -> tuple[np.ndarray, np.ndarray, int]:
+    """``K(A, A)``, its Nyström approximation ``B Bᵀ`` from the centers ``C`` (eigenvalues of
+    ``K(C, C)`` below ``rtol`` times the largest cut), and the number cut."""
     K = _symmetric_kernel(A, omega)
     Kmm = _symmetric_kernel(C, omega)
     Knm = gaussian_kernel(A, C, omega)
     s, U = scipy.linalg.eigh(Kmm, check_finite=False)
-    keep = s > float(rtol) * s.max()
-    rank_cut = int(m - keep.sum())
+    keep = s > rtol * s.max()
+    rank_cut = int(C.shape[0] - keep.sum())
     B = Knm @ (U[:, keep] / np.sqrt(s[keep]))
     Kt = B @ B.T
     Kt = 0.5 * (Kt + Kt.T)
-    trace_full = float(np.trace(K))
-    trace_nystrom = float(np.trace(Kt))
+    return K, Kt, rank_cut
 
-    lam, E = scipy.linalg.eigh(K, overwrite_a=True, check_finite=False)
-    del K
-    lam_t, Et = scipy.linalg.eigh(Kt, overwrite_a=True, check_finite=False)
-    del Kt
+
+def _paired_spectra(pair: list[np.ndarray]) -> tuple[np.ndarray, ...]:
+    """Eigenvalues of ``K, K̃ = pair`` (largest first), the cosines of paired eigenvectors
+    (signs aligned) and the discrepancies ``√λ_k ‖e_k − ẽ_k‖``.
+
+    ``pair`` is emptied: each matrix is overwritten by its decomposition and let go, so
+    at most one n × n matrix besides the eigenvectors is alive at a time.
+    """
+    lam, E = scipy.linalg.eigh(pair.pop(0), overwrite_a=True, check_finite=False)
+    lam_t, Et = scipy.linalg.eigh(pair.pop(0), overwrite_a=True, check_finite=False)
     lam, E = lam[::-1], E[:, ::-1]
     lam_t, Et = lam_t[::-1], Et[:, ::-1]
     cos = np.einsum("ik,ik->k", E, Et)
@@ -202,43 +263,7 @@ def nystrom_spectrum(
     Et[:, flip] *= -1.0
     cos = np.minimum(np.abs(cos), 1.0)
     discrepancy = np.sqrt(np.clip(lam, 0.0, None)) * np.linalg.norm(E - Et, axis=0)
-    difference = lam - lam_t
-
-    feature = np.asarray(names) if names is not None else np.arange(d)
-    ds = xr.Dataset(
-        {
-            "eigenvalue_full": ("k", lam),
-            "eigenvalue_nystrom": ("k", lam_t),
-            "eigenvalue_difference": ("k", difference),
-            "eigenvector_discrepancy": ("k", discrepancy),
-            "cos_angle": ("k", cos),
-            "centers": (("basis", "feature"), centers),
-            "row_index": ("sample", row_index),
-        },
-        coords={"k": np.arange(1, n + 1), "feature": feature},
-        attrs={
-            "largest_eigenvalue_full": float(lam[0]),
-            "largest_eigenvalue_nystrom": float(lam_t[0]),
-            "max_eigenvalue_difference": float(np.abs(difference).max()),
-            "relative_trace_difference": (trace_full - trace_nystrom) / trace_full,
-            "trace_full": trace_full,
-            "trace_nystrom": trace_nystrom,
-            "n_rows": n,
-            "n_reduced": int(m),
-            "omega": omega,
-            "standardize": int(bool(standardize)),
-            "n_nonfinite": n_nonfinite,
-            "n_absent": n_absent,
-            "rank_cut": rank_cut,
-            "rtol": float(rtol),
-        },
-    )
-    ds["eigenvalue_full"].attrs["long_name"] = "eigenvalue of the full kernel K(A, A)"
-    ds["eigenvalue_nystrom"].attrs["long_name"] = "eigenvalue of the Nyström approximation"
-    ds["eigenvector_discrepancy"].attrs["long_name"] = "sqrt(lambda_k) * ||e_k - e~_k||_2"
-    if reduced_index is not None:
-        ds["reduced_index"] = ("basis", reduced_index)
-    return ds
+    return lam, lam_t, cos, discrepancy
 
 
 def _checked_omega(omega: Any) -> float:
