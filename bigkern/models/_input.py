@@ -30,6 +30,7 @@ import xarray as xr
 from sklearn.utils.validation import check_array, validate_data
 
 from bigkern.errors import DataQualityError
+from bigkern.reduce.passes import unwrap_samples
 
 __all__ = ["fit_input", "map_rows", "predict_input", "refuse_nonfinite"]
 
@@ -45,11 +46,9 @@ def _refuse_dataset(X: Any) -> None:
 
 
 def _dataarray(X: xr.DataArray) -> tuple[Any, list[str] | None]:
-    if X.ndim != 2 or "feature" not in X.dims:
-        raise ValueError(f"a DataArray X must have dims (sample, feature); got {X.dims}")
-    X = X.transpose(..., "feature")
-    names = [str(f) for f in X["feature"].values] if "feature" in X.coords else None
-    return X.data, names
+    """A DataArray's data, (sample, feature), and its feature names: as every pass unwraps."""
+    X, _, _, names = unwrap_samples(X, None, None, None)
+    return X, None if names is None else list(names)
 
 
 def _check_dask(arr: da.Array, what: str = "X") -> da.Array:

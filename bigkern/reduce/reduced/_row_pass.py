@@ -15,7 +15,6 @@ from typing import Any
 
 import dask.array as da
 import numpy as np
-import xarray as xr
 
 from bigkern import config
 from bigkern.cluster.compute import task_threads
@@ -26,6 +25,7 @@ from bigkern.reduce.passes import (
     as_float_block,
     as_row_chunked,
     run_reduction,
+    unwrap_samples,
     valid_rows,
 )
 
@@ -69,16 +69,7 @@ def combine_partials(parts: list[dict[str, Any]]) -> dict[str, Any]:
 
 def as_arrays(X: Any, y: Any) -> tuple[Any, Any, list[str] | None]:
     """Array data of ``X`` (sample, feature) and ``y``, and ``X``'s feature names if any."""
-    names = None
-    if isinstance(X, xr.DataArray):
-        if X.ndim != 2 or "feature" not in X.dims:
-            raise ValueError(f"a DataArray X must have dims (sample, feature); got {X.dims}")
-        X = X.transpose(..., "feature")
-        if "feature" in X.coords:
-            names = [str(f) for f in X["feature"].values]
-        X = X.data
-    if isinstance(y, xr.DataArray):
-        y = y.data
+    X, y, _, names = unwrap_samples(X, y, None, None)
     if y is None:
         raise ValueError("y is required: one target per row of X")
     if not isinstance(X, da.Array):

@@ -34,7 +34,6 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-import xarray as xr
 from sklearn.utils import check_random_state
 
 from bigkern.errors import BigkernWarning, LabelError
@@ -45,6 +44,7 @@ from bigkern.reduce.passes import (
     as_float_block,
     as_row_chunked,
     run_reduction,
+    unwrap_samples,
     valid_rows,
 )
 from bigkern.reduce.reduced._row_pass import check_counts
@@ -285,15 +285,7 @@ def select_reduced_set(
         A large share of a feature's rows hold one isolated extreme value (an
         undeclared fill value; :mod:`bigkern.reduce.extremes`).
     """
-    if isinstance(X, xr.DataArray):
-        if X.ndim != 2 or "feature" not in X.dims:
-            raise ValueError(f"a DataArray X must have dims (sample, feature); got {X.dims}")
-        X = X.transpose(..., "feature")
-        if features is None and "feature" in X.coords:
-            features = [str(f) for f in X["feature"].values]
-        X = X.data
-    if isinstance(y, xr.DataArray):
-        y = y.data
+    X, y, mask, features = unwrap_samples(X, y, mask, features)
     Xd, yd, md = as_row_chunked(X, y, mask)
     n_rows = int(Xd.shape[0])
     size = resolve_size(size, fraction, n_rows)
