@@ -305,3 +305,30 @@ def test_predict_with_a_tampered_model_prints_one_line(tmp_path):
     assert errors[0] == ("bigkern: error: model model.zarr: root attributes digest mismatch "
                          "(the file was changed or damaged after it was written)"), out.stderr
     assert not (tmp_path / "p.zarr").exists()
+
+
+@pytest.mark.parametrize("family", ["expansion", "regressor", "compact"])
+def test_a_parameter_this_bigkern_does_not_take_is_an_error_not_a_default(family, tmp_path):
+    """A model written by a bigkern with another parameter name (GaussianRLS's ``sigma``
+    before ``omega``) is refused: dropped, the width would come back at its default."""
+    import json
+
+    from bigkern.models import CompactLSSVC, GaussianRLS
+    from bigkern.models.persistence import load_model_dataset
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    model = {"expansion": lambda: KernelRidgeClassifier(omega=0.7).fit(X, y),
+             "regressor": lambda: GaussianRLS(omega=0.3).fit(X, X[:, 0]),
+             "compact": lambda: CompactLSSVC(omega=0.7, radius=2.0).fit(X, y)}[family]()
+    ds = model.to_dataset()
+    params = json.loads(ds.attrs["params_json"])
+    params["sigma"] = params.pop("omega")
+    ds.attrs["params_json"] = json.dumps(params, sort_keys=True)
+    with pytest.raises(StoreError, match=r"records parameters \['sigma'\] that \w+ of bigkern "
+                                         r".* does not take .* refit the model"):
+        load_model_dataset(ds, where="old.zarr")
+    path = write_model_dataset(ds, tmp_path / "old.zarr")  # a whole, checksummed old file
+    with pytest.raises(StoreError, match=r"model .*old\.zarr cannot be rebuilt.*\['sigma'\]"):
+        load_model(path)

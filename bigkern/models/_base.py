@@ -211,7 +211,8 @@ class _KernelClassifier(BinaryClassifierMixin, BigkernEstimator):
                                                           range(self.n_features_in_)]))
         params = {k: v for k, v in self.get_params().items()
                   if isinstance(v, (int, float, str, bool)) or v is None}
-        params["quantiles"] = list(map(float, getattr(self, "quantiles", ())))
+        if "quantiles" in self.get_params():  # a sequence: saved as a list
+            params["quantiles"] = list(map(float, self.quantiles))
         return xr.Dataset(
             {
                 "basis": (("basis", "feature"), exp.centers),

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from bigkern.models._format import check_format, format_attrs
+from bigkern.models._format import check_format, format_attrs, saved_params
 
 __all__ = ["compact_from_dataset", "compact_to_dataset"]
 
@@ -95,8 +95,7 @@ def compact_from_dataset(ds: xr.Dataset, cls: type, *, support_from_coef: bool =
     from bigkern.solvers.kpca import KernelPCASolution
 
     check_format(ds, FORMAT)
-    valid = cls().get_params()
-    model = cls(**{k: v for k, v in json.loads(ds.attrs["params_json"]).items() if k in valid})
+    model = cls(**saved_params(ds, cls))
     taper_power = int(ds.attrs["taper_power"])
     model.kernel_ = CompactSupport(Gaussian(float(ds.attrs["omega"])),
                                    float(ds.attrs["support_radius"]),

@@ -16,7 +16,7 @@ import xarray as xr
 from bigkern.errors import StoreError
 from bigkern.version import __version__
 
-__all__ = ["check_format", "format_attrs"]
+__all__ = ["check_format", "format_attrs", "saved_params"]
 
 FORMAT_ATTR = "bigkern_format"
 VERSION_ATTR = "bigkern_version"
@@ -45,3 +45,28 @@ def check_format(ds: xr.Dataset, known: int) -> int:
             f"model format {fmt}); this is bigkern {__version__}, which reads model formats up "
             f"to {known}: upgrade bigkern to load it")
     return fmt
+
+
+def saved_params(ds: xr.Dataset, cls: type, decode: Any = None) -> dict[str, Any]:
+    """The constructor parameters of ``cls`` a model Dataset's ``params_json`` records.
+
+    A parameter ``cls`` does not take is an error, not dropped: a renamed parameter
+    (a model written by another bigkern) would otherwise come back at its default and
+    the model would predict with it, e.g. a Gaussian width.
+
+    Raises
+    ------
+    ValueError
+        Naming the unknown parameters, the bigkern that wrote the file and this one.
+    """
+    import json
+
+    params = json.loads(ds.attrs["params_json"])
+    valid = cls().get_params()
+    unknown = sorted(k for k in params if k not in valid)
+    if unknown:
+        raise ValueError(
+            f"it records parameters {unknown} that {cls.__name__} of bigkern {__version__} "
+            f"does not take (written by bigkern {ds.attrs.get(VERSION_ATTR, 'unknown')}; "
+            f"CHANGELOG.md lists renamed parameters): refit the model with this bigkern")
+    return {k: (decode(v) if decode else v) for k, v in params.items()}

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from bigkern.models._format import check_format, format_attrs
+from bigkern.models._format import check_format, format_attrs, saved_params
 
 __all__ = ["periodic_to_dataset", "regressor_from_dataset", "regressor_to_dataset",
            "rls_to_dataset"]
@@ -154,9 +154,7 @@ def periodic_to_dataset(model: Any) -> xr.Dataset:
 def regressor_from_dataset(ds: xr.Dataset, cls: type) -> Any:
     """Rebuild a fitted ``cls`` from the output of one of the ``*_to_dataset`` functions."""
     check_format(ds, FORMAT)
-    params = json.loads(ds.attrs["params_json"])
-    valid = cls().get_params()
-    model = cls(**{k: _from_json(v) for k, v in params.items() if k in valid})
+    model = cls(**saved_params(ds, cls, decode=_from_json))
     model.n_features_in_ = int(ds.sizes["feature"])
     if int(ds.attrs.get("has_feature_names", 0)):
         model.feature_names_in_ = np.asarray([str(f) for f in ds["feature"].values],

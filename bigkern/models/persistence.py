@@ -9,7 +9,6 @@ foreign file) and :func:`load_model` rebuilds the estimator from it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from bigkern.io.model_digest import verify_model_digest
 from bigkern.io.model_store import read_model_dataset, write_model_dataset
 from bigkern.kernels import GaussianExpansion
 from bigkern.models._base import FORMAT
-from bigkern.models._format import check_format
+from bigkern.models._format import check_format, saved_params
 from bigkern.models._model_checks import check_model_dataset
 from bigkern.models.compact import CompactSVC
 from bigkern.models.registry import ModelSpec, spec_of
@@ -148,11 +147,10 @@ def _rebuild(ds: xr.Dataset) -> Any:
         return compact_from_dataset(ds, spec.cls,
                                     support_from_coef=issubclass(spec.cls, CompactSVC))
     check_format(ds, FORMAT)
-    params = json.loads(ds.attrs["params_json"])
+    params = saved_params(ds, spec.cls)
     if "quantiles" in params:
         params["quantiles"] = tuple(params["quantiles"])
-    valid = spec.cls().get_params()
-    model = spec.cls(**{k: v for k, v in params.items() if k in valid})
+    model = spec.cls(**params)
     model.classes_ = np.asarray(ds.attrs["classes"])
     model.n_features_in_ = int(ds.sizes["feature"])
     if int(ds.attrs.get("has_feature_names", 1)):
