@@ -196,6 +196,20 @@ def test_filter_drops_closing_chatter_only_while_closing():
     assert keep(bug) and keep(other)
 
 
+def test_a_worker_of_an_owned_cluster_drops_closed_connection_errors_at_any_time():
+    """The heartbeat of a worker of a cluster the command closes may find the scheduler gone
+    before the worker's status says closing (it failed CI once, a traceback on stderr)."""
+    keep = ExpectedErrorFilter(lambda: False, closed_connections=True).filter
+    heartbeat = _record("Failed to communicate with scheduler during heartbeat.",
+                        exc=CommClosedError("Stream is closed"))
+    bug = _record("Unhandled exception", exc=ZeroDivisionError("bug"))
+    slow = _record("Event loop was unresponsive", level=logging.WARNING,
+                   name="distributed.core")
+    assert not keep(heartbeat)
+    assert keep(bug) and keep(slow)  # other errors, and warnings, until the cluster closes
+    assert ExpectedErrorFilter(lambda: False).filter(heartbeat)  # a cluster not owned
+
+
 class _Keep(logging.Handler):
     """Keeps the records distributed's logger hands it (a worker in this process)."""
 

@@ -164,6 +164,12 @@ class ExpectedErrorFilter(logging.Filter):
     closing : callable, optional
         Returns True once the cluster is closing: from then on
         :func:`is_shutdown_chatter` records are dropped too. Default: never.
+    closed_connections : bool
+        Drop distributed's errors about a closed connection at any time, not only
+        once ``closing`` says so: right for the workers of a cluster whose scheduler
+        runs in the command's own process, where the scheduler's connections close
+        only because the command is closing the cluster — and a worker's heartbeat
+        may find them closed before the worker itself has heard.
 
     Examples
     --------
@@ -174,9 +180,11 @@ class ExpectedErrorFilter(logging.Filter):
     False
     """
 
-    def __init__(self, closing: Callable[[], bool] | None = None) -> None:
+    def __init__(self, closing: Callable[[], bool] | None = None, *,
+                 closed_connections: bool = False) -> None:
         super().__init__()
         self._closing = closing or (lambda: False)
+        self._closed_connections = closed_connections
 
     def filter(self, record: logging.LogRecord) -> bool:
         """Whether to keep ``record``: False for an expected error or closing chatter."""
@@ -184,6 +192,9 @@ class ExpectedErrorFilter(logging.Filter):
             return True
         try:
             if is_expected_error(record):
+                return False
+            if self._closed_connections and record.levelno >= logging.ERROR \
+                    and is_shutdown_chatter(record):
                 return False
             return not (self._closing() and is_shutdown_chatter(record))
         except Exception:  # never let the filter lose a record it cannot judge
@@ -237,7 +248,9 @@ class QuietExpectedErrors(WorkerPlugin):
     Register it with ``client.register_plugin(QuietExpectedErrors())``; the
     scheduler runs it on workers that join later too, and its teardown removes
     the filter. A worker's closing chatter is dropped once its status is
-    closing.
+    closing, and its errors about closed connections at any time: the CLI
+    registers it only on a cluster it built, whose scheduler lives in the
+    command's process and closes only when the command closes the cluster.
     """
 
     name = "bigkern-quiet-expected-errors"
@@ -247,7 +260,8 @@ class QuietExpectedErrors(WorkerPlugin):
         from distributed.core import Status
 
         closing = (Status.closing, Status.closing_gracefully, Status.closed)
-        self._filter = ExpectedErrorFilter(lambda: worker.status in closing)
+        self._filter = ExpectedErrorFilter(lambda: worker.status in closing,
+                                           closed_connections=True)
         self._handlers = install_filter(self._filter)
 
     def teardown(self, worker: Any) -> None:
