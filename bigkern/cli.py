@@ -299,13 +299,13 @@ def _resumable(out: str) -> bool:
 def _fit(args: argparse.Namespace) -> None:
     from bigkern.io.scenes import open_scenes
     from bigkern.models.persistence import save_model
-    from bigkern.models.registry import model_class, spec_of
+    from bigkern.models.registry import cli_spec
     from bigkern.workflow import DEFAULT_FEATURES, fit_scenes, search_grid
 
     params = _fit_usage(args)
     features = tuple(args.features or DEFAULT_FEATURES)
     scenes = open_scenes(args.store, **_validity(args))
-    if spec_of(model_class(args.model, args.target).__name__).engine != "bins":
+    if cli_spec(args.model, args.target).engine != "bins":
         _fit_reduced(args, scenes, features, params)
         return
     # one value fixes a parameter; a JSON list is searched instead of its default candidates

@@ -23,7 +23,7 @@ import xarray as xr
 from bigkern.features import with_features
 from bigkern.io.scenes import stack_samples
 from bigkern.io.validity import FillValues, ValidRanges, ensure_validity
-from bigkern.models.registry import default_grid, model_class, spec_of
+from bigkern.models.registry import cli_spec, default_grid
 from bigkern.reduce.binning.percentile import percentile_bins
 from bigkern.reduce.sampling import random_split
 from bigkern.tuning import GridSearchResult, grid_search_bins
@@ -153,8 +153,9 @@ def fit_scenes(
     ValueError
         An unknown model, or a parameter both in ``params`` and in ``grid``.
     """
-    cls = model_class(model)
-    if spec_of(cls.__name__).engine != "bins":
+    spec = cli_spec(model)
+    cls = spec.cls
+    if spec.engine != "bins":
         raise ValueError(f"{model} is not fitted on percentile bins: fit it with "
                          f"bigkern.workflow_reduced.fit_reduced_scenes")
     params = dict(params or {})

@@ -27,7 +27,7 @@ import xarray as xr
 from bigkern.features import with_features
 from bigkern.io.scenes import stack_samples
 from bigkern.io.validity import FillValues, ValidRanges, ensure_validity
-from bigkern.models.registry import model_class, spec_of
+from bigkern.models.registry import cli_spec
 from bigkern.reduce.sampling import random_split
 from bigkern.tuning import holdout_score
 
@@ -159,8 +159,9 @@ def fit_reduced_scenes(
     ReducedOutcome
         The fitted model, what it was fitted on and its held-out score.
     """
-    cls = model_class(model, target)
-    if spec_of(cls.__name__).engine != "reduced":
+    spec = cli_spec(model, target)
+    cls = spec.cls
+    if spec.engine != "reduced":
         raise ValueError(f"{model} is not a reduced-kernel model: fit it with "
                          f"bigkern.workflow.fit_scenes")
     params = dict(params or {})

@@ -46,8 +46,8 @@ from bigkern.models.periodic import PeriodicKernelRidge
 from bigkern.models.reduced import ReducedSVC, ReducedSVR
 from bigkern.models.rls import GaussianRLS
 
-__all__ = ["ModelSpec", "check_instances", "cli_names", "default_grid", "model_class",
-           "register", "spec_of", "specs"]
+__all__ = ["ModelSpec", "check_instances", "cli_names", "cli_spec", "default_grid",
+           "model_class", "register", "spec_of", "specs"]
 
 Target = Literal["class", "value", "none"]
 Engine = Literal["bins", "reduced", "sparse", "direct"]
@@ -160,8 +160,8 @@ def cli_names() -> tuple[str, ...]:
     return tuple(dict.fromkeys(s.cli for s in _TABLE if s.cli is not None))
 
 
-def model_class(cli: str, target: str | None = None) -> type:
-    """The class ``bigkern fit --model cli`` fits: the regressor when there is a ``target``.
+def cli_spec(cli: str, target: str | None = None) -> ModelSpec:
+    """The row ``bigkern fit --model cli`` fits: the regressor's when there is a ``target``.
 
     Raises
     ------
@@ -175,13 +175,17 @@ def model_class(cli: str, target: str | None = None) -> type:
     want = "class" if target is None else "value"
     for spec in rows:
         if spec.target == want:
-            return spec.cls
-    regressors = [n for n in cli_names() if any(s.cli == n and s.target == "value"
-                                                for s in _TABLE)]
+            return spec
     if target is not None:
+        regressors = dict.fromkeys(s.cli for s in _TABLE if s.cli and s.target == "value")
         raise ValueError(f"{cli} is a classifier of the labels: it takes no target (got "
                          f"{target!r}); use {' or '.join(regressors)} to regress {target}")
     raise ValueError(f"{cli} is a regression: name the variable it predicts (a target)")
+
+
+def model_class(cli: str, target: str | None = None) -> type:
+    """The class of :func:`cli_spec`'s row."""
+    return cli_spec(cli, target).cls
 
 
 def check_instances() -> list[Any]:
