@@ -227,3 +227,7 @@ def test_more_features_than_bin_ids_can_number_is_a_clear_error():
         percentile_bins(X, y)
     with pytest.raises(ValueError, match="at most 18 features"):
         BinnedSVC().fit(X, y)
+    # judged on the samples as normalized: a (feature, sample) DataArray of 3 features bins
+    Xt = xr.DataArray(X[:, :3].T, dims=("feature", "sample"))
+    assert percentile_bins(Xt, y).sizes["feature"] == 3
+    assert percentile_bins(da.from_array(X[:, :3], chunks=50), y).sizes["feature"] == 3

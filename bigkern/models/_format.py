@@ -9,6 +9,7 @@ error naming both versions, never a half-understood model.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import xarray as xr
@@ -59,8 +60,6 @@ def saved_params(ds: xr.Dataset, cls: type, decode: Any = None) -> dict[str, Any
     ValueError
         Naming the unknown parameters, the bigkern that wrote the file and this one.
     """
-    import json
-
     params = json.loads(ds.attrs["params_json"])
     valid = cls().get_params()
     unknown = sorted(k for k in params if k not in valid)

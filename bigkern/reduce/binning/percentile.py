@@ -234,7 +234,6 @@ def percentile_bins(
         extreme value: an undeclared fill value (:mod:`bigkern.reduce.extremes`).
     """
     q = np.asarray(quantiles, dtype=np.float64).ravel()
-    check_cell_count(int(X.shape[1]) if getattr(X, "ndim", 0) == 2 else 0, len(q))
     fused, in_memory = _plan_choice(plan, fused, in_memory)
     probs = np.union1d(q, [0.1, 0.5, 0.9])
     where = np.searchsorted(probs, q)
@@ -242,9 +241,11 @@ def percentile_bins(
     one: OneRead | None = None
     if use_in_memory(X, y, mask, in_memory, fused):
         X, y, mask, names = as_numpy_samples(X, y, mask, features)
+        check_cell_count(X.shape[1], len(q))
         first, columns = first_pass(X, y, mask)
     else:
         X, y, mask, names = prepare_samples(X, y, mask, features)
+        check_cell_count(X.shape[1], len(q))
         if plan == "one-read":
             user = None if classes is None else tuple(classes)
             one = OneRead(X, y, mask, probs, where, user, names, sample or OneReadSample())
