@@ -265,7 +265,16 @@ class QuietExpectedErrors(WorkerPlugin):
         self._handlers = install_filter(self._filter)
 
     def teardown(self, worker: Any) -> None:
-        """Remove the filter again."""
+        """Remove the filter again, unless the worker is closing.
+
+        A closing worker tears its plugins down before its last coroutines end: a
+        heartbeat still in flight then finds the scheduler gone and logs it, and
+        that record must meet the filter too (the process ends anyway).
+        """
+        from distributed.core import Status
+
+        if worker.status in (Status.closing, Status.closing_gracefully, Status.closed):
+            return
         if hasattr(self, "_filter"):
             remove_filter(self._filter, self._handlers)
 
