@@ -96,7 +96,7 @@ def write(ds: Any, path: Path, chunks: dict[str, int]) -> Path:
 
 def fit(ds: Any, **kw: Any) -> Any:
     """``fit_scenes`` with the fixed SVC unless a grid is given; its stderr log kept out."""
-    from bigkern.workflow import fit_scenes
+    from bigkern.jobs.fit import fit_scenes
 
     kw = {"grid": {}, "params": SVC, **kw}
     with contextlib.redirect_stderr(io.StringIO()):

@@ -23,8 +23,8 @@ import time
 
 from bigkern.datasets import make_scenes
 from bigkern.io import write_scenes
+from bigkern.jobs.fit import fit_scenes
 from bigkern.models import load_model, save_model
-from bigkern.workflow import fit_scenes
 
 _USER_BYTES = b"%PDF-1.4 the user's own report"
 
@@ -152,7 +152,7 @@ def run_cases(tmp: pathlib.Path, quick: bool = False) -> list[dict[str, object]]
     ds = make_scenes(2, (48, 64), seed=4, radiances=False).compute()
     with _local_client():
         store = write_scenes(ds, tmp / "s.zarr", overwrite=True)
-        model = save_model(fit_scenes(ds, grid={}, params={"omega": 0.8, "C": 1.0}).model,
+        model = save_model(fit_scenes(ds, search=False, params={"omega": 0.8, "C": 1.0}).model,
                            tmp / "m.zarr", overwrite=True)
     cases = _refusals(tmp, store)
     cases.append(_fixed_params(tmp, store))

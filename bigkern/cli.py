@@ -49,9 +49,9 @@ def _validity(args: argparse.Namespace) -> dict[str, Any]:
 
 def _fit_usage(args: argparse.Namespace) -> dict[str, object]:
     """The ``fit`` command's parameters, after the checks that need no file."""
+    from bigkern.jobs.fit import DEFAULT_FEATURES
+    from bigkern.jobs.fit_params import check_param_names
     from bigkern.models.registry import model_class
-    from bigkern.workflow import DEFAULT_FEATURES
-    from bigkern.workflow_reduced import check_param_names
 
     params = parse_params(args.param)
     try:
@@ -218,7 +218,7 @@ def _run(args: argparse.Namespace) -> int:
 
     with _stall_timeout(args), _cluster(args):
         if args.command == "demo":
-            from bigkern.demo import run_demo
+            from bigkern.jobs.demo import run_demo
 
             t = time.perf_counter()
             run_demo(args.out, n_scenes=args.scenes, shape=tuple(args.shape), seed=args.seed,
@@ -298,60 +298,15 @@ def _resumable(out: str) -> bool:
 
 def _fit(args: argparse.Namespace) -> None:
     from bigkern.io.scenes import open_scenes
+    from bigkern.jobs.fit import DEFAULT_FEATURES, fit_scenes
+    from bigkern.jobs.outcome import describe_fit
     from bigkern.models.persistence import save_model
-    from bigkern.models.registry import cli_spec
-    from bigkern.workflow import DEFAULT_FEATURES, fit_scenes, search_grid
 
     params = _fit_usage(args)
-    features = tuple(args.features or DEFAULT_FEATURES)
     scenes = open_scenes(args.store, **_validity(args))
-    if cli_spec(args.model, args.target).engine != "bins":
-        _fit_reduced(args, scenes, features, params)
-        return
-    # one value fixes a parameter; a JSON list is searched instead of its default candidates
-    fixed = {k: v for k, v in params.items() if not isinstance(v, list)}
-    lists = {k: v for k, v in params.items() if isinstance(v, list)}
-    grid = {} if args.no_search else (
-        {**search_grid(args.model, fixed), **lists} if lists else None)
-    outcome = fit_scenes(scenes, model=args.model, features=features, seed=args.seed,
-                         grid=grid, params=fixed)
-    path = save_model(outcome.model, args.out, overwrite=args.overwrite, inputs=[args.store])
-    report = outcome.model.fit_report_
-    by_feature = ", ".join(f"{k}: {v:,}" for k, v in
-                           report.get("n_nonfinite_by_feature", {}).items() if v)
-    print(f"bigkern: fitted {type(outcome.model).__name__} ({_chosen(outcome)}) on "
-          f"{report['n_bins_occupied']} bins "
-          f"of {report['n_valid']:,} pixels ({report['n_nonfinite']:,} rows with a missing, "
-          f"fill or out-of-range feature left out{' — ' + by_feature if by_feature else ''}; "
-          f"{report.get('n_outliers', 0):,} extreme values kept); model written to {path}")
-
-
-def _chosen(outcome: Any) -> str:
-    """Which parameters were fixed by ``--param`` and which the held-out search chose."""
-    def text(params: dict[str, Any]) -> str:
-        return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
-                         for k, v in params.items())
-
-    if outcome.search is None:
-        return f"{text(outcome.fixed)}; no search" if outcome.fixed else "defaults; no search"
-    parts = []
-    if outcome.fixed:
-        parts.append(f"{text(outcome.fixed)} fixed by --param")
-    if outcome.search.best_params:
-        parts.append(f"{text(outcome.search.best_params)} chosen by the held-out search")
-    else:
-        parts.append("nothing left to search")
-    return "; ".join(parts) + f", held-out accuracy {outcome.search.best_score:.2%}"
-
-
-def _fit_reduced(args: argparse.Namespace, scenes: Any, features: tuple[str, ...],
-                 params: dict[str, object]) -> None:
-    from bigkern.models.persistence import save_model
-    from bigkern.workflow_reduced import describe_fit, fit_reduced_scenes
-
-    outcome = fit_reduced_scenes(scenes, model=args.model, features=features,
-                                 target=args.target, params=params, split=not args.no_search,
-                                 seed=args.seed)
+    outcome = fit_scenes(scenes, model=args.model, features=args.features or DEFAULT_FEATURES,
+                         target=args.target, params=params, search=not args.no_search,
+                         seed=args.seed)
     path = save_model(outcome.model, args.out, overwrite=args.overwrite, inputs=[args.store])
     print(f"bigkern: {describe_fit(outcome)}; model written to {path}")
 
@@ -387,7 +342,7 @@ def _predict(args: argparse.Namespace) -> int:
           f"{'masks' if is_classifier(model) else 'predicted values'} written to "
           f"{report.path}")
     if args.png:
-        from bigkern.workflow import plot_scene
+        from bigkern.jobs.plot import plot_scene
 
         png = plot_scene(scenes, open_checked(report.path), args.png,
                          overwrite=args.overwrite)

@@ -31,8 +31,8 @@ from bigkern.cluster.logs import ExpectedErrorFilter, QuietExpectedErrors
 from bigkern.datasets import make_scenes
 from bigkern.errors import DataQualityError, StoreError
 from bigkern.io import write_scenes
+from bigkern.jobs.fit import fit_scenes
 from bigkern.models import save_model
-from bigkern.workflow import fit_scenes
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -57,7 +57,7 @@ def stores(tmp_path_factory) -> dict[str, Path]:
     data = bytearray(chunk.read_bytes())
     data[len(data) // 2] ^= 0xFF
     chunk.write_bytes(bytes(data))
-    model = save_model(fit_scenes(ds, grid={}, params={"omega": 0.8, "C": 1.0}).model,
+    model = save_model(fit_scenes(ds, search=False, params={"omega": 0.8, "C": 1.0}).model,
                        root / "model.zarr")
     return {"clean": clean, "bad": bad, "model": model, "root": root}
 

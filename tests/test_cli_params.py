@@ -35,8 +35,8 @@ from bigkern.datasets import make_scenes
 from bigkern.io import write_scenes
 from bigkern.io.figure_files import is_bigkern_png
 from bigkern.io.integrity import open_checked
+from bigkern.jobs.fit import fit_scenes
 from bigkern.models import load_model, save_model
-from bigkern.workflow import fit_scenes
 
 try:  # the moto S3 server of tests/test_s3.py, a module fixture
     from test_s3 import s3
@@ -52,7 +52,7 @@ def stores(tmp_path_factory, client) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("cli-params")
     ds = make_scenes(2, (48, 64), seed=4, radiances=False).compute()
     store = write_scenes(ds, root / "s.zarr")
-    model = save_model(fit_scenes(ds, grid={}, params={"omega": 0.8, "C": 1.0}).model,
+    model = save_model(fit_scenes(ds, search=False, params={"omega": 0.8, "C": 1.0}).model,
                        root / "m.zarr")
     return {"root": root, "store": store, "model": model}
 
@@ -301,7 +301,7 @@ def test_an_interrupted_predict_resumes(client, tmp_path):
     scenes = write_scenes(make_scenes(8, (1024, 1024), seed=5, radiances=False),
                           tmp_path / "big.zarr")
     ds = make_scenes(2, (48, 64), seed=4, radiances=False).compute()
-    model = save_model(fit_scenes(ds, grid={}, params={"omega": 0.8, "C": 1.0}).model,
+    model = save_model(fit_scenes(ds, search=False, params={"omega": 0.8, "C": 1.0}).model,
                        tmp_path / "m.zarr")
     out = tmp_path / "p.zarr"
 

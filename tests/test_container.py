@@ -327,14 +327,14 @@ def data_volume(tmp_path) -> Path:
     bigkern, owned by the pods' user."""
     from bigkern.datasets import make_scenes
     from bigkern.io import write_scenes
+    from bigkern.jobs.fit import fit_scenes
     from bigkern.models import save_model
-    from bigkern.workflow import fit_scenes
 
     data = tmp_path / "data"
     data.mkdir()
     ds = make_scenes(2, (96, 128), seed=6, radiances=False).compute()
     write_scenes(ds, data / "scenes.zarr")
-    save_model(fit_scenes(ds, grid={}, params={"omega": 0.8, "C": 1.0}).model,
+    save_model(fit_scenes(ds, search=False, params={"omega": 0.8, "C": 1.0}).model,
                data / "model.zarr")
     for path in [data, *data.rglob("*")]:
         os.chown(path, 1000, 1000)  # the pods' runAsUser writes masks.zarr here

@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 
 from bigkern import config
 from bigkern.datasets import make_scenes
+from bigkern.jobs.fit import fit_scenes
 from bigkern.models import NystromKernelRidge, ReducedSVC
 from bigkern.reduce import quantile_summary
 from bigkern.reduce.binning.percentile import percentile_bins
 from bigkern.reduce.extremes import SuspectedFillWarning, ValueExtremes, chunk_extremes
-from bigkern.workflow import fit_scenes
 
 NAMES = ["a", "b", "c"]
 
@@ -126,7 +126,7 @@ def test_in_memory_scenes_with_a_fill_the_rules_do_not_know_warn():
     values = ds["CORR"].values.copy()
     values.reshape(-1)[::7] = -9999.0
     ds["CORR"] = (ds["CORR"].dims, values)
-    found = _suspects(lambda: fit_scenes(ds, grid={}, params={"omega": 0.8, "C": 1.0},
+    found = _suspects(lambda: fit_scenes(ds, search=False, params={"omega": 0.8, "C": 1.0},
                                          valid_ranges={"CORR": None}))
     assert len(found) == 1 and "feature 'CORR'" in found[0] and "-9999" in found[0]
 

@@ -46,9 +46,9 @@ with the ``file:line`` of every step.
 
 **Packages.** The subpackages (folders) ``bigkern.reduce``, ``bigkern.io``,
 ``bigkern.models``, ``bigkern.solvers``, ``bigkern.datasets``,
-``bigkern.features`` (with everything below them, e.g.
+``bigkern.features``, ``bigkern.cluster``, ``bigkern.jobs`` (with everything below them, e.g.
 ``bigkern.solvers.oht`` is part of ``bigkern.solvers``) are packages; every
-top-level module (``bigkern.cli``, ``bigkern.tuning``, ``bigkern.workflow``,
+top-level module (``bigkern.cli``, ``bigkern.tuning``, ``bigkern.predict``,
 …) and the root ``bigkern/__init__.py`` is a package of its own.
 
 **Private names.** A dotted name is private when a component below
@@ -294,6 +294,16 @@ def test_lower_packages_do_not_import_higher_ones(tree: Tree) -> None:
         offenders += [str(imp) for imp in tree.imports(path)
                       if any(imp.module == a or imp.module.startswith(a + ".") for a in above)]
     assert not offenders, "imports against the layering:\n" + "\n".join(offenders)
+
+
+def test_only_the_command_line_and_the_api_import_the_jobs(tree: Tree) -> None:
+    # the jobs sit on top of the library: nothing they use may use them
+    allowed = {"bigkern", "bigkern.cli", "bigkern.jobs"}
+    offenders = [str(imp) for module, path in tree.modules.items()
+                 if tree.package_of(module) not in allowed
+                 for imp in tree.imports(path)
+                 if imp.module == "bigkern.jobs" or imp.module.startswith("bigkern.jobs.")]
+    assert not offenders, "imports of a job from below it:\n" + "\n".join(offenders)
 
 
 def test_benchmarks_import_no_private_bigkern_names(tree: Tree) -> None:

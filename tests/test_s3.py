@@ -28,7 +28,7 @@ from bigkern.errors import StoreError  # noqa: E402
 from bigkern.io import ingest_misr_text, open_scenes  # noqa: E402
 from bigkern.io.integrity import open_checked  # noqa: E402
 from bigkern.io.misr_text import MISR_TEXT_COLUMNS  # noqa: E402
-from bigkern.workflow import fit_scenes  # noqa: E402
+from bigkern.jobs.fit import fit_scenes  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -88,7 +88,7 @@ def _pipeline(files, store, model_path, pred, *, storage_options=None):
                      storage_options=storage_options)
     scenes = bigkern.with_features(open_scenes(store, storage_options=storage_options),
                                    FEATURES)
-    fitted = fit_scenes(scenes, model="ridge", features=FEATURES, grid={}, params=PARAMS).model
+    fitted = fit_scenes(scenes, model="ridge", features=FEATURES, search=False, params=PARAMS).model
     bigkern.save_model(fitted, model_path, inputs=[store], storage_options=storage_options)
     model = bigkern.load_model(model_path, storage_options=storage_options)
     report = bigkern.write_predictions(bigkern.predict_scenes(model, scenes), pred,

@@ -132,8 +132,8 @@ def test_profile_slurm_gets_two_workers_as_jobs(slurm, scene_store, local_fit, t
     """``connect(profile="slurm")`` with the shipped jobqueue.yaml: 2 workers, 2 jobs."""
     from bigkern.cluster.client import connect
     from bigkern.io import open_scenes
+    from bigkern.jobs.fit import fit_scenes
     from bigkern.models import save_model
-    from bigkern.workflow import fit_scenes
 
     monkeypatch.chdir(tmp_path)  # where the worker jobs write their output
     t = time.monotonic()
@@ -150,7 +150,7 @@ def test_profile_slurm_gets_two_workers_as_jobs(slurm, scene_store, local_fit, t
         lifetime = client.run(lambda dask_worker: dask_worker.lifetime)
         # --lifetime 55m, --lifetime-stagger 4m: 55 ± 4 min, below the 60 min walltime
         assert all(51 * 60 <= s <= 59 * 60 for s in lifetime.values()), lifetime
-        outcome = fit_scenes(open_scenes(scene_store), model="svc", grid={},
+        outcome = fit_scenes(open_scenes(scene_store), model="svc", search=False,
                              params={"omega": 0.8, "C": 3.0})
         save_model(outcome.model, tmp_path / "slurm-model.zarr")
         built = client.cluster

@@ -27,7 +27,8 @@ from bigkern.io.outputs import REGIONS_FOLDER, check_not_input, prepare_output
 from bigkern.io.staging import staged_output
 from bigkern.io.urls import is_url, location
 from bigkern.io.zarr_store import read_root_attrs
-from bigkern.workflow import fit_scenes, plot_scene
+from bigkern.jobs.fit import fit_scenes
+from bigkern.jobs.plot import plot_scene
 
 FEATURES = ["NDAI", "logSD", "CORR"]
 PARAMS = {"omega": 0.9, "lam": 0.05}
@@ -85,7 +86,7 @@ def test_every_writer_writes_to_memory_and_nothing_locally(mem, cwd):
     assert write_scenes(_scenes(), scenes_url, chunks={"scene": 1, "y": 16, "x": 48}) \
         == scenes_url
     scenes = bigkern.with_features(open_scenes(scenes_url), FEATURES)
-    fitted = fit_scenes(scenes, model="ridge", features=FEATURES, grid={}, params=PARAMS).model
+    fitted = fit_scenes(scenes, model="ridge", features=FEATURES, search=False, params=PARAMS).model
     for name in ("model.zarr", "model.nc"):
         assert bigkern.save_model(fitted, f"{url}/{name}") == f"{url}/{name}"
         loaded = bigkern.load_model(f"{url}/{name}")
@@ -130,7 +131,7 @@ def test_memory_results_equal_local_results(mem, cwd, tmp_path_factory):
     out = {}
     for where, store in (("memory", f"{url}/s.zarr"), ("local", local / "s.zarr")):
         scenes = bigkern.with_features(open_scenes(store), FEATURES)
-        model = fit_scenes(scenes, model="ridge", features=FEATURES, grid={},
+        model = fit_scenes(scenes, model="ridge", features=FEATURES, search=False,
                            params=PARAMS).model
         target = f"{url}/p.zarr" if where == "memory" else local / "p.zarr"
         bigkern.write_predictions(bigkern.predict_scenes(model, scenes), target)
@@ -235,7 +236,7 @@ def test_prediction_on_a_url_resumes_and_repairs(mem, cwd):
     url, fs, root = mem
     write_scenes(_scenes(), f"{url}/s.zarr", chunks={"scene": 1, "y": 16, "x": 48})
     scenes = bigkern.with_features(open_scenes(f"{url}/s.zarr"), FEATURES)
-    model = fit_scenes(scenes, model="ridge", features=FEATURES, grid={}, params=PARAMS).model
+    model = fit_scenes(scenes, model="ridge", features=FEATURES, search=False, params=PARAMS).model
     target = f"{url}/p.zarr"
     first = bigkern.write_predictions(bigkern.predict_scenes(model, scenes), target)
     expected = open_checked(target).load()

@@ -27,10 +27,10 @@ from bigkern.io import (
     validity_rules,
     write_scenes,
 )
+from bigkern.jobs.fit import DEFAULT_FEATURES, fit_scenes
 from bigkern.models import BinnedSVC, load_model, save_model
 from bigkern.predict import predict_scenes
 from bigkern.reduce.passes import valid_rows
-from bigkern.workflow import DEFAULT_FEATURES, fit_scenes
 
 FEATURES = ("NDAI", "SD", "CORR")
 QUARTILES = (0.25, 0.5, 0.75)
@@ -314,7 +314,7 @@ def test_per_feature_counts_with_several_features_and_fit_scenes(tmp_path):
                                                            rng_idx.items()}
     assert model.fit_report_["n_nonfinite"] == len(union)
     # the bins (and so every binned report) carry the per-feature counts too
-    outcome = fit_scenes(open_scenes(store), features=("NDAI", "logSD", "CORR"), grid={})
+    outcome = fit_scenes(open_scenes(store), features=("NDAI", "logSD", "CORR"), search=False)
     assert outcome.model.fit_report_["n_nonfinite_by_feature"] == {
         "NDAI": len(rng_idx["NDAI"]), "logSD": len(rng_idx["SD"]), "CORR": 0}
     assert outcome.bins.attrs["n_nonfinite_feature_1"] == len(rng_idx["SD"])

@@ -30,8 +30,8 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 from bigkern.datasets import make_scenes
 from bigkern.features import with_features
 from bigkern.io import open_scenes, write_scenes
+from bigkern.jobs.fit import DEFAULT_FEATURES, fit_scenes
 from bigkern.predict import predict_scenes, write_predictions
-from bigkern.workflow import DEFAULT_FEATURES, fit_scenes
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -154,7 +154,7 @@ def scenes(store):
 
 
 def _fit(scenes):
-    return fit_scenes(scenes, model="svc", grid={}, params=PARAMS)
+    return fit_scenes(scenes, model="svc", search=False, params=PARAMS)
 
 
 def _predict(model, scenes, out):

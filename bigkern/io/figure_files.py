@@ -1,7 +1,7 @@
 """Figures written under the rules of every bigkern output.
 
 A PNG that bigkern draws (``bigkern predict --png``, ``bigkern demo``'s
-``scene0.png``, :func:`bigkern.workflow.plot_scene`) follows the rules of
+``scene0.png``, :func:`bigkern.jobs.plot.plot_scene`) follows the rules of
 :mod:`bigkern.io.outputs`:
 
 * an existing file is replaced only with ``overwrite=True`` and only if bigkern

@@ -1,12 +1,11 @@
 """The end-to-end job behind ``bigkern demo``: scenes → bins → model → cloud masks.
 
-The steps it shares with the CLI's ``fit`` and ``predict`` (``fit_scenes``,
-``plot_scene``) live in :mod:`bigkern.workflow`.
+It runs the jobs the CLI's ``fit`` and ``predict`` run (:func:`bigkern.jobs.fit.fit_scenes`,
+:func:`bigkern.predict.write_predictions`, :func:`bigkern.jobs.plot.plot_scene`).
 """
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -17,15 +16,13 @@ from bigkern.cluster.compute import compute
 from bigkern.features import with_features
 from bigkern.io.integrity import open_checked
 from bigkern.io.scenes import open_scenes, write_scenes
+from bigkern.jobs.fit import DEFAULT_FEATURES, fit_scenes
+from bigkern.jobs.outcome import say
+from bigkern.jobs.plot import plot_scene
 from bigkern.models.persistence import save_model
 from bigkern.predict import predict_scenes, write_predictions
-from bigkern.workflow import DEFAULT_FEATURES, fit_scenes, plot_scene
 
 __all__ = ["run_demo"]
-
-
-def _say(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 def run_demo(
@@ -86,7 +83,7 @@ def run_demo(
     store = write_scenes(make_scenes(n_scenes, shape, seed=seed), out / "scenes.zarr",
                          overwrite=overwrite)
     timings["write scenes"] = time.perf_counter() - t
-    _say(f"bigkern: wrote {n_scenes} synthetic scenes of {shape[0]}×{shape[1]} to {store} "
+    say(f"bigkern: wrote {n_scenes} synthetic scenes of {shape[0]}×{shape[1]} to {store} "
          f"({timings['write scenes']:.1f} s)")
 
     t = time.perf_counter()
@@ -103,16 +100,7 @@ def run_demo(
 
     t = time.perf_counter()
     written = open_checked(pred_path)
-    mask = written["cloud_mask"].data
-    truth = scenes["cloud_truth"].data
-    label = scenes["label"].data
-    predicted = mask != 0
-    scored = compute(
-        predicted.sum(), (predicted & (mask == truth)).sum(),
-        (predicted & (label != 0)).sum(), (predicted & (label != 0) & (mask == label)).sum(),
-        label="scoring the masks",
-    )
-    n_pred, n_ok, n_lab, n_lab_ok = (int(v) for v in scored)
+    n_pred, n_ok, n_lab, n_lab_ok = _score_masks(scenes, written)
     timings["score"] = time.perf_counter() - t
     png = plot_scene(scenes, written, figure, scene=0, overwrite=overwrite)
 
@@ -129,7 +117,28 @@ def run_demo(
         "outputs": {"scenes": str(store), "model": str(model_path),
                     "predictions": str(pred_path), "figure": str(png)},
     }
-    lines = [
+    print("\n".join(_summary_lines(report, n_pred, n_lab)), flush=True)
+    return report
+
+
+def _score_masks(scenes: Any, written: Any) -> tuple[int, int, int, int]:
+    """Pixels predicted, right against the truth, labelled, right against the labels."""
+    mask = written["cloud_mask"].data
+    truth = scenes["cloud_truth"].data
+    label = scenes["label"].data
+    predicted = mask != 0
+    scored = compute(
+        predicted.sum(), (predicted & (mask == truth)).sum(),
+        (predicted & (label != 0)).sum(), (predicted & (label != 0) & (mask == label)).sum(),
+        label="scoring the masks",
+    )
+    n_pred, n_ok, n_lab, n_lab_ok = (int(v) for v in scored)
+    return n_pred, n_ok, n_lab, n_lab_ok
+
+
+def _summary_lines(report: dict[str, Any], n_pred: int, n_lab: int) -> list[str]:
+    """The demo's closing summary: model, accuracies, timings and outputs."""
+    return [
         "",
         f"bigkern demo — {report['model']} {report['params']} on {report['n_bins']} bins "
         f"({report['n_basis']} basis functions)",
@@ -138,9 +147,7 @@ def run_demo(
         f"  accuracy vs expert-like labels: {report['accuracy_vs_labels']:.2%} of "
         f"{n_lab:,} labelled pixels",
         "  timings:",
-        *[f"    {k:<22s}{v:7.2f} s" for k, v in timings.items()],
+        *[f"    {k:<22s}{v:7.2f} s" for k, v in report["timings"].items()],
         "  outputs:",
         *[f"    {k:<12s}{v}" for k, v in report["outputs"].items()],
     ]
-    print("\n".join(lines), flush=True)
-    return report
