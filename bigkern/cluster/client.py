@@ -190,29 +190,16 @@ def connect(
                          f"got {' and '.join(given)}")
     if timeout is None:
         timeout = dask.utils.parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"))
-    if cluster is not None:
-        client = _client(cluster, timeout, where=f"cluster {cluster!r}")
-    elif address is not None:
-        client = _client(address, timeout)
-    elif scheduler_file is not None:
-        client = _client(None, timeout, scheduler_file=_await_file(scheduler_file, timeout),
-                         where=f"the scheduler of {os.fspath(scheduler_file)}")
+    if cluster is not None or address is not None or scheduler_file is not None:
+        client = _client_of_given(address, scheduler_file, cluster, timeout)
     elif profile is None and dask.config.get("scheduler-address", None):
         client = _client(dask.config.get("scheduler-address"), timeout)
     elif profile is None and (existing := _default_client()) is not None:
         client = _client(existing.scheduler.address, timeout, set_as_default=False,
                          security=existing.security)
     else:
-        profile = profile or config.get("cluster.default_profile") or "local"
-        built, n_wait = build_cluster(profile, n_workers, threads_per_worker, memory_limit,
-                                       adapt, options)
-        try:
-            client = _client(built, timeout, where=f"the {profile!r} cluster")
-        except BaseException:
-            built.close()
-            raise
-        client._bigkern_cluster = built
-        n_workers = n_wait
+        client, n_workers = _client_of_profile(profile, n_workers, threads_per_worker,
+                                               memory_limit, adapt, options, timeout)
     try:
         client.register_plugin(_plugin_class()(int(config.get("blas_threads") or 1)))
         if n_workers:
@@ -225,6 +212,34 @@ def connect(
         print(f"bigkern: connected to {client.scheduler.address} with {n} workers "
               f"(dashboard {client.dashboard_link})", file=sys.stderr)
     return client
+
+
+def _client_of_given(address: Any, scheduler_file: str | os.PathLike[str] | None,
+                     cluster: Any, timeout: float) -> Any:
+    """A client of the one scheduler given: a cluster object, an address or a scheduler file."""
+    if cluster is not None:
+        return _client(cluster, timeout, where=f"cluster {cluster!r}")
+    if address is not None:
+        return _client(address, timeout)
+    return _client(None, timeout, scheduler_file=_await_file(scheduler_file, timeout),
+                   where=f"the scheduler of {os.fspath(scheduler_file)}")
+
+
+def _client_of_profile(profile: str | None, n_workers: int | None,
+                       threads_per_worker: int | None, memory_limit: str | None,
+                       adapt: dict[str, int] | None, options: dict[str, Any],
+                       timeout: float) -> tuple[Any, int | None]:
+    """A client of a cluster built from a profile (closed with it), and the workers to await."""
+    profile = profile or config.get("cluster.default_profile") or "local"
+    built, n_wait = build_cluster(profile, n_workers, threads_per_worker, memory_limit,
+                                   adapt, options)
+    try:
+        client = _client(built, timeout, where=f"the {profile!r} cluster")
+    except BaseException:
+        built.close()
+        raise
+    client._bigkern_cluster = built
+    return client, n_wait
 
 
 def owns_cluster(client: Any) -> bool:

@@ -174,13 +174,7 @@ def newton_armijo(
     -------
     NewtonResult
     """
-    for name, v in (("C", C), ("tol", tol)):
-        if not (isinstance(v, int | float | np.number) and np.isfinite(v) and v > 0):
-            raise ValueError(f"{name} must be a positive number; got {v!r}")
-    if not 0 < delta < 0.5:
-        raise ValueError(f"delta must be in (0, 1/2); got {delta!r}")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 0:
-        raise ValueError(f"max_iter must be a non-negative int; got {max_iter!r}")
+    _check_newton_options(C, tol, delta, max_iter)
     C = float(C)
     steps = armijo_steps(max_halvings)
     u = np.zeros(dim)
@@ -201,11 +195,8 @@ def newton_armijo(
             break
         d = -newton_direction(H, g, C)
         slope = float(g @ d)
-        trial = evaluate(u, d, steps, 1.0)
+        trial, f_trial, ok = _armijo_trials(evaluate, u, d, f, slope, steps, C, delta)
         passes += 1
-        f_trial = np.array([C * trial.loss[j] + 0.5 * float((u + lam * d) @ (u + lam * d))
-                            for j, lam in enumerate(steps)])
-        ok = np.flatnonzero(f - f_trial >= -delta * steps * slope)
         if not len(ok):
             # −slope = gᵀH⁻¹g ≈ 2 (F(u) − min F): below ~1e4 ε |F| the decrease is lost in
             # the rounding of F itself, so u is optimal to the precision F can be evaluated
@@ -236,6 +227,31 @@ def newton_armijo(
     converged = gnorm <= tol * g0 or g0 == 0.0 or message.endswith("round-off")
     return NewtonResult(u, f, gnorm, g0, len(taken), passes, backtracked, taken, converged,
                         message, refined_at)
+
+
+def _check_newton_options(C: Any, tol: Any, delta: Any, max_iter: Any) -> None:
+    """Refuse a penalty, tolerance, Armijo constant or iteration bound out of range."""
+    for name, v in (("C", C), ("tol", tol)):
+        if not (isinstance(v, int | float | np.number) and np.isfinite(v) and v > 0):
+            raise ValueError(f"{name} must be a positive number; got {v!r}")
+    if not 0 < delta < 0.5:
+        raise ValueError(f"delta must be in (0, 1/2); got {delta!r}")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 0:
+        raise ValueError(f"max_iter must be a non-negative int; got {max_iter!r}")
+
+
+def _armijo_trials(evaluate: Evaluate, u: np.ndarray, d: np.ndarray, f: float, slope: float,
+                   steps: np.ndarray, C: float, delta: float
+                   ) -> tuple[RowSums, np.ndarray, np.ndarray]:
+    """Every trial step of one batch in one pass: the sums, ``F(u + λ d)`` and the steps that pass.
+
+    A step passes Armijo's test ``F(u) − F(u + λ d) ≥ −δ λ gᵀd``; the first that
+    passes is the longest.
+    """
+    trial = evaluate(u, d, steps, 1.0)
+    f_trial = np.array([C * trial.loss[j] + 0.5 * float((u + lam * d) @ (u + lam * d))
+                        for j, lam in enumerate(steps)])
+    return trial, f_trial, np.flatnonzero(f - f_trial >= -delta * steps * slope)
 
 
 def newton_direction(H: np.ndarray, g: np.ndarray, C: float) -> np.ndarray:

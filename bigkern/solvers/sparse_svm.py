@@ -54,111 +54,101 @@ def _row_clear(indptr, indices, i, out):
 
 
 @numba.njit(cache=True)
-def _smo(indptr, indices, data, diag, y, c, eps, max_iter):
-    n = len(y)
-    alpha = np.zeros(n)
-    grad = -np.ones(n)
-    Qi = np.zeros(n)
-    it = 0
-    gap = np.inf
-    while it < max_iter:
-        # i: maximal violating index in I_up
-        gmax = -np.inf
-        i = -1
-        for t in range(n):
-            if (y[t] > 0 and alpha[t] < c) or (y[t] < 0 and alpha[t] > 0):
-                v = -y[t] * grad[t]
-                if v > gmax:
-                    gmax = v
-                    i = t
-        if i < 0:
-            break
-        _row_into(indptr, indices, data, i, y[i], y, Qi)
-        # j: second-order choice in I_low
-        gmin = np.inf
-        best = np.inf
-        j = -1
-        for t in range(n):
-            if (y[t] > 0 and alpha[t] > 0) or (y[t] < 0 and alpha[t] < c):
-                v = -y[t] * grad[t]
-                if v < gmin:
-                    gmin = v
-                b = gmax - v
-                if b > 0:
-                    a = diag[i] + diag[t] - 2.0 * y[i] * y[t] * Qi[t]
-                    if a <= 0:
-                        a = _TAU
-                    score = -(b * b) / a
-                    if score < best:
-                        best = score
-                        j = t
-        gap = gmax - gmin
-        if gap < eps or j < 0:
-            _row_clear(indptr, indices, i, Qi)
-            break
-        it += 1
-        Qij = Qi[j]
-        ai, aj = alpha[i], alpha[j]
-        if y[i] != y[j]:
-            quad = diag[i] + diag[j] + 2.0 * Qij
-            if quad <= 0:
-                quad = _TAU
-            delta = (-grad[i] - grad[j]) / quad
-            diff = ai - aj
-            alpha[i] += delta
-            alpha[j] += delta
-            if diff > 0:
-                if alpha[j] < 0:
-                    alpha[j] = 0.0
-                    alpha[i] = diff
-            elif alpha[i] < 0:
-                alpha[i] = 0.0
-                alpha[j] = -diff
-            if diff > 0:
-                if alpha[i] > c:
-                    alpha[i] = c
-                    alpha[j] = c - diff
-            elif alpha[j] > c:
-                alpha[j] = c
-                alpha[i] = c + diff
-        else:
-            quad = diag[i] + diag[j] - 2.0 * Qij
-            if quad <= 0:
-                quad = _TAU
-            delta = (grad[i] - grad[j]) / quad
-            total = ai + aj
-            alpha[i] -= delta
-            alpha[j] += delta
-            if total > c:
-                if alpha[i] > c:
-                    alpha[i] = c
-                    alpha[j] = total - c
-            elif alpha[j] < 0:
+def _most_violating_up(y, alpha, grad, c):
+    """i: the index of I_up with the largest ``−y_t G_t`` (−1 if I_up is empty), and that value."""
+    gmax = -np.inf
+    i = -1
+    for t in range(len(y)):
+        if (y[t] > 0 and alpha[t] < c) or (y[t] < 0 and alpha[t] > 0):
+            v = -y[t] * grad[t]
+            if v > gmax:
+                gmax = v
+                i = t
+    return i, gmax
+
+
+@numba.njit(cache=True)
+def _second_order_low(y, alpha, grad, c, diag, Qi, i, gmax):
+    """j: the second-order choice in I_low for ``i``, and the smallest ``−y_t G_t`` of I_low."""
+    gmin = np.inf
+    best = np.inf
+    j = -1
+    for t in range(len(y)):
+        if (y[t] > 0 and alpha[t] > 0) or (y[t] < 0 and alpha[t] < c):
+            v = -y[t] * grad[t]
+            if v < gmin:
+                gmin = v
+            b = gmax - v
+            if b > 0:
+                a = diag[i] + diag[t] - 2.0 * y[i] * y[t] * Qi[t]
+                if a <= 0:
+                    a = _TAU
+                score = -(b * b) / a
+                if score < best:
+                    best = score
+                    j = t
+    return j, gmin
+
+
+@numba.njit(cache=True)
+def _update_pair(alpha, grad, y, diag, c, i, j, Qij):
+    """Solve the two-variable subproblem of (i, j) in place, clipped to the box [0, c]."""
+    ai, aj = alpha[i], alpha[j]
+    if y[i] != y[j]:
+        quad = diag[i] + diag[j] + 2.0 * Qij
+        if quad <= 0:
+            quad = _TAU
+        delta = (-grad[i] - grad[j]) / quad
+        diff = ai - aj
+        alpha[i] += delta
+        alpha[j] += delta
+        if diff > 0:
+            if alpha[j] < 0:
                 alpha[j] = 0.0
-                alpha[i] = total
-            if total > c:
-                if alpha[j] > c:
-                    alpha[j] = c
-                    alpha[i] = total - c
-            elif alpha[i] < 0:
-                alpha[i] = 0.0
-                alpha[j] = total
-        di = alpha[i] - ai
-        dj = alpha[j] - aj
-        # gradient update along the two sparse rows: G += Q[:, i] di + Q[:, j] dj
-        for p in range(indptr[i], indptr[i + 1]):
-            t = indices[p]
-            grad[t] += y[i] * y[t] * data[p] * di
-        for p in range(indptr[j], indptr[j + 1]):
-            t = indices[p]
-            grad[t] += y[j] * y[t] * data[p] * dj
-        _row_clear(indptr, indices, i, Qi)
-    # ρ: the mean of y_t G_t over free vectors, else the middle of the feasible range
+                alpha[i] = diff
+        elif alpha[i] < 0:
+            alpha[i] = 0.0
+            alpha[j] = -diff
+        if diff > 0:
+            if alpha[i] > c:
+                alpha[i] = c
+                alpha[j] = c - diff
+        elif alpha[j] > c:
+            alpha[j] = c
+            alpha[i] = c + diff
+    else:
+        quad = diag[i] + diag[j] - 2.0 * Qij
+        if quad <= 0:
+            quad = _TAU
+        delta = (grad[i] - grad[j]) / quad
+        total = ai + aj
+        alpha[i] -= delta
+        alpha[j] += delta
+        if total > c:
+            if alpha[i] > c:
+                alpha[i] = c
+                alpha[j] = total - c
+        elif alpha[j] < 0:
+            alpha[j] = 0.0
+            alpha[i] = total
+        if total > c:
+            if alpha[j] > c:
+                alpha[j] = c
+                alpha[i] = total - c
+        elif alpha[i] < 0:
+            alpha[i] = 0.0
+            alpha[j] = total
+    return alpha[i] - ai, alpha[j] - aj
+
+
+@numba.njit(cache=True)
+def _intercept(alpha, grad, y, c):
+    """ρ: the mean of ``y_t G_t`` over free vectors, else the middle of the feasible range."""
     free = 0
     total_free = 0.0
     upper = np.inf
     lower = -np.inf
-    for t in range(n):
+    for t in range(len(y)):
         yg = y[t] * grad[t]
         if 0 < alpha[t] < c:
             free += 1
@@ -167,7 +157,38 @@ def _smo(indptr, indices, data, diag, y, c, eps, max_iter):
             upper = min(upper, yg)
         else:
             lower = max(lower, yg)
-    rho = total_free / free if free > 0 else (upper + lower) / 2
+    return total_free / free if free > 0 else (upper + lower) / 2
+
+
+@numba.njit(cache=True)
+def _smo(indptr, indices, data, diag, y, c, eps, max_iter):
+    n = len(y)
+    alpha = np.zeros(n)
+    grad = -np.ones(n)
+    Qi = np.zeros(n)
+    it = 0
+    gap = np.inf
+    while it < max_iter:
+        i, gmax = _most_violating_up(y, alpha, grad, c)
+        if i < 0:
+            break
+        _row_into(indptr, indices, data, i, y[i], y, Qi)
+        j, gmin = _second_order_low(y, alpha, grad, c, diag, Qi, i, gmax)
+        gap = gmax - gmin
+        if gap < eps or j < 0:
+            _row_clear(indptr, indices, i, Qi)
+            break
+        it += 1
+        di, dj = _update_pair(alpha, grad, y, diag, c, i, j, Qi[j])
+        # gradient update along the two sparse rows: G += Q[:, i] di + Q[:, j] dj
+        for p in range(indptr[i], indptr[i + 1]):
+            t = indices[p]
+            grad[t] += y[i] * y[t] * data[p] * di
+        for p in range(indptr[j], indptr[j + 1]):
+            t = indices[p]
+            grad[t] += y[j] * y[t] * data[p] * dj
+        _row_clear(indptr, indices, i, Qi)
+    rho = _intercept(alpha, grad, y, c)
     objective = 0.0
     for t in range(n):
         objective += alpha[t] * (grad[t] - 1.0)
