@@ -342,10 +342,10 @@ def _predict(args: argparse.Namespace) -> int:
           f"{'masks' if is_classifier(model) else 'predicted values'} written to "
           f"{report.path}")
     if args.png:
-        from bigkern.jobs.plot import plot_scene
+        from bigkern.jobs.plot import save_scene_figure
 
-        png = plot_scene(scenes, open_checked(report.path), args.png,
-                         overwrite=args.overwrite)
+        png = save_scene_figure(scenes, open_checked(report.path), args.png,
+                                overwrite=args.overwrite)
         print(f"bigkern: figure written to {png}")
     if n == 0 or missing == n:
         print(f"bigkern: error: no pixel of {args.store} could be predicted (every pixel lacks "

@@ -37,10 +37,14 @@ def _text(book: object) -> str:
 
 @pytest.mark.slow
 def test_quickstart_runs_and_predicts_the_labelled_pixels(tmp_path, monkeypatch):
-    text = _text(_execute(NAMES[0], tmp_path, monkeypatch))
+    book = _execute(NAMES[0], tmp_path, monkeypatch)
+    text = _text(book)
     accuracy = float(text.split("accuracy on the labelled pixels: ")[1].split()[0])
     assert accuracy > 0.85
     assert "occupied bins from" in text
+    # the scene's figure shows inline, as the cell's own output (not a PNG read back)
+    figure_cell = next(c for c in book.cells if "plot_scene(" in c.source)
+    assert any("image/png" in out.get("data", {}) for out in figure_cell.outputs)
 
 
 @pytest.mark.slow

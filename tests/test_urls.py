@@ -28,7 +28,7 @@ from bigkern.io.staging import staged_output
 from bigkern.io.urls import is_url, location
 from bigkern.io.zarr_store import read_root_attrs
 from bigkern.jobs.fit import fit_scenes
-from bigkern.jobs.plot import plot_scene
+from bigkern.jobs.plot import save_scene_figure
 
 FEATURES = ["NDAI", "logSD", "CORR"]
 PARAMS = {"omega": 0.9, "lam": 0.05}
@@ -96,7 +96,7 @@ def test_every_writer_writes_to_memory_and_nothing_locally(mem, cwd):
     assert report.path == f"{url}/pred.zarr" and report.n_computed == report.n_regions
     pred = open_checked(f"{url}/pred.zarr")
     assert pred["cloud_mask"].shape == (2, 32, 48)
-    assert plot_scene(scenes, pred, f"{url}/scene0.png") == f"{url}/scene0.png"
+    assert save_scene_figure(scenes, pred, f"{url}/scene0.png") == f"{url}/scene0.png"
     assert fs.cat_file(f"{root}/scene0.png")[:8] == b"\x89PNG\r\n\x1a\n"
 
     fs.pipe_file(f"{root}/a.txt", _misr_text(0).encode())

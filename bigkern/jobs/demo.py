@@ -1,7 +1,7 @@
 """The end-to-end job behind ``bigkern demo``: scenes → bins → model → cloud masks.
 
 It runs the jobs the CLI's ``fit`` and ``predict`` run (:func:`bigkern.jobs.fit.fit_scenes`,
-:func:`bigkern.predict.write_predictions`, :func:`bigkern.jobs.plot.plot_scene`).
+:func:`bigkern.predict.write_predictions`, :func:`bigkern.jobs.plot.save_scene_figure`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from bigkern.io.integrity import open_checked
 from bigkern.io.scenes import open_scenes, write_scenes
 from bigkern.jobs.fit import DEFAULT_FEATURES, fit_scenes
 from bigkern.jobs.outcome import say
-from bigkern.jobs.plot import plot_scene
+from bigkern.jobs.plot import save_scene_figure
 from bigkern.models.persistence import save_model
 from bigkern.predict import predict_scenes, write_predictions
 
@@ -102,7 +102,7 @@ def run_demo(
     written = open_checked(pred_path)
     n_pred, n_ok, n_lab, n_lab_ok = _score_masks(scenes, written)
     timings["score"] = time.perf_counter() - t
-    png = plot_scene(scenes, written, figure, scene=0, overwrite=overwrite)
+    png = save_scene_figure(scenes, written, figure, scene=0, overwrite=overwrite)
 
     report = {
         "pixels": int(np.prod([scenes.sizes[d] for d in ("scene", "y", "x")])),
