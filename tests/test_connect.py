@@ -68,6 +68,20 @@ def test_address_form_leaves_the_cluster_running(cluster):
     assert len(cluster.scheduler_info["workers"]) == 2
 
 
+def test_the_dashboard_link_is_printed_only_when_the_scheduler_can_serve_it(cluster, capsys):
+    import importlib.util
+
+    with connect(cluster.scheduler_address):
+        pass
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    if importlib.util.find_spec("bokeh") is None:  # the scheduler is in this process
+        assert line.endswith("(no dashboard: the scheduler lacks bokeh; pip install "
+                             "'bigkern[notebook]')")
+        assert "http" not in line
+    else:
+        assert "(dashboard http://" in line
+
+
 def test_cluster_object_is_used_and_never_closed(cluster):
     client = connect(cluster, quiet=True)  # positional, as for distributed.Client
     assert client.scheduler.address == cluster.scheduler_address

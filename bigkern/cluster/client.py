@@ -210,8 +210,30 @@ def connect(
     if not quiet:
         n = len(client.scheduler_info(n_workers=-1).get("workers", {}))
         print(f"bigkern: connected to {client.scheduler.address} with {n} workers "
-              f"(dashboard {client.dashboard_link})", file=sys.stderr)
+              f"({_dashboard_text(client)})", file=sys.stderr)
     return client
+
+
+def _scheduler_has_bokeh() -> bool:
+    """Whether this process (the scheduler's, when run there) can serve dask's dashboard."""
+    import importlib.util
+
+    return importlib.util.find_spec("bokeh") is not None
+
+
+def _dashboard_text(client: Any) -> str:
+    """Where the dashboard is, or why there is none: a link only to a page that can serve.
+
+    Without bokeh the scheduler's dashboard address answers with a page saying
+    that bokeh is missing, so a link to it would be a dead end.
+    """
+    try:
+        serves = bool(client.run_on_scheduler(_scheduler_has_bokeh))
+    except Exception:  # a scheduler that runs no code of ours: say where it would be
+        serves = True
+    if serves:
+        return f"dashboard {client.dashboard_link}"
+    return "no dashboard: the scheduler lacks bokeh; pip install 'bigkern[notebook]'"
 
 
 def _client_of_given(address: Any, scheduler_file: str | os.PathLike[str] | None,
