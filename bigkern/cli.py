@@ -216,6 +216,9 @@ def _run(args: argparse.Namespace) -> int:
         if not (args.command == "predict" and _resumable(args.out)):
             prepare_output(args.out, overwrite=args.overwrite, inputs=inputs)
 
+    # the inputs are opened (metadata only) before a cluster starts: a missing store, model
+    # or feature is said at once
+    inputs = _open_inputs(args) if args.command in ("fit", "predict") else None
     with _stall_timeout(args), _cluster(args):
         if args.command == "demo":
             from bigkern.jobs.demo import run_demo
@@ -232,9 +235,9 @@ def _run(args: argparse.Namespace) -> int:
                                 args.out, overwrite=args.overwrite)
             print(f"bigkern: wrote {args.scenes} scenes to {path}")
         elif args.command == "fit":
-            _fit(args)
+            _fit(args, inputs)
         elif args.command == "predict":
-            return _predict(args)
+            return _predict(args, inputs)
     return 0
 
 
@@ -296,14 +299,44 @@ def _resumable(out: str) -> bool:
     return (read_root_attrs(out) or {}).get(KIND_ATTR) == "predictions"
 
 
-def _fit(args: argparse.Namespace) -> None:
+def _open_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The scenes (with their derived features) and, for ``predict``, the model: no cluster yet.
+
+    Raises
+    ------
+    UsageError
+        ``--features`` or ``--target`` names a variable the store lacks (and no
+        feature derived from one it has).
+    """
+    from bigkern.features import DERIVED, with_features
     from bigkern.io.scenes import open_scenes
+
+    scenes = open_scenes(args.store, **_validity(args))
+    if args.command == "predict":
+        from bigkern.models.persistence import load_model
+
+        model = load_model(args.model)
+        return with_features(scenes, [str(f) for f in model.feature_names_in_]), model
+    from bigkern.jobs.fit import DEFAULT_FEATURES
+
+    stored = set(map(str, scenes.data_vars))
+    for flag, names in (("--features", args.features or DEFAULT_FEATURES),
+                        ("--target", [args.target] if args.target else [])):
+        absent = [n for n in names if n not in stored and DERIVED.get(n, ("",))[0] not in stored]
+        if absent:
+            derived = ", ".join(f"{k} (from {v[0]})" for k, v in DERIVED.items())
+            raise UsageError(f"{flag}: {args.store} has no variable {', '.join(absent)}; it "
+                             f"has {', '.join(sorted(stored))}, and the derived {derived}")
+    return scenes, None
+
+
+def _fit(args: argparse.Namespace, inputs: tuple[Any, Any]) -> None:
     from bigkern.jobs.fit import DEFAULT_FEATURES, fit_scenes
     from bigkern.jobs.outcome import describe_fit
     from bigkern.models.persistence import save_model
 
     params = _fit_usage(args)
-    scenes = open_scenes(args.store, **_validity(args))
+    scenes, _ = inputs
     outcome = fit_scenes(scenes, model=args.model, features=args.features or DEFAULT_FEATURES,
                          target=args.target, params=params, search=not args.no_search,
                          seed=args.seed)
@@ -311,18 +344,14 @@ def _fit(args: argparse.Namespace) -> None:
     print(f"bigkern: {describe_fit(outcome)}; model written to {path}")
 
 
-def _predict(args: argparse.Namespace) -> int:
+def _predict(args: argparse.Namespace, inputs: tuple[Any, Any]) -> int:
     from sklearn.base import is_classifier
 
-    from bigkern.features import with_features
     from bigkern.io.integrity import open_checked
-    from bigkern.io.scenes import open_scenes
-    from bigkern.models.persistence import load_model
     from bigkern.predict import predict_scenes, write_predictions
 
-    model = load_model(args.model)
+    scenes, model = inputs
     features = [str(f) for f in model.feature_names_in_]
-    scenes = with_features(open_scenes(args.store, **_validity(args)), features)
     t = time.perf_counter()
     report = write_predictions(predict_scenes(model, scenes), args.out,
                                overwrite=args.overwrite, resume=not args.no_resume,
