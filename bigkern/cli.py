@@ -219,25 +219,32 @@ def _run(args: argparse.Namespace) -> int:
     # the inputs are opened (metadata only) before a cluster starts: a missing store, model
     # or feature is said at once
     inputs = _open_inputs(args) if args.command in ("fit", "predict") else None
-    with _stall_timeout(args), _cluster(args):
-        if args.command == "demo":
-            from bigkern.jobs.demo import run_demo
+    try:
+        with _stall_timeout(args), _cluster(args):
+            if args.command == "demo":
+                from bigkern.jobs.demo import run_demo
 
-            t = time.perf_counter()
-            run_demo(args.out, n_scenes=args.scenes, shape=tuple(args.shape), seed=args.seed,
-                     model=args.model)
-            print(f"bigkern demo finished in {time.perf_counter() - t:.1f} s")
-        elif args.command == "synth":
-            from bigkern.datasets import make_scenes
-            from bigkern.io.scenes import write_scenes
+                t = time.perf_counter()
+                run_demo(args.out, n_scenes=args.scenes, shape=tuple(args.shape), seed=args.seed,
+                         model=args.model)
+                print(f"bigkern demo finished in {time.perf_counter() - t:.1f} s")
+            elif args.command == "synth":
+                from bigkern.datasets import make_scenes
+                from bigkern.io.scenes import write_scenes
 
-            path = write_scenes(make_scenes(args.scenes, tuple(args.shape), seed=args.seed),
-                                args.out, overwrite=args.overwrite)
-            print(f"bigkern: wrote {args.scenes} scenes to {path}")
-        elif args.command == "fit":
-            _fit(args, inputs)
-        elif args.command == "predict":
-            return _predict(args, inputs)
+                path = write_scenes(make_scenes(args.scenes, tuple(args.shape), seed=args.seed),
+                                    args.out, overwrite=args.overwrite)
+                print(f"bigkern: wrote {args.scenes} scenes to {path}")
+            elif args.command == "fit":
+                _fit(args, inputs)
+            elif args.command == "predict":
+                return _predict(args, inputs)
+    finally:
+        # once the cluster is closed no task can write: a hidden partial output that a task
+        # still running at the failure recreated is removed for good
+        from bigkern.io.staging import remove_abandoned
+
+        remove_abandoned()
     return 0
 
 

@@ -3,9 +3,11 @@
 Every value a command line gives is either used as given or refused with one
 line naming the flag (exit code 2, like argparse's usage errors): counts of
 workers and scenes of at least one, seeds in ``[0, 2**32 − 1]``, a positive
-finite ``--timeout``, and estimator parameters (``--param NAME=VALUE``) of the
-right type within the ranges of :data:`PARAM_RANGES` — never NaN, an infinity,
-a denormal or a width such as ``omega=1e300`` that makes every kernel value 1.
+finite ``--timeout``, and estimator parameters (``--param NAME=VALUE``) in the
+domain the estimator declares (its ``_parameter_constraints``, which its ``fit``
+checks too) narrowed to the magnitudes of :data:`PARAM_LIMITS` — never NaN, an
+infinity, a denormal or a width such as ``omega=1e300`` that makes every kernel
+value 1.
 """
 
 from __future__ import annotations
@@ -14,13 +16,19 @@ import argparse
 import json
 import math
 from collections.abc import Collection, Mapping, Sequence
+from numbers import Integral
 from typing import Any
 
 import numpy as np
+from sklearn.utils._param_validation import (
+    Interval,
+    InvalidParameterError,
+    validate_parameter_constraints,
+)
 
 __all__ = [
     "MAX_SEED",
-    "PARAM_RANGES",
+    "PARAM_LIMITS",
     "UsageError",
     "check_counts",
     "check_params",
@@ -35,26 +43,27 @@ MAX_SEED = 2**32 - 1
 #: inverting it (as a Gaussian width is) overflows or underflows.
 _TINY = float(np.finfo(np.float64).tiny)
 
-#: Accepted ranges of the estimators' numeric parameters given by ``--param``:
-#: name → (smallest, largest, whether the smallest is allowed, what it is). A width
-#: outside [1e-6, 1e6] standardized units makes the kernel the identity or a constant at
-#: double precision; penalties outside [1e-12, 1e12] are numerically the same as 0 or ∞.
-PARAM_RANGES: dict[str, tuple[float, float, bool, str]] = {
-    "omega": (1e-6, 1e6, True, "a Gaussian width in standardized feature units"),
-    "C": (1e-12, 1e12, True, "an SVM cost"),
-    "lam": (1e-15, 1e12, True, "a ridge penalty"),
-    "epsilon": (0.0, 1e12, True, "the width of the SVR's insensitive tube"),
-    "smoothing": (1e-12, 1e12, True, "the smoothing α of the smooth SVM's plus function"),
-    "tol": (1e-300, 1.0, True, "a convergence tolerance"),
-    "fraction": (0.0, 1.0, False, "a fraction of the rows"),
+#: What each numeric parameter of the estimators is, for the messages, and the magnitudes a
+#: command takes: name → (what it is, smallest, largest); None keeps the estimator's bound.
+#: The domain itself — an integer or a real, positive or at least 0, at most 1 — is the one
+#: the estimator declares (its ``_parameter_constraints``); these limits narrow it to what
+#: means something at double precision: a width outside [1e-6, 1e6] standardized units makes
+#: the kernel the identity or a constant, and penalties outside [1e-12, 1e12] are numerically
+#: the same as 0 or ∞. A seed (declared as scikit-learn's ``random_state``) is an integer.
+PARAM_LIMITS: dict[str, tuple[str, float | None, float | None]] = {
+    "omega": ("a Gaussian width in standardized feature units", 1e-6, 1e6),
+    "C": ("an SVM cost", 1e-12, 1e12),
+    "lam": ("a ridge penalty", 1e-15, 1e12),
+    "epsilon": ("the width of the SVR's insensitive tube", None, 1e12),
+    "smoothing": ("the smoothing α of the smooth SVM's plus function", 1e-12, 1e12),
+    "tol": ("a convergence tolerance", 1e-300, 1.0),
+    "fraction": ("a fraction of the rows", None, None),
+    "size": ("a number of centers", None, 2**31 - 1),
+    "max_iter": ("a number of iterations", None, 10**6),
+    "n_folds": ("a number of cross-validation folds", None, 1000),
+    "random_state": ("a seed", 0, MAX_SEED),
 }
-#: Integer parameters: name → (smallest, largest, what it is).
-_INTEGER_RANGES: dict[str, tuple[int, int, str]] = {
-    "size": (1, 2**31 - 1, "a number of centers"),
-    "max_iter": (1, 10**6, "a number of iterations"),
-    "n_folds": (2, 1000, "a number of cross-validation folds"),
-    "random_state": (0, MAX_SEED, "a seed"),
-}
+_SEEDS = Interval(Integral, 0, MAX_SEED, closed="both")
 
 
 class UsageError(Exception):
@@ -112,40 +121,67 @@ def parse_params(items: Sequence[str]) -> dict[str, object]:
     return params
 
 
-def _check_value(name: str, value: object, default: object, given: str) -> None:
-    """Refuse a value of the wrong type or outside its range, naming the flag."""
+def _domain(constraints: Sequence[object]) -> Interval | None:
+    """The numeric domain among a parameter's declared constraints (None: not a number)."""
+    for constraint in constraints:
+        if isinstance(constraint, Interval):
+            return constraint
+        if constraint == "random_state":
+            return _SEEDS
+    return None
+
+
+def _bounds(name: str, domain: Interval) -> tuple[str, float, float]:
+    """What ``name`` is and the range a command takes: the domain within :data:`PARAM_LIMITS`."""
+    default = ("a whole number" if domain.type is Integral else "a number", None, None)
+    what, lo, hi = PARAM_LIMITS.get(name, default)
+    left = -math.inf if domain.left is None else domain.left
+    right = math.inf if domain.right is None else domain.right
+    return what, left if lo is None else max(lo, left), right if hi is None else min(hi, right)
+
+
+def _check_value(cls: type, name: str, value: object, given: str) -> None:
+    """Refuse a value outside the parameter's declared domain or its limits, naming the flag."""
     flag = f"--param {given}"
-    if isinstance(default, bool):
+    constraints = cls._parameter_constraints[name]
+    domain = _domain(constraints)
+    if "boolean" in constraints and domain is None:
         if not isinstance(value, bool):
             raise UsageError(f"{flag}: {name} is true or false; got {value!r}")
         return
-    numeric = name in PARAM_RANGES or name in _INTEGER_RANGES or (
-        isinstance(default, (int, float)) and not isinstance(default, bool))
-    if not numeric:
-        return  # text and sequence parameters are the estimator's to check
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise UsageError(f"{flag}: {name} takes a number; got {value!r}")
-    if name in _INTEGER_RANGES:
-        lo, hi, what = _INTEGER_RANGES[name]
+    if domain is not None and not (value is None and None in constraints):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise UsageError(f"{flag}: {name} takes a number; got {value!r}")
+        _check_number(name, value, domain, flag)
+    try:  # whatever else the estimator declares: options, None, a whole number as an int
+        validate_parameter_constraints({name: constraints}, {name: value}, cls.__name__)
+    except InvalidParameterError as err:
+        raise UsageError(f"{flag}: {err}") from None
+
+
+def _check_number(name: str, value: float, domain: Interval, flag: str) -> None:
+    """Refuse a number outside ``domain`` narrowed to :data:`PARAM_LIMITS`, saying why."""
+    what, lo, hi = _bounds(name, domain)
+    if domain.type is Integral:
         if isinstance(value, float) and not value.is_integer():
             raise UsageError(f"{flag}: {name} is {what}, a whole number; got {value!r}")
         if not lo <= value <= hi:
-            raise UsageError(f"{flag}: {name} is {what}, from {lo} to {hi}; got {value!r}")
+            raise UsageError(f"{flag}: {name} is {what}, from {lo:.0f} to {hi:.0f}; got "
+                             f"{value!r}")
         return
     x = float(value)
     if not math.isfinite(x):
         raise UsageError(f"{flag}: {name} must be a finite number; got {value!r}")
-    if name not in PARAM_RANGES:
-        return
-    lo, hi, closed, what = PARAM_RANGES[name]
     if x != 0 and abs(x) < _TINY:
         raise UsageError(f"{flag}: {name} is denormal ({value!r}, below {_TINY:.3g}): "
                          f"{what} from {lo:g} to {hi:g} is needed")
-    if x < 0 or (x == 0 and not (closed and lo == 0)):
-        sign = "at least 0" if closed and lo == 0 else "positive"
+    if domain.left == 0 and (x < 0 or (x == 0 and x not in domain)):
+        sign = "at least 0" if 0 in domain else "positive"
         raise UsageError(f"{flag}: {name} must be {sign} ({what}, from {lo:g} to {hi:g}); "
                          f"got {value!r}")
-    if x < lo or x > hi or (x == lo and not closed):
+    if x not in domain:
+        raise UsageError(f"{flag}: {name} is {what}, from {lo:g} to {hi:g}; got {value!r}")
+    if not lo <= x <= hi:
         raise UsageError(f"{flag}: {name} is {what}, from {lo:g} to {hi:g}: {value!r} is "
                          f"{'too small' if x <= lo else 'too large'} to mean anything at "
                          f"double precision")
@@ -158,7 +194,7 @@ def check_params(cls: type, params: dict[str, object], *, lists: Collection[str]
     Parameters
     ----------
     cls : type
-        The estimator class (its defaults give each parameter's type).
+        The estimator class (its ``_parameter_constraints`` give each parameter's domain).
     params : dict
         Parameters parsed by :func:`parse_params` (names already checked).
     lists : collection of str
@@ -172,7 +208,6 @@ def check_params(cls: type, params: dict[str, object], *, lists: Collection[str]
         A value of the wrong type or out of range, or a list where one value
         is needed; the message names the flag.
     """
-    defaults = cls().get_params()
     for name, value in params.items():
         typed = (given or {}).get(name, f"{name}={json.dumps(value)}")
         if isinstance(value, list):
@@ -182,9 +217,9 @@ def check_params(cls: type, params: dict[str, object], *, lists: Collection[str]
             if not value:
                 raise UsageError(f"--param {typed}: an empty list has no candidate")
             for item in value:
-                _check_value(name, item, defaults.get(name), typed)
+                _check_value(cls, name, item, typed)
         else:
-            _check_value(name, value, defaults.get(name), typed)
+            _check_value(cls, name, value, typed)
 
 
 def check_counts(args: argparse.Namespace) -> None:

@@ -181,8 +181,10 @@ def test_an_out_of_range_parameter_is_a_usage_error_before_reading(tmp_path, cap
     (["--model", "reduced-svr", "--target", "NOPE"], "NOPE"),
     (["--model", "reduced-svc", "--features", "NDAI", "XYZ"], "XYZ"),
 ])
-def test_bad_values_and_variables_exit_1(args, message, store, on_cluster, tmp_path, capsys):
-    assert main(["fit", str(store), "-o", str(tmp_path / "m.zarr"), *args, *on_cluster]) == 1
+def test_absent_variables_are_usage_errors(args, message, store, on_cluster, tmp_path, capsys):
+    # checked on the store's metadata, before a cluster starts: exit 2, naming the flag
+    assert main(["fit", str(store), "-o", str(tmp_path / "m.zarr"), *args, *on_cluster]) == 2
     err = capsys.readouterr().err
     assert "error" in err and message in err
+    assert ("--target" if args[-2] == "--target" else "--features") in err
     assert "Traceback" not in err

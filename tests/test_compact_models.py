@@ -181,11 +181,13 @@ def test_compact_kernel_ridge_regresses():
 
 def test_bad_input_is_named(green_red):
     X, y, _, _ = green_red
-    with pytest.raises(ValueError, match="support radius must be a positive"):
+    with pytest.raises(ValueError, match=r"'radius' parameter of CompactLSSVC must be a float in "
+                                         r"the range \(0\.0, inf\) or None"):
         CompactLSSVC(OMEGA, radius=0.0).fit(X, y)
-    with pytest.raises(ValueError, match="support radius must be a positive"):
+    with pytest.raises(ValueError, match=r"'radius' parameter of CompactSVC must be a float"):
         CompactSVC(OMEGA, radius=-1.0).fit(X, y)
-    with pytest.raises(ValueError, match="taper power must be an integer >= 1"):
+    with pytest.raises(ValueError, match=r"'taper_power' parameter of CompactLSSVC must be an "
+                                         r"int in the range \[1, inf\) or None"):
         CompactLSSVC(OMEGA, radius=1.0, taper_power=0).fit(X, y)
     with pytest.raises(ValueError, match="nearest neighbour"):
         CompactLSSVC(OMEGA, radius=1e-6).fit(X, y)
@@ -198,7 +200,8 @@ def test_bad_input_is_named(green_red):
         CompactSVC(OMEGA, radius=1.0).fit(X, np.ones(len(X)))
     with pytest.raises(ValueError, match="inconsistent numbers of samples"):
         CompactLSSVC(OMEGA, radius=1.0).fit(X, y[:-1])
-    with pytest.raises(ValueError, match="tau"):
+    with pytest.raises(ValueError, match=r"'tau' parameter of CompactLSSVC must be a float in "
+                                         r"the range \(0\.0, 1\.0\)"):
         CompactLSSVC(OMEGA, tau=1.5).fit(X, y)
     with pytest.raises(ValueError, match="features"):
         CompactLSSVC(OMEGA, radius=1.0).fit(X, y).predict(np.ones((3, 3)))

@@ -272,6 +272,20 @@ def test_the_next_writer_removes_partials_of_killed_runs_but_nothing_foreign(tmp
     open_scenes(out)
 
 
+def test_a_partial_that_a_late_task_recreated_is_removed_once_the_tasks_are_over(tmp_path):
+    from bigkern.io.staging import remove_abandoned
+
+    out = tmp_path / "s.zarr"
+    with pytest.raises(KeyboardInterrupt), staged_output(out) as temp:
+        (temp / "NDAI").mkdir(parents=True)
+        raise KeyboardInterrupt  # Ctrl-C while the workers write
+    assert sorted(tmp_path.iterdir()) == []  # removed at once...
+    (temp / "NDAI" / "c").mkdir(parents=True)  # ...but a task already running writes on
+    assert remove_abandoned() == [str(temp)]
+    assert sorted(tmp_path.iterdir()) == [] and not out.exists()
+    assert remove_abandoned() == []  # each is removed once
+
+
 def test_a_store_killed_while_its_template_was_made_is_started_again(two_models, tmp_path):
     """A run killed between the template's root and its arrays left a store without
     'decision': the rerun of the same job starts it again instead of a KeyError."""

@@ -354,12 +354,17 @@ def test_bad_input_errors():
         fitted.predict([0.5, 1.5])
     with pytest.raises(DataQualityError, match="X in predict"):
         fitted.predict([np.inf])
-    for m in (0, N + 1, 2.5):
-        with pytest.raises(ValueError, match="n_bins must be an integer in"):
+    for m in (0, 2.5):
+        with pytest.raises(ValueError, match=r"'n_bins' parameter of PeriodicKernelRidge must be "
+                                             r"an int in the range \[1, inf\) or None"):
             PeriodicKernelRidge(n_bins=m).fit(x, y)
-    with pytest.raises(ValueError, match="omega must be a positive finite number"):
+    with pytest.raises(ValueError, match=rf"n_bins must be an integer in \[1, n={N}\]"):
+        PeriodicKernelRidge(n_bins=N + 1).fit(x, y)
+    with pytest.raises(ValueError, match=r"'omega' parameter of PeriodicKernelRidge must be a "
+                                         r"float in the range \(0\.0, inf\)"):
         PeriodicKernelRidge(omega=0.0).fit(x, y)
-    with pytest.raises(ValueError, match="lam must be a positive finite number"):
+    with pytest.raises(ValueError, match=r"'lam' parameter of PeriodicKernelRidge must be a "
+                                         r"float in the range \(0\.0, inf\)"):
         PeriodicKernelRidge(lam=-1.0).fit(x, y)
     with pytest.raises(ValueError, match=r"grid\['lam'\]\[1\]"):
         PeriodicKernelRidge(grid={"omega": [1.0], "lam": [1.0, 0.0]}).fit(x, y)
@@ -367,7 +372,8 @@ def test_bad_input_errors():
         PeriodicKernelRidge(grid={"omega": [1.0]}).fit(x, y)
     with pytest.raises(ValueError, match="X has 120 rows but y has 119"):
         PeriodicKernelRidge().fit(x, y[1:])
-    with pytest.raises(ValueError, match="kernel must be"):
+    with pytest.raises(ValueError, match=r"'kernel' parameter of PeriodicKernelRidge must be a "
+                                         r"str among"):
         PeriodicKernelRidge(kernel="gauss").fit(x, y)
     with pytest.raises(ValueError, match="one column"):
         PeriodicKernelRidge().fit(np.c_[x, x], y)

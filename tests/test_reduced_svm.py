@@ -245,19 +245,24 @@ def test_non_finite_rows_are_left_out_and_counted():
         _fit(Xbad, y)
 
 
+_POSITIVE = r"must be a float in the range \(0\.0, inf\)"
+
+
 def test_bad_input_is_a_clear_error():
     X, y = _xor(100)
     y[:10] = 1  # the first 10 rows keep both classes below
     y[:5] = -1
     cases = [({"size": 101}, ValueError, "more than the 100 rows"),
-             ({"size": 1}, ValueError, "at least 2"),
-             ({"omega": 0.0}, ValueError, "omega must be a positive"),
-             ({"omega": -1.0}, ValueError, "omega must be a positive"),
-             ({"C": 0.0}, ValueError, "C must be a positive"),
-             ({"C": -2.0}, ValueError, "C must be a positive"),
-             ({"smoothing": 0.0}, ValueError, "smoothing must be a positive"),
-             ({"tol": 0.0}, ValueError, "tol must be a positive"),
-             ({"max_iter": 0}, ValueError, "max_iter must be a positive int")]
+             ({"size": 1}, ValueError, r"'size' parameter of ReducedSVC must be an int in "
+                                       r"the range \[2, inf\) or None"),
+             ({"omega": 0.0}, ValueError, rf"'omega' parameter of ReducedSVC {_POSITIVE}"),
+             ({"omega": -1.0}, ValueError, rf"'omega' parameter of ReducedSVC {_POSITIVE}"),
+             ({"C": 0.0}, ValueError, rf"'C' parameter of ReducedSVC {_POSITIVE}"),
+             ({"C": -2.0}, ValueError, rf"'C' parameter of ReducedSVC {_POSITIVE}"),
+             ({"smoothing": 0.0}, ValueError, rf"'smoothing' parameter .* {_POSITIVE}"),
+             ({"tol": 0.0}, ValueError, rf"'tol' parameter of ReducedSVC {_POSITIVE}"),
+             ({"max_iter": 0}, ValueError, r"'max_iter' parameter .* an int in the range "
+                                           r"\[1, inf\)")]
     for kwargs, err, match in cases:
         with pytest.raises(err, match=match):
             _fit(X, y, **kwargs)

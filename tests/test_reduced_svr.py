@@ -74,13 +74,21 @@ def test_non_finite_rows_are_left_out_and_counted():
     assert np.isnan(got.predict(Xbad[:3])).all()
 
 
+_POSITIVE = r"must be a float in the range \(0\.0, inf\)"
+
+
 @pytest.mark.parametrize("kwargs, match", [
-    ({"size": 401}, "more than the 400 rows"), ({"size": 1}, "at least 2"),
-    ({"omega": 0.0}, "omega must be a positive"), ({"omega": -1.0}, "omega must be a positive"),
-    ({"C": 0.0}, "C must be a positive"), ({"epsilon": -0.1}, "epsilon must be a non-negative"),
-    ({"smoothing": 0.0}, "smoothing must be a positive"), ({"tol": 0.0}, "tol must be a positive"),
-    ({"max_iter": 0}, "max_iter must be a positive int"),
-    ({"hessian": "float16"}, "hessian must be"),
+    ({"size": 401}, "more than the 400 rows"),
+    ({"size": 1}, r"'size' parameter of ReducedSVR must be an int in the range \[2, inf\)"),
+    ({"omega": 0.0}, rf"'omega' parameter of ReducedSVR {_POSITIVE}"),
+    ({"omega": -1.0}, rf"'omega' parameter of ReducedSVR {_POSITIVE}"),
+    ({"C": 0.0}, rf"'C' parameter of ReducedSVR {_POSITIVE}"),
+    ({"epsilon": -0.1}, r"'epsilon' parameter of ReducedSVR must be a float in the range "
+                        r"\[0\.0, inf\)"),
+    ({"smoothing": 0.0}, rf"'smoothing' parameter of ReducedSVR {_POSITIVE}"),
+    ({"tol": 0.0}, rf"'tol' parameter of ReducedSVR {_POSITIVE}"),
+    ({"max_iter": 0}, r"'max_iter' parameter of ReducedSVR must be an int in the range \[1, inf\)"),
+    ({"hessian": "float16"}, r"'hessian' parameter of ReducedSVR must be a str among"),
 ])
 def test_bad_input_is_a_clear_error(kwargs, match):
     X, y = _wave(400)

@@ -46,7 +46,33 @@ from bigkern.io.outputs import (
 from bigkern.io.urls import Location, PathOrURL, StorageOptions, location
 from bigkern.io.zarr_store import PUBLISHING_ATTR, STATUS_ATTR, read_root_attrs
 
-__all__ = ["finish_interrupted_publish", "publish_staged", "staged_output"]
+__all__ = ["finish_interrupted_publish", "publish_staged", "remove_abandoned", "staged_output"]
+
+#: Hidden siblings this process removed after a failed write. A task that was already
+#: running on a worker when the write failed may still write a chunk into one after it was
+#: removed (recreating it); :func:`remove_abandoned` removes them again once the tasks are over.
+_ABANDONED: list[Location] = []
+
+
+def remove_abandoned() -> list[str]:
+    """Remove again the hidden siblings of failed writes that a late task recreated.
+
+    Call it once no task of this process can still write: after the cluster the
+    command built has closed (``bigkern``'s commands do). Each sibling carries a
+    fresh random tag of this process, so nothing else can own it.
+
+    Returns
+    -------
+    list of str
+        The siblings found again and removed.
+    """
+    removed = []
+    while _ABANDONED:
+        temp = _ABANDONED.pop()
+        if temp.exists():
+            _delete(temp)
+            removed.append(str(temp))
+    return removed
 
 
 @contextmanager
@@ -106,6 +132,7 @@ def staged_output(
             claim.check()
         except BaseException:
             # ``temp`` carries a fresh random tag: nothing but this call can have made it
+            _ABANDONED.append(temp)  # first: a second interrupt may cut the removal short
             if temp.exists():
                 _delete(temp)
             raise

@@ -4,7 +4,6 @@ regressor and binary-classifier bases, and the classifiers' kernel expansion and
 from __future__ import annotations
 
 import functools
-import math
 from typing import Any
 
 import dask.array as da
@@ -21,14 +20,6 @@ from bigkern.reduce.passes import per_feature_counts
 __all__ = ["FORMAT", "BigkernEstimator", "BigkernRegressor", "BinaryClassifierMixin"]
 
 FORMAT = 1  # the classifiers' model files (see to_dataset)
-
-
-def _positive(name: str, value: Any) -> float:
-    """``value`` as a float, if it is a positive finite number (not a bool); else ValueError."""
-    if isinstance(value, bool) or not isinstance(value, int | float | np.number) \
-            or not math.isfinite(float(value)) or not float(value) > 0:
-        raise ValueError(f"{name} must be a positive finite number; got {value!r}")
-    return float(value)
 
 
 class BigkernEstimator(BaseEstimator):

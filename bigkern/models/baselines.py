@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import dask.array as da
 import numpy as np
+from sklearn.base import _fit_context
 
 from bigkern.cluster.compute import compute
 from bigkern.errors import DataQualityError
 from bigkern.features.scaling import robust_standardizer
 from bigkern.kernels import GaussianExpansion, gaussian_kernel
 from bigkern.models._base import _KernelClassifier
+from bigkern.models._constraints import POSITIVE
 from bigkern.solvers.kernel_ridge import solve_weighted_kernel_ridge
 
 __all__ = ["KernelRidgeClassifier"]
@@ -35,11 +37,18 @@ class KernelRidgeClassifier(_KernelClassifier):
         Robust standardization from the fitted rows (median, 10%/90% quantiles).
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "omega": [POSITIVE],
+        "lam": [POSITIVE],
+        "standardize": ["boolean"],
+    }
+
     def __init__(self, omega: float = 0.8, lam: float = 0.1, *, standardize: bool = False) -> None:
         self.omega = omega
         self.lam = lam
         self.standardize = standardize
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any) -> KernelRidgeClassifier:
         """Fit on in-memory samples (rows with a non-finite feature raise)."""
         arr, y = self._fit_input(X, y)

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import dask.array as da
 import numpy as np
 import xarray as xr
+from sklearn.base import _fit_context
 from sklearn.svm import SVC
+from sklearn.utils._param_validation import StrOptions
 
 from bigkern.errors import LabelError
 from bigkern.kernels import GaussianExpansion, gaussian_kernel, omega_to_gamma
 from bigkern.models._base import _check_nonfinite, _KernelClassifier
+from bigkern.models._constraints import POSITIVE
 from bigkern.reduce.binning.percentile import percentile_bins
 from bigkern.reduce.binning.quantiles import DECILES
 from bigkern.reduce.passes import per_feature_counts, without_per_feature
@@ -36,7 +39,13 @@ class _BinnedKernelClassifier(_KernelClassifier):
     """
 
     _allow_nan = True
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "omega": [POSITIVE],
+        "quantiles": ["array-like"],
+        "standardize": ["boolean"],
+    }
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any, *, mask: Any = None) -> _BinnedKernelClassifier:
         """Bin ``X`` by per-feature quantiles and fit on the bins.
 
@@ -75,6 +84,7 @@ class _BinnedKernelClassifier(_KernelClassifier):
         self.fit_report_["seconds_total"] = time.perf_counter() - t0
         return self
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit_bins(self, bins: xr.Dataset) -> _BinnedKernelClassifier:
         """Fit on precomputed bins (from :func:`~bigkern.reduce.percentile_bins`).
 
@@ -149,6 +159,12 @@ class BinnedKernelRidgeClassifier(_BinnedKernelClassifier):
         counted there), bins, passes, timings. Not saved with the model.
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        **_BinnedKernelClassifier._parameter_constraints,
+        "lam": [POSITIVE],
+        "bin_target": [StrOptions({"fuzzy", "majority"})],
+    }
+
     def __init__(
         self,
         omega: float = 0.8,
@@ -170,11 +186,9 @@ class BinnedKernelRidgeClassifier(_BinnedKernelClassifier):
             target = bins["fuzzy_label"].values
             counts = bins["count"].values.astype(np.float64)
             weights = counts / counts.mean()
-        elif self.bin_target == "majority":
+        else:  # "majority"
             target = (bins["majority_label"].values == self.classes_[1]).astype(np.float64)
             weights = None
-        else:
-            raise ValueError(f"bin_target must be 'fuzzy' or 'majority'; got {self.bin_target!r}")
         coef = solve_weighted_kernel_ridge(K, target, self.lam, weights)
         return Z, coef, -0.5
 
@@ -197,6 +211,12 @@ class BinnedSVC(_BinnedKernelClassifier):
     quantiles, standardize
         As in :class:`BinnedKernelRidgeClassifier`.
     """
+
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        **_BinnedKernelClassifier._parameter_constraints,
+        "C": [POSITIVE],
+        "weighted": ["boolean"],
+    }
 
     def __init__(
         self,

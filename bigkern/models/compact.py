@@ -19,21 +19,25 @@ Predictions visit only the training points within ``radius`` of each new point.
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from numbers import Integral, Real
+from typing import Any, ClassVar
 
 import dask.array as da
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import RegressorMixin, TransformerMixin
+from sklearn.base import RegressorMixin, TransformerMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from bigkern.cluster.compute import compute
 from bigkern.errors import BigkernWarning
 from bigkern.kernels import CompactSupport, Gaussian
 from bigkern.models._base import BigkernEstimator, BinaryClassifierMixin
+from bigkern.models._constraints import COUNT, POSITIVE
 from bigkern.models._input import map_rows
 from bigkern.reduce.compact.sparse_gram import gram_report, sparse_gram
 from bigkern.solvers.kpca import centred_projections, kernel_pca
 from bigkern.solvers.lssvm import solve_lssvm
+from bigkern.solvers.sparse_spd import METHODS as SPARSE_SOLVERS
 from bigkern.solvers.sparse_svm import solve_svm_dual
 from bigkern.tuning import distance_quantile
 
@@ -51,6 +55,13 @@ def isolated_rows(K: sp.csr_matrix) -> np.ndarray:
 class _CompactKernelModel(BigkernEstimator):
     """Shared fit preamble (validation, radius, sparse Gram, checks)."""
 
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "omega": [POSITIVE],
+        "radius": [POSITIVE, None],
+        "tau": [Interval(Real, 0, 1, closed="neither")],
+        "taper_power": [COUNT, None],
+    }
+
     def _gram(self, X: Any, y: Any = None, *,
               y_numeric: bool = False) -> tuple[Any, Any, sp.csr_matrix]:
         arr, y = self._fit_input(X, y, y_numeric=y_numeric, min_samples=2)
@@ -60,8 +71,6 @@ class _CompactKernelModel(BigkernEstimator):
             if arr.shape[0] < 2:
                 raise ValueError(f"X must have at least 2 rows; got shape {arr.shape}")
         if self.radius is None:
-            if not 0 < self.tau < 1:
-                raise ValueError(f"tau must be in (0, 1); got {self.tau!r}")
             radius = float(distance_quantile(arr, 1.0 - self.tau, seed=0))
         else:
             radius = self.radius
@@ -82,7 +91,7 @@ class _CompactKernelModel(BigkernEstimator):
                 f"{len(lonely)} of {K.shape[0]} rows ({len(lonely) / K.shape[0]:.1%}) have no "
                 f"neighbour within radius={radius:g} (first: row {lonely[0]}); their kernel rows "
                 "are empty off the diagonal, so they only fit themselves", BigkernWarning,
-                stacklevel=3)
+                stacklevel=4)
         if isinstance(arr, da.Array):
             (arr,) = compute(arr, label="reading the training rows")
         self.X_fit_ = np.asarray(arr, dtype=np.float64)
@@ -178,6 +187,12 @@ class CompactLSSVC(_CompactClassifier):
         Training rows with no neighbour within ``radius``.
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        **_CompactKernelModel._parameter_constraints,
+        "lam": [POSITIVE],
+        "solver": [StrOptions(set(SPARSE_SOLVERS))],
+    }
+
     def __init__(self, omega: float = 0.5, lam: float = 1e-3, *, radius: float | None = None,
                  tau: float = 0.7, taper_power: int | None = None, solver: str = "auto") -> None:
         self.omega = omega
@@ -187,6 +202,7 @@ class CompactLSSVC(_CompactClassifier):
         self.taper_power = taper_power
         self.solver = solver
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any) -> CompactLSSVC:
         """Fit on samples ``X`` (numpy, dask or DataArray) and targets ``y``."""
         return self._fit_lssvm(X, y, y_numeric=False)
@@ -205,7 +221,9 @@ class CompactKernelRidge(RegressorMixin, _CompactExpansion):
     """
 
     __init__ = CompactLSSVC.__init__
+    _parameter_constraints = CompactLSSVC._parameter_constraints
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any) -> CompactKernelRidge:
         """Fit on samples ``X`` (numpy, dask or DataArray) and targets ``y``."""
         return self._fit_lssvm(X, y, y_numeric=True)
@@ -234,6 +252,12 @@ class CompactSVC(_CompactClassifier):
         KKT tolerance of the SMO solver (libsvm's default 1e-3).
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        **_CompactKernelModel._parameter_constraints,
+        "lam": [POSITIVE],
+        "tol": [POSITIVE],
+    }
+
     def __init__(self, omega: float = 0.5, lam: float = 1e-3, *, radius: float | None = None,
                  tau: float = 0.7, taper_power: int | None = None, tol: float = 1e-3) -> None:
         self.omega = omega
@@ -243,12 +267,11 @@ class CompactSVC(_CompactClassifier):
         self.taper_power = taper_power
         self.tol = tol
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any) -> CompactSVC:
         """Fit on samples ``X`` and two-class labels ``y``."""
         _, y, K = self._gram(X, y)
         target = self._targets(y)
-        if not (np.isfinite(self.lam) and self.lam > 0):
-            raise ValueError(f"lam must be a positive finite number; got {self.lam!r}")
         solution = solve_svm_dual(K, target, 1.0 / (2 * len(target) * self.lam), eps=self.tol)
         self.dual_coef_, self.intercept_ = solution.dual_coef, solution.intercept
         self.support_ = np.flatnonzero(solution.dual_coef)
@@ -277,6 +300,12 @@ class CompactKernelPCA(TransformerMixin, _CompactKernelModel):
         Expansion coefficients of the axes (eigenvectors / √eigenvalue).
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        **_CompactKernelModel._parameter_constraints,
+        "n_components": [COUNT],  # at most n - 1, checked by fit
+        "random_state": [Interval(Integral, 0, None, closed="left"), None],
+    }
+
     def __init__(self, n_components: int = 2, omega: float = 0.5, *, radius: float | None = None,
                  tau: float = 0.7, taper_power: int | None = None, random_state: int = 0) -> None:
         self.n_components = n_components
@@ -286,6 +315,7 @@ class CompactKernelPCA(TransformerMixin, _CompactKernelModel):
         self.taper_power = taper_power
         self.random_state = random_state
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> CompactKernelPCA:
         """Find the leading axes of the training samples ``X``."""
         _, _, K = self._gram(X)

@@ -18,15 +18,18 @@ set by two-fold cross-validation, as in section 5 of the paper (candidates
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
+from sklearn.base import _fit_context
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from bigkern.errors import DataQualityError
 from bigkern.kernels import GaussianExpansion, gaussian_kernel, kernel_expansion
 from bigkern.models._base import BigkernRegressor
+from bigkern.models._constraints import POSITIVE, positive_candidates
 from bigkern.solvers.oht import (
     METHODS,
     NoResidualDegreesOfFreedomError,
@@ -67,14 +70,6 @@ def _refuse_constant(y: np.ndarray) -> None:
     if np.ptp(y) == 0:
         raise DataQualityError(f"y is constant (every value = {y[0]:.6g}): nothing to "
                                f"regress on")
-
-
-def _check_omegas(omegas: Any) -> tuple[float, ...]:
-    w = tuple(float(v) for v in np.atleast_1d(np.asarray(omegas, dtype=np.float64)))
-    if not w or not all(np.isfinite(v) and v > 0 for v in w):
-        raise ValueError(f"omegas must be a non-empty sequence of positive finite numbers; "
-                         f"got {omegas!r}")
-    return w
 
 
 def _standardizer(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -255,7 +250,7 @@ class _KernelRegressor(BigkernRegressor):
         return regressor_to_dataset(self)
 
     def _select(self, Z: np.ndarray, y: np.ndarray, model: str, **kw: Any) -> float:
-        omegas = _check_omegas(self.omegas)
+        omegas = positive_candidates("omegas", self.omegas)
         if len(omegas) == 1:
             self.cv_scores_ = np.full(1, np.nan)
             return omegas[0]
@@ -309,6 +304,13 @@ class LOOKernelRidge(_KernelRegressor):
         to ``fit``; ``predict`` then checks them.
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "omegas": [POSITIVE, "array-like"],  # one width (no cross-validation), or candidates
+        "lams": [POSITIVE, "array-like"],
+        "penalty": [StrOptions({"coef", "rkhs"})],
+        "random_state": ["random_state"],
+    }
+
     def __init__(self, omegas: Sequence[float] = DEFAULT_OMEGAS,
                  lams: Sequence[float] = PAPER_LAMS, penalty: str = "coef",
                  random_state: Any = None) -> None:
@@ -317,6 +319,7 @@ class LOOKernelRidge(_KernelRegressor):
         self.penalty = penalty
         self.random_state = random_state
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any) -> LOOKernelRidge:
         """Fit on ``X`` (n, d) and ``y`` (n,).
 
@@ -324,9 +327,8 @@ class LOOKernelRidge(_KernelRegressor):
         -------
         self
         """
-        if self.penalty not in ("coef", "rkhs"):
-            raise ValueError(f"penalty must be 'coef' or 'rkhs'; got {self.penalty!r}")
-        lams = tuple(float(r) for r in np.atleast_1d(self.lams))
+        lams = positive_candidates("lams", self.lams)
+        positive_candidates("omegas", self.omegas)  # before the data are read
         X, y = self._fit_xy(X, y)
         _refuse_constant(y)
         self.offset_, self.scale_ = _standardizer(X)

@@ -19,17 +19,21 @@ squared error, and refits the best on all rows — all from the same read.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import Any
+from numbers import Integral
+from typing import Any, ClassVar
 
 import dask.array as da
 import numpy as np
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from bigkern.cluster.compute import task_threads
 from bigkern.kernels import GaussianExpansion, gaussian_kernel
-from bigkern.models._base import _KernelClassifier, _positive
+from bigkern.models._base import _KernelClassifier
+from bigkern.models._constraints import POSITIVE, positive_candidates
 from bigkern.models.kernel_regression import _KernelRegressor
 from bigkern.models.reduced import (
+    _REDUCED_SET_CONSTRAINTS,
     ReducedSVC,
     _plus_minus,
     default_size,
@@ -46,25 +50,22 @@ from bigkern.solvers.nystrom import heldout_sse, kernel_penalty_basis, nystrom_s
 __all__ = ["NystromKernelRidge", "NystromKernelRidgeClassifier"]
 
 
-def _candidates(name: str, value: Any) -> tuple[float, ...]:
-    values = value if isinstance(value, Sequence | np.ndarray) else [value]
-    out = tuple(_positive(name, v) for v in values)
-    if not out:
-        raise ValueError(f"{name} must be a positive number or a non-empty sequence of them")
-    return out
-
-
 class _NystromFit:
     """The fit shared by the regressor and the classifier (targets given as a dask array)."""
 
-    def _check(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
-        widths, lams = _candidates("omega", self.omega), _candidates("lam", self.lam)
-        if self.penalty not in ("rkhs", "coef"):
-            raise ValueError(f"penalty must be 'rkhs' or 'coef'; got {self.penalty!r}")
-        if isinstance(self.n_folds, bool) or not isinstance(self.n_folds, int | np.integer) \
-                or self.n_folds < 2:
-            raise ValueError(f"n_folds must be an int >= 2; got {self.n_folds!r}")
-        return widths, lams
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        **_REDUCED_SET_CONSTRAINTS,
+        "omega": [POSITIVE, "array-like"],  # one width, or candidates
+        "lam": [POSITIVE, "array-like"],
+        "penalty": [StrOptions({"rkhs", "coef"})],
+        "n_folds": [Interval(Integral, 2, None, closed="left")],
+        "fit_intercept": ["boolean"],
+    }
+
+    def _candidates(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """The candidate widths and penalties, each checked (a declaration checks a list's
+        type, not its values)."""
+        return positive_candidates("omega", self.omega), positive_candidates("lam", self.lam)
 
     def _fit_pieces(self, Xd: Any, yd: Any, md: Any, rs: Any, widths: tuple[float, ...],
                     lams: tuple[float, ...], t0: float) -> None:
@@ -182,6 +183,7 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
         self.fit_intercept = fit_intercept
         self.random_state = random_state
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any, *, mask: Any = None) -> NystromKernelRidge:
         """Fit on ``X`` (n, d) — numpy, dask or a DataArray — and real targets ``y``.
 
@@ -193,7 +195,7 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
         self
         """
         t0 = time.perf_counter()
-        widths, lams = self._check()
+        widths, lams = self._candidates()
         arr, y = self._fit_input(X, masked_targets(y, mask), y_numeric=True)
         if not isinstance(y, da.Array):
             y = np.asarray(y, dtype=np.float64)
@@ -238,6 +240,10 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
     """
 
     _allow_nan = True
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        **_NystromFit._parameter_constraints,
+        "stratified": ["boolean"],
+    }
 
     def __init__(self, omega: Any = 1.0, lam: Any = 1e-3, *, penalty: str = "rkhs",
                  size: int | None = None, fraction: float | None = None,
@@ -254,6 +260,7 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
         self.fit_intercept = fit_intercept
         self.random_state = random_state
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any, *, mask: Any = None) -> NystromKernelRidgeClassifier:
         """Fit on ``X`` (n, d) and two-class labels ``y`` (any dtype; dask stays lazy).
 
@@ -266,7 +273,7 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
         self
         """
         t0 = time.perf_counter()
-        widths, lams = self._check()
+        widths, lams = self._candidates()
         arr, y = self._fit_input(X, y)
         labels, lazy = fit_labels(self, y, mask)
         Xd, yd, md = as_row_chunked(arr, labels, mask, min_chunks=task_threads())

@@ -13,17 +13,19 @@ variance (21) is undefined) scores ``inf`` in the cross-validation.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
+from sklearn.base import _fit_context
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import StrOptions
 
+from bigkern.models._constraints import COUNT, POSITIVE, positive_candidates
 from bigkern.models.kernel_regression import (
     DEFAULT_OMEGAS,
     PAPER_LAMS,
     PAPER_OMEGAS,
     LOOKernelRidge,
-    _check_omegas,
     _KernelRegressor,
     _refuse_constant,
     _standardizer,
@@ -102,6 +104,14 @@ class OHTRegressor(_KernelRegressor):
     (an error over ``bigkern.max_nonfinite_fraction``). ``predict`` on dask is lazy.
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "method": [StrOptions(set(METHODS))],
+        "omegas": [POSITIVE, "array-like"],  # one width (no cross-validation), or candidates
+        "eta": [POSITIVE],
+        "basis": [COUNT, None],
+        "random_state": ["random_state"],
+    }
+
     def __init__(self, method: str = "ED2", omegas: Sequence[float] = DEFAULT_OMEGAS,
                  eta: float = 1e-10, basis: int | None = None,
                  random_state: Any = None) -> None:
@@ -122,6 +132,7 @@ class OHTRegressor(_KernelRegressor):
         self.n_stable_ = sol.n_stable
         self.sigma2_ = sol.sigma2
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any) -> OHTRegressor:
         """Fit on ``X`` (n, d) and ``y`` (n,).
 
@@ -129,8 +140,7 @@ class OHTRegressor(_KernelRegressor):
         -------
         self
         """
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}; got {self.method!r}")
+        positive_candidates("omegas", self.omegas)  # before the data are read
         if self.basis is not None:
             return self._fit_reduced(X, y)
         X, y = self._fit_xy(X, y)
@@ -163,10 +173,7 @@ class OHTRegressor(_KernelRegressor):
         from bigkern.solvers.oht import oht_from_normal_equations
 
         m = self.basis
-        if isinstance(m, bool) or not isinstance(m, int | np.integer) or m < 1:
-            raise ValueError(f"basis must be None or a positive int (number of centers); "
-                             f"got {m!r}")
-        omegas = _check_omegas(self.omegas)
+        omegas = positive_candidates("omegas", self.omegas)
         # dask input stays lazy: its rows are read once by the sample and once by the pass,
         # which leaves out and counts rows with a non-finite value (numpy input is checked here)
         X, y = self._fit_xy(X, y, lazy=True)

@@ -10,13 +10,17 @@ binned solve uses ``λ_B = m λ / n`` (m non-empty bins), so one grid serves bot
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import xarray as xr
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import StrOptions
 
 from bigkern.errors import DataQualityError
-from bigkern.models._base import BigkernRegressor, _positive
+from bigkern.models._base import BigkernRegressor
+from bigkern.models._constraints import COUNT, NON_NEGATIVE, POSITIVE
+from bigkern.solvers.checks import check_ridges
 from bigkern.solvers.periodic import SmootherPath, equal_bins, periodic_gaussian_kernel
 from bigkern.tuning import difference_noise_variance, grid_argmin, mallows_cp
 
@@ -128,6 +132,17 @@ class PeriodicKernelRidge(BigkernRegressor):
     ``predict``.
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "omega": [POSITIVE],
+        "lam": [POSITIVE],
+        "n_bins": [COUNT, None],
+        "grid": [Mapping, None],
+        "sigma2": [NON_NEGATIVE, None],
+        "kernel": [StrOptions({"exact", "wrapped"})],
+        "n_wraps": [COUNT],
+        "wrap": ["boolean"],
+    }
+
     def __init__(
         self,
         omega: float = 1.0,
@@ -151,31 +166,27 @@ class PeriodicKernelRidge(BigkernRegressor):
 
     # -- fitting -------------------------------------------------------------------------------
     def _grid(self) -> tuple[np.ndarray, np.ndarray]:
+        """The (ω, λ) candidates: ``grid``'s (its keys and each value checked), else one pair."""
         grid = self.grid
         if grid is None:
-            return (np.array([_positive("omega", self.omega)]),
-                    np.array([_positive("lam", self.lam)]))
-        if not isinstance(grid, Mapping) or set(grid) != {"omega", "lam"}:
+            return np.array([float(self.omega)]), np.array([float(self.lam)])
+        if set(grid) != {"omega", "lam"}:
             raise ValueError("grid must be a mapping with exactly the keys 'omega' and 'lam'; "
                              f"got {grid!r}")
-        out = []
-        for name in ("omega", "lam"):
-            vals = np.atleast_1d(np.asarray(grid[name], dtype=np.float64))
-            if vals.ndim != 1 or vals.size == 0:
-                raise ValueError(f"grid[{name!r}] must be a non-empty 1-D sequence")
-            for i, v in enumerate(vals):
-                _positive(f"grid[{name!r}][{i}]", v)
-            out.append(vals)
-        return out[0], out[1]
+        return (check_ridges(grid["omega"], "grid['omega']"),
+                check_ridges(grid["lam"], "grid['lam']"))
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any) -> PeriodicKernelRidge:
         """Fit on points ``X`` of [0, 1) (shape (n,) or (n, 1)) and responses ``y`` (n,).
 
         Raises
         ------
         ValueError
-            n < 2, mismatched lengths, ``X`` outside [0, 1) (without ``wrap``), a
-            bad ``n_bins`` (< 1 or > n), ``omega``/``lam``/grid values ≤ 0.
+            A parameter outside its declared domain (scikit-learn's
+            ``InvalidParameterError``), ``n_bins`` > n, a grid without exactly the keys
+            ``omega`` and ``lam`` or with a value ≤ 0, n < 2, mismatched lengths, or
+            ``X`` outside [0, 1) (without ``wrap``).
         DataQualityError
             NaN or ±inf in ``X`` or ``y``; constant ``y`` when Cp must estimate σ².
         """
@@ -189,10 +200,10 @@ class PeriodicKernelRidge(BigkernRegressor):
         n = len(x)
         bins = None
         if self.n_bins is not None:
-            m = self.n_bins
-            if isinstance(m, bool) or int(m) != m or not 1 <= m <= n:
-                raise ValueError(f"n_bins must be an integer in [1, n={n}]; got {m!r}")
-            bins = equal_bins(x, int(m))
+            if self.n_bins > n:
+                raise ValueError(f"n_bins must be an integer in [1, n={n}] (the samples); "
+                                 f"got {self.n_bins!r}")
+            bins = equal_bins(x, int(self.n_bins))
         omegas, lams = self._grid()
         m_eff = n if bins is None else bins.n_bins
         ridges = lams * (m_eff / n)
@@ -207,8 +218,6 @@ class PeriodicKernelRidge(BigkernRegressor):
                 sigma2 = difference_noise_variance(x, yv, period=1.0)
             else:
                 sigma2 = float(self.sigma2)
-                if not (np.isfinite(sigma2) and sigma2 >= 0):
-                    raise ValueError(f"sigma2 must be finite and >= 0; got {self.sigma2!r}")
 
         paths = [SmootherPath.build(x, w, bins, kernel=self.kernel, J=self.n_wraps) for w in omegas]
         if self.grid is not None:

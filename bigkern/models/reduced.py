@@ -14,18 +14,27 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from typing import Any
+from typing import Any, ClassVar
 
 import dask.array as da
 import numpy as np
 import xarray as xr
+from sklearn.base import _fit_context
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import StrOptions
 
 from bigkern.cluster.compute import task_threads
 from bigkern.errors import LabelError
 from bigkern.features.scaling import robust_standardizer
-from bigkern.kernels import GaussianBasis, GaussianExpansion, omega_to_gamma
-from bigkern.models._base import _KernelClassifier, _positive
+from bigkern.kernels import GaussianBasis, GaussianExpansion
+from bigkern.models._base import _KernelClassifier
+from bigkern.models._constraints import (
+    COUNT,
+    FRACTION,
+    NON_NEGATIVE,
+    POSITIVE,
+    REDUCED_SET_SIZE,
+)
 from bigkern.models._regressor_dataset import _attrs, _feature_names
 from bigkern.models.kernel_regression import _KernelRegressor
 from bigkern.reduce.passes import (
@@ -41,6 +50,25 @@ from bigkern.solvers.smooth_svm import SmoothEpsilonInsensitive, SmoothHinge, ne
 __all__ = ["ReducedSVC", "ReducedSVR"]
 
 DEFAULT_MAX_SIZE = 500
+
+#: The parameters of a reduced set drawn from the rows (the reduced and Nyström models).
+_REDUCED_SET_CONSTRAINTS: dict[str, list[Any]] = {
+    "omega": [POSITIVE],
+    "size": [REDUCED_SET_SIZE, None],
+    "fraction": [FRACTION, None],
+    "standardize": ["boolean"],
+    "random_state": ["random_state"],
+}
+
+#: The parameters of the smooth reduced SVMs' Newton–Armijo fit.
+_NEWTON_CONSTRAINTS: dict[str, list[Any]] = {
+    **_REDUCED_SET_CONSTRAINTS,
+    "C": [POSITIVE],
+    "smoothing": [POSITIVE],
+    "tol": [POSITIVE],
+    "max_iter": [COUNT],
+    "hessian": [StrOptions({"float32", "float64"})],
+}
 
 
 def _plus_minus(block: np.ndarray, positive: Any) -> np.ndarray:
@@ -122,21 +150,8 @@ def newton_fit(est: Any, Xd: Any, yd: Any, basis: GaussianBasis, loss: Any, md: 
         warnings.warn(f"{type(est).__name__} did not converge: {res.message} after "
                       f"{res.iterations} iterations (gradient norm {res.grad_norm:.3g}, "
                       f"{res.grad_norm / max(res.grad_norm0, 1e-300):.2g} of the initial)",
-                      ConvergenceWarning, stacklevel=3)
+                      ConvergenceWarning, stacklevel=4)
     return res, passes.counts
-
-
-def check_newton_params(est: Any) -> None:
-    """Validate the parameters the reduced Newton models share (errors name them)."""
-    omega_to_gamma(_positive("omega", est.omega))
-    _positive("C", est.C)
-    _positive("tol", est.tol)
-    _positive("smoothing", est.smoothing)
-    if isinstance(est.max_iter, bool) or not isinstance(est.max_iter, int | np.integer) \
-            or est.max_iter < 1:
-        raise ValueError(f"max_iter must be a positive int; got {est.max_iter!r}")
-    if est.hessian not in ("float32", "float64"):
-        raise ValueError(f"hessian must be 'float32' or 'float64'; got {est.hessian!r}")
 
 
 def fit_report(est: Any, rs: Any, res: Any, counts: dict[str, int], n_basis: int, t0: float,
@@ -262,6 +277,10 @@ class ReducedSVC(_KernelClassifier):
     """
 
     _allow_nan = True
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        **_NEWTON_CONSTRAINTS,
+        "stratified": ["boolean"],
+    }
 
     def __init__(
         self,
@@ -290,10 +309,7 @@ class ReducedSVC(_KernelClassifier):
         self.hessian = hessian
         self.random_state = random_state
 
-    def _checked_params(self) -> SmoothHinge:
-        check_newton_params(self)
-        return SmoothHinge(float(self.smoothing))
-
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any, *, mask: Any = None) -> ReducedSVC:
         """Fit on ``X`` (n, d) — numpy, dask or a DataArray — and two-class labels ``y``.
 
@@ -313,7 +329,7 @@ class ReducedSVC(_KernelClassifier):
         self
         """
         t0 = time.perf_counter()
-        loss = self._checked_params()
+        loss = SmoothHinge(float(self.smoothing))
         arr, y = self._fit_input(X, y)
         labels, lazy_labels = fit_labels(self, y, mask)
         Xd, yd, md = as_row_chunked(arr, labels, mask, min_chunks=task_threads())
@@ -393,6 +409,10 @@ class ReducedSVR(_KernelRegressor):
     """
 
     _allow_nan = True
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        **_NEWTON_CONSTRAINTS,
+        "epsilon": [NON_NEGATIVE],
+    }
 
     def __init__(
         self,
@@ -421,6 +441,7 @@ class ReducedSVR(_KernelRegressor):
         self.hessian = hessian
         self.random_state = random_state
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any, *, mask: Any = None) -> ReducedSVR:
         """Fit on ``X`` (n, d) — numpy, dask or a DataArray — and real targets ``y`` (n,).
 
@@ -432,12 +453,7 @@ class ReducedSVR(_KernelRegressor):
         self
         """
         t0 = time.perf_counter()
-        check_newton_params(self)
-        eps = self.epsilon
-        if isinstance(eps, bool) or not isinstance(eps, int | float | np.number) \
-                or not math.isfinite(float(eps)) or eps < 0:
-            raise ValueError(f"epsilon must be a non-negative finite number; got {eps!r}")
-        loss = SmoothEpsilonInsensitive(float(self.smoothing), float(eps))
+        loss = SmoothEpsilonInsensitive(float(self.smoothing), float(self.epsilon))
         arr, y = self._fit_input(X, masked_targets(y, mask), y_numeric=True)
         if not isinstance(y, da.Array):
             y = np.asarray(y, dtype=np.float64)

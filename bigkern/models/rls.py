@@ -11,15 +11,18 @@ machine epsilon and therefore more than double precision.
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from bigkern.errors import BigkernWarning
 from bigkern.kernels import GaussianExpansion, gaussian_kernel
 from bigkern.models._base import BigkernRegressor
+from bigkern.models._constraints import COUNT, POSITIVE
 from bigkern.solvers.checks import check_ridges
 from bigkern.solvers.rls import (
     DoublePrecisionWarning,
@@ -102,6 +105,14 @@ class GaussianRLS(BigkernRegressor):
     True
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "omega": [POSITIVE],
+        "lam": [POSITIVE],
+        "lams": ["array-like", None],
+        "precision": [StrOptions(set(_PRECISIONS))],
+        "dps": [COUNT, None],
+    }
+
     def __init__(
         self,
         omega: float = 1.0,
@@ -117,19 +128,13 @@ class GaussianRLS(BigkernRegressor):
         self.precision = precision
         self.dps = dps
 
-    def _check_params(self) -> np.ndarray:
-        if not (np.isfinite(self.omega) and self.omega > 0):
-            raise ValueError(f"omega must be positive and finite; got {self.omega!r}")
-        if self.precision not in _PRECISIONS:
-            raise ValueError(f"precision must be one of {_PRECISIONS}; got {self.precision!r}")
-        if self.dps is not None and not (isinstance(self.dps, int | np.integer) and self.dps > 0):
-            raise ValueError(f"dps must be a positive integer or None; got {self.dps!r}")
+    def _grid(self) -> np.ndarray:
+        """The λ candidates: ``lams`` (each value checked), else ``lam`` alone."""
         if self.lams is None:
-            if not (np.isfinite(self.lam) and self.lam > 0):
-                raise ValueError(f"lam must be positive and finite; got {self.lam!r}")
             return np.array([float(self.lam)])
         return check_ridges(self.lams, "lams")
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any) -> GaussianRLS:
         """Fit on ``X`` (n, d) and targets ``y`` (n,) (dask input is computed: RLS is in memory).
 
@@ -149,7 +154,7 @@ class GaussianRLS(BigkernRegressor):
         ExtendedPrecisionWarning
             ``precision="auto"`` switched to extended precision.
         """
-        grid = self._check_params()
+        grid = self._grid()
         X, y = self._fit_xy(X, y)
         n = X.shape[0]
         if np.all(y == y[0]):
@@ -157,7 +162,7 @@ class GaussianRLS(BigkernRegressor):
                 f"y is constant ({y[0]:g}) on all {n} rows: the fit is that constant shrunk "
                 "toward 0, and LOO only measures the shrinkage",
                 BigkernWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
         ridges = grid * n
         es = RidgeEigensystem.from_kernel(gaussian_kernel(X, X, float(self.omega)))
@@ -172,7 +177,7 @@ class GaussianRLS(BigkernRegressor):
                     f"{', '.join(f'{v:.3g}' for v in grid[unresolved])} (condition up to "
                     f"{cond.max():.2g}); solving in extended precision",
                     ExtendedPrecisionWarning,
-                    stacklevel=2,
+                    stacklevel=3,
                 )
         elif mode == "double" and unresolved.any():
             warnings.warn(
@@ -182,7 +187,7 @@ class GaussianRLS(BigkernRegressor):
                 "the coefficients, LOO errors and predictions are unreliable — "
                 "use precision='extended'",
                 DoublePrecisionWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
         if mode == "double":
             self.loo_mse_ = es.loo_mse(y, ridges)

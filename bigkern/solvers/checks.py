@@ -18,5 +18,6 @@ def check_ridges(ridges: ArrayLike, name: str = "ridges") -> np.ndarray:
         raise ValueError(f"{name} must be a non-empty 1-D sequence; got shape {r.shape}")
     bad = np.flatnonzero(~(np.isfinite(r) & (r > 0)))
     if bad.size:
-        raise ValueError(f"{name} must be positive and finite; {name}[{bad[0]}] = {r[bad[0]]!r}")
+        raise ValueError(f"{name} must be positive and finite; {name}[{bad[0]}] = "
+                         f"{r[bad[0]].item()!r}")
     return r
