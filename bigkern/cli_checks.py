@@ -17,14 +17,12 @@ import json
 import math
 from collections.abc import Collection, Mapping, Sequence
 from numbers import Integral
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sklearn.utils._param_validation import (
-    Interval,
-    InvalidParameterError,
-    validate_parameter_constraints,
-)
+
+if TYPE_CHECKING:
+    from sklearn.utils._param_validation import Interval
 
 __all__ = [
     "MAX_SEED",
@@ -63,7 +61,6 @@ PARAM_LIMITS: dict[str, tuple[str, float | None, float | None]] = {
     "n_folds": ("a number of cross-validation folds", None, 1000),
     "random_state": ("a seed", 0, MAX_SEED),
 }
-_SEEDS = Interval(Integral, 0, MAX_SEED, closed="both")
 
 
 class UsageError(Exception):
@@ -123,11 +120,13 @@ def parse_params(items: Sequence[str]) -> dict[str, object]:
 
 def _domain(constraints: Sequence[object]) -> Interval | None:
     """The numeric domain among a parameter's declared constraints (None: not a number)."""
+    from sklearn.utils._param_validation import Interval  # scikit-learn only for --param
+
     for constraint in constraints:
         if isinstance(constraint, Interval):
             return constraint
         if constraint == "random_state":
-            return _SEEDS
+            return Interval(Integral, 0, MAX_SEED, closed="both")
     return None
 
 
@@ -153,6 +152,11 @@ def _check_value(cls: type, name: str, value: object, given: str) -> None:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise UsageError(f"{flag}: {name} takes a number; got {value!r}")
         _check_number(name, value, domain, flag)
+    from sklearn.utils._param_validation import (
+        InvalidParameterError,
+        validate_parameter_constraints,
+    )
+
     try:  # whatever else the estimator declares: options, None, a whole number as an int
         validate_parameter_constraints({name: constraints}, {name: value}, cls.__name__)
     except InvalidParameterError as err:
