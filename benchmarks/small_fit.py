@@ -109,7 +109,7 @@ def run(args: Any) -> None:
         return percentile_bins(X, codes, mask=used, classes=(0, 1), **kw)
 
     pb_mem, pb_mem_med, b_mem = C.best_of(bins, rep, warm)
-    pb_dask, pb_dask_med, b_dask = C.best_of(lambda: bins(in_memory=False), rep, warm)
+    pb_dask, pb_dask_med, b_dask = C.best_of(lambda: bins(plan="fused-or-three-pass"), rep, warm)
     solve, solve_med, _ = C.best_of(lambda: BinnedSVC().fit_bins(b_mem), rep, warm)
     rows.append(["   percentile_bins alone, in memory", ms(pb_mem), ms(pb_mem_med)])
     rows.append(["   percentile_bins alone, dask plan", ms(pb_dask), ms(pb_dask_med)])
@@ -142,7 +142,8 @@ def run(args: Any) -> None:
             return percentile_bins(XL, codesL, classes=(0, 1), **kw)
 
         lm, lm_med, l_mem = C.best_of(large, args.large_repeat, 1)
-        ld, ld_med, l_dask = C.best_of(lambda: large(in_memory=False), args.large_repeat, 1)
+        ld, ld_med, l_dask = C.best_of(lambda: large(plan="fused-or-three-pass"),
+                                       args.large_repeat, 1)
         xr.testing.assert_identical(without_plan(l_mem), without_plan(l_dask))
         print(f"\npercentile_bins on {N_LARGE:,} rows x 3 (the in_memory_rows default; first "
               f"labelled pixels of make_scenes(4, (512, 2048), seed=0)), best of "

@@ -74,11 +74,15 @@ _SOURCES: dict[str, str] = {
     "ReducedSVR": "bigkern.models",
     "load_model": "bigkern.models",
     "save_model": "bigkern.models",
+    # bigkern.jobs
+    "fit_scenes": "bigkern.jobs.fit",
+    "plot_scene": "bigkern.jobs.plot",
     # bigkern.predict
     "predict_scenes": "bigkern.predict",
     "write_predictions": "bigkern.predict",
     # bigkern.reduce
     "DECILES": "bigkern.reduce",
+    "BinningPlan": "bigkern.reduce",
     "alignment_sparsity": "bigkern.reduce",
     "bin_statistics": "bigkern.reduce",
     "gram_report": "bigkern.reduce",
@@ -148,6 +152,8 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
         validate_scenes,
         write_scenes,
     )
+    from bigkern.jobs.fit import fit_scenes
+    from bigkern.jobs.plot import plot_scene
     from bigkern.kernels import (
         CompactSupport,
         Gaussian,
@@ -179,6 +185,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from bigkern.predict import predict_scenes, write_predictions
     from bigkern.reduce import (
         DECILES,
+        BinningPlan,
         alignment_sparsity,
         bin_statistics,
         gram_report,
@@ -207,6 +214,7 @@ __all__ = [
     "BigkernWarning",
     "BinnedKernelRidgeClassifier",
     "BinnedSVC",
+    "BinningPlan",
     "ChunkWarning",
     "ClusterError",
     "CompactKernelPCA",
@@ -244,6 +252,7 @@ __all__ = [
     "datasets",
     "difference_noise_variance",
     "distance_quantile",
+    "fit_scenes",
     "gaussian_kernel",
     "gram_report",
     "grid_search_bins",
@@ -257,6 +266,7 @@ __all__ = [
     "open_scenes",
     "percentile_bins",
     "plot_nystrom_spectrum",
+    "plot_scene",
     "predict_scenes",
     "quantile_edges",
     "quantile_summary",

@@ -14,6 +14,16 @@ from bigkern.models import BinnedSVC
 from bigkern.reduce import bin_statistics, percentile_bins, quantile_summary
 from bigkern.reduce.binning.bins import OutlierWarning
 
+PLAN_ATTRS = ("plan", "passes", "n_kept", "one_read", "sample_rows", "sample_chunks_held")
+
+
+def _without_plan(ds):
+    """``ds`` without the attrs that describe the plan that ran."""
+    ds = ds.copy()
+    for key in PLAN_ATTRS:
+        ds.attrs.pop(key, None)
+    return ds
+
 
 def _data(n=20_000, seed=0, nan_every=97):
     rng = np.random.default_rng(seed)
@@ -50,8 +60,9 @@ def test_matches_numpy_reference():
 @given(chunk=st.integers(50, 5000), seed=st.integers(0, 3))
 def test_identical_for_any_chunking(chunk, seed):
     x, y = _data(4000, seed)
-    one = percentile_bins(x, y, in_memory=False)  # one dask chunk
-    many = percentile_bins(da.from_array(x, chunks=(chunk, 3)), da.from_array(y, chunks=chunk))
+    one = percentile_bins(x, y, plan="fused-or-three-pass")  # one dask chunk
+    many = percentile_bins(da.from_array(x, chunks=(chunk, 3)), da.from_array(y, chunks=chunk),
+                           plan="fused-or-three-pass")
     xr.testing.assert_identical(one, many)
 
 
@@ -65,12 +76,15 @@ def test_identical_across_worker_counts(n_workers, tmp_path):
     X = da.from_array(x, chunks=(1700, 3))
     Y = da.from_array(y, chunks=1700)
     with pytest.warns(OutlierWarning):
-        reference = percentile_bins(x, y, in_memory=False)
+        reference = percentile_bins(x, y, plan="fused-or-three-pass")
     with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
                       dashboard_address=":0") as cluster, Client(cluster), \
             pytest.warns(OutlierWarning):
-        got = percentile_bins(X, Y)
+        got = percentile_bins(X, Y, plan="fused-or-three-pass")
+        default = percentile_bins(X, Y)  # the one-read plan: its sample fits the workers
     xr.testing.assert_identical(reference, got)
+    assert default.attrs["plan"] == "one-read" and default.attrs["passes"] == 1
+    xr.testing.assert_identical(_without_plan(default), _without_plan(reference))
     assert got.attrs["n_outliers"] == 3
 
 
@@ -127,8 +141,8 @@ def test_fused_two_read_plan_equals_three_pass_plan(chunk, seed, ties, dtype):
     x[::89, 1] = np.nan
     y = np.where(rng.random(6000) < 0.4, 1, -1)
     X, Y = da.from_array(x, chunks=(chunk, 3)), da.from_array(y, chunks=chunk)
-    fused = percentile_bins(X, Y, fused=True)
-    three = percentile_bins(X, Y, fused=False)
+    fused = percentile_bins(X, Y, plan="fused")
+    three = percentile_bins(X, Y, plan="three-pass")
     assert fused.attrs["plan"] == "fused" and three.attrs["plan"] == "three-pass"
     assert fused.attrs["passes"] == (2 if dtype == np.float32 else fused.attrs["passes"])
     assert three.attrs["passes"] == fused.attrs["passes"] + 1
@@ -138,12 +152,12 @@ def test_fused_two_read_plan_equals_three_pass_plan(chunk, seed, ties, dtype):
         np.testing.assert_array_equal(fused[name].values, three[name].values, err_msg=name)
 
 
-def test_default_plan_reads_twice_and_falls_back_on_heavy_ties():
+def test_fused_or_three_pass_plan_reads_twice_and_falls_back_on_heavy_ties():
     rng = np.random.default_rng(0)
     x = rng.standard_normal((50_000, 2)).astype(np.float32)
-    assert percentile_bins(x, in_memory=False).attrs["plan"] == "fused"
+    assert percentile_bins(x, plan="fused-or-three-pass").attrs["plan"] == "fused"
     x[: 30_000, 1] = 0.0  # 60 % of one feature sits on several edges
-    heavy = percentile_bins(x, in_memory=False)
+    heavy = percentile_bins(x, plan="fused-or-three-pass")
     assert heavy.attrs["plan"] == "three-pass" and heavy.attrs["kept_fraction_bound"] > 0.05
 
 
@@ -153,8 +167,8 @@ def test_fused_plan_equals_three_pass_plan_for_few_and_many_features(d):
     x = rng.standard_normal((20_000, d)).astype(np.float32)
     y = np.where(rng.random(20_000) < 0.3, 1, -1).astype(np.int8)
     X, Y = da.from_array(x, chunks=(3000, d)), da.from_array(y, chunks=3000)
-    fused = percentile_bins(X, Y, fused=True)
-    three = percentile_bins(X, Y, fused=False)
+    fused = percentile_bins(X, Y, plan="fused")
+    three = percentile_bins(X, Y, plan="three-pass")
     for name in ("bin", "count", "center", "positive", "cell", "edge"):
         np.testing.assert_array_equal(fused[name].values, three[name].values, err_msg=name)
 

@@ -24,7 +24,7 @@ from bigkern.reduce.binning.bins import OutlierWarning
 from bigkern.reduce.binning.in_memory import first_pass
 from bigkern.reduce.binning.radix_select import _first_pass_chunk
 
-PLAN_ATTRS = ("plan", "passes", "n_kept")
+PLAN_ATTRS = ("plan", "passes", "n_kept", "one_read", "sample_rows", "sample_chunks_held")
 LABELS = {
     "int8": np.array([-1, 1], dtype=np.int8),
     "float": np.array([0.0, 1.0]),
@@ -54,7 +54,7 @@ def _outcome(fn):
 def _without_plan(ds):
     ds = ds.copy()
     for key in PLAN_ATTRS:
-        ds.attrs.pop(key)
+        ds.attrs.pop(key, None)
     return ds
 
 
@@ -127,7 +127,8 @@ def test_in_memory_bins_are_the_dask_plans_bins(case, fused):
     X = da.from_array(x, chunks=(chunk, -1))
     Y = None if y is None else da.from_array(y, chunks=chunk)
     M = None if mask is None else da.from_array(mask, chunks=chunk)
-    dask_result = _outcome(lambda: percentile_bins(X, Y, mask=M, fused=fused, **kw))
+    dask_result = _outcome(lambda: percentile_bins(
+        X, Y, mask=M, plan="fused" if fused else "three-pass", **kw))
     _assert_same_bins(memory, dask_result, fused)
     event(f"outcome: {memory[0] if memory[0] == 'ok' else memory[1].__name__}")
     if memory[0] == "ok":
@@ -179,7 +180,7 @@ def test_past_the_first_pass_small_chunk_size(dtype):
     for fused in (True, False):
         dask_result = _outcome(lambda f=fused: percentile_bins(
             da.from_array(x, chunks=(72_000, 3)), da.from_array(y, chunks=72_000),
-            mask=da.from_array(mask, chunks=72_000), fused=f))
+            mask=da.from_array(mask, chunks=72_000), plan="fused" if f else "three-pass"))
         _assert_same_bins(memory, dask_result, fused)
     assert memory[1].attrs["n_valid"] > 1 << 16 and memory[1].attrs["n_outliers"] == 1
 
@@ -192,25 +193,27 @@ def test_row_threshold_switches_paths():
     with config.set(in_memory_rows=2999):
         above = percentile_bins(x, y)
     assert at.attrs["plan"] == "in-memory" and at.attrs["passes"] == 1
-    assert above.attrs["plan"] == "fused" and above.attrs["passes"] == 2
+    # the default above it: the one-read plan (here its sample's windows hold too many of
+    # the 3,000 rows, and it hands over to the fused plan)
+    assert above.attrs["one_read"].startswith("skipped") and above.attrs["plan"] == "fused"
     xr.testing.assert_identical(_without_plan(at), _without_plan(above))
 
 
 def test_explicit_choices():
     x, y = _data(3000)
     X, Y = da.from_array(x, chunks=(700, 3)), da.from_array(y, chunks=700)
-    # dask inputs and forced plans take the dask path; in_memory= overrides both ways
-    assert percentile_bins(X, Y).attrs["plan"] == "fused"
-    assert percentile_bins(x, Y).attrs["plan"] == "fused"
-    assert percentile_bins(x, y, fused=False).attrs["plan"] == "three-pass"
-    assert percentile_bins(x, y, in_memory=False).attrs["plan"] == "fused"
-    loaded = percentile_bins(X, Y, in_memory=True)
+    # dask inputs take the dask path, by default the one-read plan; plan= overrides both ways
+    assert "one_read" in percentile_bins(X, Y).attrs
+    assert "one_read" in percentile_bins(x, Y).attrs
+    assert percentile_bins(x, y, plan="three-pass").attrs["plan"] == "three-pass"
+    assert percentile_bins(x, y, plan="fused-or-three-pass").attrs["plan"] == "fused"
+    loaded = percentile_bins(X, Y, plan="in-memory")
     assert loaded.attrs["plan"] == "in-memory"
     xr.testing.assert_identical(loaded, percentile_bins(x, y))
     with config.set(in_memory_rows=10):
-        assert percentile_bins(x, y, in_memory=True).attrs["plan"] == "in-memory"
-    with pytest.raises(ValueError, match="fused= chooses between the dask plans"):
-        percentile_bins(x, y, fused=True, in_memory=True)
+        assert percentile_bins(x, y, plan="in-memory").attrs["plan"] == "in-memory"
+    with pytest.raises(ValueError, match="unknown percentile_bins plan 'two-pass'"):
+        percentile_bins(x, y, plan="two-pass")
 
 
 @pytest.mark.parametrize(
@@ -229,7 +232,7 @@ def test_explicit_choices():
 )
 def test_same_errors_as_the_dask_path(args, kwargs):
     memory = _outcome(lambda: percentile_bins(*args, **kwargs))
-    dask_result = _outcome(lambda: percentile_bins(*args, in_memory=False, **kwargs))
+    dask_result = _outcome(lambda: percentile_bins(*args, plan="fused-or-three-pass", **kwargs))
     assert memory[0] == "error"
     assert memory == dask_result
 

@@ -26,6 +26,7 @@ from bigkern.errors import DataQualityError, LabelError
 from bigkern.reduce import percentile_bins
 from bigkern.reduce.binning.bins import OutlierWarning
 from bigkern.reduce.binning.one_read import OneReadSample, sample_windows
+from bigkern.reduce.binning.plan import BinningPlan
 
 PLAN_ATTRS = ("plan", "passes", "n_kept", "one_read", "sample_rows", "sample_chunks_held")
 LABELS = {
@@ -110,9 +111,9 @@ def test_one_read_bins_are_the_fused_plans_bins(case, sample):
     Y = None if y is None else da.from_array(y, chunks=chunk)
     M = None if mask is None else da.from_array(mask, chunks=chunk)
     with config.set(max_deferred_fraction=1e9):  # small data: let the sample's windows be wide
-        one = _outcome(lambda: percentile_bins(X, Y, mask=M, plan="one-read",
-                                               sample=SAMPLES[sample], **kw))
-        fused = _outcome(lambda: percentile_bins(X, Y, mask=M, fused=True, **kw))
+        one = _outcome(lambda: percentile_bins(
+            X, Y, mask=M, plan=BinningPlan("one-read", sample=SAMPLES[sample]), **kw))
+        fused = _outcome(lambda: percentile_bins(X, Y, mask=M, plan="fused", **kw))
     assert one[0] == fused[0], (one, fused)
     if one[0] == "error":
         assert one[1:] == fused[1:]
@@ -145,8 +146,8 @@ def test_sorted_rows_force_a_fallback_that_is_counted(dtype):
     X, Y = da.from_array(x, chunks=(3000, 2)), da.from_array(y, chunks=3000)
     sample = OneReadSample(rows=4000)
     with config.set(max_deferred_fraction=1e9):
-        one = percentile_bins(X, Y, plan="one-read", sample=sample)
-    fused = percentile_bins(X, Y, fused=True)
+        one = percentile_bins(X, Y, plan=BinningPlan("one-read", sample=sample))
+    fused = percentile_bins(X, Y, plan="fused")
     assert one.attrs["plan"] == "fused" and one.attrs["passes"] == 2
     assert one.attrs["one_read"].startswith("fallback: f1: ")
     assert one.attrs["sample_rows"] == 4000
@@ -163,11 +164,11 @@ def test_a_maximum_the_sample_missed_is_summed_at_the_next_scale():
     outside = next(i for i in range(len(x)) if all(not a <= i < b for a, b in windows))
     x[outside, 0] = 1.5  # max|x| in [1, 2): one binade above the sample's [0.5, 1)
     X, Y = da.from_array(x, chunks=(4000, 2)), da.from_array(y, chunks=4000)
-    fused = percentile_bins(X, Y, fused=True)
+    fused = percentile_bins(X, Y, plan="fused")
     with config.set(max_deferred_fraction=1e9):
-        two = percentile_bins(X, Y, plan="one-read", sample=OneReadSample(rows=6000))
-        one = percentile_bins(X, Y, plan="one-read",
-                              sample=OneReadSample(rows=6000, scale_offsets=(0,)))
+        two = percentile_bins(X, Y, plan=BinningPlan("one-read", OneReadSample(rows=6000)))
+        one = percentile_bins(X, Y, plan=BinningPlan(
+            "one-read", OneReadSample(rows=6000, scale_offsets=(0,))))
     assert two.attrs["one_read"] == "ok" and two.attrs["passes"] == 1
     assert one.attrs["one_read"].startswith("fallback: f0: fixed-point scale")
     for got in (one, two):
@@ -182,8 +183,8 @@ def test_a_class_outside_the_sample_falls_back_with_the_right_classes():
     y[[i for i in range(0, 20_000, 997) if all(not a <= i < b for a, b in windows)]] = "cloud"
     X, Y = da.from_array(x, chunks=(2500, 2)), da.from_array(y, chunks=2500)
     with config.set(max_deferred_fraction=1e9):
-        one = percentile_bins(X, Y, plan="one-read", sample=OneReadSample(rows=2000))
-    fused = percentile_bins(X, Y, fused=True)
+        one = percentile_bins(X, Y, plan=BinningPlan("one-read", OneReadSample(rows=2000)))
+    fused = percentile_bins(X, Y, plan="fused")
     assert one.attrs["one_read"] == "fallback: the sample did not show the classes of y"
     assert one.attrs["classes"] == ["clear", "cloud"]
     xr.testing.assert_identical(_without_plan(one), _without_plan(fused))
@@ -198,10 +199,10 @@ def test_groups_too_large_to_collect_refine_the_kept_rows_again(monkeypatch):
     x = rng.standard_normal((30_000, 2))  # float64: 44 bits below the key groups
     y = np.where(rng.random(30_000) < 0.4, 1, -1)
     X, Y = da.from_array(x, chunks=(7000, 2)), da.from_array(y, chunks=7000)
-    fused = percentile_bins(X, Y, fused=True)
+    fused = percentile_bins(X, Y, plan="fused")
     monkeypatch.setattr(rs, "_COLLECT_LIMIT", 0)  # 16 bits per refine: three refines
     with config.set(max_deferred_fraction=1e9):
-        one = percentile_bins(X, Y, plan="one-read", sample=OneReadSample(rows=6000))
+        one = percentile_bins(X, Y, plan=BinningPlan("one-read", OneReadSample(rows=6000)))
     assert one.attrs["one_read"] == "ok" and one.attrs["passes"] == 1
     xr.testing.assert_identical(_without_plan(one), _without_plan(fused))
 
@@ -224,7 +225,7 @@ def test_sample_windows_do_not_depend_on_the_chunking_and_stay_inside():
         (10_007 * k // 4, 10_007 * (k + 1) // 4) for k in range(4)]
     x = np.random.default_rng(5).standard_normal((10_007, 2))
     with config.set(max_deferred_fraction=1e9):
-        a, b = (percentile_bins(da.from_array(x, chunks=c), plan="one-read", sample=sample)
+        a, b = (percentile_bins(da.from_array(x, chunks=c), plan=BinningPlan("one-read", sample))
                 for c in (501, 3000))
     assert a.attrs["sample_rows"] == b.attrs["sample_rows"] == 1000
     xr.testing.assert_identical(_without_plan(a), _without_plan(b))
@@ -238,10 +239,10 @@ def test_no_rows_give_the_fused_plans_error():
 
 def test_plan_argument_is_checked():
     x = np.zeros((10, 1))
-    with pytest.raises(ValueError, match="plan must be one of"):
+    with pytest.raises(ValueError, match="unknown percentile_bins plan 'two-read'; the plans"):
         percentile_bins(x, plan="two-read")
-    with pytest.raises(ValueError, match="not both"):
-        percentile_bins(x, plan="one-read", fused=True)
+    with pytest.raises(TypeError, match="plan must be a plan name"):
+        percentile_bins(x, plan=2)
     with pytest.raises(ValueError, match="sample rows"):
         OneReadSample(rows=0)
 
@@ -290,8 +291,8 @@ def test_one_full_read_on_a_cluster(client, tmp_path):
 
     with config.set(max_deferred_fraction=1e9):
         one, one_reads = reads(lambda: percentile_bins(
-            X, Y, plan="one-read", sample=OneReadSample(rows=20_000)))
-    fused, fused_reads = reads(lambda: percentile_bins(X, Y, fused=True))
+            X, Y, plan=BinningPlan("one-read", OneReadSample(rows=20_000))))
+    fused, fused_reads = reads(lambda: percentile_bins(X, Y, plan="fused"))
     assert one.attrs["one_read"] == "ok" and one.attrs["passes"] == 1
     assert one.attrs["sample_chunks_held"] >= 2
     every_chunk = X.npartitions + Y.npartitions

@@ -48,9 +48,9 @@ def _exact_mean(values):
     return sum(Fraction(float(v)) for v in values) / len(values)
 
 
-@pytest.mark.parametrize("fused", [True, False])
+@pytest.mark.parametrize("plan", ["fused", "three-pass"])
 @pytest.mark.parametrize("value", [1e12, -1e12, 1e30, F32_MAX])
-def test_one_outlier_changes_only_its_own_bin(value, fused):
+def test_one_outlier_changes_only_its_own_bin(value, plan):
     x, y = _data()
     row = 1234
     others = np.delete(x[:, 2], row)
@@ -59,8 +59,8 @@ def test_one_outlier_changes_only_its_own_bin(value, fused):
     wild = x.copy()
     wild[row, 2] = value
     with pytest.warns(OutlierWarning, match="'CORR' has 1 value"):
-        bins = percentile_bins(wild, y, features=NAMES, fused=fused)
-    ref = percentile_bins(reference, y, features=NAMES, fused=fused)
+        bins = percentile_bins(wild, y, features=NAMES, plan=plan)
+    ref = percentile_bins(reference, y, features=NAMES, plan=plan)
     for name in ("bin", "count", "positive", "edge", "offset", "scale"):
         np.testing.assert_array_equal(bins[name].values, ref[name].values, err_msg=name)
     own = bin_index(wild[row : row + 1], _edges(bins))[0]
@@ -86,10 +86,10 @@ def test_outliers_identical_for_any_chunking_and_both_plans(chunk, seed, n_wild)
     x[rows[:n_wild], 2] = rng.choice([1e12, -1e12, 1e30, -F32_MAX, 7e20], n_wild)
     x[rows[n_wild:], 0] = (rng.standard_normal(n_wild) * 1e8).astype(np.float32)
     X, Y = da.from_array(x, chunks=(chunk, 3)), da.from_array(y, chunks=chunk)
-    one = _quiet_bins(x, y, in_memory=False)
-    many = _quiet_bins(X, Y)
+    one = _quiet_bins(x, y, plan="fused-or-three-pass")
+    many = _quiet_bins(X, Y, plan="fused-or-three-pass")
     xr.testing.assert_identical(one, many)
-    three = _quiet_bins(X, Y, fused=False)
+    three = _quiet_bins(X, Y, plan="three-pass")
     for name in ("bin", "count", "center", "positive", "cell", "edge", "outliers"):
         np.testing.assert_array_equal(many[name].values, three[name].values, err_msg=name)
     assert 1 <= many.attrs["n_outliers"] <= 2 * n_wild

@@ -41,17 +41,28 @@ def store_reads(monkeypatch):
         yield client, counts
 
 
-def test_fit_reads_the_store_twice(store_reads, scene_store):
+def test_fit_reads_the_store_once(store_reads, scene_store):
     _, reads = store_reads
     ds = open_scenes(scene_store)
     n_chunks = ds["NDAI"].data.npartitions
     s = stack_samples(ds, ["NDAI", "SD", "CORR"])
     reads.clear()
     model = BinnedSVC(C=3.0).fit(s.X, s.y, mask=s.mask)
+    # the default plan, one-read: the chunks its sample read are held, not read again
+    assert model.fit_report_["plan"] == "one-read"
+    assert model.fit_report_["passes"] == 1
+    assert reads["NDAI"] == n_chunks
+
+
+def test_fused_plan_reads_the_store_twice(store_reads, scene_store):
+    _, reads = store_reads
+    ds = open_scenes(scene_store)
+    s = stack_samples(ds, ["NDAI", "SD", "CORR"])
+    reads.clear()
+    bins = percentile_bins(s.X, s.y, mask=s.mask, plan="fused")
     # histogram pass + fused refine-and-bin pass, nothing else
-    assert model.fit_report_["plan"] == "fused"
-    assert model.fit_report_["passes"] == 2
-    assert reads["NDAI"] == 2 * n_chunks
+    assert bins.attrs["plan"] == "fused" and bins.attrs["passes"] == 2
+    assert reads["NDAI"] == 2 * ds["NDAI"].data.npartitions
 
 
 def test_three_pass_plan_reads_three_times(store_reads, scene_store):
@@ -59,7 +70,7 @@ def test_three_pass_plan_reads_three_times(store_reads, scene_store):
     ds = open_scenes(scene_store)
     s = stack_samples(ds, ["NDAI", "SD", "CORR"])
     reads.clear()
-    bins = percentile_bins(s.X, s.y, mask=s.mask, fused=False)
+    bins = percentile_bins(s.X, s.y, mask=s.mask, plan="three-pass")
     assert bins.attrs["passes"] == 3
     assert reads["NDAI"] == 3 * ds["NDAI"].data.npartitions
 
@@ -95,10 +106,10 @@ def test_local_scheduler_setting_is_honoured_while_a_client_exists(client):
 
     x = np.random.default_rng(0).standard_normal((5000, 2))
     with get_task_stream(client) as ts, dask.config.set(scheduler="sync"):
-        local = percentile_bins(x, in_memory=False)
+        local = percentile_bins(x, plan="fused-or-three-pass")
     assert not ts.data  # nothing ran on the cluster
     with get_task_stream(client) as ts:
-        remote = percentile_bins(x, in_memory=False)
+        remote = percentile_bins(x, plan="fused-or-three-pass")
     assert ts.data
     np.testing.assert_array_equal(local["count"].values, remote["count"].values)
 

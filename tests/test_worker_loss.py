@@ -36,9 +36,10 @@ from bigkern.predict import predict_scenes, write_predictions
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 PARAMS = {"omega": 0.8, "C": 3.0}
-#: Task (by dask key prefix) of the fit's last stage: it merges into the bins the rows
-#: that waited for the exact edges, which until then live only in their workers' memory.
-FINISH_TASK = "finish_chunk"
+#: Task (by dask key prefix) of the fit's last stage (percentile_bins' default plan, the
+#: one-read plan): it bins the rows that waited for the exact edges, which until then live
+#: only in their workers' memory.
+FINISH_TASK = "bin_kept_or_none"
 
 
 class KillAfter(SchedulerPlugin):
@@ -222,7 +223,7 @@ def reference_fit(cluster, scenes):
     outcome, report = _run(cluster, lambda: _fit(scenes), prefix=FINISH_TASK)
     assert not report["killed"]
     assert report["pids_after"] == report["pids_before"]
-    assert outcome.bins.attrs["plan"] == "fused"
+    assert outcome.bins.attrs["plan"] == "one-read"
     assert report["matched"] >= 2, report  # the last stage exists under that name
     return outcome, report["done"]
 

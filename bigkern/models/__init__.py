@@ -37,16 +37,45 @@ In memory, as a peer for the others: :class:`KernelRidgeClassifier`.
 
 from __future__ import annotations
 
-from bigkern.models.baselines import KernelRidgeClassifier
-from bigkern.models.binned import BinnedKernelRidgeClassifier, BinnedSVC
-from bigkern.models.compact import CompactKernelPCA, CompactKernelRidge, CompactLSSVC, CompactSVC
-from bigkern.models.kernel_regression import LOOKernelRidge
-from bigkern.models.nystrom import NystromKernelRidge, NystromKernelRidgeClassifier
-from bigkern.models.oht import OHTRegressor
-from bigkern.models.periodic import PeriodicKernelRidge, shi_yu_grid
-from bigkern.models.persistence import load_model, load_model_dataset, save_model
-from bigkern.models.reduced import ReducedSVC, ReducedSVR
-from bigkern.models.rls import GaussianRLS
+import importlib
+from typing import Any
+
+#: Each public name and the module it lives in: imported on first use, so that reading
+#: the registry (``bigkern --help``) or one estimator's module loads no other.
+_HOMES = {
+    "BinnedKernelRidgeClassifier": "binned",
+    "BinnedSVC": "binned",
+    "CompactKernelPCA": "compact",
+    "CompactKernelRidge": "compact",
+    "CompactLSSVC": "compact",
+    "CompactSVC": "compact",
+    "GaussianRLS": "rls",
+    "KernelRidgeClassifier": "baselines",
+    "LOOKernelRidge": "kernel_regression",
+    "NystromKernelRidge": "nystrom",
+    "NystromKernelRidgeClassifier": "nystrom",
+    "OHTRegressor": "oht",
+    "PeriodicKernelRidge": "periodic",
+    "ReducedSVC": "reduced",
+    "ReducedSVR": "reduced",
+    "load_model": "persistence",
+    "load_model_dataset": "persistence",
+    "save_model": "persistence",
+    "shi_yu_grid": "periodic",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'bigkern.models' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"bigkern.models.{_HOMES[name]}"), name)
+    globals()[name] = value  # once imported, an ordinary attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})
+
 
 __all__ = [
     "BinnedKernelRidgeClassifier",

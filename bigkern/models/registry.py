@@ -32,19 +32,11 @@ Examples
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
-
-from bigkern.models.baselines import KernelRidgeClassifier
-from bigkern.models.binned import BinnedKernelRidgeClassifier, BinnedSVC
-from bigkern.models.compact import CompactKernelPCA, CompactKernelRidge, CompactLSSVC, CompactSVC
-from bigkern.models.kernel_regression import LOOKernelRidge
-from bigkern.models.nystrom import NystromKernelRidge, NystromKernelRidgeClassifier
-from bigkern.models.oht import OHTRegressor
-from bigkern.models.periodic import PeriodicKernelRidge
-from bigkern.models.reduced import ReducedSVC, ReducedSVR
-from bigkern.models.rls import GaussianRLS
 
 __all__ = ["ModelSpec", "check_instances", "cli_names", "cli_spec", "default_grid",
            "model_class", "register", "spec_of", "specs"]
@@ -60,8 +52,10 @@ class ModelSpec:
 
     Attributes
     ----------
-    cls : type
-        The estimator class.
+    estimator : type or str
+        The estimator class, or where it is, ``"module:Class"``: the table names
+        bigkern's own by place, so that reading it (``bigkern --help``, the
+        ``--model`` choices) imports no estimator; :attr:`cls` imports it.
     target : {"class", "value", "none"}
         What it predicts: a class (a classifier), a value (a regressor) or nothing
         (a transformer).
@@ -78,7 +72,7 @@ class ModelSpec:
         Constructor arguments of the instance scikit-learn's checks run on.
     """
 
-    cls: type
+    estimator: type | str
     target: Target
     engine: Engine
     family: Family
@@ -86,36 +80,52 @@ class ModelSpec:
     grid: Mapping[str, tuple[Any, ...]] | None = None
     check_params: Mapping[str, Any] = field(default_factory=dict)
 
+    @cached_property
+    def cls(self) -> type:
+        """The estimator class (imported on first use)."""
+        if not isinstance(self.estimator, str):
+            return self.estimator
+        module, _, name = self.estimator.partition(":")
+        return getattr(importlib.import_module(module), name)
+
     @property
     def name(self) -> str:
         """The class's name (what a saved model records)."""
-        return self.cls.__name__
+        if isinstance(self.estimator, str):
+            return self.estimator.partition(":")[2]
+        return self.estimator.__name__
 
 
 #: Widths in standardized feature units around the MISR paper's, shared by the binned models.
 _MISR_OMEGAS = (0.4, 0.6, 0.8, 1.0, 1.4)
 
+#: Shorthands of the table: where each of bigkern's estimators lives, and the seed of the
+#: instances scikit-learn's checks run on.
+_M = "bigkern.models."
+_SEED0 = {"random_state": 0}
+
 _TABLE: list[ModelSpec] = [
-    ModelSpec(BinnedSVC, "class", "bins", "expansion", cli="svc",
+    ModelSpec(_M + "binned:BinnedSVC", "class", "bins", "expansion", cli="svc",
               grid={"omega": _MISR_OMEGAS, "C": (0.3, 1.0, 3.0, 10.0)}),
-    ModelSpec(BinnedKernelRidgeClassifier, "class", "bins", "expansion", cli="ridge",
-              grid={"omega": _MISR_OMEGAS, "lam": (0.01, 0.03, 0.1, 0.3)}),
-    ModelSpec(ReducedSVC, "class", "reduced", "expansion", cli="reduced-svc"),
-    ModelSpec(ReducedSVR, "value", "reduced", "regressor", cli="reduced-svr",
-              check_params={"random_state": 0}),
-    ModelSpec(NystromKernelRidgeClassifier, "class", "reduced", "expansion", cli="nystrom-krr",
-              check_params={"random_state": 0}),
-    ModelSpec(NystromKernelRidge, "value", "reduced", "regressor", cli="nystrom-krr",
-              check_params={"random_state": 0}),
-    ModelSpec(KernelRidgeClassifier, "class", "direct", "expansion"),
-    ModelSpec(OHTRegressor, "value", "reduced", "regressor", check_params={"random_state": 1}),
-    ModelSpec(LOOKernelRidge, "value", "direct", "regressor"),
-    ModelSpec(GaussianRLS, "value", "direct", "regressor"),
-    ModelSpec(PeriodicKernelRidge, "value", "direct", "regressor"),
-    ModelSpec(CompactLSSVC, "class", "sparse", "compact"),
-    ModelSpec(CompactKernelRidge, "value", "sparse", "compact"),
-    ModelSpec(CompactSVC, "class", "sparse", "compact"),
-    ModelSpec(CompactKernelPCA, "none", "sparse", "compact"),
+    ModelSpec(_M + "binned:BinnedKernelRidgeClassifier", "class", "bins", "expansion",
+              cli="ridge", grid={"omega": _MISR_OMEGAS, "lam": (0.01, 0.03, 0.1, 0.3)}),
+    ModelSpec(_M + "reduced:ReducedSVC", "class", "reduced", "expansion", cli="reduced-svc"),
+    ModelSpec(_M + "reduced:ReducedSVR", "value", "reduced", "regressor", cli="reduced-svr",
+              check_params=_SEED0),
+    ModelSpec(_M + "nystrom:NystromKernelRidgeClassifier", "class", "reduced", "expansion",
+              cli="nystrom-krr", check_params=_SEED0),
+    ModelSpec(_M + "nystrom:NystromKernelRidge", "value", "reduced", "regressor",
+              cli="nystrom-krr", check_params=_SEED0),
+    ModelSpec(_M + "baselines:KernelRidgeClassifier", "class", "direct", "expansion"),
+    ModelSpec(_M + "oht:OHTRegressor", "value", "reduced", "regressor",
+              check_params={"random_state": 1}),
+    ModelSpec(_M + "kernel_regression:LOOKernelRidge", "value", "direct", "regressor"),
+    ModelSpec(_M + "rls:GaussianRLS", "value", "direct", "regressor"),
+    ModelSpec(_M + "periodic:PeriodicKernelRidge", "value", "direct", "regressor"),
+    ModelSpec(_M + "compact:CompactLSSVC", "class", "sparse", "compact"),
+    ModelSpec(_M + "compact:CompactKernelRidge", "value", "sparse", "compact"),
+    ModelSpec(_M + "compact:CompactSVC", "class", "sparse", "compact"),
+    ModelSpec(_M + "compact:CompactKernelPCA", "none", "sparse", "compact"),
 ]
 
 

@@ -12,6 +12,7 @@ reductions: :mod:`~bigkern.reduce.binning` (percentile bins),
 
 from bigkern.reduce.binning.bins import bin_index, bin_statistics, robust_scaler
 from bigkern.reduce.binning.percentile import percentile_bins
+from bigkern.reduce.binning.plan import BinningPlan
 from bigkern.reduce.binning.quantiles import (
     DECILES,
     QUANTILE_METHODS,
@@ -28,6 +29,7 @@ from bigkern.reduce.sampling import random_split, sample_rows
 __all__ = [
     "DECILES",
     "QUANTILE_METHODS",
+    "BinningPlan",
     "GramReport",
     "ReducedSet",
     "alignment_sparsity",

@@ -27,12 +27,11 @@ import numpy as np
 import xarray as xr
 
 from bigkern.errors import LabelError
-from bigkern.reduce.binning._bin_kernels import bin_ids, bin_sums_dense, bin_sums_sparse
+from bigkern.reduce.binning._bin_kernels import bin_ids
 from bigkern.reduce.binning.fixed_point import (
     FixedPointGrid,
     exact_means,
     fixed_point_scales,
-    normalize_limbs,
 )
 from bigkern.reduce.binning.outliers import (
     OutlierWarning,
@@ -41,17 +40,21 @@ from bigkern.reduce.binning.outliers import (
     robust_scaler,
     summary_grid,
 )
+from bigkern.reduce.binning.partials import (
+    accumulate_bins,
+    combine_bins,
+    padded_edges,
+    positive_flags,
+)
 from bigkern.reduce.binning.radix_select import dense_histograms, histogram_pass
 from bigkern.reduce.passes import (
     RowReduction,
-    add_counts,
     as_float_block,
     as_row_chunked,
     int_counts,
     run_reduction,
     valid_rows,
 )
-from bigkern.reduce.row_kernels import label_flags
 
 __all__ = [
     "OutlierWarning",
@@ -73,153 +76,6 @@ def bin_index(X: np.ndarray, edges: Sequence[np.ndarray]) -> np.ndarray:
         return np.zeros(len(X), dtype=np.int64)
     return np.ravel_multi_index(cells, dims).astype(np.int64)
 
-
-def positive_flags(
-    yb: np.ndarray | None, valid: np.ndarray, positive: Any, classes: tuple[Any, ...] | None
-) -> np.ndarray:
-    """Whether each row has the positive class; labels outside ``classes`` raise."""
-    if yb is None or positive is None:
-        return np.zeros(len(valid), dtype=bool)
-    y = np.asarray(yb)
-    typed = _typed_classes(classes, positive, y.dtype) if classes is not None else None
-    if typed is not None and y.ndim == 1 and len(y) == len(valid):
-        flags, bad = label_flags(np.ascontiguousarray(y), valid, *typed)
-        if bad >= 0:
-            raise LabelError(
-                f"label value {y[bad].item()!r} (row {bad} of its chunk) is not one of the "
-                f"classes {list(classes)}")
-        return flags
-    if classes is not None:
-        unknown = valid & ~np.isin(y, np.asarray(classes))
-        if unknown.any():
-            raise LabelError(
-                f"label value {y[unknown][0].item()!r} (row {np.flatnonzero(unknown)[0]} of its "
-                f"chunk) is not one of the classes {list(classes)}"
-            )
-    return np.ascontiguousarray(y == positive)
-
-
-def _typed_classes(
-    classes: Sequence[Any], positive: Any, dtype: np.dtype
-) -> tuple[Any, Any] | None:
-    """(negative, positive) as scalars of the labels' numeric dtype, if they convert exactly."""
-    if dtype.kind not in "iuf" or len(classes) != 2 or positive != classes[1]:
-        return None
-    try:
-        typed = tuple(dtype.type(c) for c in classes)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    if any(t != c for t, c in zip(typed, classes, strict=True)):
-        return None
-    return typed
-
-
-def use_dense_sums(n_possible: int, n_rows: int) -> bool:
-    """Whether per-bin sums go to dense accumulators (no larger than the chunk) or sparse."""
-    return n_possible <= max(1 << 16, n_rows)
-
-
-def dense_partial(
-    count: np.ndarray, sums: np.ndarray, positive: np.ndarray, outside: np.ndarray,
-    extreme: np.ndarray, counts: dict[str, int], limb_index: np.ndarray, with_labels: bool,
-) -> dict[str, Any]:
-    """A chunk's partial bins from dense accumulators (empty bins dropped)."""
-    uniq = np.flatnonzero(count)
-    return _partial(counts, uniq, count[uniq], sums[uniq], positive[uniq], outside, extreme,
-                    limb_index, with_labels)
-
-
-def _partial(counts: dict[str, int], uniq: np.ndarray, count: np.ndarray, sums: np.ndarray,
-             positive: np.ndarray, outside: np.ndarray, extreme: np.ndarray,
-             limb_index: np.ndarray, with_labels: bool) -> dict[str, Any]:
-    return {
-        "counts": counts,
-        "bin": uniq.astype(np.int64),
-        "n": count,
-        "sum": normalize_limbs(sums, limb_index),
-        "limb_index": limb_index,
-        "positive": positive if with_labels else None,
-        "outside": outside,
-        "extreme": extreme,
-    }
-
-
-def accumulate_bins(
-    X: np.ndarray, ids: np.ndarray, is_positive: np.ndarray, grid: FixedPointGrid,
-    n_possible: int, counts: dict[str, int], with_labels: bool,
-) -> dict[str, Any]:
-    """Per-bin count, fixed-point limb sums and positives of the rows with ``ids >= 0``."""
-    args = grid.kernel_args()
-    if use_dense_sums(n_possible, len(X)):
-        count, sums, pos, outside, extreme = bin_sums_dense(X, ids, is_positive, *args,
-                                                            n_possible)
-        return dense_partial(count, sums, pos, outside, extreme, counts, grid.limb_index,
-                             with_labels)
-    order = np.flatnonzero(ids >= 0)
-    order = order[np.argsort(ids[order], kind="stable")]
-    uniq, count, sums, pos, outside, extreme = bin_sums_sparse(X, ids, is_positive, *args, order)
-    return _partial(counts, uniq, count, sums, pos, outside, extreme, grid.limb_index, with_labels)
-
-
-def padded_edges(edges: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Edges as one (d, max_edges) array padded with +inf, and the count per feature."""
-    n_edges = np.array([len(e) for e in edges], dtype=np.int64)
-    padded = np.full((len(edges), max(1, int(n_edges.max(initial=0)))), np.inf)
-    for f, e in enumerate(edges):
-        padded[f, : len(e)] = e
-    return padded, n_edges
-
-
-def _bin_chunk(
-    Xb: np.ndarray,
-    yb: np.ndarray | None,
-    mb: np.ndarray | None,
-    *,
-    edges: tuple[np.ndarray, ...],
-    grid: FixedPointGrid,
-    positive: Any,
-    classes: tuple[Any, ...] | None,
-) -> dict[str, Any]:
-    X = as_float_block(Xb)
-    valid, counts = valid_rows(X, mb)
-    padded, n_edges = padded_edges(edges)
-    ids = bin_ids(X, valid, padded, n_edges)
-    is_positive = positive_flags(yb, valid, positive, classes)
-    n_possible = int(np.prod(n_edges + 1, dtype=object))
-    return accumulate_bins(X, ids, is_positive, grid, n_possible, counts, positive is not None)
-
-
-def _most_extreme(values: np.ndarray) -> np.ndarray:
-    """Per column, the value of largest magnitude (ties: the larger; NaN = none)."""
-    mag = np.where(np.isnan(values), -np.inf, np.abs(values))
-    best = np.max(mag, axis=0, initial=-np.inf)
-    pick = np.where(mag == best, values, -np.inf)
-    return np.where(np.isinf(best) & (best < 0), np.nan, np.max(pick, axis=0, initial=-np.inf))
-
-
-def combine_bins(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """Merge partial bins: counts and limb sums add (then carries are normalized)."""
-    ids = np.concatenate([p["bin"] for p in parts])
-    uniq, inv = np.unique(ids, return_inverse=True)
-    m = len(uniq)
-
-    def add(arrs: list[np.ndarray]) -> np.ndarray:
-        stacked = np.concatenate(arrs)
-        out = np.zeros((m, *stacked.shape[1:]), dtype=np.int64)
-        np.add.at(out, inv, stacked)
-        return out
-
-    limb_index = parts[0]["limb_index"]
-    return {
-        "counts": add_counts([p["counts"] for p in parts]),
-        "bin": uniq,
-        "n": add([p["n"] for p in parts]),
-        "sum": normalize_limbs(add([p["sum"] for p in parts]), limb_index),
-        "limb_index": limb_index,
-        "positive": None if parts[0]["positive"] is None else add([p["positive"] for p in parts]),
-        "outside": np.sum([p["outside"] for p in parts], axis=0),
-        "extreme": _most_extreme(np.stack([p["extreme"] for p in parts])),
-    }
 
 
 def bin_statistics(
@@ -275,11 +131,48 @@ def bin_statistics(
         ``outliers (feature)``, the number of values more than 1000 robust σ
         from the median (see :func:`robust_scaler`), and their total
         ``n_outliers``; a feature that has any gets an :class:`OutlierWarning`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern.reduce import bin_statistics
+    >>> X = np.array([[0.0, 1.0], [0.5, 3.0], [0.75, 3.5], [2.0, 4.0]])
+    >>> bins = bin_statistics(X, edges=[[0.75], [2.5]])
+    >>> bins["cell"].values.tolist(), bins["count"].values.tolist()
+    ([[0, 0], [0, 1], [1, 1]], [1, 2, 1])
+    >>> bins["center"].values[1].tolist()
+    [0.625, 3.25]
     """
     if edges is None:
         raise ValueError("edges are required: pass the output of quantile_summary")
     X, y, mask = as_row_chunked(X, y, mask)
-    d = X.shape[1]
+    edge_list, names, summary = _edge_arrays(edges, X.shape[1], features)
+    grid = _statistics_grid(X, mask, value_range, summary)
+    positive = None
+    if classes is not None:
+        classes = tuple(classes)
+        if len(classes) != 2:
+            raise LabelError(f"classes must be two labels (negative, positive); got {classes}")
+        if y is None:
+            raise LabelError("classes were given but no labels y")
+        positive = classes[1]
+
+    res = binning_pass(X, y, mask, edge_list, grid, positive, classes)
+    bins = bins_dataset(res, edge_list, grid, names, classes)
+    if np.isfinite(grid.limits).any():
+        record_outliers(bins, res["outside"], res["extreme"], grid.limits, names)
+    return bins
+
+
+def _edge_arrays(
+    edges: xr.DataArray | xr.Dataset | Sequence[Sequence[float]], d: int,
+    features: Sequence[str] | None,
+) -> tuple[tuple[np.ndarray, ...], list[str], xr.Dataset | None]:
+    """:func:`bin_statistics`' ``edges`` as one checked float64 array per feature.
+
+    Also the feature names (``features``, else those of ``edges``, else
+    ``f0, f1, …``) and the quantile summary when ``edges`` is one.
+    """
     names = list(features) if features is not None else None
     summary = None
     if isinstance(edges, xr.Dataset):
@@ -303,6 +196,17 @@ def bin_statistics(
     if n_possible >= 2**62:
         raise ValueError(f"{n_possible} possible bins do not fit a 64-bit bin id; use fewer "
                          "features or fewer quantiles")
+    return edge_list, names, summary
+
+
+def _statistics_grid(
+    X: Any, mask: Any, value_range: Any, summary: xr.Dataset | None
+) -> FixedPointGrid:
+    """The fixed-point grid of :func:`bin_statistics`' sums.
+
+    From ``value_range``, else from the quantile summary, else from an extra
+    histogram pass over ``X``, whose grid outliers do not coarsen.
+    """
     grid = None
     if value_range is not None:
         absmax = np.asarray(value_range, dtype=np.float64)
@@ -312,21 +216,27 @@ def bin_statistics(
     if grid is None:
         dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
         grid = histogram_grid(dense_histograms(histogram_pass(X, None, mask)), dtype)
+    return grid
 
-    positive = None
-    if classes is not None:
-        classes = tuple(classes)
-        if len(classes) != 2:
-            raise LabelError(f"classes must be two labels (negative, positive); got {classes}")
-        if y is None:
-            raise LabelError("classes were given but no labels y")
-        positive = classes[1]
 
-    res = binning_pass(X, y, mask, edge_list, grid, positive, classes)
-    bins = bins_dataset(res, edge_list, grid, names, classes)
-    if np.isfinite(grid.limits).any():
-        record_outliers(bins, res["outside"], res["extreme"], grid.limits, names)
-    return bins
+def _bin_chunk(
+    Xb: np.ndarray,
+    yb: np.ndarray | None,
+    mb: np.ndarray | None,
+    *,
+    edges: tuple[np.ndarray, ...],
+    grid: FixedPointGrid,
+    positive: Any,
+    classes: tuple[Any, ...] | None,
+) -> dict[str, Any]:
+    """The binning pass's chunk function: the partial bins of one chunk for known edges."""
+    X = as_float_block(Xb)
+    valid, counts = valid_rows(X, mb)
+    padded, n_edges = padded_edges(edges)
+    ids = bin_ids(X, valid, padded, n_edges)
+    is_positive = positive_flags(yb, valid, positive, classes)
+    n_possible = int(np.prod(n_edges + 1, dtype=object))
+    return accumulate_bins(X, ids, is_positive, grid, n_possible, counts, positive is not None)
 
 
 #: Bin ids are int64 flat indices into the product of the features' cells.

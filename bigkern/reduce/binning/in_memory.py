@@ -29,15 +29,20 @@ for the edges, as in the three-pass plan).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import dask
 import numpy as np
 
-from bigkern import config
 from bigkern.cluster.compute import compute
+from bigkern.reduce.binning.bins import _bin_chunk, check_cell_count
+from bigkern.reduce.binning.outliers import histogram_grid
+from bigkern.reduce.binning.plan import PlanResult
+from bigkern.reduce.binning.quantiles import QuantilePlan
 from bigkern.reduce.binning.radix_select import (
     GROUP_BITS,
+    KEEP,
     _distinct_labels,
     float_keys,
     key_dtype,
@@ -46,33 +51,70 @@ from bigkern.reduce.binning.radix_select import (
 from bigkern.reduce.passes import as_float_block, unwrap_samples, valid_rows
 
 __all__ = [
+    "InMemoryRun",
     "as_numpy_samples",
     "first_pass",
     "kept_fraction_bound",
     "order_statistics",
-    "use_in_memory",
 ]
 
 
-def use_in_memory(X: Any, y: Any, mask: Any, in_memory: bool | None,
-                  fused: bool | None) -> bool:
-    """Whether :func:`~bigkern.reduce.percentile_bins` takes the in-memory path.
+@dataclass
+class InMemoryRun:
+    """A run of the ``"in-memory"`` plan: ``X``, ``y`` and ``mask`` as numpy arrays.
 
-    ``in_memory=None`` (automatic): when no plan is forced (``fused`` is
-    None), none of ``X``, ``y``, ``mask`` is a dask collection, and ``X``
-    has at most ``bigkern.in_memory_rows`` rows. ``True`` forces it (dask
-    inputs are then computed into memory first), ``False`` forbids it.
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern.reduce.binning.in_memory import InMemoryRun
+    >>> run = InMemoryRun.start(np.arange(8.0).reshape(4, 2), None, None, None,
+    ...                         where=np.array([1]))
+    >>> run.names, run.first_read()["counts"]["valid"]
+    (['f0', 'f1'], 4)
     """
-    if in_memory is not None:
-        if in_memory and fused is not None:
-            raise ValueError("fused= chooses between the dask plans; it cannot be combined "
-                             "with in_memory=True")
-        return bool(in_memory)
-    if fused is not None or any(dask.is_dask_collection(a) for a in (X, y, mask)):
-        return False
-    shape = np.shape(X)
-    rows = shape[0] if len(shape) else 0
-    return rows <= int(config.get("in_memory_rows"))
+
+    X: np.ndarray
+    y: np.ndarray | None
+    mask: np.ndarray | None
+    names: list[str]
+    where: np.ndarray
+    columns: list[np.ndarray] = field(default_factory=list)
+
+    @classmethod
+    def start(cls, X: Any, y: Any, mask: Any, features: Sequence[str] | None, *,
+              where: np.ndarray) -> InMemoryRun:
+        """Read the inputs into memory (:func:`as_numpy_samples`) and check the cell count."""
+        X, y, mask, names = as_numpy_samples(X, y, mask, features)
+        check_cell_count(X.shape[1], len(where))
+        return cls(X, y, mask, names, where)
+
+    def first_read(self) -> dict[str, Any]:
+        """:func:`first_pass`; keeps each feature's sorted usable values for :meth:`finish`."""
+        first, self.columns = first_pass(self.X, self.y, self.mask)
+        return first
+
+    def finish(self, first: dict[str, Any], quantile_plan: QuantilePlan, positive: Any,
+               classes: tuple[Any, ...] | None) -> PlanResult:
+        """Edges from the sorted values, then the whole array binned as one chunk."""
+        X, where = self.X, self.where
+        d = X.shape[1]
+        hist = first["hist"]  # sparse: no 2**20 table
+        wanted = quantile_plan.wanted(d)
+        kept_bound = kept_fraction_bound(first, self.columns, wanted, X.dtype)
+        grid = histogram_grid(hist, X.dtype)
+        if len(where) >= KEEP:
+            raise ValueError(f"at most {KEEP - 1} quantiles per feature; got {len(where)}")
+        values = order_statistics(self.columns, wanted)
+        edge_values = quantile_plan.edges(values, d)[:, where]
+        edge_list = tuple(edge_values[f] for f in range(d))
+        res = _bin_chunk(X, self.y if positive is not None else None, self.mask,
+                         edges=edge_list, grid=grid, positive=positive, classes=classes)
+        res["counts"]["kept"] = 0
+        return PlanResult(res, edge_list, values, hist, grid, kept_bound, 1, "in-memory")
+
+    def attrs(self) -> dict[str, Any]:
+        """No attrs beyond the plan's result."""
+        return {}
 
 
 def as_numpy_samples(
@@ -159,7 +201,7 @@ def kept_fraction_bound(
     """Share of the usable rows whose values share a key group with a wanted order statistic.
 
     The fused plan's bound on the rows it would keep (see
-    :mod:`bigkern.reduce.binning.percentile`), reported in the same attr.
+    :mod:`bigkern.reduce.binning.fused`), reported in the same attr.
     """
     ukind, width = key_dtype(dtype)
     shift = ukind(width - GROUP_BITS)

@@ -1,6 +1,6 @@
 """Percentile bins in one full read: a sample places the edges, the read checks it.
 
-The fused plan (:mod:`bigkern.reduce.binning.percentile`) reads the data twice: a
+The fused plan (:mod:`bigkern.reduce.binning.fused`) reads the data twice: a
 histogram of order-preserving key groups places every edge in a known group,
 then a bin-or-keep read bins the rows whose cells are certain and keeps the
 others on their workers. Here a sample places the edges, and the histogram is
@@ -48,9 +48,10 @@ from typing import Any
 import dask
 import numpy as np
 
+from bigkern import config
 from bigkern.cluster.compute import compute
-from bigkern.reduce.binning.bins import combine_bins
 from bigkern.reduce.binning.fixed_point import FixedPointGrid
+from bigkern.reduce.binning.fused import histogram_plan_bins
 from bigkern.reduce.binning.one_read_chunks import (
     _chunk_arrays,
     _combine_read,
@@ -72,8 +73,11 @@ from bigkern.reduce.binning.one_read_sample import (
     window_tables,
 )
 from bigkern.reduce.binning.outliers import histogram_grid
+from bigkern.reduce.binning.partials import combine_bins
+from bigkern.reduce.binning.plan import PlanResult
 from bigkern.reduce.binning.quantiles import QuantilePlan
 from bigkern.reduce.binning.radix_select import (
+    KEEP,
     Bucket,
     RadixSelection,
     _combine_first,
@@ -81,6 +85,7 @@ from bigkern.reduce.binning.radix_select import (
     combine_refine,
     dense_histograms,
     finish_selection,
+    histogram_pass,
 )
 from bigkern.reduce.passes import row_partials, row_starts, tree_reduce
 
@@ -94,11 +99,14 @@ __all__ = ["OneRead", "OneReadSample", "sample_windows"]
 class OneRead:
     """One run of the one-read plan (see the module docstring).
 
-    :meth:`draw_sample` reads the sample windows (holding their chunks) and
-    makes the guess, :meth:`read` runs the full read and returns its
-    first-pass result (the two-read plan's first read, exactly), and
+    :meth:`first_read` draws the sample (:meth:`draw_sample`: reads the sample
+    windows, holding their chunks, and makes the guess) and runs the full read
+    (:meth:`read`), returning its first-pass result (the two-read plan's first
+    read, exactly); when the plan cannot run it is the histogram pass instead.
     :meth:`finish` checks the guess and, when it holds, gives the combined
-    bins. ``status`` says what happened, for the bins' attrs.
+    bins, else the ``"fused-or-three-pass"`` plan finishes. ``status`` says
+    what happened, for the bins' attrs. ``X``, ``y`` and ``mask`` are
+    row-chunked dask arrays, ``classes`` those the caller gave (or None).
     """
 
     X: Any
@@ -124,6 +132,33 @@ class OneRead:
         """The plan attrs this run adds to the bins."""
         return {"one_read": self.status, "sample_rows": int(self.sample_rows),
                 "sample_chunks_held": int(self.held_chunks)}
+
+    def first_read(self) -> dict[str, Any]:
+        """The full read (after the sample), or the histogram pass when the plan is skipped."""
+        if not np.all((self.probs >= 0) & (self.probs <= 1)):  # the histogram plan names it
+            self.status = "skipped: probabilities outside [0, 1]"
+        elif self.classes is not None and len(self.classes) != 2:
+            self.status = "skipped: classes are not two labels"
+        elif len(self.where) >= KEEP:
+            self.status = f"skipped: {len(self.where)} quantiles per feature"
+        elif self.draw_sample(float(config.get("max_deferred_fraction"))):
+            return self.read()
+        return histogram_pass(self.X, self.y, self.mask)
+
+    def finish(self, first: dict[str, Any], quantile_plan: QuantilePlan, positive: Any,
+               classes: tuple[Any, ...] | None) -> PlanResult:
+        """The bins of the read when the sample's guess held, else the two-read plan's.
+
+        ``first`` is :meth:`first_read`'s result; after a skip or a fallback it
+        was the histogram pass of the ``"fused-or-three-pass"`` plan, which
+        finishes.
+        """
+        if self.status == "not run":
+            done = self._bins_of_read(first, quantile_plan, classes, positive)
+            if done is not None:
+                return done
+        return histogram_plan_bins(self.X, self.y, self.mask, first, quantile_plan, self.where,
+                                   positive, classes, None)
 
     def draw_sample(self, max_kept: float) -> bool:
         """Read the sample windows and guess; False (with ``status``) when no guess is made."""
@@ -214,16 +249,15 @@ class OneRead:
                            f"sample's candidates {sorted(g.scales[:, f].tolist())}")
         return why
 
-    def finish(
+    def _bins_of_read(
         self, first: dict[str, Any], plan: QuantilePlan, classes: tuple[Any, ...] | None,
         positive: Any,
-    ) -> tuple[Any, ...] | None:
+    ) -> PlanResult | None:
         """Check the guess against the read's exact histograms; the bins, or None to fall back.
 
         ``first`` is :meth:`read`'s result, ``plan`` its quantile plan,
         ``classes`` and ``positive`` those of the labels as the two-read plan
-        takes them. Returns ``(res, edge_list, values, hist, grid,
-        kept_bound, passes)`` as the two-read plan's driver does.
+        takes them.
         """
         g = self._guess
         assert g is not None and self._certain is not None, "read first"
@@ -261,8 +295,8 @@ class OneRead:
         res = combine_bins([certain_bins(self._certain, g.scales, grid), kept])
         self.status = "ok"
         self._parts = []
-        return res, edge_list, selection.values(), first["hist"], grid, kept_bound, \
-            selection.passes
+        return PlanResult(res, edge_list, selection.values(), first["hist"], grid, kept_bound,
+                          selection.passes, "one-read")
 
     def fallback(self, reason: str) -> None:
         """Give up the read's kept rows: the two-read plan finishes (``status`` says why)."""

@@ -20,7 +20,8 @@ import numpy as np
 from bigkern.errors import LabelError
 from bigkern.reduce.binning._bin_kernels import bin_ids, bin_sums_sparse
 from bigkern.reduce.binning._key_kernels import one_read_ids, one_read_sums
-from bigkern.reduce.binning.bins import (
+from bigkern.reduce.binning.fixed_point import FixedPointGrid, normalize_limbs
+from bigkern.reduce.binning.partials import (
     accumulate_bins,
     combine_bins,
     dense_partial,
@@ -28,7 +29,6 @@ from bigkern.reduce.binning.bins import (
     positive_flags,
     use_dense_sums,
 )
-from bigkern.reduce.binning.fixed_point import FixedPointGrid, normalize_limbs
 from bigkern.reduce.binning.quantiles import QuantilePlan
 from bigkern.reduce.binning.radix_select import (
     GROUP_BITS,
