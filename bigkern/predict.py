@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +13,17 @@ import numpy as np
 import xarray as xr
 
 from bigkern import config
+from bigkern.io.cf import cf_attrs
 from bigkern.io.regions import RegionReport, write_regions
-from bigkern.io.scenes import SCENE_DIMS, as_dask_array, validate_scenes
+from bigkern.io.samples import as_dask_array
+from bigkern.io.scene_dims import (
+    SCENE_DIMS,
+    DimMapping,
+    from_scene_dims,
+    scene_dims,
+    to_scene_dims,
+)
+from bigkern.io.scenes import validate_scenes
 from bigkern.io.validity import FillValues, ValidRanges, ensure_validity
 
 __all__ = ["mask_codes", "predict_scenes", "prediction_job", "write_predictions"]
@@ -131,6 +141,7 @@ def predict_scenes(
     *,
     fill_values: FillValues = None,
     valid_ranges: ValidRanges = None,
+    dims: DimMapping = None,
 ) -> xr.Dataset:
     """Predict every pixel of every scene, lazily (tasks of ~``bigkern.predict_block_pixels``).
 
@@ -150,6 +161,11 @@ def predict_scenes(
         have not been through them (a Dataset built in memory) get them here,
         so a fill value never gets a class (see
         :func:`bigkern.io.validity.ensure_validity`).
+    dims : mapping of str to str, optional
+        For a dataset whose dims are not named ``(scene, y, x)``: bigkern's dim
+        → the dataset's, e.g. ``{"scene": "time"}``. A dataset opened with
+        :func:`bigkern.open_scenes` and ``dims=`` remembers its mapping. The
+        output has the dataset's own dim names.
 
     Returns
     -------
@@ -157,10 +173,32 @@ def predict_scenes(
         ``decision`` (float32; NaN where a feature is missing) and
         ``cloud_mask`` (int8: the model's classes, e.g. 1 cloud / -1 clear,
         and the "no prediction" flag — 0, or -128 when 0 is a class, see
-        :func:`mask_codes` — where a feature is missing), aligned with ``ds``;
-        its ``flag_values`` attribute lists the three codes. Unlabelled pixels
-        are predicted too. For a regressor: ``prediction`` (float32; NaN where a
-        feature is missing) only.
+        :func:`mask_codes` — where a feature is missing), aligned with ``ds``.
+        Unlabelled pixels are predicted too. For a regressor: ``prediction``
+        (float32; NaN where a feature is missing) only.
+
+        The output keeps ``ds``'s coordinates on its dims (``lat``/``lon``, a
+        time per scene …) and its attributes, with CF's ``Conventions`` and a
+        line appended to ``history`` (see :func:`bigkern.io.cf.cf_attrs`),
+        plus ``model``, ``features`` and (classifier) ``classes``. Per
+        variable: ``long_name``; ``decision``/``prediction`` are float32 with
+        ``_FillValue`` NaN (``units = "1"`` for the dimensionless decision);
+        ``cloud_mask`` has CF ``flag_values`` (int8) and ``flag_meanings``, one
+        word per code, e.g. ``clear no_prediction cloud``.
+
+    Examples
+    --------
+    >>> from bigkern.datasets import make_scenes
+    >>> from bigkern.io import stack_samples
+    >>> from bigkern.models import BinnedSVC
+    >>> scenes = make_scenes(2, (24, 32), seed=0, radiances=False).rename(scene="time")
+    >>> s = stack_samples(scenes, ["NDAI", "SD", "CORR"], dims={"scene": "time"})
+    >>> model = BinnedSVC(omega=0.8, C=1.0).fit(s.as_dataarray(), s.y, mask=s.mask)
+    >>> pred = predict_scenes(model, scenes, dims={"scene": "time"})
+    >>> pred["cloud_mask"].dims, pred["cloud_mask"].attrs["flag_meanings"]
+    (('time', 'y', 'x'), 'clear no_prediction cloud')
+    >>> pred.attrs["Conventions"], pred.attrs["history"].split(" ", 1)[1]  # doctest: +ELLIPSIS
+    ('CF-1.10', 'bigkern ... predict_scenes: BinnedSVC')
     """
     from sklearn.base import is_regressor
 
@@ -176,6 +214,8 @@ def predict_scenes(
     if len(features) != model.n_features_in_:
         raise ValueError(f"{len(features)} features given; the model takes "
                          f"{model.n_features_in_}")
+    ds = to_scene_dims(ds, dims)
+    mapping = scene_dims(ds)
     validate_scenes(ds, features=features, check_labels=False)
     ds = ensure_validity(ds, features, fill_values=fill_values, valid_ranges=valid_ranges)
     arrays = [as_dask_array(ds[f]) for f in features]
@@ -195,12 +235,15 @@ def predict_scenes(
     )
     if decision.chunks != chunks:
         decision = decision.rechunk(chunks)
-    coords = {d: ds[d] for d in SCENE_DIMS if d in ds.coords}
-    attrs = {"model": type(model).__name__, "features": features}
+    coords = {str(k): v.variable for k, v in ds.coords.items() if set(v.dims) <= set(SCENE_DIMS)}
+    attrs = {**cf_attrs(ds.attrs, f"predict_scenes: {type(model).__name__}"),
+             "model": type(model).__name__, "features": features}
     if is_regressor(model):
         out = xr.Dataset({"prediction": (SCENE_DIMS, decision)}, coords=coords, attrs=attrs)
-        out["prediction"].attrs = {"long_name": "predicted value (NaN: no prediction)"}
-        return out
+        out["prediction"].attrs = {"long_name": f"value predicted by {type(model).__name__} "
+                                                f"from {', '.join(features)}"}
+        out["prediction"].encoding["_FillValue"] = np.float32(np.nan)
+        return from_scene_dims(out, mapping)
     neg, pos, none = mask_codes(model.classes_)
     mask = da.where(da.isnan(decision), none, da.where(decision > 0, pos, neg)).astype(np.int8)
     out = xr.Dataset(
@@ -212,12 +255,30 @@ def predict_scenes(
         attrs={**attrs, "classes": [neg, pos]},
     )
     out["cloud_mask"].attrs = {
-        "long_name": "predicted class",
-        "flag_values": [neg, none, pos],
+        "long_name": f"class predicted by {type(model).__name__}"
+                     + (" (cloud mask)" if (neg, pos) == (-1, 1) else ""),
+        "flag_values": np.array([neg, none, pos], dtype=np.int8),
         "flag_meanings": "negative no_prediction positive" if (neg, pos) != (-1, 1)
         else "clear no_prediction cloud",
     }
-    out["decision"].attrs = {"long_name": "kernel decision value (> 0: positive class)"}
+    out["decision"].attrs = {"long_name": "kernel decision value (> 0: positive class)",
+                             "units": "1"}
+    out["decision"].encoding["_FillValue"] = np.float32(np.nan)
+    return from_scene_dims(out, mapping)
+
+
+_OWN_HISTORY = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z (?=bigkern \S+ predict_scenes: )",
+                          re.MULTILINE)
+
+
+def _job_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """``attrs`` without the time of :func:`predict_scenes`'s ``history`` line.
+
+    The same prediction made twice (a rerun that resumes) differs only in that time.
+    """
+    out = dict(attrs)
+    if isinstance(out.get("history"), str):
+        out["history"] = _OWN_HISTORY.sub("", out["history"])
     return out
 
 
@@ -236,13 +297,15 @@ def prediction_job(pred: xr.Dataset) -> str:
     """A digest of what ``pred`` computes (inputs, model, features, chunks), for resuming.
 
     Two processes that build the same prediction from the same store and
-    model get the same digest (dask's deterministic tokenization of the graph).
+    model get the same digest (dask's deterministic tokenization of the graph
+    and of the attributes, less the time of the ``history`` line that
+    :func:`predict_scenes` appended: a rerun made later resumes the same job).
     """
     import dask
     from dask.base import tokenize
 
     with dask.config.set({"tokenize.ensure-deterministic": True}):
-        return tokenize(*(pred[v].data.name for v in pred.data_vars), dict(pred.attrs))
+        return tokenize(*(pred[v].data.name for v in pred.data_vars), _job_attrs(pred.attrs))
 
 
 def write_predictions(
@@ -260,6 +323,13 @@ def write_predictions(
     checksum; an interrupted run leaves a store marked ``writing`` (refused by
     bigkern's readers), and rerunning the same prediction resumes it,
     computing only the regions that are missing or fail their checksums.
+
+    The store gets the prediction's coordinates (those of the scenes:
+    ``lat``/``lon``, a time per scene …, written block by block when they are
+    lazy, again by a run that resumes) and its attributes, CF ones included
+    (``Conventions``, ``history``, each variable's ``long_name``, ``units``,
+    ``_FillValue``, ``flag_values``/``flag_meanings``). A resumed store keeps
+    the ``history`` of the run that started it.
 
     Parameters
     ----------

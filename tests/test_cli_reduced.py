@@ -18,7 +18,7 @@ from bigkern.cli import main
 from bigkern.datasets import make_scenes
 from bigkern.features import with_features
 from bigkern.io import open_scenes, write_scenes
-from bigkern.io.scenes import stack_samples
+from bigkern.io.samples import stack_samples
 from bigkern.io.zarr_store import open_zarr
 from bigkern.models import load_model
 from bigkern.reduce.sampling import random_split

@@ -190,7 +190,9 @@ def test_predict_scenes_works_for_every_classifier_and_never_flags_a_class(model
     model = clone(model).fit(frame.iloc[:400], (y[:400] + 1) // 2)  # classes 0 / 1
     pred = predict_scenes(model, ds).compute()
     flags = pred["cloud_mask"].attrs["flag_values"]
-    assert flags == [0, -128, 1]  # 0 is a class: "no prediction" is -128
+    assert flags.tolist() == [0, -128, 1]  # 0 is a class: "no prediction" is -128
+    assert flags.dtype == pred["cloud_mask"].dtype == np.int8  # CF: the variable's type
+    assert pred["cloud_mask"].attrs["flag_meanings"] == "negative no_prediction positive"
     mask = pred["cloud_mask"].values
     assert (mask[:, :, 5] == -128).all()
     np.testing.assert_array_equal(mask == -128, np.isnan(pred["decision"].values))

@@ -7,6 +7,7 @@ Each test reproduces a fault found by trying bigkern as a new user would
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -277,9 +278,14 @@ def test_killed_prediction_resumes_computing_only_the_rest(tmp_path, client):
     report = _predict(store, model, out)
     assert (report.n_reused, report.n_computed, report.n_damaged) == (n_regions - 1, 1, 1)
     assert report.summary == _predict(store, model, tmp_path / "again.zarr").summary
-    # identical but for the random id each store is given when created
+    # identical but for the random id each store is given when created, and the time its
+    # history gives the prediction (when the store was started)
     resumed, uninterrupted = (open_checked(p)[["decision"]].load() for p in (out, reference))
     assert resumed.attrs.pop("bigkern_store_id") != uninterrupted.attrs.pop("bigkern_store_id")
+    stamp = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ (?=bigkern \S+ predict_scenes: )",
+                       re.MULTILINE)
+    histories = [stamp.subn("", d.attrs.pop("history")) for d in (resumed, uninterrupted)]
+    assert histories[0] == histories[1] and histories[0][1] == 1
     xr.testing.assert_identical(resumed, uninterrupted)
 
 

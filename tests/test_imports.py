@@ -81,7 +81,7 @@ class Import:
 
     file: str
     line: int
-    name: str  # full dotted name, e.g. "bigkern.io.scenes.as_dask_array"
+    name: str  # full dotted name, e.g. "bigkern.io.samples.as_dask_array"
     module: str  # the module it resolves to, e.g. "bigkern.io.scenes"
     statement: bool = True  # False: an attribute chain ``bigkern.x._y`` in the code
 

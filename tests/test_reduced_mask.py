@@ -13,7 +13,7 @@ import pytest
 
 from bigkern.datasets import make_scenes
 from bigkern.errors import LabelError
-from bigkern.io.scenes import stack_samples
+from bigkern.io.samples import stack_samples
 from bigkern.models import (
     NystromKernelRidge,
     NystromKernelRidgeClassifier,

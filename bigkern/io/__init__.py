@@ -4,15 +4,9 @@ from bigkern.io.chunking import ChunkWarning
 from bigkern.io.misr_text import MISR_TEXT_COLUMNS, ingest_misr_text, read_misr_text
 from bigkern.io.model_store import read_model_dataset, write_model_dataset
 from bigkern.io.regression_csv import load_regression, read_regression_csv
-from bigkern.io.scenes import (
-    SCENE_DIMS,
-    Samples,
-    default_chunks,
-    open_scenes,
-    stack_samples,
-    validate_scenes,
-    write_scenes,
-)
+from bigkern.io.samples import Samples, stack_samples
+from bigkern.io.scene_dims import SCENE_DIMS
+from bigkern.io.scenes import default_chunks, open_scenes, validate_scenes, write_scenes
 from bigkern.io.validity import apply_validity, validity_report, validity_rules
 
 __all__ = [

@@ -37,7 +37,8 @@ from dask.array.core import normalize_chunks
 from bigkern import config
 from bigkern.errors import BigkernWarning
 
-__all__ = ["ChunkWarning", "TaskPlan", "check_chunks", "guide_chunks", "planned_tasks", "task_plan"]
+__all__ = ["ChunkWarning", "TaskPlan", "check_chunks", "crosses_guidance", "guide_chunks",
+           "planned_tasks", "task_plan"]
 
 #: Defaults of the ``bigkern.chunk_guidance`` settings, used when a key is absent
 #: (e.g. after ``dask.config.set({"bigkern.chunk_guidance": {"enabled": True}})``).
@@ -336,6 +337,33 @@ def _problems(plan: TaskPlan) -> list[str]:
         problems.append(f"fewer pixels per task than bigkern.chunk_guidance.min_pixels_per_task "
                         f"({min_pixels:,})")
     return problems
+
+
+def crosses_guidance(plan: TaskPlan) -> bool:
+    """Whether ``plan`` crosses a limit of the chunk guidance (silently; False when disabled).
+
+    The limits :func:`check_chunks` warns about: more than
+    ``bigkern.chunk_guidance.max_tasks`` tasks, or a median task of fewer than
+    ``bigkern.chunk_guidance.min_pixels_per_task`` pixels (never for an array of
+    fewer pixels than that in all).
+
+    Parameters
+    ----------
+    plan : TaskPlan
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> dims, shape = ("scene", "y", "x"), (100, 1000, 1000)
+    >>> crosses_guidance(planned_tasks(dims, shape, "f4", (1, 10, 1000)))  # 10⁴ pixels a task
+    True
+    >>> crosses_guidance(planned_tasks(dims, shape, "f4", (1, 1000, 1000)))
+    False
+    """
+    return bool(_setting("enabled")) and bool(_problems(plan))
 
 
 def _advice(plan: TaskPlan, problems: list[str]) -> str:

@@ -234,14 +234,74 @@ def _resumable(path: Location, kind: str, job: str, names: Sequence[str]) -> str
     return str(attrs[STORE_ID_ATTR]) if set(names) <= present else None
 
 
+def _lazy_coords(ds: xr.Dataset) -> dict[str, xr.Variable]:
+    """The dask-backed coordinates of ``ds`` that tasks write, chunked like its regions.
+
+    A non-dimension coordinate on dims of the data variables (``lat``/``lon`` on
+    ``(y, x)`` or on every pixel, a time per scene read lazily …) may be as large
+    as a data variable: it is written block by block by tasks (:func:`_write_coords`),
+    never loaded whole in this process. Its blocks are the regions' blocks along
+    its dims, so the zarr chunks of the coordinate are whole blocks, one writer each.
+    """
+    if not ds.data_vars:
+        return {}
+    first = ds[next(iter(ds.data_vars))]
+    if not isinstance(first.data, da.Array):
+        return {}
+    by_dim = dict(zip(first.dims, first.data.chunks, strict=True))
+    out = {}
+    for name, coord in ds.coords.items():
+        if name in ds.dims or not isinstance(coord.data, da.Array) or coord.ndim == 0 \
+                or not set(coord.dims) <= set(by_dim):
+            continue
+        data = coord.data.rechunk(tuple(by_dim[d] for d in coord.dims))
+        out[str(name)] = xr.Variable(coord.dims, data, coord.attrs, coord.encoding)
+    return out
+
+
+def _write_coord_block(block: np.ndarray, *, path: Location, coord: str, store_id: str,
+                       block_info: Any = None) -> np.ndarray:
+    """Write one block of a coordinate (the store must still be this job's)."""
+    region = tuple(slice(a, b) for a, b in block_info[0]["array-location"])
+    _open_arrays(path, (coord,), store_id)[coord][region] = block
+    return np.zeros((1,) * block.ndim, dtype=np.int8)
+
+
+def _write_coords(coords: dict[str, xr.Variable], target: _Target, job: str) -> None:
+    """Write the lazy coordinates of a new or resumed store, block by block, in one compute.
+
+    Done on every run, resumed or not: the blocks are the same values written again
+    (cheap next to the regions), so a run killed while writing them leaves nothing
+    to verify. They carry no commit record: the regions' records are about the data.
+    """
+    if not coords:
+        return
+    from bigkern.cluster.compute import compute
+
+    parts = []
+    for name, var in coords.items():
+        data = var.data
+        token = tokenize(job, _identity(target.store), name, target.store_id)
+        parts.append(da.map_blocks(
+            _write_coord_block, data, path=target.store, coord=name, store_id=target.store_id,
+            chunks=tuple((1,) * len(c) for c in data.chunks), dtype=np.int8,
+            name=f"bigkern-write-coord-{token}",
+        ).sum())
+    compute(*parts, label=f"writing the coordinates of {target.store}")
+
+
 def _create_template(ds: xr.Dataset, path: Location, *, kind: str, job: str) -> str:
     """Write the store's metadata and coordinates with a fresh store id; return the id."""
     store_id = uuid.uuid4().hex
     template = ds.copy()
-    # coordinates are written with the template, not by the region tasks: a lazy one (e.g. the
-    # ``source`` file names of an ingested store, read through open_checked) is loaded here,
-    # else its chunks would never be written and the finished store would read as damaged
-    lazy = {k: v.variable.load() for k, v in template.coords.items()
+    # coordinates are written with the template, not by the region tasks: a lazy one on dims
+    # of the data (lat/lon …) is written block by block by _write_coords, on this run and on
+    # any that resumes it; another lazy one (e.g. the ``source`` file names of an ingested
+    # store, read through open_checked) is loaded here, else its chunks would never be written
+    # and the finished store would read as damaged
+    by_tasks = _lazy_coords(ds)
+    lazy = {k: by_tasks[str(k)] if str(k) in by_tasks else v.variable.load()
+            for k, v in template.coords.items()
             if k not in template.dims and isinstance(v.data, da.Array)}
     template = template.assign_coords(lazy)
     template.attrs = {**ds.attrs, JOB_ATTR: job, STORE_ID_ATTR: store_id}
@@ -273,7 +333,7 @@ def _choose_target(ds: xr.Dataset, path: Location, claim: OutputClaim, *, kind: 
     if found is not None and found != kind:
         raise StoreError(f"{path} is a bigkern {found} store, not {kind}: refusing to replace "
                          f"it with {kind}, even with --overwrite; choose another output path")
-    names = tuple(map(str, ds.data_vars))
+    names = tuple(map(str, ds.variables))  # a store lacking a coordinate is not resumed
     same_id = _resumable(path, kind, job, names)
     if same_id is None and resume and attrs.get(JOB_ATTR) == job and found == kind \
             and attrs.get(STATUS_ATTR) == "writing":
@@ -325,6 +385,12 @@ def write_regions(
 ) -> RegionReport:
     """Write the dask-backed data variables of ``ds`` region by region, resumably.
 
+    The coordinates of ``ds`` and its attributes are written with the store's
+    template; a dask-backed coordinate on the data's dims (``lat``/``lon`` …)
+    is written block by block by tasks, again on every run that resumes the
+    store, so it is whole whenever the store is. Every chunk of every
+    coordinate is checked to be in storage before the store is marked complete.
+
     Parameters
     ----------
     ds : xarray.Dataset
@@ -367,8 +433,14 @@ def write_regions(
     with claim_output(path) as claim:
         target = _choose_target(ds, path, claim, kind=kind, job=job, overwrite=overwrite,
                                 resume=resume)
+        _write_coords(_lazy_coords(ds), target, job)
         report = _write_target(arrays, names, chunks, target, job=job, summarize=summarize,
                                label=label or f"writing {given}", compute=compute)
+        lost = missing_chunks(target.store, [str(k) for k in ds.coords])
+        if lost:
+            name, idx = next(iter(lost.items()))
+            raise StoreError(f"store {target.store}: coordinate {name!r}, chunk {idx[0]} was "
+                             f"not written")
         report.path = path.local_path if path.local else str(given)
         claim.check()  # still ours: nobody else has touched the output meanwhile
         finish_store(target.store)

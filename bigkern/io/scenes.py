@@ -1,15 +1,23 @@
-"""Scene stores: open, validate, stack into samples, write.
+"""Scene stores: open, validate, write.
 
 A scene store is an :class:`xarray.Dataset` in zarr with dims
 ``(scene, y, x)``: one float variable per feature (``NDAI``, ``SD``,
 ``CORR``, radiances …) and an integer ``label`` (1 cloud, -1 clear,
 0 unlabelled). Everything here is lazy except the cheap label check.
+
+A store whose dims have other names — ``(time, y, x)``, ``(time, row, col)`` —
+is used by naming the mapping from bigkern's dims to its own, e.g.
+``open_scenes(path, dims={"scene": "time"})``: bigkern works in its own dims
+(:func:`to_scene_dims`) and gives every output the store's names back
+(:func:`from_scene_dims`). Non-dimension coordinates (``lat``/``lon``, a time
+per scene …) and the dataset's attributes are kept; what bigkern writes gets
+the CF attributes ``Conventions`` and a line appended to ``history``
+(:func:`cf_attrs`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,27 +27,35 @@ import xarray as xr
 
 from bigkern import config
 from bigkern.errors import LabelError, StoreError
+from bigkern.io.cf import cf_attrs
 from bigkern.io.integrity import open_checked
 from bigkern.io.limits import planned_read_chunks
 from bigkern.io.manifest import MANIFEST_ATTR, manifest_digests, write_manifests
+from bigkern.io.scene_dims import (
+    SCENE_DIMS,
+    DimMapping,
+    _dim_mapping,
+    from_scene_dims,
+    scene_dims,
+    to_scene_dims,
+)
 from bigkern.io.staging import staged_output
 from bigkern.io.urls import Location, PathOrURL, StorageOptions, location
-from bigkern.io.validity import FillValues, ValidRanges, apply_validity, ensure_validity
+from bigkern.io.validity import FillValues, ValidRanges, apply_validity
 from bigkern.io.zarr_store import finish_store, to_zarr
 
 __all__ = [
-    "SCENE_DIMS",
-    "Samples",
-    "as_dask_array",
     "default_chunks",
     "open_scenes",
-    "stack_samples",
     "validate_scenes",
+    "write_chunks",
     "write_scenes",
 ]
 
-SCENE_DIMS = ("scene", "y", "x")
 LABEL_VALUES = (-1, 0, 1)
+
+# what the label codes mean (CF flag_meanings: one word per value of flag_values)
+_LABEL_FLAGS = {"flag_values": LABEL_VALUES, "flag_meanings": "clear unlabelled cloud"}
 
 
 def default_chunks(shape: tuple[int, int, int], itemsize: int = 4) -> dict[str, int]:
@@ -61,6 +77,7 @@ def open_scenes(
     fill_values: FillValues = None,
     valid_ranges: ValidRanges = None,
     storage_options: StorageOptions = None,
+    dims: DimMapping = None,
 ) -> xr.Dataset:
     """Open a scene store lazily (dask-backed), with fill and out-of-range values masked.
 
@@ -100,30 +117,60 @@ def open_scenes(
     storage_options : mapping, optional
         fsspec options for a URL (credentials, ``endpoint_url`` …; see
         :func:`bigkern.io.urls.location`).
+    dims : mapping of str to str, optional
+        For a store whose dims are not named ``(scene, y, x)``: bigkern's dim →
+        the store's, e.g. ``{"scene": "time"}`` for ``(time, y, x)``. The
+        Dataset returned is in bigkern's dims (see :func:`to_scene_dims`) and
+        remembers the mapping, so that :func:`bigkern.predict_scenes` and
+        :func:`write_scenes` give their outputs the store's names back.
+        ``chunks`` may name either.
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims ``(scene, y, x)``; the store's coordinates (dimension and others,
+        such as ``lat``/``lon``) and attributes (``history`` …).
 
     Raises
     ------
     StoreError
         The path does not exist, is not a zarr store, or the store is empty
-        or malformed; its metadata declares sizes beyond the
-        ``bigkern.store_limits`` settings; its chunks make too many tasks and
+        or malformed; ``dims`` names a dimension the store lacks; its
+        metadata declares sizes beyond the ``bigkern.store_limits`` settings;
+        its chunks make too many tasks and
         ``bigkern.chunk_guidance.too_many_tasks`` is ``error``; a chunk read
         is damaged or not where it belongs (see :func:`bigkern.io.open_checked`);
         or ``fill_values``/``valid_ranges`` are nonsense (a feature not in the
         store, a range with min > max ...).
     LabelError
         ``label`` holds values outside {-1, 0, 1}.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from bigkern.datasets import make_scenes
+    >>> where = pathlib.Path(tempfile.mkdtemp()) / "s.zarr"
+    >>> store = write_scenes(make_scenes(2, (16, 24), seed=0).rename(scene="time"), where,
+    ...                      dims={"scene": "time"})
+    >>> ds = open_scenes(store, dims={"scene": "time"})
+    >>> ds["NDAI"].dims, scene_dims(ds)
+    (('scene', 'y', 'x'), {'scene': 'time'})
     """
     loc = location(path, storage_options)
+    mapping = _dim_mapping(dims, f"store {path}")
     if not loc.exists():
         raise StoreError(f"no scene store at {path}: the path does not exist")
+    store_dims = tuple(mapping.get(d, d) for d in SCENE_DIMS)
+    if isinstance(chunks, Mapping):  # bigkern's dim names or the store's
+        chunks = {mapping.get(str(k), k): v for k, v in chunks.items()}
     try:
-        chunks = planned_read_chunks(loc, str(path), chunks, features, SCENE_DIMS)
+        chunks = planned_read_chunks(loc, str(path), chunks, features, store_dims)
         ds = open_checked(loc, chunks=chunks)
     except StoreError:
         raise
     except Exception as err:  # zarr raises several types for "not a store"
         raise StoreError(f"{path} is not a readable zarr store: {err}") from err
+    ds = to_scene_dims(ds, mapping, where=f"store {path}")
     if validate:
         validate_scenes(ds, features=features, where=str(path))
     return apply_validity(ds, fill_values=fill_values, valid_ranges=valid_ranges)
@@ -135,14 +182,23 @@ def validate_scenes(
     features: Sequence[str] | None = None,
     where: str = "the scene dataset",
     check_labels: bool = True,
+    dims: DimMapping = None,
 ) -> None:
     """Check that ``ds`` is a usable scene dataset; raise naming what is wrong and where.
 
     Checks: at least one data variable and non-empty dims; every feature
-    (and ``label``) has dims ``(scene, y, x)``; requested ``features`` exist;
-    ``label`` values lie in {-1, 0, 1} (one cheap pass over ``label``; the
-    first offending scene is named).
+    (and ``label``) has dims ``(scene, y, x)`` (or the dims ``dims`` maps them
+    to, see :func:`to_scene_dims`); requested ``features`` exist; ``label``
+    values lie in {-1, 0, 1} (one cheap pass over ``label``; the first
+    offending scene is named).
+
+    Examples
+    --------
+    >>> from bigkern.datasets import make_scenes
+    >>> validate_scenes(make_scenes(1, (8, 8), seed=0).rename(scene="time"),
+    ...                 dims={"scene": "time"}, features=["NDAI"])
     """
+    ds = to_scene_dims(ds, dims, where=where)
     if not ds.data_vars:
         raise StoreError(f"{where} is empty: it has no variables")
     for dim in SCENE_DIMS:
@@ -162,14 +218,20 @@ def validate_scenes(
     for name in check:
         dims = ds[name].dims
         if dims != SCENE_DIMS:
+            hint = ""
+            if len(dims) == 3 and set(dims) != set(SCENE_DIMS):
+                other = {ours: str(theirs) for ours, theirs in zip(SCENE_DIMS, dims, strict=True)
+                         if ours != theirs}
+                hint = (f" (if {other} play the part of {tuple(other)}, name the mapping: "
+                        f"dims={other})")
             raise StoreError(
-                f"variable {name!r} in {where} has dims {dims}; expected {SCENE_DIMS}"
+                f"variable {name!r} in {where} has dims {dims}; expected {SCENE_DIMS}{hint}"
             )
     if check_labels and "label" in ds:
-        _check_label_values(ds["label"], where)
+        _check_label_values(ds["label"], where, scene_dims(ds).get("scene", "scene"))
 
 
-def _check_label_values(label: xr.DataArray, where: str) -> None:
+def _check_label_values(label: xr.DataArray, where: str, dim: str = "scene") -> None:
     data = label.data
     bad = ~((data == -1) | (data == 0) | (data == 1))
     if isinstance(data, da.Array):
@@ -182,163 +244,65 @@ def _check_label_values(label: xr.DataArray, where: str) -> None:
         i = int(np.flatnonzero(per_scene)[0])
         scene_data = np.asarray(label.isel(scene=i).values)
         values = np.unique(scene_data[~np.isin(scene_data, LABEL_VALUES)])
-        scene = label["scene"].values[i].item() if "scene" in label.coords else i
+        scene: Any = i
+        if "scene" in label.coords:
+            value = label["scene"].values[i]
+            scene = str(value) if value.dtype.kind in "mM" else value.item()
         raise LabelError(
             f"variable 'label' in {where} has {int(per_scene.sum())} value(s) outside "
-            f"{{-1, 0, 1}}, first in scene {scene!r}: {values[:5].tolist()}"
+            f"{{-1, 0, 1}}, first in {dim} {scene!r}: {values[:5].tolist()}"
         )
 
 
-@dataclass(frozen=True)
-class Samples:
-    """Pixels of a scene dataset as samples.
+def write_chunks(ds: xr.Dataset, chunks: Mapping[str, int] | None = None) -> dict[str, int]:
+    """The zarr chunks :func:`write_scenes` gives a scene dataset (in bigkern's dims).
 
-    ``X`` (sample, feature) and ``y`` (sample) cover **every** pixel in a fixed
-    order (dask chunk by chunk, each chunk in C order), so their chunks are
-    known and aligned with the store's; ``mask`` marks the rows to fit on
-    (labelled pixels when ``labelled_only``). Rows with a non-finite feature
-    stay in ``X`` as NaN: every bigkern reduction leaves them out and counts
-    them. :meth:`counts` reports what is masked.
-    """
-
-    X: da.Array
-    y: da.Array | None
-    mask: da.Array | None
-    features: tuple[str, ...]
-    pixel: da.Array  # C-order index of (scene, y, x): the same whatever the chunking
-
-    def as_dataarray(self) -> xr.DataArray:
-        """``X`` as a DataArray with dims (sample, feature) and the feature coordinate."""
-        return xr.DataArray(self.X, dims=("sample", "feature"),
-                            coords={"feature": list(self.features)})
-
-    def counts(self) -> dict[str, int]:
-        """Pixels in all, with every feature absent, with some feature non-finite, unlabelled.
-
-        One pass over the features and labels.
-        """
-        finite = da.isfinite(self.X)
-        all_f = finite.all(axis=1)
-        none_f = ~finite.any(axis=1)
-        parts = {
-            "pixels": da.asarray(self.X.shape[0]),
-            "absent": none_f.sum(),
-            "nonfinite": (~all_f & ~none_f).sum(),
-        }
-        if self.y is not None:
-            parts["unlabelled"] = (self.y == 0).sum()
-            parts["labelled_usable"] = ((self.y != 0) & all_f).sum()
-        from bigkern.cluster.compute import compute
-
-        values = compute(*parts.values(), label="counting samples")
-        return {k: int(v) for k, v in zip(parts, values, strict=True)}
-
-
-def stack_samples(
-    ds: xr.Dataset,
-    features: Sequence[str],
-    *,
-    labelled_only: bool = True,
-    label: str = "label",
-    fill_values: FillValues = None,
-    valid_ranges: ValidRanges = None,
-) -> Samples:
-    """Stack the pixels of a scene dataset into ``X (sample, feature)`` and ``y``.
+    ``chunks`` given win, dim by dim. Along the other dims a dask-backed
+    dataset keeps its own chunks (the largest along each dim, as zarr chunks
+    are regular), so each task writes whole chunks of its own; unless they
+    break bigkern's chunking rules (:mod:`bigkern.io.chunking`): chunks that
+    make too many tasks or tasks too small for their overhead grow to the
+    recommended whole multiples (:attr:`~bigkern.io.chunking.TaskPlan.recommended`),
+    and a chunk over ``bigkern.chunk_bytes`` is cut to :func:`default_chunks`.
+    A dataset in memory gets :func:`default_chunks`.
 
     Parameters
     ----------
     ds : xarray.Dataset
-        Scene dataset (dims scene, y, x), e.g. from :func:`open_scenes`.
-    features : sequence of str
-        Feature variables, in order; they become the ``feature`` coordinate.
-    labelled_only : bool
-        Set ``mask`` to the labelled pixels (label ≠ 0). When false, ``mask``
-        is None and every pixel with finite features is used.
-    label : str
-        Name of the label variable; if absent, ``y`` and ``mask`` are None.
-    fill_values, valid_ranges : optional
-        The validity rules, as for :func:`open_scenes`. Features that have not
-        been through them (a Dataset built in memory rather than opened with
-        :func:`open_scenes`) get them here: declared CF attributes, these
-        arguments, and the ``bigkern.valid_ranges`` defaults (see
-        :func:`bigkern.io.validity.ensure_validity`).
+        Scene dataset with dims ``(scene, y, x)``.
+    chunks : mapping of str to int, optional
+        Chunk sizes chosen by the caller, by dim.
 
     Returns
     -------
-    Samples
+    dict of str to int
+        A chunk size for each of ``scene``, ``y``, ``x``.
 
     Examples
     --------
     >>> from bigkern.datasets import make_scenes
-    >>> s = stack_samples(make_scenes(1, (32, 48), seed=0), ["NDAI", "CORR"])
-    >>> s.X.shape, s.features
-    ((1536, 2), ('NDAI', 'CORR'))
+    >>> write_chunks(make_scenes(4, (32, 48), seed=0))  # dask: one scene per chunk
+    {'scene': 1, 'y': 32, 'x': 48}
+    >>> write_chunks(make_scenes(4, (32, 48), seed=0).compute())  # in memory
+    {'scene': 4, 'y': 32, 'x': 48}
     """
-    features = tuple(features)
-    if not features:
-        raise ValueError("no features given")
-    validate_scenes(ds, features=features, check_labels=False)
-    ds = ensure_validity(ds, features, fill_values=fill_values, valid_ranges=valid_ranges)
-    arrays = [as_dask_array(ds[f]) for f in features]
-    chunks = arrays[0].chunks
-    arrays = [a if a.chunks == chunks else a.rechunk(chunks) for a in arrays]
-    dtype = np.result_type(*[a.dtype for a in arrays], np.float32)
-    cube = da.stack([a.astype(dtype) for a in arrays], axis=-1).rechunk({3: -1})
-    X = _flatten_blocks(cube, trailing=(len(features),))
-    pixel = _flatten_blocks(_pixel_index(chunks), trailing=())
-    y = mask = None
-    if label in ds:
-        lab = as_dask_array(ds[label])
-        if lab.chunks != chunks:
-            lab = lab.rechunk(chunks)
-        y = _flatten_blocks(lab, trailing=())
-        if labelled_only:
-            mask = y != 0
-    elif labelled_only:
-        raise StoreError(f"the dataset has no {label!r} variable; pass labelled_only=False")
-    return Samples(X, y, mask, features, pixel)
+    from bigkern.io.chunking import crosses_guidance, planned_tasks
 
-
-def _pixel_index_block(shape: tuple[int, ...], block_info: Any = None) -> np.ndarray:
-    loc = block_info[None]["array-location"]
-    grids = np.meshgrid(*[np.arange(a, b) for a, b in loc], indexing="ij")
-    return np.ravel_multi_index(grids, shape).astype(np.int64)
-
-
-def _pixel_index(chunks: tuple[tuple[int, ...], ...]) -> da.Array:
-    shape = tuple(sum(c) for c in chunks)
-    return da.map_blocks(_pixel_index_block, shape, chunks=chunks, dtype=np.int64,
-                         token="bigkern-pixel-index")
-
-
-def as_dask_array(var: xr.DataArray) -> da.Array:
-    """The data of ``var`` as a dask array: its own if dask-backed, else chunked by default.
-
-    Parameters
-    ----------
-    var : xarray.DataArray
-        A ``(scene, y, x)`` variable, lazy or in memory.
-
-    Returns
-    -------
-    dask.array.Array
-        ``var.data`` itself when it is a dask array, else a dask array with
-        :func:`default_chunks` (about ``bigkern.chunk_bytes`` per chunk).
-    """
-    data = var.data
-    if isinstance(data, da.Array):
-        return data
-    return da.from_array(np.asarray(data), chunks=tuple(default_chunks(var.shape).values()))
-
-
-def _flatten_blocks(arr: da.Array, trailing: tuple[int, ...]) -> da.Array:
-    """Concatenate the blocks of a (scene, y, x, ...) array, each flattened in C order."""
-    lead = arr.numblocks[:3]
-    pieces = []
-    for idx in np.ndindex(*lead):
-        block = arr.blocks[idx + (0,) * (arr.ndim - 3)]
-        pieces.append(block.reshape((-1, *trailing)))
-    return da.concatenate(pieces, axis=0)
+    shape = tuple(int(ds.sizes.get(d, 1)) for d in SCENE_DIMS)
+    base = default_chunks(shape)
+    scene_vars = [v for v in ds.data_vars.values() if v.dims == SCENE_DIMS]
+    own = [v.data.chunks for v in scene_vars if isinstance(v.data, da.Array)]
+    if own and all(shape):
+        follow = {d: max(max(c[i]) for c in own) for i, d in enumerate(SCENE_DIMS)}
+        dtype = max((v.dtype for v in scene_vars), key=lambda t: t.itemsize)
+        plan = planned_tasks(SCENE_DIMS, shape, dtype, tuple(follow.values()))
+        if crosses_guidance(plan):
+            follow = {d: int(plan.recommended[d]) for d in SCENE_DIMS}
+        if int(np.prod(list(follow.values()))) * dtype.itemsize > int(config.get("chunk_bytes")):
+            follow = {d: min(follow[d], default_chunks(shape, dtype.itemsize)[d])
+                      for d in SCENE_DIMS}
+        base = follow
+    return {**base, **{str(k): int(v) for k, v in (chunks or {}).items()}}
 
 
 def write_scenes(
@@ -349,6 +313,7 @@ def write_scenes(
     chunks: dict[str, int] | None = None,
     inputs: Sequence[PathOrURL | Location] = (),
     storage_options: StorageOptions = None,
+    dims: DimMapping = None,
 ) -> Path | str:
     """Write a scene dataset to a checksummed zarr store with chunks aligned to dask's.
 
@@ -361,6 +326,12 @@ def write_scenes(
     when complete (see :func:`bigkern.io.staging.staged_output`), so an
     interrupted write never leaves a store at ``path``.
 
+    The dataset's coordinates and attributes are kept; the store gets the CF
+    attributes ``Conventions`` and a ``history`` line (:func:`cf_attrs`), and
+    ``label`` its ``flag_values``/``flag_meanings`` (-1 clear, 0 unlabelled,
+    1 cloud) unless it declares its own. A dataset opened with a dim mapping
+    (:func:`open_scenes` with ``dims=``) is written in the source's dim names.
+
     Parameters
     ----------
     ds : xarray.Dataset
@@ -372,21 +343,40 @@ def write_scenes(
         path raises :class:`StoreError`. A path bigkern did not write is never
         replaced.
     chunks : dict, optional
-        Chunks along scene, y, x (default: :func:`default_chunks`).
+        Chunks along scene, y, x (bigkern's dim names or the dataset's own);
+        the dims not given follow a dask-backed dataset's own chunks, or
+        :func:`default_chunks` for one in memory (see :func:`write_chunks`).
     inputs : sequence of paths
         Files or stores ``ds`` was read from: ``path`` may not be, contain or
         lie inside any of them.
     storage_options : mapping, optional
         fsspec options for a URL (see :func:`bigkern.io.urls.location`).
+    dims : mapping of str to str, optional
+        For a dataset whose dims are not named ``(scene, y, x)``: bigkern's dim
+        → the dataset's, e.g. ``{"scene": "time"}``; the store keeps the
+        dataset's names (open it with the same ``dims``).
 
     Returns
     -------
     pathlib.Path or str
         The store written: a :class:`~pathlib.Path` for a local path, the URL
         as given for a URL.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from bigkern.datasets import make_scenes
+    >>> where = pathlib.Path(tempfile.mkdtemp()) / "s.zarr"
+    >>> store = write_scenes(make_scenes(3, (16, 24), seed=0), where)  # one scene per chunk
+    >>> open_scenes(store)["NDAI"].data.chunks[0]
+    (1, 1, 1)
     """
     loc = location(path, storage_options)
-    chunks = {**default_chunks(tuple(ds.sizes[d] for d in SCENE_DIMS)), **(chunks or {})}
+    ds = to_scene_dims(ds, dims)
+    mapping = scene_dims(ds)
+    inverse = {theirs: ours for ours, theirs in mapping.items()}
+    given = {inverse.get(str(k), str(k)): v for k, v in (chunks or {}).items()}
+    chunks = write_chunks(ds, given)
     out = ds.chunk({d: chunks[d] for d in SCENE_DIMS if d in ds.dims})
     # small text coordinates (e.g. source file names) stay in memory, not in dask
     text = {k: ds[k].variable.load() for k in ds.coords
@@ -396,6 +386,13 @@ def write_scenes(
         out[name].encoding.pop("chunks", None)
         out[name].encoding.pop("preferred_chunks", None)
         out[name].attrs.pop(MANIFEST_ATTR, None)  # a manifest read with the source is not ours
+    if "label" in out.data_vars and "flag_values" not in out["label"].attrs \
+            and out["label"].dtype.kind in "iu":
+        out["label"].attrs.update(
+            flag_values=np.array(_LABEL_FLAGS["flag_values"], dtype=out["label"].dtype),
+            flag_meanings=_LABEL_FLAGS["flag_meanings"])
+    out.attrs = cf_attrs(ds.attrs, "write_scenes")
+    out = from_scene_dims(out, mapping)
     from bigkern.cluster.compute import compute
 
     digests = manifest_digests(out)

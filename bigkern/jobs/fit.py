@@ -31,7 +31,7 @@ import numpy as np
 import xarray as xr
 
 from bigkern.features import with_features
-from bigkern.io.scenes import stack_samples
+from bigkern.io.samples import stack_samples
 from bigkern.io.validity import FillValues, ValidRanges, ensure_validity
 from bigkern.jobs.fit_params import check_param_names, search_grid, split_candidates
 from bigkern.jobs.outcome import FitOutcome, params_text, report_text, say, score_text

@@ -321,7 +321,7 @@ class ReducedSVC(_KernelClassifier):
             Labels of two classes (any dtype) where ``mask`` is true.
         mask : array-like or dask array of bool, shape (n,), optional
             Rows to fit on, e.g. ``label != 0`` for the labelled pixels of
-            :func:`bigkern.io.scenes.stack_samples`; the others are left out and
+            :func:`bigkern.io.samples.stack_samples`; the others are left out and
             counted (``n_masked``), their labels never looked at.
 
         Returns
