@@ -230,10 +230,13 @@ def _run(args: argparse.Namespace) -> int:
                 print(f"bigkern demo finished in {time.perf_counter() - t:.1f} s")
             elif args.command == "synth":
                 from bigkern.datasets import make_scenes
-                from bigkern.io.scenes import write_scenes
+                from bigkern.io.scenes import default_chunks, write_scenes
 
-                path = write_scenes(make_scenes(args.scenes, tuple(args.shape), seed=args.seed),
-                                    args.out, overwrite=args.overwrite)
+                # generated a scene a task, stored in chunks of bigkern's size (~100 MB)
+                shape = (args.scenes, *args.shape)
+                scenes = make_scenes(args.scenes, tuple(args.shape), seed=args.seed,
+                                     chunks=default_chunks(shape))
+                path = write_scenes(scenes, args.out, overwrite=args.overwrite)
                 print(f"bigkern: wrote {args.scenes} scenes to {path}")
             elif args.command == "fit":
                 _fit(args, inputs)

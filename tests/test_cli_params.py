@@ -260,7 +260,7 @@ def test_demo_refuses_a_foreign_figure_before_writing(client, tmp_path):
 def _interrupt(argv: list[str], cwd: Path, sig: int, ready: callable) -> tuple[int, str]:
     """Run the command in its own session, send ``sig`` to its process group (as a terminal's
     Ctrl-C does) once ``ready()``; return its exit code and stderr."""
-    env = {**os.environ}
+    env = {**os.environ, "PYTHONFAULTHANDLER": "1"}  # SIGABRT dumps every thread's stack
     env.pop("DASK_SCHEDULER_ADDRESS", None)
     proc = subprocess.Popen([sys.executable, "-m", "bigkern", *argv, "--workers", "1"],
                             cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -273,7 +273,14 @@ def _interrupt(argv: list[str], cwd: Path, sig: int, ready: callable) -> tuple[i
         time.sleep(0.05)
     assert proc.poll() is None, "".join(lines)  # still running: the signal interrupts it
     os.killpg(proc.pid, sig)
-    proc.wait(timeout=120)
+    try:
+        proc.wait(timeout=120)
+    except subprocess.TimeoutExpired:  # say where it stands, then fail
+        os.kill(proc.pid, signal.SIGABRT)
+        proc.wait(timeout=60)
+        reader.join(timeout=10)
+        raise AssertionError("the command ran on 120 s after the signal; its stderr, with "
+                             "the stacks at SIGABRT:\n" + "".join(lines)[-12000:]) from None
     reader.join(timeout=10)
     return proc.returncode, "".join(lines)
 

@@ -15,7 +15,7 @@ import numpy as np
 from bigkern.cluster.compute import compute
 from bigkern.features import with_features
 from bigkern.io.integrity import open_checked
-from bigkern.io.scenes import open_scenes, write_scenes
+from bigkern.io.scenes import default_chunks, open_scenes, write_scenes
 from bigkern.jobs.fit import DEFAULT_FEATURES, fit_scenes
 from bigkern.jobs.outcome import say
 from bigkern.jobs.plot import save_scene_figure
@@ -80,7 +80,8 @@ def run_demo(
     out.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
     t = time.perf_counter()
-    store = write_scenes(make_scenes(n_scenes, shape, seed=seed), out / "scenes.zarr",
+    scenes = make_scenes(n_scenes, shape, seed=seed, chunks=default_chunks((n_scenes, *shape)))
+    store = write_scenes(scenes, out / "scenes.zarr",
                          overwrite=overwrite)
     timings["write scenes"] = time.perf_counter() - t
     say(f"bigkern: wrote {n_scenes} synthetic scenes of {shape[0]}×{shape[1]} to {store} "
