@@ -31,6 +31,7 @@ from bigkern.cli_checks import (
     parse_params,
     validity_keywords,
 )
+from bigkern.cli_inputs import dims_keyword, open_inputs
 from bigkern.cli_parser import build_parser as _parser
 from bigkern.cli_signals import (
     children_ignore_sigint,
@@ -186,6 +187,7 @@ def _run(args: argparse.Namespace) -> int:
         _fit_usage(args)
     if hasattr(args, "fill_value"):
         _validity(args)
+    dims_keyword(args)
     if getattr(args, "png", None):
         from bigkern.io.figure_files import check_png_suffix
 
@@ -218,7 +220,7 @@ def _run(args: argparse.Namespace) -> int:
 
     # the inputs are opened (metadata only) before a cluster starts: a missing store, model
     # or feature is said at once
-    inputs = _open_inputs(args) if args.command in ("fit", "predict") else None
+    inputs = open_inputs(args) if args.command in ("fit", "predict") else None
     try:
         with _stall_timeout(args), _cluster(args):
             if args.command == "demo":
@@ -307,37 +309,6 @@ def _resumable(out: str) -> bool:
     from bigkern.io.zarr_store import KIND_ATTR, read_root_attrs
 
     return (read_root_attrs(out) or {}).get(KIND_ATTR) == "predictions"
-
-
-def _open_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
-    """The scenes (with their derived features) and, for ``predict``, the model: no cluster yet.
-
-    Raises
-    ------
-    UsageError
-        ``--features`` or ``--target`` names a variable the store lacks (and no
-        feature derived from one it has).
-    """
-    from bigkern.features import DERIVED, with_features
-    from bigkern.io.scenes import open_scenes
-
-    scenes = open_scenes(args.store, **_validity(args))
-    if args.command == "predict":
-        from bigkern.models.persistence import load_model
-
-        model = load_model(args.model)
-        return with_features(scenes, [str(f) for f in model.feature_names_in_]), model
-    from bigkern.jobs.fit import DEFAULT_FEATURES
-
-    stored = set(map(str, scenes.data_vars))
-    for flag, names in (("--features", args.features or DEFAULT_FEATURES),
-                        ("--target", [args.target] if args.target else [])):
-        absent = [n for n in names if n not in stored and DERIVED.get(n, ("",))[0] not in stored]
-        if absent:
-            derived = ", ".join(f"{k} (from {v[0]})" for k, v in DERIVED.items())
-            raise UsageError(f"{flag}: {args.store} has no variable {', '.join(absent)}; it "
-                             f"has {', '.join(sorted(stored))}, and the derived {derived}")
-    return scenes, None
 
 
 def _fit(args: argparse.Namespace, inputs: tuple[Any, Any]) -> None:

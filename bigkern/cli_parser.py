@@ -56,6 +56,13 @@ def _add_validity_args(p: argparse.ArgumentParser) -> None:
                         "bigkern.valid_ranges default for that feature")
 
 
+def _add_dims_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dims", action="append", default=[], metavar="OURS=THEIRS",
+                   help="the store's name of one of bigkern's dims scene, y, x (repeatable), "
+                        "e.g. --dims scene=time for a (time, y, x) store; outputs keep the "
+                        "store's names")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of the ``bigkern`` command line and its five subcommands."""
     parser = argparse.ArgumentParser(
@@ -123,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "centers unless --param random_state=… is given)")
     p.add_argument("--overwrite", action="store_true")
     _add_validity_args(p)
+    _add_dims_arg(p)
     _add_cluster_args(p)
 
     p = sub.add_parser("predict", help="predict a cloud mask for every pixel of a store")
@@ -139,5 +147,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not resume an unfinished prediction store of the same job "
                         "(resuming is the default)")
     _add_validity_args(p)
+    _add_dims_arg(p)
     _add_cluster_args(p)
     return parser

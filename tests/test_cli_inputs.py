@@ -54,3 +54,31 @@ def test_a_missing_model_is_said_before_a_cluster_starts(scene_store, tmp_path):
     done = _bigkern("predict", scene_store, tmp_path / "none.zarr", "-o", tmp_path / "p.zarr",
                     cwd=tmp_path)
     _refused_early(done, 1, "no model at", "none.zarr")
+
+
+def test_dims_maps_a_time_store_through_fit_and_predict(tmp_path):
+    from bigkern.datasets import make_scenes
+    from bigkern.io.integrity import open_checked
+    from bigkern.io.scenes import write_scenes
+
+    scenes = make_scenes(2, (48, 64), seed=5, radiances=False).rename(scene="time")
+    store = write_scenes(scenes, tmp_path / "t.zarr", dims={"scene": "time"})
+    fit = ["fit", store, "-o", tmp_path / "m.zarr", "--no-search", "--param", "omega=0.8",
+           "--param", "C=1", "--workers", "1"]
+    refused = _bigkern(*fit, cwd=tmp_path)  # without the mapping: refused, with the hint
+    assert refused.returncode == 1 and "dims={'scene': 'time'}" in refused.stderr
+    assert _bigkern(*fit, "--dims", "scene=time", cwd=tmp_path).returncode == 0
+    done = _bigkern("predict", store, tmp_path / "m.zarr", "-o", tmp_path / "p.zarr",
+                    "--dims", "scene=time", "--workers", "1", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert open_checked(tmp_path / "p.zarr")["cloud_mask"].dims == ("time", "y", "x")
+
+
+@pytest.mark.parametrize("item, words", [
+    ("scene", "takes OURS=THEIRS"),
+    ("time=scene", "'time' is not one of bigkern's dims"),
+])
+def test_a_malformed_dims_is_a_usage_error_before_anything_is_read(tmp_path, item, words):
+    done = _bigkern("fit", tmp_path / "absent.zarr", "-o", tmp_path / "m.zarr", "--dims", item,
+                    cwd=tmp_path)
+    _refused_early(done, 2, "--dims", words)
