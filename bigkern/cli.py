@@ -183,8 +183,7 @@ def _is_connection_error(err: BaseException) -> bool:
 def _run(args: argparse.Namespace) -> int:
     # usage errors first, before any file is looked at
     check_counts(args)
-    if args.command == "fit":
-        _fit_usage(args)
+    params = _fit_usage(args) if args.command == "fit" else {}
     if hasattr(args, "fill_value"):
         _validity(args)
     dims_keyword(args)
@@ -241,7 +240,7 @@ def _run(args: argparse.Namespace) -> int:
                 path = write_scenes(scenes, args.out, overwrite=args.overwrite)
                 print(f"bigkern: wrote {args.scenes} scenes to {path}")
             elif args.command == "fit":
-                _fit(args, inputs)
+                _fit(args, inputs, params)
             elif args.command == "predict":
                 return _predict(args, inputs)
     finally:
@@ -311,12 +310,11 @@ def _resumable(out: str) -> bool:
     return (read_root_attrs(out) or {}).get(KIND_ATTR) == "predictions"
 
 
-def _fit(args: argparse.Namespace, inputs: tuple[Any, Any]) -> None:
+def _fit(args: argparse.Namespace, inputs: tuple[Any, Any], params: dict[str, object]) -> None:
     from bigkern.jobs.fit import DEFAULT_FEATURES, fit_scenes
     from bigkern.jobs.outcome import describe_fit
     from bigkern.models.persistence import save_model
 
-    params = _fit_usage(args)
     scenes, _ = inputs
     outcome = fit_scenes(scenes, model=args.model, features=args.features or DEFAULT_FEATURES,
                          target=args.target, params=params, search=not args.no_search,

@@ -77,16 +77,18 @@ def say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def params_text(params: dict[str, Any]) -> str:
-    """``name=value`` pairs, floats in their shortest form.
+def params_text(params: dict[str, Any], *, quote: bool = True) -> str:
+    """``name=value`` pairs, floats in their shortest form (other values quoted as repr).
 
     Examples
     --------
     >>> params_text({"omega": 0.8, "C": 10, "penalty": "rkhs"})
     "omega=0.8, C=10, penalty='rkhs'"
+    >>> params_text({"penalty": "rkhs"}, quote=False)
+    'penalty=rkhs'
     """
-    return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v!r}"
-                     for k, v in params.items())
+    return ", ".join(f"{k}={v:g}" if isinstance(v, float) else
+                     f"{k}={v!r}" if quote else f"{k}={v}" for k, v in params.items())
 
 
 def _masked_text(out: FitOutcome) -> str:
@@ -143,19 +145,13 @@ def _chosen_params(model: Any) -> str:
 
 def _searched_params(out: FitOutcome) -> str:
     """Which parameters of a binned fit were fixed and which the held-out search chose."""
-    def text(params: dict[str, Any]) -> str:
-        return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
-                         for k, v in params.items())
-
+    fixed = params_text(out.fixed, quote=False)
     if out.search is None:
-        return f"{text(out.fixed)}; no search" if out.fixed else "defaults; no search"
-    parts = []
-    if out.fixed:
-        parts.append(f"{text(out.fixed)} fixed by --param")
-    if out.search.best_params:
-        parts.append(f"{text(out.search.best_params)} chosen by the held-out search")
-    else:
-        parts.append("nothing left to search")
+        return f"{fixed}; no search" if out.fixed else "defaults; no search"
+    parts = [f"{fixed} fixed by --param"] if out.fixed else []
+    chosen = out.search.best_params
+    parts.append(f"{params_text(chosen, quote=False)} chosen by the held-out search" if chosen
+                 else "nothing left to search")
     return "; ".join(parts) + f", held-out accuracy {out.search.best_score:.2%}"
 
 

@@ -91,9 +91,9 @@ def _agreement_text(mask: np.ndarray, one: xr.Dataset, truth: str | None) -> str
     return "\n".join(parts)
 
 
-def _feature_panel(ax: Any, fig: Any, name: str, values: np.ndarray, cmap: str,
-                   log: bool) -> None:
-    """One feature's map with its colour bar; a log scale for a skewed positive feature."""
+def _value_panel(ax: Any, fig: Any, name: str, values: np.ndarray, cmap: str,
+                 log: bool) -> None:
+    """A map of values with its colour bar; a log scale for a skewed positive feature."""
     from matplotlib.colors import LogNorm
 
     norm = None
@@ -150,35 +150,33 @@ def plot_scene(
     one = scenes.isel(scene=scene)
     p = pred.isel(scene=scene)
     cmap, norm = mask_colormap()
-    panels: list[tuple[str, Any]] = [(n, (c, log)) for n, c, log in _FEATURE_PANELS if n in one]
+    # title, values, colour map (None: the mask colours) and whether on a log scale
+    panels: list[tuple[str, Any, str | None, bool]] = [
+        (name, one[name].values, colours, log) for name, colours, log in _FEATURE_PANELS
+        if name in one]
     if "label" in one:
-        panels.append(("expert labels", "mask"))
+        panels.append(("expert labels", one["label"].values, None, False))
     if "cloud_mask" in p:
         mask = np.asarray(p["cloud_mask"].values)
         agree = _agreement_text(mask, one, truth)
-        panels.append(("predicted mask" + (f"\n{agree}" if agree else ""), "mask"))
+        panels.append(("predicted mask" + (f"\n{agree}" if agree else ""), mask, None, False))
     else:
-        panels.append((f"predicted value ({p.attrs.get('model', 'regressor')})", "value"))
+        panels.append((f"predicted value ({p.attrs.get('model', 'regressor')})",
+                       p["prediction"].values, "viridis", False))
     if truth and truth in one:
-        panels.append(("truth", "mask"))
+        panels.append(("truth", one[truth].values, None, False))
     ncols = 3
     nrows = -(-len(panels) // ncols)
     fig = _figure_class()(figsize=(4.2 * ncols, 3.6 * nrows + 0.6), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
-    for ax, (title, kind) in zip(axes, panels, strict=False):
+    for ax, (title, values, colours, log) in zip(axes, panels, strict=False):
         ax.set_xticks([])
         ax.set_yticks([])
-        if isinstance(kind, tuple):
-            _feature_panel(ax, fig, title, np.asarray(one[title].values, dtype=float), *kind)
-            continue
-        if kind == "value":
-            im = ax.imshow(p["prediction"].values, interpolation="nearest", cmap="viridis")
-            fig.colorbar(im, ax=ax, shrink=0.8)
+        if colours is None:
+            ax.imshow(values, interpolation="nearest", cmap=cmap, norm=norm)
+            ax.set_title(title)
         else:
-            source = (p["cloud_mask"] if title.startswith("predicted mask") else
-                      one["label"] if title == "expert labels" else one[truth])
-            ax.imshow(source.values, interpolation="nearest", cmap=cmap, norm=norm)
-        ax.set_title(title)
+            _value_panel(ax, fig, title, np.asarray(values, dtype=float), colours, log)
     for ax in axes[len(panels):]:
         ax.axis("off")
     fig.legend(handles=[Patch(facecolor=color, edgecolor="0.5", label=name)
