@@ -55,6 +55,7 @@ def sigterm_raises() -> Iterator[None]:
         yield
         return
     raised = False
+    pending: list[threading.Timer] = []  # signals to send again, cancelled when the block ends
 
     def handler(signum: int, frame: FrameType | None) -> None:
         nonlocal raised
@@ -70,10 +71,10 @@ def sigterm_raises() -> Iterator[None]:
         exc = unraisable.exc_value
         if isinstance(exc, Terminated):
             raised = False
-            _send_soon(signal.SIGTERM)
+            pending.append(_send_soon(signal.SIGTERM))
         elif (isinstance(exc, KeyboardInterrupt)
               and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
-            _send_soon(signal.SIGINT)
+            pending.append(_send_soon(signal.SIGINT))
         else:
             previous_hook(unraisable)
 
@@ -82,15 +83,20 @@ def sigterm_raises() -> Iterator[None]:
     try:
         yield
     finally:
+        # once the block is left an interrupt is being handled, or the work is over: a
+        # signal sent again after that would only kill the process while it exits
+        for timer in pending:
+            timer.cancel()
         signal.signal(signal.SIGTERM, previous)
         sys.unraisablehook = previous_hook
 
 
-def _send_soon(signum: int, delay: float = 0.02) -> None:
+def _send_soon(signum: int, delay: float = 0.02) -> threading.Timer:
     """Send ``signum`` to this process from another thread after ``delay`` seconds."""
     timer = threading.Timer(delay, signal.raise_signal, args=(signum,))
     timer.daemon = True
     timer.start()
+    return timer
 
 
 @contextmanager

@@ -8,6 +8,7 @@ import signal
 import sys
 import threading
 import time
+import types
 
 import pytest
 
@@ -97,3 +98,22 @@ def test_a_ctrl_c_lost_in_a_gc_callback_is_delivered_again():
     with pytest.raises(KeyboardInterrupt) as caught, sigterm_raises():
         _interrupt_inside_gc(signal.SIGINT)
     assert not isinstance(caught.value, Terminated)
+
+
+@main_thread_only
+def test_no_signal_is_sent_again_once_the_block_is_left():
+    # an interrupt reported as lost just before the block ends (the command is already
+    # handling one, or its work is over) must not arrive afterwards, when no handler of
+    # the command's waits for it and the process would die of it while it exits
+    received: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: received.append(signum))
+    try:
+        with sigterm_raises():
+            lost = Terminated("signal SIGTERM")  # what the hook gets: the lost exception
+            sys.unraisablehook(types.SimpleNamespace(exc_type=Terminated, exc_value=lost,
+                                                     exc_traceback=None, err_msg=None,
+                                                     object=None))
+        time.sleep(0.2)  # past the 20 ms after which it would have been sent
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert received == []
