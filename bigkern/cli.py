@@ -27,11 +27,12 @@ from typing import Any
 from bigkern.cli_checks import (
     UsageError,
     check_counts,
+    check_magnitudes,
     check_params,
     parse_params,
     validity_keywords,
 )
-from bigkern.cli_inputs import dims_keyword, open_inputs
+from bigkern.cli_inputs import check_inputs, dims_keyword, open_inputs
 from bigkern.cli_parser import build_parser as _parser
 from bigkern.cli_signals import (
     children_ignore_sigint,
@@ -48,20 +49,22 @@ def _validity(args: argparse.Namespace) -> dict[str, Any]:
     return validity_keywords(args)
 
 
-def _fit_usage(args: argparse.Namespace) -> dict[str, object]:
-    """The ``fit`` command's parameters, after the checks that need no file."""
-    from bigkern.jobs.fit import DEFAULT_FEATURES
-    from bigkern.jobs.fit_params import check_param_names
-    from bigkern.models.registry import model_class
+def _fit_flags(args: argparse.Namespace) -> dict[str, object]:
+    """The ``fit`` command's parameters, checked before any file is read.
+
+    The magnitudes of the widths and penalties are checked first, with no estimator
+    imported; the names and the domains the estimator declares only when
+    ``--param`` is given.
+    """
+    from bigkern.features import DEFAULT_FEATURES
+    from bigkern.models.registry import cli_spec
 
     params = parse_params(args.param)
     try:
-        cls = model_class(args.model, args.target)
-        check_param_names(cls, params)
+        cli_spec(args.model, args.target)  # the row alone: no estimator imported
     except ValueError as err:
         raise UsageError(str(err)) from None
-    check_params(cls, params, lists=_list_params(args, cls),
-                 given={item.partition("=")[0]: item for item in args.param})
+    check_magnitudes(params, given={item.partition("=")[0]: item for item in args.param})
     features = list(args.features or DEFAULT_FEATURES)
     repeated = sorted({f for f in features if features.count(f) > 1})
     if repeated:
@@ -70,7 +73,23 @@ def _fit_usage(args: argparse.Namespace) -> dict[str, object]:
         raise UsageError(f"--target {args.target} is also one of the features "
                          f"({' '.join(features)}): a model would only copy it; choose "
                          f"--features without it")
+    if params:  # the estimator's declarations: scikit-learn is imported from here
+        _fit_usage(args, params)
     return params
+
+
+def _fit_usage(args: argparse.Namespace, params: dict[str, object]) -> None:
+    """Check the ``fit`` parameters against the estimator's own declarations (imports it)."""
+    from bigkern.jobs.fit_params import check_param_names
+    from bigkern.models.registry import model_class
+
+    try:
+        cls = model_class(args.model, args.target)
+        check_param_names(cls, params)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    check_params(cls, params, lists=_list_params(args, cls),
+                 given={item.partition("=")[0]: item for item in args.param})
 
 
 def _list_params(args: argparse.Namespace, cls: type) -> set[str]:
@@ -181,9 +200,11 @@ def _is_connection_error(err: BaseException) -> bool:
 
 
 def _run(args: argparse.Namespace) -> int:
-    # usage errors first, before any file is looked at
+    # usage errors first, before any file is looked at; then the inputs, from their metadata;
+    # none of this loads xarray, Dask arrays or scikit-learn, so a mistyped command is refused
+    # at once (tests/test_cli_inputs.py)
     check_counts(args)
-    params = _fit_usage(args) if args.command == "fit" else {}
+    params = _fit_flags(args) if args.command == "fit" else {}
     if hasattr(args, "fill_value"):
         _validity(args)
     dims_keyword(args)
@@ -207,6 +228,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command in ("fit", "predict"):
         from bigkern.io.outputs import check_not_input, prepare_output
 
+        check_inputs(args)
         inputs = [args.store] + ([args.model] if args.command == "predict" else [])
         check_not_input(args.out, inputs)  # fail fast, before any reading
         if getattr(args, "png", None):

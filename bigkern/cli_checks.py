@@ -16,7 +16,7 @@ import argparse
 import json
 import math
 from collections.abc import Collection, Mapping, Sequence
-from numbers import Integral
+from numbers import Integral, Real
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -29,6 +29,7 @@ __all__ = [
     "PARAM_LIMITS",
     "UsageError",
     "check_counts",
+    "check_magnitudes",
     "check_params",
     "parse_params",
     "validity_keywords",
@@ -61,6 +62,24 @@ PARAM_LIMITS: dict[str, tuple[str, float | None, float | None]] = {
     "n_folds": ("a number of cross-validation folds", None, 1000),
     "random_state": ("a seed", 0, MAX_SEED),
 }
+
+
+#: The parameters :data:`PARAM_LIMITS` bounds away from 0: every estimator declares each of
+#: them a positive real, (0, ∞) (tests/test_cli_inputs.py checks), so their values are
+#: checked by :func:`check_magnitudes` before an estimator (and scikit-learn) is imported.
+POSITIVE_PARAMS = frozenset(name for name, (_, lo, _) in PARAM_LIMITS.items()
+                            if name != "random_state" and lo is not None and lo > 0)
+
+
+class _PositiveReals:
+    """The domain (0, ∞) as scikit-learn's ``Interval(Real, 0, None, closed="neither")``."""
+
+    type = Real
+    left = 0
+    right = None
+
+    def __contains__(self, x: object) -> bool:
+        return isinstance(x, (int, float)) and 0 < x < math.inf
 
 
 class UsageError(Exception):
@@ -130,7 +149,7 @@ def _domain(constraints: Sequence[object]) -> Interval | None:
     return None
 
 
-def _bounds(name: str, domain: Interval) -> tuple[str, float, float]:
+def _bounds(name: str, domain: Interval | _PositiveReals) -> tuple[str, float, float]:
     """What ``name`` is and the range a command takes: the domain within :data:`PARAM_LIMITS`."""
     default = ("a whole number" if domain.type is Integral else "a number", None, None)
     what, lo, hi = PARAM_LIMITS.get(name, default)
@@ -163,7 +182,8 @@ def _check_value(cls: type, name: str, value: object, given: str) -> None:
         raise UsageError(f"{flag}: {err}") from None
 
 
-def _check_number(name: str, value: float, domain: Interval, flag: str) -> None:
+def _check_number(name: str, value: float, domain: Interval | _PositiveReals,
+                  flag: str) -> None:
     """Refuse a number outside ``domain`` narrowed to :data:`PARAM_LIMITS`, saying why."""
     what, lo, hi = _bounds(name, domain)
     if domain.type is Integral:
@@ -224,6 +244,27 @@ def check_params(cls: type, params: dict[str, object], *, lists: Collection[str]
                 _check_value(cls, name, item, typed)
         else:
             _check_value(cls, name, value, typed)
+
+
+def check_magnitudes(params: dict[str, object], given: Mapping[str, str]) -> None:
+    """Check the values of :data:`POSITIVE_PARAMS` without importing an estimator.
+
+    The same messages as :func:`check_params` (which checks every parameter
+    against the estimator's declarations, once it is imported); a number here
+    is one value or each candidate of a list, and anything else is left to it.
+
+    Raises
+    ------
+    UsageError
+        A value that is not finite, not positive, denormal, or beyond the
+        magnitudes of :data:`PARAM_LIMITS`, naming the flag.
+    """
+    for name, value in params.items():
+        if name not in POSITIVE_PARAMS:
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, (int, float)) and not isinstance(item, bool):
+                _check_number(name, item, _PositiveReals(), f"--param {given[name]}")
 
 
 def check_counts(args: argparse.Namespace) -> None:

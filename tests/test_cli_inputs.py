@@ -82,3 +82,57 @@ def test_a_malformed_dims_is_a_usage_error_before_anything_is_read(tmp_path, ite
     done = _bigkern("fit", tmp_path / "absent.zarr", "-o", tmp_path / "m.zarr", "--dims", item,
                     cwd=tmp_path)
     _refused_early(done, 2, "--dims", words)
+
+
+# what a refused command line may not load: each costs from a tenth of a second to a few
+# seconds to import, and none is needed to say that a path, a name or a value is wrong
+_HEAVY = ("sklearn", "scipy", "xarray", "pandas", "dask.array", "distributed", "numba")
+_REPORT_IMPORTS = (
+    "import sys\n"
+    "from bigkern.cli import main\n"
+    "try:\n"
+    "    code = main(sys.argv[1:])\n"
+    "finally:\n"
+    f"    print('loaded:', [m for m in {_HEAVY!r} if m in sys.modules], file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)
+
+
+@pytest.mark.parametrize("args, code, words", [
+    (["fit", "missing.zarr", "-o", "m.zarr"], 1, "no scene store at missing.zarr"),
+    (["fit", "{store}", "-o", "m.zarr", "--features", "NOPE"], 2, "has no variable NOPE"),
+    (["fit", "{store}", "-o", "m.zarr", "--param", "omega=-1"], 2, "omega must be positive"),
+    (["fit", "missing.zarr", "-o", "m.zarr", "--param", "C=[1,inf]"], 2,
+     "C must be a finite number"),
+    (["predict", "{store}", "none.zarr", "-o", "p.zarr"], 1, "no model at none.zarr"),
+])
+def test_a_refused_command_loads_no_heavy_library(scene_store, tmp_path, args, code, words):
+    """Issue 25, acceptance 5: refused at once (benchmarks/cli_errors.py times it)."""
+    argv = [a.format(store=scene_store) for a in args]
+    done = subprocess.run([sys.executable, "-c", _REPORT_IMPORTS, *argv], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    assert done.returncode == code, done.stderr
+    *said, loaded = done.stderr.strip().splitlines()
+    assert words in said[-1], done.stderr
+    assert loaded == "loaded: []", done.stderr
+    assert not any(tmp_path.iterdir())  # no output, no claim left behind
+
+
+def test_the_early_check_of_widths_and_penalties_is_the_estimators_own():
+    """check_magnitudes checks POSITIVE_PARAMS as (0, ∞): every CLI model declares them so."""
+    from sklearn.utils._param_validation import Interval
+
+    from bigkern.cli_checks import POSITIVE_PARAMS
+    from bigkern.models.registry import specs
+
+    assert {"omega", "C", "lam"} <= POSITIVE_PARAMS
+    for spec in specs():
+        if spec.cli is None:
+            continue
+        for name in POSITIVE_PARAMS & set(spec.cls._parameter_constraints):
+            domains = [c for c in spec.cls._parameter_constraints[name]
+                       if isinstance(c, Interval)]
+            assert len(domains) == 1, (spec.name, name)
+            (domain,) = domains
+            assert (domain.left, domain.right, domain.closed) == (0, None, "neither"), (
+                spec.name, name)

@@ -65,6 +65,7 @@ out in the code count as imports of ``bigkern.x._y``.
 from __future__ import annotations
 
 import ast
+import inspect
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import pairwise
@@ -387,3 +388,19 @@ def test_import_bigkern_is_light_and_every_public_name_resolves() -> None:
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
+
+
+def test_no_lazy_public_name_is_also_a_submodule() -> None:
+    """A package that imports its names on first use must not name a submodule as one:
+    importing ``bigkern.io.x`` sets the attribute ``x`` of ``bigkern.io`` to the module,
+    which would then hide a function ``x`` (as ``validity_rules`` was hidden)."""
+    import importlib
+    import pkgutil
+
+    for package in ("bigkern.io", "bigkern.models", "bigkern.features"):
+        module = importlib.import_module(package)
+        subs = {m.name for m in pkgutil.iter_modules(module.__path__)}
+        names = set(getattr(module, "_HOMES", {})) | set(getattr(module, "__all__", []))
+        assert not names & subs, (package, sorted(names & subs))
+        for name in sorted(names):  # and each resolves to the object, not a module
+            assert not inspect.ismodule(getattr(module, name)), (package, name)

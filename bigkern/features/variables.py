@@ -7,7 +7,7 @@ label files, :mod:`bigkern.datasets.scenes` when it makes synthetic scenes.
 
 from __future__ import annotations
 
-__all__ = ["VARIABLE_ATTRS"]
+__all__ = ["DEFAULT_FEATURES", "DERIVED", "VARIABLE_ATTRS"]
 
 _RADIANCE_UNITS = "W m-2 sr-1 um-1"
 
@@ -39,3 +39,10 @@ VARIABLE_ATTRS: dict[str, dict[str, str]] = {
     },
 }
 """``long_name``/``units`` attributes of the scene variables (read-only by convention)."""
+
+#: Derived feature name → (source variable, description). ``logSD`` is the
+#: log of the standard deviation of nadir radiances used by Shi & Yu.
+DERIVED: dict[str, tuple[str, str]] = {"logSD": ("SD", "natural log of SD")}
+
+#: The features a fit uses unless told otherwise: Shi & Yu's three (NDAI, log SD, CORR).
+DEFAULT_FEATURES: tuple[str, ...] = ("NDAI", "logSD", "CORR")

@@ -1,32 +1,47 @@
-"""Scene stores and model files: open, validate, stack, ingest, write."""
+"""Scene stores and model files: open, validate, stack, ingest, write.
 
-from bigkern.io.chunking import ChunkWarning
-from bigkern.io.misr_text import MISR_TEXT_COLUMNS, ingest_misr_text, read_misr_text
-from bigkern.io.model_store import read_model_dataset, write_model_dataset
-from bigkern.io.regression_csv import load_regression, read_regression_csv
-from bigkern.io.samples import Samples, stack_samples
-from bigkern.io.scene_dims import SCENE_DIMS
-from bigkern.io.scenes import default_chunks, open_scenes, validate_scenes, write_scenes
-from bigkern.io.validity import apply_validity, validity_report, validity_rules
+Each name is imported from its module on first use, so that a light module of this
+package (paths and URLs, output claims, the store's root attributes) loads without
+xarray and Dask: the command line checks its paths with them before anything heavy.
+"""
 
-__all__ = [
-    "MISR_TEXT_COLUMNS",
-    "SCENE_DIMS",
-    "ChunkWarning",
-    "Samples",
-    "apply_validity",
-    "default_chunks",
-    "ingest_misr_text",
-    "load_regression",
-    "open_scenes",
-    "read_misr_text",
-    "read_model_dataset",
-    "read_regression_csv",
-    "stack_samples",
-    "validate_scenes",
-    "validity_report",
-    "validity_rules",
-    "write_model_dataset",
-    "write_scenes",
-]
+from __future__ import annotations
 
+import importlib
+from typing import Any
+
+#: Each public name and the module of this package it lives in.
+_HOMES = {
+    "MISR_TEXT_COLUMNS": "misr_text",
+    "SCENE_DIMS": "scene_dims",
+    "ChunkWarning": "chunking",
+    "Samples": "samples",
+    "apply_validity": "validity",
+    "default_chunks": "scenes",
+    "ingest_misr_text": "misr_text",
+    "load_regression": "regression_csv",
+    "open_scenes": "scenes",
+    "read_misr_text": "misr_text",
+    "read_model_dataset": "model_store",
+    "read_regression_csv": "regression_csv",
+    "stack_samples": "samples",
+    "validate_scenes": "scenes",
+    "validity_report": "validity",
+    "validity_rules": "validity",
+    "write_model_dataset": "model_store",
+    "write_scenes": "scenes",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'bigkern.io' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"bigkern.io.{_HOMES[name]}"), name)
+    globals()[name] = value  # once imported, an ordinary attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})

@@ -36,7 +36,7 @@ import dask
 import numpy as np
 import xarray as xr
 
-from bigkern.io.validity_rules import (
+from bigkern.io.validity_sources import (
     _OWN_ATTRS,
     ATTR_CHECKED,
     ATTR_FILL_SOURCE,

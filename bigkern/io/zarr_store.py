@@ -24,9 +24,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
-
-import xarray as xr
+from typing import TYPE_CHECKING, Any
 
 from bigkern.io.urls import Location, PathOrURL, StorageOptions, location
 
@@ -39,8 +37,12 @@ __all__ = [
     "open_zarr",
     "quiet_zarr_notes",
     "read_root_attrs",
+    "stored_variables",
     "to_zarr",
 ]
+
+if TYPE_CHECKING:  # xarray only where a Dataset is written or opened: the CLI's checks skip it
+    import xarray as xr
 
 KIND_ATTR = "bigkern_kind"
 STATUS_ATTR = "bigkern_status"
@@ -199,10 +201,34 @@ def read_root_attrs(
         return None
 
 
+def stored_variables(
+    path: PathOrURL | Location, storage_options: StorageOptions = None
+) -> list[str] | None:
+    """The names of the variables at a zarr store's root, or None if ``path`` is not one.
+
+    Read from the metadata alone (zarr, no xarray): the command line checks the
+    features it is given against them before it opens the store. Dimension
+    coordinates (an array named as its only dim) are left out, as xarray leaves
+    them out of ``data_vars``.
+    """
+    import zarr
+
+    try:
+        store = location(path, storage_options).zarr_store(read_only=True)
+        with _quiet_consolidated():
+            group = zarr.open_group(store, mode="r")
+        return sorted(name for name, array in group.arrays()
+                      if tuple(getattr(array.metadata, "dimension_names", None) or ()) != (name,))
+    except Exception:  # zarr raises several types for "not a group"
+        return None
+
+
 def open_zarr(
     path: PathOrURL | Location, *, storage_options: StorageOptions = None, **kwargs: Any
 ) -> xr.Dataset:
     """``xarray.open_zarr`` for stores bigkern wrote (consolidated) or others (either way)."""
+    import xarray as xr
+
     with _quiet_consolidated():
         ds = xr.open_zarr(location(path, storage_options).zarr_store(read_only=True), **kwargs)
     for name, var in ds.variables.items():
