@@ -188,9 +188,8 @@ def predict_scenes(
 
     Examples
     --------
+    >>> from bigkern import BinnedSVC, predict_scenes, stack_samples
     >>> from bigkern.datasets import make_scenes
-    >>> from bigkern.io import stack_samples
-    >>> from bigkern.models import BinnedSVC
     >>> scenes = make_scenes(2, (24, 32), seed=0, radiances=False).rename(scene="time")
     >>> s = stack_samples(scenes, ["NDAI", "SD", "CORR"], dims={"scene": "time"})
     >>> model = BinnedSVC(omega=0.8, C=1.0).fit(s.as_dataarray(), s.y, mask=s.mask)
@@ -352,6 +351,23 @@ def write_predictions(
         Regions computed, reused and found damaged, and ``summary`` with the
         counts ``pixels``, ``no_prediction`` and (for a cloud mask) ``positive``
         and ``negative``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from bigkern import BinnedSVC, predict_scenes, stack_samples, write_predictions
+    >>> from bigkern.datasets import make_scenes
+    >>> scenes = make_scenes(2, (24, 32), seed=0, radiances=False)
+    >>> s = stack_samples(scenes, ["NDAI", "SD", "CORR"])
+    >>> model = BinnedSVC(omega=0.8).fit(s.as_dataarray(), s.y, mask=s.mask)
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> report = write_predictions(predict_scenes(model, scenes), f"{tmp.name}/masks.zarr")
+    >>> report.n_regions, report.n_computed, report.summary["pixels"]
+    (2, 2, 1536)
+    >>> again = write_predictions(predict_scenes(model, scenes), report.path)  # a rerun
+    >>> again.n_computed, again.n_reused  # every region is there and checks out
+    (0, 2)
+    >>> tmp.cleanup()
     """
     return write_regions(
         pred, path, kind="predictions", job=prediction_job(pred),

@@ -82,6 +82,21 @@ def holdout_accuracy(
     accuracies : ndarray (len(models),)
     n_scored : int
         Number of rows scored.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern import KernelRidgeClassifier, holdout_accuracy
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 2))
+    >>> y = np.where((X**2).sum(axis=1) < 1.5, 1, -1)
+    >>> models = [KernelRidgeClassifier(omega=w).fit(X[:150], y[:150]) for w in (0.1, 1.0)]
+    >>> accuracy, n = holdout_accuracy(models, X[150:], y[150:])
+    >>> np.round(accuracy, 2), n
+    (array([0.78, 0.95]), 150)
+    >>> y[150:160] = 0  # unlabelled: not scored
+    >>> holdout_accuracy(models, X[150:], y[150:])[1]
+    140
     """
     if not models:
         raise ValueError("no models to score")
@@ -187,6 +202,19 @@ def holdout_grid_search(
     """Fit one model per grid point with ``fit(params)`` and keep the best on held-out data.
 
     Ties go to the first grid point in the grid's order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern import KernelRidgeClassifier, holdout_grid_search
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 2))
+    >>> y = np.where((X**2).sum(axis=1) < 1.5, 1, -1)
+    >>> fit = lambda params: KernelRidgeClassifier(**params).fit(X[:150], y[:150])
+    >>> grid = {"omega": [0.1, 1.0], "lam": [0.01, 1.0]}
+    >>> found = holdout_grid_search(fit, grid, X[150:], y[150:])
+    >>> found.best_params, found.scores.dims, bool(found.best_score > 0.9)
+    ({'omega': 1.0, 'lam': 1.0}, ('omega', 'lam'), True)
     """
     names = list(param_grid)
     values = [list(param_grid[k]) for k in names]
@@ -212,7 +240,20 @@ def grid_search_bins(
     *,
     mask: Any = None,
 ) -> GridSearchResult:
-    """Grid search of a binned estimator that bins once and scores every model in one pass."""
+    """Grid search of a binned estimator that bins once and scores every model in one pass.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern import BinnedSVC, grid_search_bins, percentile_bins
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 2))
+    >>> y = np.where((X**2).sum(axis=1) < 1.5, 1, -1)
+    >>> bins = percentile_bins(X[:200], y[:200], quantiles=[0.25, 0.5, 0.75])  # binned once
+    >>> found = grid_search_bins(BinnedSVC(), bins, {"C": [0.1, 10.0]}, X[200:], y[200:])
+    >>> found.best_params, found.n_scored, found.scores.shape
+    ({'C': 10.0}, 100, (2,))
+    """
     return holdout_grid_search(
         lambda p: clone(estimator).set_params(**p).fit_bins(bins),
         param_grid, X_val, y_val, mask=mask,
@@ -241,6 +282,21 @@ def choose_support_radius(
     ValueError
         When no ``C`` of the grid meets the constraint (the message gives the
         best reached), or not exactly one rule is given.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern import Gaussian, alignment_sparsity, choose_support_radius
+    >>> X = np.random.default_rng(0).normal(size=(200, 2))
+    >>> curves = alignment_sparsity(X, Gaussian(omega=1.0), radii=[0.5, 1.0, 2.0, 4.0])
+    >>> choose_support_radius(curves, tau=0.5)  # best alignment with at least 50% zeros
+    1.0
+    >>> choose_support_radius(curves, mu=0.9)  # sparsest with alignment at least 0.9
+    4.0
+    >>> choose_support_radius(curves, mu=0.99999)
+    Traceback (most recent call last):
+        ...
+    ValueError: no C of the grid reaches alignment mu=0.99999: ...
     """
     given = {k: v for k, v in {"gamma": gamma, "mu": mu, "tau": tau}.items() if v is not None}
     if len(given) != 1:
@@ -282,6 +338,17 @@ def distance_quantile(
     -------
     numpy.ndarray
         One distance per probability in ``q`` (a 0-d array for a scalar ``q``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern import distance_quantile
+    >>> X = np.random.default_rng(0).normal(size=(300, 2))
+    >>> np.round(distance_quantile(X, [0.1, 0.5, 0.9]), 2)
+    array([0.64, 1.65, 3.01])
+    >>> radius = distance_quantile(X, 1 - 0.7)  # rule (10): about 70% of K_C zero
+    >>> radius.shape, round(float(radius), 2)
+    ((), 1.18)
     """
     from bigkern.kernels import pairwise_distances, row_blocks
     from bigkern.reduce.passes import require_finite_rows
@@ -332,6 +399,18 @@ def mallows_cp(
     -------
     numpy.ndarray
         Cp values, broadcast shape of the inputs.
+
+    Examples
+    --------
+    Three smoothers, each fitting closer at the price of more degrees of freedom:
+
+    >>> import numpy as np
+    >>> from bigkern import mallows_cp
+    >>> rss = np.array([10.0, 8.0, 7.5])
+    >>> df = np.array([2.0, 6.0, 12.0])
+    >>> cp = mallows_cp(rss, df, n=100, sigma2=0.5)  # (RSS + 2 σ² trace) / n
+    >>> cp, int(np.argmin(cp))
+    (array([0.12 , 0.14 , 0.195]), 0)
     """
     if int(n) != n or n < 1:
         raise ValueError(f"n must be a positive integer; got {n!r}")
@@ -357,6 +436,16 @@ def difference_noise_variance(x: np.typing.ArrayLike, y: np.typing.ArrayLike, *,
         Design points and responses (n ≥ 2).
     period : float or None, default 1.0
         Period of ``x`` (``None``: not periodic).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern import difference_noise_variance
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.uniform(0, 1, 400)
+    >>> y = np.sin(2 * np.pi * x) + 0.1 * rng.standard_normal(400)  # noise variance 0.01
+    >>> round(difference_noise_variance(x, y), 3)
+    0.011
     """
     x = np.asarray(x, dtype=np.float64).reshape(-1)
     y = np.asarray(y, dtype=np.float64).reshape(-1)

@@ -178,6 +178,21 @@ def connect(
     ClusterError
         The scheduler cannot be reached, the workers do not come, the
         profile is unknown or its package is not installed (one line).
+
+    Examples
+    --------
+    A small cluster in this process, closed with the ``with`` block:
+
+    >>> import bigkern
+    >>> with bigkern.connect(profile="local", n_workers=1, processes=False,
+    ...                      quiet=True) as client:
+    ...     print(len(client.scheduler_info()["workers"]))
+    1
+
+    A scheduler started elsewhere (``dask scheduler``) is reached by its
+    address; that needs the scheduler running, so this line is not run as a test:
+
+    >>> client = bigkern.connect("tcp://10.0.0.5:8786")  # doctest: +SKIP
     """
     from distributed.deploy import Cluster
 

@@ -55,7 +55,30 @@ Chunks = tuple[tuple[int, ...], ...]
 
 
 class ChunkWarning(BigkernWarning):
-    """A chunking that makes too many tasks, or tasks too small for their overhead."""
+    """A chunking that makes too many tasks, or tasks too small for their overhead.
+
+    Examples
+    --------
+    Chunks given to :func:`bigkern.open_scenes` are kept, and warned about when
+    their tasks are smaller than ``bigkern.chunk_guidance.min_pixels_per_task``
+    (lowered here to suit a small store):
+
+    >>> import tempfile, warnings
+    >>> import bigkern
+    >>> from bigkern.datasets import make_scenes
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> store = bigkern.write_scenes(make_scenes(2, (64, 64), radiances=False),
+    ...                              f"{tmp.name}/s.zarr")
+    >>> small = {"chunk_guidance.min_pixels_per_task": 1000}
+    >>> with bigkern.config.set(**small), warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     ds = bigkern.open_scenes(store, chunks={"y": 8})  # tasks of 8 x 64 pixels
+    >>> [w.category.__name__ for w in caught]
+    ['ChunkWarning']
+    >>> issubclass(bigkern.ChunkWarning, bigkern.BigkernWarning)
+    True
+    >>> tmp.cleanup()
+    """
 
 
 @dataclass(frozen=True)

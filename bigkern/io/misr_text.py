@@ -216,8 +216,22 @@ def read_misr_text(
 
     Examples
     --------
-    >>> ds = read_misr_text(["image1.txt", "image2.txt"])  # doctest: +SKIP
-    >>> ds.label.sel(scene=0).sum()  # doctest: +SKIP
+    A scene of three pixel lines; pixel (y=1, x=0) is absent, so its label is 0
+    and its features NaN:
+
+    >>> import pathlib, tempfile
+    >>> from bigkern import read_misr_text
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = pathlib.Path(tmp.name) / "image1.txt"
+    >>> _ = path.write_text("0 0 1 0.9 20.0 0.8 1 1 1 1 1\\n"  # y x label NDAI SD CORR DF ... AN
+    ...                     "0 1 -1 -0.5 2.0 0.2 1 1 1 1 1\\n"
+    ...                     "1 1 0 0.1 5.0 0.5 1 1 1 1 1\\n")
+    >>> ds = read_misr_text(path)
+    >>> dict(ds.sizes), ds["source"].values.tolist()
+    ({'scene': 1, 'y': 2, 'x': 2}, ['image1.txt'])
+    >>> ds["label"].values[0].tolist(), bool(ds["NDAI"].isnull()[0, 1, 0])
+    ([[1, -1], [0, 0]], True)
+    >>> tmp.cleanup()
     """
     files = _as_paths(paths, storage_options)
     tables = [_read_one(p) for p in files]  # each file's own grid is checked as it is read
@@ -316,8 +330,21 @@ def ingest_misr_text(
 
     Examples
     --------
-    >>> ingest_misr_text("image1.txt", "misr.zarr")  # doctest: +SKIP
-    PosixPath('misr.zarr')
+    An NDAI of -9999 (a fill value, outside NDAI's valid range) is masked:
+
+    >>> import pathlib, tempfile
+    >>> import bigkern
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> text = pathlib.Path(tmp.name) / "image1.txt"
+    >>> _ = text.write_text("0 0 1 0.9 20.0 0.8 1 1 1 1 1\\n"
+    ...                     "0 1 -1 -9999 2.0 0.2 1 1 1 1 1\\n")
+    >>> store = bigkern.ingest_misr_text(text, pathlib.Path(tmp.name) / "misr.zarr")
+    >>> store.name
+    'misr.zarr'
+    >>> ndai = bigkern.open_scenes(store)["NDAI"]
+    >>> ndai.isnull().values.tolist(), ndai.attrs["bigkern_ingest_n_out_of_range"]
+    ([[[False, True]]], 1)
+    >>> tmp.cleanup()
     """
     from bigkern.io.outputs import prepare_output
     from bigkern.io.scenes import write_scenes

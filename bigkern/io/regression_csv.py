@@ -106,6 +106,20 @@ def read_regression_csv(
         length, or fewer than two columns / no data rows.
     ValueError
         A name in ``one_hot`` that is not an input column.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from bigkern import read_regression_csv
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = pathlib.Path(tmp.name) / "toy.csv"
+    >>> _ = path.write_text("x1,colour,y\\n0.5,red,1.0\\n1.5,blue,2.5\\n2.5,red,3.0\\n")
+    >>> data = read_regression_csv(path)
+    >>> data.name, data.feature_names, data.target_name
+    ('toy', ('x1', 'colour=blue', 'colour=red'), 'y')
+    >>> data.X.tolist(), data.y.tolist()
+    ([[0.5, 0.0, 1.0], [1.5, 1.0, 0.0], [2.5, 0.0, 1.0]], [1.0, 2.5, 3.0])
+    >>> tmp.cleanup()
     """
     loc = location(path, storage_options)
     if not loc.local and not loc.exists():
@@ -184,6 +198,18 @@ def load_regression(name: str, root: PathOrURL | None = None, *,
     ------
     FileNotFoundError
         The folder or the file is absent.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from bigkern import load_regression
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = pathlib.Path(tmp.name) / "toy.csv"  # root/<name>.csv
+    >>> _ = path.write_text("x1,x2,y\\n0,1,0.5\\n1,0,1.5\\n1,1,2\\n")
+    >>> data = load_regression("toy", root=tmp.name)
+    >>> data.n_samples, data.feature_names, data.y.tolist()
+    (3, ('x1', 'x2'), [0.5, 1.5, 2.0])
+    >>> tmp.cleanup()
     """
     if root is None:
         from bigkern.datasets import shared_data_dir

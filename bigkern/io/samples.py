@@ -32,6 +32,16 @@ class Samples:
     (labelled pixels when ``labelled_only``). Rows with a non-finite feature
     stay in ``X`` as NaN: every bigkern reduction leaves them out and counts
     them. :meth:`counts` reports what is masked.
+
+    Examples
+    --------
+    >>> from bigkern import stack_samples
+    >>> from bigkern.datasets import make_scenes
+    >>> s = stack_samples(make_scenes(1, (16, 16), radiances=False), ["NDAI", "SD", "CORR"])
+    >>> s.X.shape, s.features, s.as_dataarray().dims
+    ((256, 3), ('NDAI', 'SD', 'CORR'), ('sample', 'feature'))
+    >>> s.counts()
+    {'pixels': 256, 'absent': 0, 'nonfinite': 0, 'unlabelled': 74, 'labelled_usable': 182}
     """
 
     X: da.Array
@@ -106,6 +116,7 @@ def stack_samples(
 
     Examples
     --------
+    >>> from bigkern import stack_samples
     >>> from bigkern.datasets import make_scenes
     >>> s = stack_samples(make_scenes(1, (32, 48), seed=0), ["NDAI", "CORR"])
     >>> s.X.shape, s.features

@@ -147,14 +147,20 @@ def open_scenes(
 
     Examples
     --------
-    >>> import tempfile, pathlib
+    A store whose scenes run along ``time``, opened in bigkern's dims:
+
+    >>> import tempfile
+    >>> from bigkern import open_scenes, write_scenes
     >>> from bigkern.datasets import make_scenes
-    >>> where = pathlib.Path(tempfile.mkdtemp()) / "s.zarr"
-    >>> store = write_scenes(make_scenes(2, (16, 24), seed=0).rename(scene="time"), where,
-    ...                      dims={"scene": "time"})
-    >>> ds = open_scenes(store, dims={"scene": "time"})
-    >>> ds["NDAI"].dims, scene_dims(ds)
-    (('scene', 'y', 'x'), {'scene': 'time'})
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> store = write_scenes(make_scenes(2, (16, 24), seed=0).rename(scene="time"),
+    ...                      f"{tmp.name}/s.zarr", dims={"scene": "time"})
+    >>> ds = open_scenes(store, dims={"scene": "time"}, features=["NDAI", "SD", "CORR"])
+    >>> ds["NDAI"].dims, dict(ds.sizes)
+    (('scene', 'y', 'x'), {'scene': 2, 'y': 16, 'x': 24})
+    >>> type(ds["NDAI"].data).__module__  # lazy: nothing is read yet
+    'dask.array.core'
+    >>> tmp.cleanup()
     """
     loc = location(path, storage_options)
     mapping = _dim_mapping(dims, f"store {path}")
@@ -194,9 +200,16 @@ def validate_scenes(
 
     Examples
     --------
+    A usable dataset passes silently; one that lacks a feature does not:
+
+    >>> from bigkern import validate_scenes
     >>> from bigkern.datasets import make_scenes
-    >>> validate_scenes(make_scenes(1, (8, 8), seed=0).rename(scene="time"),
-    ...                 dims={"scene": "time"}, features=["NDAI"])
+    >>> ds = make_scenes(1, (8, 8), seed=0, radiances=False).rename(scene="time")
+    >>> validate_scenes(ds, dims={"scene": "time"}, features=["NDAI"])
+    >>> validate_scenes(ds, dims={"scene": "time"}, features=["NDAI", "AN"])
+    Traceback (most recent call last):
+        ...
+    bigkern.errors.StoreError: the scene dataset lacks feature(s) ['AN']; it has [...]
     """
     ds = to_scene_dims(ds, dims, where=where)
     if not ds.data_vars:
@@ -364,12 +377,14 @@ def write_scenes(
 
     Examples
     --------
-    >>> import tempfile, pathlib
+    >>> import tempfile
+    >>> from bigkern import open_scenes, write_scenes
     >>> from bigkern.datasets import make_scenes
-    >>> where = pathlib.Path(tempfile.mkdtemp()) / "s.zarr"
-    >>> store = write_scenes(make_scenes(3, (16, 24), seed=0), where)  # one scene per chunk
-    >>> open_scenes(store)["NDAI"].data.chunks[0]
-    (1, 1, 1)
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> store = write_scenes(make_scenes(3, (16, 24), seed=0), f"{tmp.name}/s.zarr")
+    >>> store.name, open_scenes(store)["NDAI"].data.chunks[0]  # one scene per chunk, as given
+    ('s.zarr', (1, 1, 1))
+    >>> tmp.cleanup()
     """
     loc = location(path, storage_options)
     ds = to_scene_dims(ds, dims)

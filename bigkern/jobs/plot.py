@@ -138,12 +138,18 @@ def plot_scene(
 
     Examples
     --------
+    >>> import xarray as xr
+    >>> from bigkern import plot_scene
     >>> from bigkern.datasets import make_scenes
     >>> scenes = make_scenes(1, (32, 32), seed=0)
-    >>> pred = xr.Dataset({"cloud_mask": scenes["cloud_truth"]})
+    >>> pred = xr.Dataset({"cloud_mask": scenes["cloud_truth"]})  # a perfect mask
     >>> fig = plot_scene(scenes, pred)
-    >>> [ax.get_title() for ax in fig.axes if ax.get_title()][:3]
-    ['NDAI', 'SD (log scale)', 'CORR']
+    >>> [ax.get_title() for ax in fig.axes if ax.get_title()][:4]
+    ['NDAI', 'SD (log scale)', 'CORR', 'expert labels']
+    >>> print(fig.axes[4].get_title())
+    predicted mask
+    100.0% agree with the labels (746 px)
+    100.0% agree with the truth (1,024 px)
     """
     from matplotlib.patches import Patch
 

@@ -49,6 +49,20 @@ class CompactSupport:
         Support radius (> 0, the paper's C), in the units of the (standardized) features.
     taper_power : int, optional
         Power ν of the taper (≥ 1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern import CompactSupport, Gaussian
+    >>> kernel = CompactSupport(Gaussian(omega=1.0), radius=1.5)
+    >>> kernel.minimal_taper_power(d=2)
+    2
+    >>> np.round(kernel.radial([0.0, 0.75, 1.5, 3.0], d=2), 3)  # zero from the radius on
+    array([1.   , 0.189, 0.   , 0.   ])
+    >>> X = np.random.default_rng(0).uniform(0, 5, size=(50, 2))
+    >>> K = kernel(X, X)
+    >>> K.shape, bool((K == 0).mean() > 0.5)  # mostly zeros: sparse Gram matrices
+    ((50, 50), True)
     """
 
     kernel: Gaussian

@@ -66,6 +66,19 @@ def gaussian_kernel(X: np.ndarray, Z: np.ndarray, omega: float) -> np.ndarray:
     """Gaussian kernel matrix ``exp(-‖x − z‖² / (2 ω²))`` of rows of ``X`` against rows of ``Z``.
 
     Computed in the dtype of ``X`` (float32 inputs give a float32 matrix).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern import gaussian_kernel
+    >>> X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]])
+    >>> K = gaussian_kernel(X, X, omega=1.0)
+    >>> K.shape, K.dtype
+    ((3, 3), dtype('float64'))
+    >>> np.round(K[0], 3)  # exp(-r² / 2) at the distances r = 0, 1, 2
+    array([1.   , 0.607, 0.135])
+    >>> gaussian_kernel(X.astype(np.float32), X, omega=1.0).dtype
+    dtype('float32')
     """
     dtype = np.result_type(X.dtype, np.float32)
     X = np.asarray(X, dtype=dtype)
@@ -78,7 +91,18 @@ def gaussian_kernel(X: np.ndarray, Z: np.ndarray, omega: float) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Gaussian:
-    """The Gaussian kernel ``exp(-r² / (2 ω²))`` as a function of the distance ``r``."""
+    """The Gaussian kernel ``exp(-r² / (2 ω²))`` as a function of the distance ``r``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern import Gaussian
+    >>> kernel = Gaussian(omega=0.5)
+    >>> np.round(kernel.radial([0.0, 0.5, 1.0]), 3)
+    array([1.   , 0.607, 0.135])
+    >>> kernel(np.zeros((2, 3)), np.ones((4, 3))).shape  # rows of X against rows of Z
+    (2, 4)
+    """
 
     omega: float = 1.0
 
@@ -120,6 +144,19 @@ class GaussianBasis:
         Kernel width ω (> 0).
     offset, scale : ndarray, shape (d,)
         Standardization applied to the data before the kernel (zeros / ones for none).
+
+    Examples
+    --------
+    :meth:`checked` builds one, validating each part against the data's ``d``:
+
+    >>> from bigkern import GaussianBasis
+    >>> basis = GaussianBasis.checked([[0.0, 0.0], [1.0, 1.0]], omega=0.5, d=2, scale=[2.0, 2.0])
+    >>> basis.n_basis, basis.offset.tolist(), basis.scale.tolist()
+    (2, [0.0, 0.0], [2.0, 2.0])
+    >>> GaussianBasis.checked([[0.0, 0.0]], omega=0.5, d=3)
+    Traceback (most recent call last):
+        ...
+    ValueError: centers have 2 columns but X has 3 features
     """
 
     centers: np.ndarray
@@ -320,6 +357,19 @@ class GaussianExpansion:
     dtype : {"float32", "float64"}
         Precision of the kernel blocks (float32 halves the cost of the exp; the
         sum is float64 either way). Regressors use float64.
+
+    Examples
+    --------
+    ``f(x) = exp(-x² / 2) - exp(-(x - 2)² / 2) + 0.5``:
+
+    >>> import numpy as np
+    >>> from bigkern import GaussianExpansion
+    >>> f = GaussianExpansion.from_parts([[0.0], [2.0]], coef=[1.0, -1.0], intercept=0.5,
+    ...                                  omega=1.0, dtype="float64")
+    >>> f.n_basis, f.n_features
+    (2, 1)
+    >>> np.round(f.decision(np.array([[0.0], [1.0], [np.nan]])), 3)  # NaN in, NaN out
+    array([1.365, 0.5  ,   nan])
     """
 
     basis: GaussianBasis
@@ -406,6 +456,7 @@ class GaussianExpansion:
         Examples
         --------
         >>> import numpy as np
+        >>> from bigkern import GaussianExpansion
         >>> e = GaussianExpansion.from_parts(np.zeros((1, 2)), [2.0], 0.5, omega=1.0,
         ...                                  dtype="float64")
         >>> X = np.array([[0.0, 0.0], [1.0, 1.0], [np.nan, 0.0]])

@@ -49,6 +49,21 @@ def plot_nystrom_spectrum(
     matplotlib.figure.Figure, pathlib.Path or str
         The figure without ``path``; else ``path``, a Path for a local path and
         the URL as given for a URL.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> from bigkern import nystrom_spectrum, plot_nystrom_spectrum
+    >>> X = np.random.default_rng(0).normal(size=(100, 2))
+    >>> spectrum = nystrom_spectrum(X, 10, omega=1.0, random_state=0)
+    >>> fig = plot_nystrom_spectrum(spectrum)
+    >>> [ax.get_title()[:3] for ax in fig.axes]
+    ['(a)', '(b)', '(c)', '(d)']
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     png = plot_nystrom_spectrum(spectrum, pathlib.Path(tmp) / "spectrum.png")
+    ...     print(png.name, png.stat().st_size > 0)
+    spectrum.png True
     """
     from matplotlib.figure import Figure
 

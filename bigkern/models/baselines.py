@@ -35,6 +35,21 @@ class KernelRidgeClassifier(_KernelClassifier):
         Ridge λ added to the kernel matrix's diagonal, ``(K + λI) c = y``.
     standardize : bool
         Robust standardization from the fitted rows (median, 10%/90% quantiles).
+
+    Examples
+    --------
+    The two classes may be of any type:
+
+    >>> import numpy as np
+    >>> from bigkern import KernelRidgeClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 2))
+    >>> y = np.where((X**2).sum(axis=1) < 1.5, "cloud", "clear")
+    >>> model = KernelRidgeClassifier(omega=0.8, lam=0.1).fit(X, y)
+    >>> model.classes_.tolist(), model.predict([[0.0, 0.0], [3.0, 3.0]]).tolist()
+    (['clear', 'cloud'], ['cloud', 'clear'])
+    >>> bool(model.score(X, y) > 0.9)
+    True
     """
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {

@@ -157,6 +157,20 @@ class BinnedKernelRidgeClassifier(_BinnedKernelClassifier):
         ``n_nonfinite_by_feature`` (feature name → rows left out because that
         feature is non-finite, e.g. a masked fill value; absent rows are not
         counted there), bins, passes, timings. Not saved with the model.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern import BinnedKernelRidgeClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 2))
+    >>> y = np.where((X**2).sum(axis=1) < 1.5, 1, -1)  # cloud (1) inside a circle, clear (-1)
+    >>> model = BinnedKernelRidgeClassifier(omega=0.8, lam=0.01, quantiles=[0.25, 0.5, 0.75])
+    >>> model = model.fit(X, y)  # the quartiles of two features: at most 16 bins
+    >>> model.n_bins_, model.fit_report_["n_valid"]
+    (16, 300)
+    >>> bool(model.score(X, y) > 0.9)
+    True
     """
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
@@ -210,6 +224,20 @@ class BinnedSVC(_BinnedKernelClassifier):
         Weight bins by their counts.
     quantiles, standardize
         As in :class:`BinnedKernelRidgeClassifier`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern import BinnedSVC
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 2))
+    >>> y = np.where((X**2).sum(axis=1) < 1.5, 1, -1)  # cloud (1) inside a circle, clear (-1)
+    >>> y[rng.random(300) < 0.2] = 0  # unlabelled pixels, left out by the mask
+    >>> model = BinnedSVC(omega=0.8, C=10.0).fit(X, y, mask=y != 0)
+    >>> model.fit_report_["n_masked"], model.classes_.tolist()
+    (56, [-1, 1])
+    >>> bool(model.score(X[y != 0], y[y != 0]) > 0.9)
+    True
     """
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {

@@ -302,6 +302,21 @@ class LOOKernelRidge(_KernelRegressor):
     feature_names_in_ : ndarray of str
         Column names of a DataFrame (or a DataArray's ``feature`` coordinate) given
         to ``fit``; ``predict`` then checks them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern import LOOKernelRidge
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0, 1, size=(100, 1))
+    >>> truth = np.sin(2 * np.pi * X[:, 0])
+    >>> y = truth + 0.1 * rng.standard_normal(100)
+    >>> model = LOOKernelRidge(omegas=[0.5, 1.0, 2.0], lams=[1e-4, 1e-3, 1e-2], random_state=0)
+    >>> model = model.fit(X, y)
+    >>> model.omega_, model.lam_, model.loo_mse_.shape
+    (0.5, 0.01, (3,))
+    >>> bool(np.abs(model.predict(X) - truth).mean() < 0.1)  # close to the noiseless curve
+    True
     """
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {

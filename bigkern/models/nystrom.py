@@ -165,6 +165,21 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
         Global row numbers of the centers.
     fit_report_ : dict
         Row counts, ``n_basis``, ``jitter``, chosen ``omega``/``lam``, timings.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern import NystromKernelRidge
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0, 1, size=(300, 1))
+    >>> truth = np.sin(2 * np.pi * X[:, 0])
+    >>> y = truth + 0.1 * rng.standard_normal(300)
+    >>> model = NystromKernelRidge(omega=[0.5, 1.0], lam=[1e-4, 1e-2], size=30, random_state=0)
+    >>> model = model.fit(X, y)  # one read gives every candidate's cross-validation
+    >>> model.cv_scores_.shape, model.n_basis_
+    ((2, 2), 30)
+    >>> bool(np.abs(model.predict(X) - truth).mean() < 0.1)  # close to the noiseless curve
+    True
     """
 
     _allow_nan = True
@@ -237,6 +252,20 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
         The decision function (> 0 → ``classes_[1]``).
     lam_, omega_, cv_scores_, reduced_index_, fit_report_
         As for :class:`NystromKernelRidge`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern import NystromKernelRidgeClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 2))
+    >>> y = np.where((X**2).sum(axis=1) < 1.5, 1, -1)  # cloud (1) inside a circle, clear (-1)
+    >>> model = NystromKernelRidgeClassifier(omega=1.0, lam=1e-3, size=40, random_state=0)
+    >>> model = model.fit(X, y)
+    >>> model.expansion_.n_basis, model.classes_.tolist()
+    (40, [-1, 1])
+    >>> bool(model.score(X, y) > 0.9)
+    True
     """
 
     _allow_nan = True

@@ -102,6 +102,20 @@ class OHTRegressor(_KernelRegressor):
     NaN/±inf are refused, naming the first one. A dask ``X`` with ``basis=m̃`` stays lazy:
     its rows with a non-finite value are left out and counted by the distributed pass
     (an error over ``bigkern.max_nonfinite_fraction``). ``predict`` on dask is lazy.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern import OHTRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0, 1, size=(100, 1))
+    >>> truth = np.sin(2 * np.pi * X[:, 0])
+    >>> y = truth + 0.1 * rng.standard_normal(100)
+    >>> model = OHTRegressor(method="GS", omegas=[0.5, 1.0, 2.0], random_state=0).fit(X, y)
+    >>> model.omega_, model.n_components_, round(model.sigma2_, 3)
+    (1.0, 4, 0.009)
+    >>> bool(np.abs(model.predict(X) - truth).mean() < 0.1)  # close to the noiseless curve
+    True
     """
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {

@@ -130,6 +130,22 @@ class PeriodicKernelRidge(BigkernRegressor):
     scikit-learn's ``IsotonicRegression`` does (``one_d_array``, not ``two_d_array``).
     Dask input is computed by ``fit`` (the solve is in memory) and kept lazy by
     ``predict``.
+
+    Examples
+    --------
+    (ω, λ) chosen by Cp on 20 bins, with the noise variance known:
+
+    >>> import numpy as np
+    >>> from bigkern import PeriodicKernelRidge
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.uniform(0, 1, 200)
+    >>> y = np.sin(2 * np.pi * x) + 0.3 * rng.standard_normal(200)
+    >>> grid = {"omega": [0.2, 0.5, 1.0], "lam": [1e-3, 1e-2, 1e-1]}
+    >>> model = PeriodicKernelRidge(n_bins=20, grid=grid, sigma2=0.09).fit(x, y)
+    >>> model.omega_, model.lam_, model.n_bins_, model.cp_.dims
+    (1.0, 0.1, 20, ('omega', 'lam'))
+    >>> bool(np.abs(model.predict(x) - np.sin(2 * np.pi * x)).mean() < 0.1)
+    True
     """
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {

@@ -53,6 +53,20 @@ def save_model(
     -------
     pathlib.Path or str
         The model written: a Path for a local path, the URL as given for a URL.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import numpy as np
+    >>> from bigkern import KernelRidgeClassifier, load_model, save_model
+    >>> rng = np.random.default_rng(0)
+    >>> X, y = rng.normal(size=(100, 2)), rng.integers(0, 2, 100)
+    >>> model = KernelRidgeClassifier(omega=0.8).fit(X, y)
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = save_model(model, f"{tmp.name}/model.nc")  # netCDF; other paths: zarr
+    >>> path.name, bool((load_model(path).predict(X) == model.predict(X)).all())
+    ('model.nc', True)
+    >>> tmp.cleanup()
     """
     if not callable(getattr(model, "to_dataset", None)):
         raise TypeError(f"{type(model).__name__} cannot be saved: save_model takes bigkern's "
@@ -80,6 +94,19 @@ def load_model(path: str | Path, *, storage_options: dict[str, Any] | None = Non
         does not match it; declared sizes over ``bigkern.max_model_elements`` /
         ``bigkern.max_model_chunks``; hyperparameters or arrays no estimator
         can use (see :func:`bigkern.models._model_checks.check_model_dataset`).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import numpy as np
+    >>> from bigkern import LOOKernelRidge, load_model, save_model
+    >>> X = np.linspace(0, 1, 50)[:, None]
+    >>> model = LOOKernelRidge(omegas=[0.5]).fit(X, np.sin(6 * X[:, 0]))
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> again = load_model(save_model(model, f"{tmp.name}/model.zarr"))
+    >>> type(again).__name__, again.omega_, bool(np.allclose(again.predict(X), model.predict(X)))
+    ('LOOKernelRidge', 0.5, True)
+    >>> tmp.cleanup()
     """
     where = str(path)
     ds = read_model_dataset(path, storage_options, verify=False)

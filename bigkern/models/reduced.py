@@ -274,6 +274,24 @@ class ReducedSVC(_KernelClassifier):
     Rows with a non-finite feature are left out of the fit and counted (over
     ``bigkern.max_nonfinite_fraction`` of the present rows is an error); dask
     input stays lazy and is read once to draw Ã and once per Newton pass.
+
+    Examples
+    --------
+    The same seed gives the same model from a dask array in any chunks:
+
+    >>> import dask.array as da
+    >>> import numpy as np
+    >>> from bigkern import ReducedSVC
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 2))
+    >>> y = np.where((X**2).sum(axis=1) < 1.5, 1, -1)  # cloud (1) inside a circle, clear (-1)
+    >>> model = ReducedSVC(omega=1.0, C=10.0, size=30, random_state=0).fit(X, y)
+    >>> model.expansion_.n_basis, bool(model.score(X, y) > 0.9)
+    (30, True)
+    >>> Xd, yd = da.from_array(X, chunks=(100, 2)), da.from_array(y, chunks=100)
+    >>> lazy = ReducedSVC(omega=1.0, C=10.0, size=30, random_state=0).fit(Xd, yd)
+    >>> bool(np.allclose(lazy.decision_function(X), model.decision_function(X)))
+    True
     """
 
     _allow_nan = True
@@ -406,6 +424,20 @@ class ReducedSVR(_KernelRegressor):
     Rows with a non-finite feature or target are left out and counted (over
     ``bigkern.max_nonfinite_fraction`` of the present rows is an error); at
     predict time such a row gets NaN.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern import ReducedSVR
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0, 1, size=(300, 1))
+    >>> truth = np.sin(2 * np.pi * X[:, 0])
+    >>> y = truth + 0.1 * rng.standard_normal(300)
+    >>> model = ReducedSVR(omega=0.5, C=100.0, epsilon=0.05, size=30, random_state=0).fit(X, y)
+    >>> model.n_basis_, model.fit_report_["converged"]
+    (30, True)
+    >>> bool(np.abs(model.predict(X) - truth).mean() < 0.1)  # close to the noiseless curve
+    True
     """
 
     _allow_nan = True

@@ -99,6 +99,7 @@ class GaussianRLS(BigkernRegressor):
     Examples
     --------
     >>> import numpy as np
+    >>> from bigkern import GaussianRLS
     >>> x = np.linspace(0, 1, 30)[:, None]
     >>> model = GaussianRLS(omega=0.3, lams=np.logspace(-8, 0, 9)).fit(x, np.sin(6 * x[:, 0]))
     >>> bool(abs(model.predict([[0.5]])[0] - np.sin(3)) < 1e-2)

@@ -48,6 +48,19 @@ def random_split(
     Returns
     -------
     first, second : boolean arrays (dask if ``index`` is dask)
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> import numpy as np
+    >>> from bigkern import random_split
+    >>> pixel = np.arange(1000)
+    >>> train, test = random_split(pixel, pixel % 10 != 0, fraction=0.3, seed=0)
+    >>> int(train.sum()), int(test.sum()), bool((train & test).any())
+    (265, 635, False)
+    >>> lazy, _ = random_split(da.from_array(pixel, chunks=128), fraction=0.3, seed=0)
+    >>> bool((lazy.compute()[pixel % 10 != 0] == train[pixel % 10 != 0]).all())  # any chunks
+    True
     """
     if not 0 < fraction < 1:
         raise ValueError(f"fraction must be in (0, 1); got {fraction!r}")
@@ -113,6 +126,19 @@ def sample_rows(
     y_sample : ndarray (n,) or None
     index_sample : ndarray (n,)
         The global indices of the rows chosen, in sample order.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> import numpy as np
+    >>> from bigkern import sample_rows
+    >>> X = np.random.default_rng(0).normal(size=(300, 2))
+    >>> Xs, ys, index = sample_rows(X, n=5, seed=0)
+    >>> Xs.shape, ys is None, bool(np.array_equal(Xs, X[index]))
+    ((5, 2), True, True)
+    >>> again = sample_rows(da.from_array(X, chunks=(70, 2)), n=5, seed=0)[2]
+    >>> bool(np.array_equal(again, index))  # the same rows, whatever the chunks
+    True
     """
     from bigkern.reduce.passes import RowReduction, as_row_chunked, run_reduction
 

@@ -47,8 +47,17 @@ from bigkern.reduce.passes import as_row_chunked, int_counts, unwrap_samples
 
 __all__ = ["DECILES", "QUANTILE_METHODS", "quantile_edges", "quantile_summary"]
 
-#: The paper's split points: 10%, 20%, ..., 90%.
-DECILES: tuple[float, ...] = tuple(np.round(np.arange(1, 10) / 10, 2))
+DECILES: tuple[float, ...] = tuple(float(q) for q in np.round(np.arange(1, 10) / 10, 2))
+"""The paper's split points, 10% to 90%: the default quantiles of the percentile bins.
+
+Examples
+--------
+>>> import bigkern
+>>> bigkern.DECILES
+(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+>>> bigkern.BinnedSVC().quantiles == bigkern.DECILES  # up to 10**d bins of d features
+True
+"""
 #: The :func:`numpy.quantile` methods reproduced exactly.
 QUANTILE_METHODS = ("linear", "lower", "higher", "nearest", "midpoint", "inverted_cdf")
 
@@ -210,6 +219,18 @@ def quantile_summary(
         ``edges (feature, quantile)``, exact ``min`` and ``max`` ``(feature)``;
         attrs ``n_rows``, ``n_valid``, ``n_masked``, ``n_absent``, ``n_nonfinite``,
         ``method``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern import quantile_summary
+    >>> X = np.arange(20, dtype=np.float64).reshape(10, 2)
+    >>> X[0, 1] = np.nan  # the row is left out, and counted
+    >>> summary = quantile_summary(X, [0.5], features=["a", "b"])
+    >>> summary["edges"].sel(quantile=0.5).values.tolist(), summary["min"].values.tolist()
+    ([10.0, 11.0], [2.0, 3.0])
+    >>> summary.attrs["n_valid"], summary.attrs["n_nonfinite"]
+    (9, 1)
     """
     check_probs(probs)
     if method not in QUANTILE_METHODS:

@@ -47,7 +47,19 @@ class GramReport:
 
 
 def gram_report(K: sp.spmatrix) -> GramReport:
-    """Nonzeros, sparsity and memory of a sparse Gram matrix."""
+    """Nonzeros, sparsity and memory of a sparse Gram matrix.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern import CompactSupport, Gaussian, gram_report, sparse_gram
+    >>> X = np.random.default_rng(0).normal(size=(300, 2))
+    >>> report = gram_report(sparse_gram(X, CompactSupport(Gaussian(omega=1.0), radius=1.0)))
+    >>> report.shape, report.dense_bytes, round(report.sparsity, 2)
+    ((300, 300), 720000, 0.77)
+    >>> print(report)
+    300x300 Gram: 20,270 nonzeros, sparsity 77.5%, 0.2 MB sparse vs 0.7 MB dense
+    """
     K = sp.csr_matrix(K)
     n, m = K.shape
     size = n * m
@@ -128,6 +140,17 @@ def sparse_gram(X: Any, kernel: CompactSupport, Z: Any = None) -> sp.csr_matrix:
     scipy.sparse.csr_matrix
         Shape (n, m), float64, sorted indices, no stored zeros. See
         :func:`gram_report` for its nonzeros, sparsity and memory.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern import CompactSupport, Gaussian, sparse_gram
+    >>> X = np.random.default_rng(0).normal(size=(300, 2))
+    >>> K = sparse_gram(X, CompactSupport(Gaussian(omega=1.0), radius=1.0))
+    >>> K.shape, K.format, (K != K.T).nnz  # symmetric
+    ((300, 300), 'csr', 0)
+    >>> sparse_gram(X[:5], CompactSupport(Gaussian(omega=1.0), radius=1.0), X).shape
+    (5, 300)
     """
     if not isinstance(kernel, CompactSupport):
         raise TypeError(f"sparse_gram needs a CompactSupport kernel; got {type(kernel).__name__}"

@@ -284,6 +284,20 @@ def select_reduced_set(
     SuspectedFillWarning
         A large share of a feature's rows hold one isolated extreme value (an
         undeclared fill value; :mod:`bigkern.reduce.extremes`).
+
+    Examples
+    --------
+    A rare class gets its share of the centers:
+
+    >>> import numpy as np
+    >>> from bigkern import select_reduced_set
+    >>> X = np.random.default_rng(0).normal(size=(300, 2))
+    >>> y = np.where(X[:, 0] > 1.0, 1, -1)
+    >>> rs = select_reduced_set(X, y, size=20, random_state=0)
+    >>> rs.X.shape, rs.classes.tolist(), rs.class_counts.tolist()
+    ((20, 2), [-1, 1], [253, 47])
+    >>> np.unique(rs.y, return_counts=True)[1].tolist()  # 20 in proportion to 253 : 47
+    [17, 3]
     """
     X, y, mask, features = unwrap_samples(X, y, mask, features)
     Xd, yd, md = as_row_chunked(X, y, mask)
