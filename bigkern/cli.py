@@ -209,12 +209,16 @@ def _run(args: argparse.Namespace) -> int:
         _validity(args)
     dims_keyword(args)
     if getattr(args, "png", None):
+        from bigkern.extras import available
         from bigkern.io.figure_files import check_png_suffix
 
         try:
             check_png_suffix(args.png)
         except ValueError as err:
             raise UsageError(f"--png {err}") from None
+        if not available("matplotlib"):
+            raise UsageError("--png draws with matplotlib, which is not installed: pip "
+                             "install 'bigkern[plot]'")
     if args.command == "ingest":
         from bigkern.io.misr_text import ingest_misr_text
 

@@ -15,6 +15,7 @@ __all__ = [
     "ExtendedPrecisionWarning",
     "IllConditionedWarning",
     "LabelError",
+    "MissingExtraError",
     "NoResidualDegreesOfFreedomError",
     "StoreError",
     "UnknownSettingError",
@@ -138,6 +139,29 @@ class ClusterError(BigkernError, RuntimeError):
     Traceback (most recent call last):
         ...
     bigkern.errors.ClusterError: unknown cluster profile 'no-such-profile'; the profiles in ...
+    """
+
+
+class MissingExtraError(BigkernError, ImportError):
+    """A capability needs a package of one of bigkern's extras, and it is not installed.
+
+    Figures need ``bigkern[plot]`` (matplotlib); extended-precision Gaussian RLS
+    needs ``bigkern[precision]`` (python-flint, or mpmath). The message names
+    what needed it and the ``pip install`` that adds it.
+
+    Examples
+    --------
+    It is an :class:`ImportError` too, so code that tolerates a missing package
+    keeps working:
+
+    >>> import bigkern
+    >>> issubclass(bigkern.MissingExtraError, (bigkern.BigkernError, ImportError))
+    True
+    >>> from bigkern.extras import require
+    >>> require("no_such_module", extra="plot", purpose="this example")
+    Traceback (most recent call last):
+        ...
+    bigkern.errors.MissingExtraError: this example needs matplotlib, which is not installed: ...
     """
 
 

@@ -73,11 +73,13 @@ def _default_base_python() -> str:
 
 
 def _image_requirements() -> list[str]:
-    """What the Dockerfile installs: bigkern's requirements with the hpc and kubernetes
-    extras (read from pyproject.toml, the checkout the image installs), jupyterlab, bokeh."""
+    """What the Dockerfile installs: bigkern's requirements with the hpc, kubernetes, plot
+    and precision extras (read from pyproject.toml, the checkout the image installs),
+    jupyterlab, bokeh."""
     project = _pyproject()["project"]
     extras = project.get("optional-dependencies", {})
-    return [*project["dependencies"], *extras["hpc"], *extras["kubernetes"],
+    return [*project["dependencies"],
+            *(req for name in ("hpc", "kubernetes", "plot", "precision") for req in extras[name]),
             "jupyterlab", "bokeh"]
 
 

@@ -184,13 +184,13 @@ def test_dockerfile_installs_as_ci_does():
     assert ci[2][:2] == docker[2][:2] == ["pip", "install"]
     assert ci[2][2] == ".[test]"
     extras = next(w for w in docker[2] if w.startswith(".["))
-    assert extras == ".[hpc,kubernetes]"
+    assert extras == ".[hpc,kubernetes,plot,precision]"
     constraints = docker[2][docker[2].index("--constraint") + 1]
     assert (REPO / constraints).is_file()
     pins = dict(line.split("==") for line in (REPO / constraints).read_text().splitlines()
                 if "==" in line and not line.startswith("#"))
     for name in ("dask", "distributed", "numpy", "dask-jobqueue", "dask-kubernetes",
-                 "jupyterlab", "bokeh"):
+                 "matplotlib", "python-flint", "jupyterlab", "bokeh"):
         assert name in pins, name
     # the user the image runs as is not root
     users = re.findall(r"^USER\s+(\S+)", (DEPLOY / "Dockerfile").read_text(), re.M)

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from bigkern.cluster.compute import compute
+from bigkern.extras import available
 from bigkern.features import with_features
 from bigkern.io.integrity import open_checked
 from bigkern.io.scenes import default_chunks, open_scenes, write_scenes
@@ -103,7 +104,10 @@ def run_demo(
     written = open_checked(pred_path)
     n_pred, n_ok, n_lab, n_lab_ok = _score_masks(scenes, written)
     timings["score"] = time.perf_counter() - t
-    png = save_scene_figure(scenes, written, figure, scene=0, overwrite=overwrite)
+    if available("matplotlib"):
+        drawn = str(save_scene_figure(scenes, written, figure, scene=0, overwrite=overwrite))
+    else:  # said, not silent: the figure is the one output that needs an extra
+        drawn = "not drawn: matplotlib is not installed (pip install 'bigkern[plot]')"
 
     report = {
         "pixels": int(np.prod([scenes.sizes[d] for d in ("scene", "y", "x")])),
@@ -116,7 +120,7 @@ def run_demo(
         "n_basis": fitted.model.expansion_.n_basis,
         "timings": timings,
         "outputs": {"scenes": str(store), "model": str(model_path),
-                    "predictions": str(pred_path), "figure": str(png)},
+                    "predictions": str(pred_path), "figure": drawn},
     }
     print("\n".join(_summary_lines(report, n_pred, n_lab)), flush=True)
     return report

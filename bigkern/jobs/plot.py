@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from bigkern.extras import require
+
 __all__ = ["MASK_COLORS", "mask_colormap", "plot_scene", "save_scene_figure"]
 
 #: The colour of each class of a cloud mask or a label map, and its name in the legend.
@@ -41,6 +43,7 @@ def _figure_class() -> type:
     A figure made without pyplot has no display of its own in a notebook unless
     pyplot's inline backend has been activated; this one renders itself.
     """
+    require("matplotlib", extra="plot", purpose="a scene's figure")
     from matplotlib.figure import Figure
 
     class SceneFigure(Figure):
@@ -67,6 +70,7 @@ def mask_colormap() -> tuple[Any, Any]:
     >>> cmap.N, norm.boundaries.tolist()
     (3, [-1.5, -0.5, 0.5, 1.5])
     """
+    require("matplotlib", extra="plot", purpose="the mask colour map")
     from matplotlib.colors import BoundaryNorm, ListedColormap
 
     classes = sorted(MASK_COLORS)
@@ -151,6 +155,7 @@ def plot_scene(
     100.0% agree with the labels (746 px)
     100.0% agree with the truth (1,024 px)
     """
+    require("matplotlib", extra="plot", purpose="plot_scene")
     from matplotlib.patches import Patch
 
     one = scenes.isel(scene=scene)

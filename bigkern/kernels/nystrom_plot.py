@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import xarray as xr
 
+from bigkern.extras import require
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
@@ -65,6 +67,7 @@ def plot_nystrom_spectrum(
     ...     print(png.name, png.stat().st_size > 0)
     spectrum.png True
     """
+    require("matplotlib", extra="plot", purpose="plot_nystrom_spectrum")
     from matplotlib.figure import Figure
 
     k = spectrum["k"].values

@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from bigkern.errors import ExtendedPrecisionWarning
+from bigkern.extras import available, require
 from bigkern.solvers.checks import check_ridges
 
 __all__ = ["extended_backend", "extended_solve"]
@@ -22,12 +23,17 @@ __all__ = ["extended_backend", "extended_solve"]
 
 def extended_backend() -> str:
     """The default extended-precision backend: "flint" when python-flint is installed
-    (arb ball arithmetic in C, ~50-100x faster here), else "mpmath"."""
-    try:
-        import flint  # noqa: F401
-    except ImportError:
-        return "mpmath"
-    return "flint"
+    (arb ball arithmetic in C, ~50-100x faster here), else "mpmath".
+
+    Raises
+    ------
+    MissingExtraError
+        Neither is installed (both come with ``bigkern[precision]``).
+    """
+    if available("flint"):
+        return "flint"
+    require("mpmath", extra="precision", purpose="Gaussian RLS in extended precision")
+    return "mpmath"
 
 
 def _start_bits(n: int, ridge: float) -> int:
@@ -54,8 +60,7 @@ def _flint_solve(X, Y, Z, omega, ridges, bits, want):
     "coef" (``c``) or "loo" (exact LOO MSE for every ridge).
     Returns (midpoints, max radius) as float64 arrays.
     """
-    import flint
-
+    flint = require("flint", extra="precision", purpose="the flint backend of extended precision")
     old = flint.ctx.prec
     flint.ctx.prec = bits
     try:
@@ -93,8 +98,8 @@ def _flint_solve(X, Y, Z, omega, ridges, bits, want):
 
 def _mpmath_solve(X, Y, Z, omega, ridges, bits, want):
     """The same as :func:`_flint_solve` with mpmath (no error radii: returns zeros)."""
-    from mpmath import mp
-
+    mp = require("mpmath", extra="precision",
+                 purpose="the mpmath backend of extended precision").mp
     with mp.workprec(bits):
         n = len(X)
         neg = -1 / (2 * mp.mpf(float(omega)) ** 2)
