@@ -42,6 +42,9 @@ _STATUS = re.compile(r"bigkern: connected to \S+ with \d+ workers "
 #: Warnings distributed logs about a loaded machine, whatever the command does.
 _LOAD = re.compile(r"\S+ \S+ - distributed\.[\w.]+ - WARNING - "
                    r"(Event loop was unresponsive|full garbage collections took)")
+#: Progress lines (bigkern.cluster.progress) of a computation that ran past progress_delay.
+_PROGRESS = re.compile(r"bigkern: .+: (\d+% of \d+ tasks, [\d.]+ s|(done|stopped), \d+ tasks "
+                       r"in [\d.]+ s)$")
 #: The UserWarning (and its source line) of a worker slow to create its scratch directory.
 _SLOW_DISK = re.compile(r"^\S+: UserWarning: Creating scratch directories is taking a "
                         r"surprisingly long time.*\n(?:[ \t]+\S.*\n)?", re.MULTILINE)
@@ -75,14 +78,15 @@ def _the_error_line(stderr: str) -> str:
     """The error line, after checking that stderr holds nothing else to speak of.
 
     Nothing but the connection's status line first and the error line last;
-    beside them only distributed's warnings about a loaded machine (an event
-    loop held up by a busy CI machine, a slow scratch directory), which any
-    command may log while it starts or computes. No traceback, no record of
+    beside them only progress lines (a computation that ran past
+    ``bigkern.progress_delay``) and distributed's warnings about a loaded machine
+    (an event loop held up by a busy CI machine, a slow scratch directory), which
+    any command may log while it starts or computes. No traceback, no record of
     the failed task, no closing chatter.
     """
     assert "Traceback" not in stderr and "Compute Failed" not in stderr, stderr
     lines = [line for line in _SLOW_DISK.sub("", stderr).splitlines() if line.strip()]
-    told = [line for line in lines if not _LOAD.match(line)]
+    told = [line for line in lines if not (_LOAD.match(line) or _PROGRESS.match(line))]
     assert len(told) == 2 and _STATUS.match(told[0]) and told[1] == lines[-1], stderr
     assert told[1].startswith("bigkern: error: "), stderr
     return told[1]

@@ -19,6 +19,7 @@ from typing import Any
 import dask
 
 from bigkern import config
+from bigkern.cluster.progress import distributed_lines, local_lines
 from bigkern.cluster.watchdog import current_client
 
 __all__ = ["compute", "current_client", "gather_watching", "task_threads"]
@@ -31,11 +32,13 @@ def compute(*collections: Any, label: str | None = None) -> tuple[Any, ...]:
     form in a Jupyter kernel (with ipywidgets), else text on stderr; without a
     client the local :class:`dask.diagnostics.ProgressBar`. Bars are shown when
     stderr is a terminal or the code runs in a Jupyter kernel, or always when
-    ``bigkern.progress`` is ``"always"``.
+    ``bigkern.progress`` is ``"always"``; elsewhere (a batch job's log) progress is
+    printed as lines (:mod:`bigkern.cluster.progress`).
     """
-    show = config.get("progress")
+    setting = config.get("progress")
     widget = _notebook_widgets()
-    show = show == "always" or (bool(show) and (sys.stderr.isatty() or widget))
+    show = setting == "always" or (bool(setting) and (sys.stderr.isatty() or widget))
+    lines = bool(setting) and not show  # a log, not a terminal: progress as lines
     client = current_client()
     if client is not None:
         from bigkern.cluster.watchdog import watching
@@ -55,12 +58,17 @@ def compute(*collections: Any, label: str | None = None) -> tuple[Any, ...]:
                     display(bar)
                 else:
                     print(file=sys.stderr)
+            elif lines:
+                distributed_lines(futures, label)
             return tuple(client.gather(futures))
     with _local_blas_limit(collections):
         if show:
             from dask.diagnostics import ProgressBar
 
             with ProgressBar(out=sys.stderr):
+                return dask.compute(*collections)
+        if lines:
+            with local_lines(label):
                 return dask.compute(*collections)
         return dask.compute(*collections)
 
