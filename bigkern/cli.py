@@ -305,7 +305,8 @@ def _cluster(args: argparse.Namespace) -> Iterator[Any]:
         # the worker processes of an embedded cluster leave Ctrl-C to the command
         with children_ignore_sigint() if _embedded(args) else contextlib.nullcontext():
             return connect(args.scheduler, scheduler_file=args.scheduler_file,
-                           profile=args.profile, n_workers=args.workers)
+                           profile=args.profile, n_workers=args.workers,
+                           timeout=args.connect_timeout)
 
     if args.verbose:
         with connected() as client:

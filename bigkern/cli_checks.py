@@ -274,8 +274,8 @@ def check_counts(args: argparse.Namespace) -> None:
     ------
     UsageError
         ``--workers`` or ``--scenes`` below 1, a ``--shape`` side below 1, a
-        ``--seed`` outside ``[0, 2**32 − 1]``, or a ``--timeout`` that is not a
-        positive finite number of seconds.
+        ``--seed`` outside ``[0, 2**32 − 1]``, or a ``--timeout`` or
+        ``--connect-timeout`` that is not a positive finite number of seconds.
     """
     for flag in ("workers", "scenes"):
         value = getattr(args, flag, None)
@@ -288,9 +288,11 @@ def check_counts(args: argparse.Namespace) -> None:
     seed = getattr(args, "seed", None)
     if seed is not None and not 0 <= seed <= MAX_SEED:
         raise UsageError(f"--seed must be from 0 to {MAX_SEED} (2**32 - 1); got {seed}")
-    timeout = getattr(args, "timeout", None)
-    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
-        raise UsageError(f"--timeout is a number of seconds above 0; got {timeout:g}")
+    for flag in ("timeout", "connect_timeout"):
+        seconds = getattr(args, flag, None)
+        if seconds is not None and not (math.isfinite(seconds) and seconds > 0):
+            raise UsageError(f"--{flag.replace('_', '-')} is a number of seconds above 0; "
+                             f"got {seconds:g}")
 
 
 def validity_keywords(args: argparse.Namespace) -> dict[str, Any]:

@@ -30,6 +30,10 @@ def _add_cluster_args(p: argparse.ArgumentParser) -> None:
                    help="cancel the command with an error naming the cause when the cluster "
                         "makes no progress for this long (paused or lost workers); sets "
                         "bigkern.stall_timeout for the command (default: that setting)")
+    p.add_argument("--connect-timeout", type=float, default=None, metavar="SECONDS",
+                   help="give up reaching the scheduler (--scheduler, --scheduler-file, "
+                        "DASK_SCHEDULER_ADDRESS) after this long, with an error naming it "
+                        "(default: distributed.comm.timeouts.connect, 30 s)")
     _add_verbose_arg(p)
 
 
@@ -63,11 +67,20 @@ def _add_dims_arg(p: argparse.ArgumentParser) -> None:
                         "store's names")
 
 
+def _examples(*commands: str) -> dict[str, object]:
+    """An epilog of example command lines, kept as written (not re-wrapped)."""
+    return {"epilog": "examples:\n" + "\n".join(f"  {c}" for c in commands),
+            "formatter_class": argparse.RawDescriptionHelpFormatter}
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of the ``bigkern`` command line and its five subcommands."""
     parser = argparse.ArgumentParser(
         prog="bigkern",
         description="Out-of-core Gaussian-kernel learning on satellite scenes (zarr + Dask).",
+        **_examples("bigkern demo", "bigkern fit scenes.zarr -o model.zarr",
+                    "bigkern predict scenes.zarr model.zarr -o masks.zarr",
+                    "bigkern COMMAND --help"),
     )
     from bigkern.models.registry import cli_names
     from bigkern.version import __version__
@@ -75,31 +88,57 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"bigkern {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("demo", help="synthetic MISR-like scenes → bins → model → cloud masks")
-    p.add_argument("-o", "--out", default="bigkern-demo", help="output folder")
-    p.add_argument("--scenes", type=int, default=3)
-    p.add_argument("--shape", type=int, nargs=2, default=(384, 512), metavar=("NY", "NX"))
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--model", choices=("svc", "ridge"), default="svc")
+    p = sub.add_parser("demo", help="synthetic MISR-like scenes → bins → model → cloud masks",
+                       **_examples("bigkern demo",
+                                   "bigkern demo -o /tmp/demo --scenes 1 --shape 128 256",
+                                   "bigkern demo --scheduler tcp://10.0.0.5:8786"))
+    p.add_argument("-o", "--out", default="bigkern-demo",
+                   help="output folder: scenes.zarr, model.zarr, predictions.zarr and "
+                        "scene0.png go there, replacing those of an earlier demo (only what "
+                        "bigkern wrote) (default %(default)s)")
+    p.add_argument("--scenes", type=int, default=3,
+                   help="number of synthetic scenes (default %(default)s)")
+    p.add_argument("--shape", type=int, nargs=2, default=(384, 512), metavar=("NY", "NX"),
+                   help="pixels of each scene, rows and columns (default 384 512)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the scenes and of the train / held-out halves; the same "
+                        "seed gives the same model on any cluster (default %(default)s)")
+    p.add_argument("--model", choices=("svc", "ridge"), default="svc",
+                   help="binned SVM (svc) or binned kernel ridge classifier (ridge) "
+                        "(default %(default)s)")
     _add_cluster_args(p)
 
-    p = sub.add_parser("synth", help="write seeded synthetic scenes to a zarr store")
+    p = sub.add_parser("synth", help="write seeded synthetic scenes to a zarr store",
+                       **_examples("bigkern synth -o scenes.zarr --scenes 4 --shape 512 2048"))
     p.add_argument("-o", "--out", required=True, help="zarr store to write")
-    p.add_argument("--scenes", type=int, default=3)
-    p.add_argument("--shape", type=int, nargs=2, default=(384, 512), metavar=("NY", "NX"))
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--scenes", type=int, default=3,
+                   help="number of scenes (default %(default)s)")
+    p.add_argument("--shape", type=int, nargs=2, default=(384, 512), metavar=("NY", "NX"),
+                   help="pixels of each scene, rows and columns (default 384 512)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed: the same seed writes the same scenes (default %(default)s)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing store that bigkern wrote (never anything else)")
     _add_cluster_args(p)
 
-    p = sub.add_parser("ingest", help="convert scene files to a zarr scene store")
+    p = sub.add_parser("ingest", help="convert scene files to a zarr scene store",
+                       **_examples("bigkern ingest misr-text image1.txt image2.txt -o "
+                                   "misr.zarr"))
     p.add_argument("format", choices=("misr-text",), help="input format")
     p.add_argument("files", nargs="+", help="input files, one scene each")
     p.add_argument("-o", "--out", required=True, help="zarr store to write")
-    p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing store that bigkern wrote (never anything else)")
     _add_validity_args(p)
     _add_verbose_arg(p, cluster=False)
 
-    p = sub.add_parser("fit", help="fit a binned or reduced-kernel model on a store")
+    p = sub.add_parser("fit", help="fit a binned or reduced-kernel model on a store",
+                       **_examples("bigkern fit scenes.zarr -o model.zarr",
+                                   "bigkern fit scenes.zarr -o model.zarr --param 'C=[1,3,10]'",
+                                   "bigkern fit scenes.zarr -o svr.zarr --model reduced-svr "
+                                   "--features NDAI CORR --target SD",
+                                   "bigkern fit scenes.zarr -o model.zarr --profile slurm "
+                                   "--workers 16"))
     p.add_argument("store", help="zarr scene store")
     p.add_argument("-o", "--out", required=True, help="model file (.zarr or .nc)")
     p.add_argument("--model", choices=cli_names(), default="svc",
@@ -128,12 +167,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the random train / held-out halves (and of a reduced model's "
                         "centers unless --param random_state=… is given)")
-    p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing model file that bigkern wrote (never anything "
+                        "else)")
     _add_validity_args(p)
     _add_dims_arg(p)
     _add_cluster_args(p)
 
-    p = sub.add_parser("predict", help="predict a cloud mask for every pixel of a store")
+    p = sub.add_parser("predict", help="predict a cloud mask for every pixel of a store",
+                       **_examples("bigkern predict scenes.zarr model.zarr -o masks.zarr",
+                                   "bigkern predict scenes.zarr model.zarr -o masks.zarr "
+                                   "--png scene0.png",
+                                   "bigkern predict s3://bucket/scenes.zarr model.zarr -o "
+                                   "s3://bucket/masks.zarr --scheduler-file sched.json"))
     p.add_argument("store", help="zarr scene store")
     p.add_argument("model", help="model file written by 'bigkern fit'")
     p.add_argument("-o", "--out", required=True, help="zarr store for the predictions")

@@ -11,6 +11,7 @@ later, is set up by the ``PinBlasThreads`` worker plugin.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import sys
 import time
@@ -311,11 +312,62 @@ def _default_client() -> Any:
 def _client(target: Any, timeout: float, where: str | None = None, **kwargs: Any) -> Any:
     """A client to ``target``; a failure to connect is a one-line :class:`ClusterError`."""
     try:
+        address = target if isinstance(target, str) else _file_address(kwargs)
+        if address is not None:
+            _probe(address, timeout, kwargs.get("security"))
         return _client_class()(target, timeout=timeout, **kwargs)
     except (OSError, TimeoutError) as err:
         reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
         where = where or f"the Dask scheduler at {target}"
         raise ClusterError(f"cannot connect to {where}: {reason}") from None
+
+
+def _file_address(kwargs: dict[str, Any]) -> str | None:
+    """The scheduler address in a ``scheduler_file=`` keyword's file, if one is given."""
+    path = kwargs.get("scheduler_file")
+    if path is None:
+        return None
+    try:
+        with open(path) as f:
+            return str(json.load(f)["address"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # the client reads it again and says what is wrong
+
+
+def _probe(address: str, timeout: float, security: Any = None) -> None:
+    """Raise TimeoutError unless the scheduler at ``address`` answers within ``timeout``.
+
+    A port that accepts the connection and never answers (a hung or foreign
+    process, a proxy with nothing behind it) holds ``distributed.Client``, and
+    ``distributed.comm.connect`` with it, in its handshake whatever their
+    ``timeout`` (distributed 2026.8); this asks for the scheduler's identity
+    under a deadline of its own, in a thread with its own event loop (a
+    notebook's loop may be running in this one).
+    """
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from distributed.comm import connect
+
+    args = security.get_connection_args("client") if security is not None else {}
+
+    async def identity() -> None:
+        comm = await connect(address, timeout=timeout, **args)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            await comm.read()
+        finally:
+            await comm.close()
+
+    async def bounded() -> None:
+        try:
+            await asyncio.wait_for(identity(), timeout)
+        except asyncio.TimeoutError:
+            raise TimeoutError(f"no answer in {timeout:g} s (the port is open, but nothing "
+                               f"there speaks to a Dask client)") from None
+
+    with ThreadPoolExecutor(1, thread_name_prefix="bigkern-probe") as pool:
+        pool.submit(asyncio.run, bounded()).result()
 
 
 def _await_file(path: str | os.PathLike[str], timeout: float) -> str:
