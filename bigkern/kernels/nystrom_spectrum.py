@@ -113,7 +113,7 @@ def nystrom_spectrum(
 
         Attributes (Table 2 and the counts): ``largest_eigenvalue_full``,
         ``largest_eigenvalue_nystrom``, ``max_eigenvalue_difference``
-        (max_k |λ_k − λ̃_k|), ``relative_trace_difference``
+        (``max_k |λ_k − λ̃_k|``), ``relative_trace_difference``
         (trace(K − K̃) / trace(K)), ``trace_full``, ``trace_nystrom``,
         ``n_rows`` (rows used, n), ``n_reduced`` (m̃), ``omega``,
         ``standardize`` (0/1), ``n_nonfinite``, ``n_absent``, ``rank_cut``,

@@ -110,9 +110,9 @@ class PeriodicKernelRidge(BigkernRegressor):
         Bins of the ``n_bins`` requested that held no point.
     bin_counts_ : ndarray of int
         Points per basis point.
-    centers_ : ndarray, shape (n_bins_,)
+    centers_ : ndarray, shape ``(n_bins_,)``
         Basis points (bin centers or the data).
-    coef_ : ndarray, shape (n_bins_,)
+    coef_ : ndarray, shape ``(n_bins_,)``
         Coefficients ``c``.
     sigma2_ : float or None
         Noise variance used by Cp (``None`` without a grid).
