@@ -84,6 +84,11 @@ class ProgressLines:
 def distributed_lines(futures: list[Any], label: str | None) -> None:
     """Follow ``futures`` on their client's scheduler, printing lines; return when done.
 
+    Nothing follows a computation that ends within ``bigkern.progress_delay``: it is
+    waited for first, and only a longer one is followed on the scheduler (a
+    progress bar of distributed costs a connection and up to one polling interval
+    of latency, which thousands of short computations would pay).
+
     Parameters
     ----------
     futures : list of distributed.Future
@@ -91,10 +96,16 @@ def distributed_lines(futures: list[Any], label: str | None) -> None:
     label : str or None
         What is computed, for the lines.
     """
+    from distributed import wait
     from distributed.diagnostics.progressbar import TextProgressBar
 
     lines = ProgressLines(label)
     started = time.perf_counter()
+    try:
+        wait(futures, timeout=lines.delay)
+        return  # done (or failed) within the delay: nothing to say
+    except TimeoutError:
+        pass
 
     class _Lines(TextProgressBar):
         def _draw_bar(self, remaining: int, all: int, **kwargs: Any) -> None:
@@ -106,34 +117,52 @@ def distributed_lines(futures: list[Any], label: str | None) -> None:
             lines.finish(time.perf_counter() - started, getattr(self, "_tasks", 0),
                          failed=kwargs.get("status") == "error")
 
-    _Lines(futures, interval="500ms", complete=True)
+    _Lines(futures, interval="1s", complete=True)
 
 
 def local_lines(label: str | None) -> Any:
-    """A :class:`dask.diagnostics.Callback` printing lines for dask's local schedulers.
+    """A :class:`dask.callbacks.Callback` printing lines for dask's local schedulers.
 
-    Use it as the progress bar is used: ``with local_lines("binning"): dask.compute(x)``.
+    Use it as dask's progress bar is used: ``with local_lines("binning"):
+    dask.compute(x)``. Its clock thread sleeps on an event that the end of the
+    computation sets, so a short computation ends at once (dask's own bar joins a
+    thread that sleeps its full interval).
     """
-    from dask.diagnostics import ProgressBar
+    import threading
+
+    from dask.callbacks import Callback
 
     lines = ProgressLines(label)
 
-    class _Lines(ProgressBar):
-        def _draw_bar(self, frac: float, elapsed: float) -> None:
-            state = getattr(self, "_state", None)
-            tasks = (sum(len(state[k]) for k in ("finished", "ready", "waiting", "running"))
-                     if state else 0)
-            lines.update(frac, elapsed, tasks)
-            self._tasks = tasks
-
-        def _finish(self, dsk: Any, state: Any, errored: bool) -> None:
-            self._running = False
-            self._timer.join()
-            elapsed = time.perf_counter() - self._started
-            lines.finish(elapsed, getattr(self, "_tasks", 0) or len(dsk), failed=errored)
-
+    class _Lines(Callback):
         def _start(self, dsk: Any) -> None:
             self._started = time.perf_counter()
-            super()._start(dsk)
+            self._state: dict[str, Any] | None = None
+            self._done = threading.Event()
+            self._tasks = len(dsk)
+            self._clock = threading.Thread(target=self._tick, daemon=True,
+                                           name="bigkern-progress")
+            self._clock.start()
 
-    return _Lines(dt=0.5, out=None)
+        def _pretask(self, key: Any, dsk: Any, state: dict[str, Any]) -> None:
+            self._state = state
+
+        def _tick(self) -> None:
+            while not self._done.wait(0.5):
+                state = self._state
+                if not state:
+                    continue
+                finished = len(state["finished"])
+                total = finished + sum(len(state[k]) for k in ("ready", "waiting",
+                                                                "running"))
+                if total:
+                    self._tasks = total
+                    lines.update(finished / total, time.perf_counter() - self._started,
+                                 total)
+
+        def _finish(self, dsk: Any, state: Any, errored: bool) -> None:
+            self._done.set()
+            self._clock.join()
+            lines.finish(time.perf_counter() - self._started, self._tasks, failed=errored)
+
+    return _Lines()
