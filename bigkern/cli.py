@@ -65,6 +65,8 @@ def _fit_flags(args: argparse.Namespace) -> dict[str, object]:
     except ValueError as err:
         raise UsageError(str(err)) from None
     check_magnitudes(params, given={item.partition("=")[0]: item for item in args.param})
+    if params:  # the estimator's declarations: scikit-learn is imported from here
+        _fit_usage(args, params)
     features = list(args.features or DEFAULT_FEATURES)
     repeated = sorted({f for f in features if features.count(f) > 1})
     if repeated:
@@ -73,8 +75,6 @@ def _fit_flags(args: argparse.Namespace) -> dict[str, object]:
         raise UsageError(f"--target {args.target} is also one of the features "
                          f"({' '.join(features)}): a model would only copy it; choose "
                          f"--features without it")
-    if params:  # the estimator's declarations: scikit-learn is imported from here
-        _fit_usage(args, params)
     return params
 
 

@@ -73,7 +73,7 @@ def test_lines_on_the_local_scheduler(capsys):
     assert progress and all(m["label"] == "summing" for m in progress), err
     assert rows[-1].startswith("bigkern: summing: done, "), err
     pcts = [int(m["pct"]) for m in progress]
-    assert pcts == sorted(pcts) and len(set(p // 10 for p in pcts)) == len(pcts), err
+    assert pcts == sorted(pcts) and len({p // 10 for p in pcts}) == len(pcts), err
 
 
 def test_lines_on_a_distributed_cluster(client, capsys):
@@ -103,6 +103,6 @@ def test_the_command_line_logs_progress_lines_into_a_pipe(tmp_path):
          "--scenes", "2", "--shape", "64", "96", "--workers", "1"],
         capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr
-    progress, rows = _lines(done.stderr)
+    _progress, rows = _lines(done.stderr)
     assert any(r.startswith("bigkern: writing ") and ": done, " in r for r in rows), done.stderr
     assert "\r" not in done.stderr  # no bar redrawn into the log
