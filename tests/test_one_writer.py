@@ -379,3 +379,13 @@ def test_an_unfinished_store_owns_its_half_made_arrays_and_nothing_else(tmp_path
     (store / "cloud_mask" / "notes.txt").write_text("mine")
     with pytest.raises(StoreError, match="cloud_mask"):
         check_replaceable(store)  # not shaped like an array: somebody else's
+
+
+def test_an_output_in_a_folder_not_made_yet_is_written_there(tmp_path):
+    """The claim makes the output's parent folders (as ``mkdir -p``): no raw error from
+    the lock file of a folder that does not exist."""
+    from bigkern.datasets import make_scenes
+    from bigkern.io import open_scenes, write_scenes
+
+    store = write_scenes(make_scenes(1, (8, 8), seed=0), tmp_path / "a" / "b" / "s.zarr")
+    assert open_scenes(store).sizes["scene"] == 1

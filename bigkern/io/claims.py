@@ -286,6 +286,8 @@ def claim_output(
     ...     claim.check()  # still ours: safe to publish
     """
     loc = location(path, storage_options)
+    if loc.local:  # an output in a folder not made yet: made, as mkdir -p would
+        loc.local_path.parent.mkdir(parents=True, exist_ok=True)
     lock = lock_location(loc)
     lease = _lease_seconds()
     token = uuid.uuid4().hex
