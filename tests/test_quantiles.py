@@ -28,6 +28,8 @@ values = st.one_of(
 
 
 @pytest.mark.determinism
+# hypothesis's arrays repeat their extreme values, which is what an undeclared fill looks like
+@pytest.mark.filterwarnings("ignore::bigkern.reduce.extremes.SuspectedFillWarning")
 @given(
     data=hnp.arrays(np.float32, st.tuples(st.integers(3, 400), st.integers(1, 3)),
                     elements=values),

@@ -36,6 +36,12 @@ from bigkern.models import (
 )
 from bigkern.models.registry import check_instances
 
+# scikit-learn's checks fit the compact models on a few random rows, some of which have no
+# neighbour within the default support radius: the model says so (a BigkernWarning, an error
+# elsewhere in the suite); here that is the data of the check, not a fault
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:.*have no neighbour within radius:bigkern.errors.BigkernWarning")
+
 NAN_ROWS = ("the check makes 9 of 30 rows NaN, over bigkern.max_nonfinite_fraction (25%), "
             "then predicts them; predict refuses rows that cannot be predicted rather than "
             "make up a class (decision_function gives NaN)")

@@ -325,6 +325,8 @@ def test_per_feature_counts_with_several_features_and_fit_scenes(tmp_path):
         np.testing.assert_array_equal(loaded.expansion_.coef, outcome.model.expansion_.coef)
 
 
+@pytest.mark.filterwarnings(  # the fill taken as data is what the warning is for
+    "ignore::bigkern.reduce.extremes.SuspectedFillWarning")
 def test_fill_declared_gives_the_accuracy_of_nan(tmp_path):
     ds = make_scenes(3, (72, 96), seed=4, radiances=False).compute()
     idx = _pick(ds, 0.2, seed=5)
@@ -347,6 +349,8 @@ def test_fill_declared_gives_the_accuracy_of_nan(tmp_path):
     assert acc_raw < acc_nan
 
 
+@pytest.mark.filterwarnings(  # an undeclared fill, in memory and in a store: said
+    "ignore::bigkern.reduce.extremes.SuspectedFillWarning")
 def test_in_memory_scenes_get_the_store_rules(tmp_path):
     """Issue 22: a Dataset held in memory is masked as the same Dataset through a store."""
     ds = make_scenes(3, (72, 96), seed=4, radiances=False).compute()
