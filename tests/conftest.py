@@ -36,15 +36,15 @@ if os.environ.get("BIGKERN_TEST_SPAWN") != "1":
 
 
 def pytest_xdist_auto_num_workers(config):
-    """Test processes for ``-n auto``: one more than the cores, two at least, four at most.
+    """Test processes for ``-n auto``: one per core, two at least, four at most.
 
     Most tests wait (on clusters starting, subprocesses, servers) more than they
-    compute: with one process per core a full run on two cores kept them busy 1.2
-    cores on average (21 min of CPU in 18 min), so a third process fills the waits;
-    past four, each starting its own clusters, a machine's memory and file handles
-    matter more than its cores.
+    compute, so two processes pay even on one core; past four, each starting its
+    own clusters, a machine's memory and file handles matter more than its cores.
+    (A third process on two cores was tried: 17 min 56 s of pytest against 18 min
+    18 s with two, and the timing tests of signals and paused workers failed.)
     """
-    return max(2, min(4, (os.cpu_count() or 1) + 1))
+    return max(2, min(4, os.cpu_count() or 1))
 
 
 # The files that take longest (minutes: an image build, races of real processes, servers),

@@ -59,7 +59,8 @@ def compute(*collections: Any, label: str | None = None) -> tuple[Any, ...]:
                 else:
                     print(file=sys.stderr)
             elif lines:
-                distributed_lines(futures, label)
+                with distributed_lines(futures, label):
+                    return tuple(client.gather(futures))
             return tuple(client.gather(futures))
     with _local_blas_limit(collections):
         if show:

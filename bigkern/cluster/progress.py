@@ -16,8 +16,11 @@ of the tasks is done or ``bigkern.progress_interval`` seconds have passed.
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from typing import Any, TextIO
 
 from bigkern import config
@@ -59,6 +62,7 @@ class ProgressLines:
         self.interval = float(config.get("progress_interval") if interval is None
                               else interval)
         self.out = out
+        self.tasks = 0  # the computation's tasks, as last reported
         self._tenth = -1  # the last tenth of the tasks a line reported
         self._last = -float("inf")  # when the last line was printed
         self._printed = False
@@ -68,6 +72,7 @@ class ProgressLines:
 
     def update(self, fraction: float, elapsed: float, tasks: int) -> None:
         """Print a line if one is due: after the delay, a new tenth done or the interval."""
+        self.tasks = tasks
         if elapsed < self.delay or fraction >= 1:
             return
         tenth = int(10 * fraction)
@@ -81,13 +86,14 @@ class ProgressLines:
             self._say(f"{'stopped' if failed else 'done'}, {tasks} tasks in {elapsed:.1f} s")
 
 
-def distributed_lines(futures: list[Any], label: str | None) -> None:
-    """Follow ``futures`` on their client's scheduler, printing lines; return when done.
+@contextlib.contextmanager
+def distributed_lines(futures: list[Any], label: str | None) -> Iterator[None]:
+    """Print lines while the block gathers ``futures`` from their client's scheduler.
 
-    Nothing follows a computation that ends within ``bigkern.progress_delay``: it is
-    waited for first, and only a longer one is followed on the scheduler (a
-    progress bar of distributed costs a connection and up to one polling interval
-    of latency, which thousands of short computations would pay).
+    The lines come from a thread of their own, which never holds the block up: the
+    block's gather (under the watchdog) decides when the computation is over, and
+    on leaving the block the follower is stopped and the closing line said. A
+    computation that ends within ``bigkern.progress_delay`` is not followed at all.
 
     Parameters
     ----------
@@ -96,28 +102,48 @@ def distributed_lines(futures: list[Any], label: str | None) -> None:
     label : str or None
         What is computed, for the lines.
     """
-    from distributed import wait
-    from distributed.diagnostics.progressbar import TextProgressBar
+    import asyncio
+
+    from distributed.diagnostics.progressbar import ProgressBar
 
     lines = ProgressLines(label)
     started = time.perf_counter()
-    try:
-        wait(futures, timeout=lines.delay)
-        return  # done (or failed) within the delay: nothing to say
-    except TimeoutError:
-        pass
+    stop = threading.Event()
+    running: dict[str, Any] = {}
 
-    class _Lines(TextProgressBar):
+    class _Follower(ProgressBar):
         def _draw_bar(self, remaining: int, all: int, **kwargs: Any) -> None:
             lines.update((1 - remaining / all) if all else 1.0,
                          time.perf_counter() - started, all)
-            self._tasks = all
 
-        def _draw_stop(self, **kwargs: Any) -> None:
-            lines.finish(time.perf_counter() - started, getattr(self, "_tasks", 0),
-                         failed=kwargs.get("status") == "error")
+    follower = _Follower(futures, interval="1s", complete=True)
 
-    _Lines(futures, interval="1s", complete=True)
+    async def follow() -> None:
+        running["loop"], running["task"] = asyncio.get_running_loop(), asyncio.current_task()
+        while time.perf_counter() - started < lines.delay:
+            if stop.is_set():
+                return
+            await asyncio.sleep(0.1)
+        await follower.listen()
+
+    def run() -> None:
+        with contextlib.suppress(BaseException):  # cancelled, or the scheduler gone
+            asyncio.run(follow())
+
+    thread = threading.Thread(target=run, daemon=True, name="bigkern-progress")
+    thread.start()
+    failed = True
+    try:
+        yield
+        failed = False
+    finally:
+        stop.set()
+        loop, task = running.get("loop"), running.get("task")
+        if loop is not None and task is not None:
+            with contextlib.suppress(RuntimeError):  # its loop already closed
+                loop.call_soon_threadsafe(task.cancel)
+        thread.join(timeout=2)
+        lines.finish(time.perf_counter() - started, lines.tasks, failed=failed)
 
 
 def local_lines(label: str | None) -> Any:
@@ -128,8 +154,6 @@ def local_lines(label: str | None) -> Any:
     computation sets, so a short computation ends at once (dask's own bar joins a
     thread that sleeps its full interval).
     """
-    import threading
-
     from dask.callbacks import Callback
 
     lines = ProgressLines(label)
