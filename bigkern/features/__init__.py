@@ -7,17 +7,10 @@ imported on first use.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from bigkern.features.variables import DEFAULT_FEATURES, DERIVED, VARIABLE_ATTRS
+from bigkern.lazy import lazy_names
 
 __all__ = ["DEFAULT_FEATURES", "DERIVED", "VARIABLE_ATTRS", "with_features"]
 
 
-def __getattr__(name: str) -> Any:
-    if name != "with_features":
-        raise AttributeError(f"module 'bigkern.features' has no attribute {name!r}")
-    value = importlib.import_module("bigkern.features.derived").with_features
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_names(__name__, {"with_features": "derived"})

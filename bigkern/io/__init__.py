@@ -7,8 +7,7 @@ xarray and Dask: the command line checks its paths with them before anything hea
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from bigkern.lazy import lazy_names
 
 #: Each public name and the module of this package it lives in.
 _HOMES = {
@@ -35,13 +34,4 @@ _HOMES = {
 __all__ = sorted(_HOMES)
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module 'bigkern.io' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"bigkern.io.{_HOMES[name]}"), name)
-    globals()[name] = value  # once imported, an ordinary attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_HOMES})
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

@@ -37,8 +37,7 @@ In memory, as a peer for the others: :class:`KernelRidgeClassifier`.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from bigkern.lazy import lazy_names
 
 #: Each public name and the module it lives in: imported on first use, so that reading
 #: the registry (``bigkern --help``) or one estimator's module loads no other.
@@ -65,17 +64,7 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module 'bigkern.models' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"bigkern.models.{_HOMES[name]}"), name)
-    globals()[name] = value  # once imported, an ordinary attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_HOMES})
-
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)
 
 __all__ = [
     "BinnedKernelRidgeClassifier",
