@@ -1,6 +1,6 @@
 """``python -m bigkern``: the ``bigkern`` command."""
 
-from bigkern.cli import main
+from bigkern.cli import console_main
 
 if __name__ == "__main__":  # pragma: no cover - run as a module
-    raise SystemExit(main())
+    console_main()

@@ -10,7 +10,8 @@ No flag is ever ignored or taken out of range: every value is checked before
 any file is read (:mod:`bigkern.cli_checks`, exit code 2). An expected failure
 is one line ``bigkern: error: …`` (exit code 1), never a traceback; Ctrl-C and
 SIGTERM end the command with ``bigkern: interrupted`` / ``bigkern: terminated``
-(exit codes 130 and 143) after its clean-up ran (:mod:`bigkern.cli_signals`).
+after its clean-up ran: SIGTERM with exit code 143, Ctrl-C by SIGINT (which a shell
+reports as 130) (:mod:`bigkern.cli_signals`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from bigkern.cli_parser import build_parser as _parser
 from bigkern.cli_signals import (
     children_ignore_sigint,
     exit_code,
+    exit_process,
     quiet_abandoned_gathers,
     sigterm_raises,
 )
@@ -101,8 +103,17 @@ def _list_params(args: argparse.Namespace, cls: type) -> set[str]:
     return {"omega", "lam"} if args.model == "nystrom-krr" else set()
 
 
+def console_main() -> None:
+    """The ``bigkern`` console script: run :func:`main` and end the process with its code.
+
+    After Ctrl-C the process ends by SIGINT, as a shell expects
+    (:func:`bigkern.cli_signals.exit_process`).
+    """
+    exit_process(main())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``bigkern`` console script.
+    """Run one ``bigkern`` command in this process.
 
     Returns 0 on success, 1 after an expected error (one line on stderr), 2
     after a usage error, 130 after Ctrl-C and 143 after SIGTERM; the

@@ -7,6 +7,11 @@ partial outputs stay behind and a cluster the command built is not closed.
 :class:`KeyboardInterrupt`, so every ``except KeyboardInterrupt`` and every
 context manager treats it as it treats Ctrl-C — and :func:`exit_code` gives the
 shell's codes for both (130 for SIGINT, 143 for SIGTERM).
+
+A process stopped by Ctrl-C ends *by SIGINT* once its clean-up is over
+(:func:`exit_process`), as a shell expects of it: the shell reports ``$?`` 130
+and stops a loop that was running the command, where an ordinary exit with
+status 130 would let the loop go on to its next round.
 """
 
 from __future__ import annotations
@@ -17,10 +22,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any
+from typing import Any, NoReturn
 
-__all__ = ["Terminated", "children_ignore_sigint", "exit_code", "quiet_abandoned_gathers",
-           "sigterm_raises"]
+__all__ = ["Terminated", "children_ignore_sigint", "exit_code", "exit_process",
+           "quiet_abandoned_gathers", "sigterm_raises"]
 
 
 class Terminated(KeyboardInterrupt):
@@ -30,6 +35,37 @@ class Terminated(KeyboardInterrupt):
 def exit_code(err: KeyboardInterrupt) -> int:
     """The exit status of a command stopped by ``err``: 128 + the signal's number."""
     return 128 + (signal.SIGTERM if isinstance(err, Terminated) else signal.SIGINT)
+
+
+def exit_process(code: int) -> NoReturn:
+    """End the process with ``code``; after Ctrl-C (130), end it by SIGINT.
+
+    CPython ends a process whose ``KeyboardInterrupt`` went uncaught by SIGINT,
+    after its own finalization (``atexit`` handlers, flushed streams). It also
+    does so, wrongly, after a ``KeyboardInterrupt`` that passed through code run
+    by ``exec`` or ``eval`` of a string — :mod:`dataclasses` builds its methods
+    so, and an import interrupted there marks the interrupt unhandled even when
+    the command caught it — so a caught Ctrl-C ended the process sometimes by
+    SIGINT and sometimes with status 130. Raising the interrupt again, with its
+    traceback silenced (the command has said ``bigkern: interrupted``), makes it
+    always the former: the ending a shell expects.
+
+    Examples
+    --------
+    >>> exit_process(0)
+    Traceback (most recent call last):
+    SystemExit: 0
+    """
+    if code == 128 + signal.SIGINT:
+        sys.excepthook = _quiet_interrupt
+        raise KeyboardInterrupt
+    raise SystemExit(code)
+
+
+def _quiet_interrupt(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+    """``sys.excepthook`` after a Ctrl-C the command reported: no traceback."""
+    if not issubclass(kind, KeyboardInterrupt):
+        sys.__excepthook__(kind, value, tb)
 
 
 @contextmanager

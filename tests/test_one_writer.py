@@ -286,6 +286,32 @@ def test_a_partial_that_a_late_task_recreated_is_removed_once_the_tasks_are_over
     assert remove_abandoned() == []  # each is removed once
 
 
+def test_a_partial_still_being_written_does_not_hide_the_interrupt(tmp_path, monkeypatch):
+    """CI saw ``bigkern: error: [Errno 39] Directory not empty`` after a Ctrl-C: a task
+    wrote a chunk into the staged store while it was being removed, and the removal's
+    error replaced the interrupt. That race is played here by the removal failing once."""
+    import errno
+
+    from bigkern.io import staging
+
+    real_delete, failures = staging._delete, []
+
+    def delete_while_a_task_writes(path):
+        if not failures:
+            failures.append(path)
+            raise OSError(errno.ENOTEMPTY, "Directory not empty", str(path))
+        real_delete(path)
+
+    monkeypatch.setattr(staging, "_delete", delete_while_a_task_writes)
+    out = tmp_path / "s.zarr"
+    with pytest.raises(KeyboardInterrupt), staged_output(out) as temp:
+        (temp / "NDAI" / "c").mkdir(parents=True)
+        raise KeyboardInterrupt
+    assert failures and temp.exists()  # left for the end of the command...
+    assert staging.remove_abandoned() == [str(temp)]
+    assert sorted(tmp_path.iterdir()) == []  # ...which removes it
+
+
 def test_a_store_killed_while_its_template_was_made_is_started_again(two_models, tmp_path):
     """A run killed between the template's root and its arrays left a store without
     'decision': the rerun of the same job starts it again instead of a KeyError."""

@@ -69,10 +69,25 @@ def remove_abandoned() -> list[str]:
     removed = []
     while _ABANDONED:
         temp = _ABANDONED.pop()
-        if temp.exists():
-            _delete(temp)
+        # a task on a cluster the command only connected to may still write into it
+        if temp.exists() and _discard(temp):
             removed.append(str(temp))
     return removed
+
+
+def _discard(temp: Location) -> bool:
+    """Remove the hidden sibling of a failed write; False if something still writes into it.
+
+    A task still running on a worker may add a chunk while the directory is being
+    removed ("Directory not empty"): that must not hide the error that ended the
+    write. What is left stays listed for :func:`remove_abandoned`.
+    """
+    try:
+        if temp.exists():
+            _delete(temp)
+    except OSError:
+        return False
+    return True
 
 
 @contextmanager
@@ -133,8 +148,7 @@ def staged_output(
         except BaseException:
             # ``temp`` carries a fresh random tag: nothing but this call can have made it
             _ABANDONED.append(temp)  # first: a second interrupt may cut the removal short
-            if temp.exists():
-                _delete(temp)
+            _discard(temp)
             raise
         publish_staged(temp, loc, kind=kind)
 
