@@ -136,3 +136,28 @@ def test_the_early_check_of_widths_and_penalties_is_the_estimators_own():
             (domain,) = domains
             assert (domain.left, domain.right, domain.closed) == (0, None, "neither"), (
                 spec.name, name)
+
+
+@pytest.mark.parametrize("layout", ["bigkern", "unconsolidated v3", "v2"])
+def test_the_variables_read_as_json_are_those_zarr_lists(tmp_path, layout):
+    """The refusal reads a local v3 store's metadata as JSON, without zarr: it must list what
+    zarr lists (and hand stores of other layouts to zarr)."""
+    import zarr
+
+    from bigkern.datasets import make_scenes
+    from bigkern.io.scenes import write_scenes
+    from bigkern.io.zarr_store import _v3_variables, stored_variables
+
+    scenes = make_scenes(1, (8, 8), seed=0)
+    store = tmp_path / "s.zarr"
+    if layout == "bigkern":
+        write_scenes(scenes, store)
+    else:
+        scenes.to_zarr(store, consolidated=False, zarr_format=3 if layout.endswith("v3") else 2)
+    group = zarr.open_group(store, mode="r")
+    by_zarr = sorted(name for name, array in group.arrays()
+                     if tuple(getattr(array.metadata, "dimension_names", None)
+                              or array.attrs.get("_ARRAY_DIMENSIONS", ())) != (name,))
+    assert stored_variables(store) == by_zarr
+    assert "NDAI" in by_zarr and "x" not in by_zarr
+    assert (_v3_variables(store) is None) == (layout == "v2")
