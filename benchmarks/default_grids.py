@@ -16,11 +16,11 @@ wherever the optimum is interior. For every classification ``bigkern fit --model
 name (those the registry's ``model_class`` gives a class without a target) and
 for scikit-learn's full-kernel ``SVC`` as a reference row:
 
-* The default grid is read from the code: ``bigkern.models.registry.default_grid``,
-  as are the model names
-  and classes. A model with no grid there (today the reduced-kernel models:
-  ``bigkern fit`` fits them once, at the class defaults) is probed on a grid around its class
-  defaults, ω × 2^k and C (or λ) × 10^k for k = −2 … 2, and labelled so. The
+* The default grid is read from the code: ``bigkern.models.registry.default_grid``
+  for the data set's number of features (its widths are multiples of √(d/2)), as
+  are the model names and classes. A model with no grid there is probed on a grid
+  around its class defaults, ω × 2^k and C (or λ) × 10^k for k = −2 … 2, and
+  labelled so. The
   reference ``SVC`` (``gamma = 1 / (2 ω²)``) gets the ``svc`` grid, on inputs
   standardized as bigkern's models do (median, σ from the 10 % / 90 % quantiles,
   :func:`bigkern.features.scaling.robust_standardizer`, fitted on the training rows);
@@ -141,15 +141,16 @@ class Model:
 
 
 def model_table() -> tuple[Sequence[str], Callable[[str], type],
-                          Callable[[str], dict[str, list[float]] | None], str]:
-    """``bigkern fit``'s model names, name → class, name → default grid (None: none), source.
+                          Callable[[str, int], dict[str, list[float]] | None], str]:
+    """``bigkern fit``'s model names, name → class, (name, d) → default grid (None: none),
+    source.
 
     All read from :mod:`bigkern.models.registry`.
     """
     from bigkern.models import registry
 
     return (registry.cli_names(), registry.model_class,
-            lambda name: registry.default_grid(name) or None, "registry.default_grid")
+            lambda name, d: registry.default_grid(name, d) or None, "registry.default_grid")
 
 
 def classification_models() -> list[str]:
@@ -165,22 +166,22 @@ def classification_models() -> list[str]:
     return out
 
 
-def make_model(name: str, seed: int) -> Model:
-    """The :class:`Model` of a ``--model`` name (or ``svc-ref``)."""
+def make_model(name: str, seed: int, n_features: int) -> Model:
+    """The :class:`Model` of a ``--model`` name (or ``svc-ref``) on ``n_features`` features."""
     _, class_of, grid_of, where = model_table()
     if name == REFERENCE:
-        grid = {k: tuple(sorted(v)) for k, v in (grid_of("svc") or {}).items()}
+        grid = {k: tuple(sorted(v)) for k, v in (grid_of("svc", n_features) or {}).items()}
         return Model(name, "sklearn SVC(rbf), robust-standardized inputs", RobustSVC, "C", grid,
-                     f"the svc grid ({where}('svc')), gamma = 1/(2 ω²)")
+                     f"the svc grid ({where}('svc', {n_features})), gamma = 1/(2 ω²)")
     cls = class_of(name)
     defaults = cls().get_params()
     fixed = {"random_state": seed} if "random_state" in defaults else {}
     label = cls.__name__ + "".join(f", {k}={v}" for k, v in fixed.items())
-    found = grid_of(name)
+    found = grid_of(name, n_features)
     if found is not None:
         penalty = next(k for k in found if k != "omega")
         grid = {k: tuple(sorted(float(x) for x in v)) for k, v in found.items()}
-        source = f"{where}({name!r}) in the code"
+        source = f"{where}({name!r}, {n_features}) in the code"
     else:
         penalty = "C" if "C" in defaults else "lam"
         grid = {k: tuple(float(defaults[k]) * PROBE_BASE[k] ** s for s in PROBE_STEPS)
@@ -519,7 +520,6 @@ def run(args: argparse.Namespace) -> None:
     print(f"# outer {args.outer}-fold, inner {args.inner}-fold (stratified, seed {args.seed}); "
           f"extended grid: {args.extra} more values per end, up to {args.rounds} extensions; "
           f"single core (BLAS 1 thread, dask 'sync')")
-    models = [make_model(name, args.seed) for name in args.models]
     results: dict[str, dict[str, Result]] = {}
     t0 = time.process_time()
     with threadpool_limits(limits=1), dask.config.set(scheduler="sync"):
@@ -529,10 +529,11 @@ def run(args: argparse.Namespace) -> None:
                                                           strict=True))
             print(f"\n## {s}: {X.shape[0]} x {X.shape[1]} ({note}); classes {counts}", flush=True)
             results[s] = {}
+            models = [make_model(name, args.seed, X.shape[1]) for name in args.models]
             for m in models:
                 results[s][m.name] = run_model(m, X, y, args)
                 print_result(results[s][m.name], s)
-    summary(results, [m.name for m in models])
+    summary(results, list(args.models))
     print(f"\n# total CPU {time.process_time() - t0:.0f} s")
 
 

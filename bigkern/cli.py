@@ -96,9 +96,9 @@ def _fit_usage(args: argparse.Namespace, params: dict[str, object]) -> None:
 
 def _list_params(args: argparse.Namespace, cls: type) -> set[str]:
     """The parameters a JSON list may give: a searching model's, Nyström's."""
-    from bigkern.models.registry import default_grid
+    from bigkern.models.registry import cli_spec
 
-    if default_grid(args.model):
+    if cli_spec(args.model, args.target).engine == "bins":  # it searches its grid
         return set() if args.no_search else set(cls().get_params())
     return {"omega", "lam"} if args.model == "nystrom-krr" else set()
 

@@ -56,8 +56,24 @@ def test_cli_names_and_classes():
         registry.model_class("reduced-svr")
     with pytest.raises(ValueError, match="model must be one of"):
         registry.model_class("svm")
-    assert registry.default_grid("svc")["C"] == [0.3, 1.0, 3.0, 10.0]
-    assert registry.default_grid("reduced-svc") == {}
+    assert registry.default_grid("svc")["C"] == [0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0]
+    assert registry.default_grid("reduced-svr", target="CORR") == {}
+
+
+@pytest.mark.parametrize("cli", ["svc", "ridge", "reduced-svc", "nystrom-krr"])
+def test_default_widths_scale_with_the_square_root_of_the_number_of_features(cli):
+    """A squared distance between standardized rows grows as d: the grid's widths are
+    multiples of √(d/2), the rest of the grid does not move (issue 24, acceptance 2)."""
+    units = registry.default_grid(cli)
+    for d in (1, 3, 8, 33, 116):
+        grid = registry.default_grid(cli, d)
+        assert grid.keys() == units.keys()
+        np.testing.assert_allclose(grid["omega"], np.multiply(units["omega"], (d / 2) ** 0.5),
+                                   rtol=1e-2)  # both rounded to 3 digits
+        assert all(grid[k] == units[k] for k in grid if k != "omega")
+    assert min(units["omega"]) < 0.65 < max(units["omega"])  # MISR's width (0.8 on 3 features)
+    with pytest.raises(ValueError, match="at least 1"):
+        registry.default_grid(cli, 0)
 
 
 def test_a_row_is_registered_once(monkeypatch):

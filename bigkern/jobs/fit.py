@@ -147,7 +147,7 @@ def _fit_on_bins(spec: ModelSpec, ds: xr.Dataset, features: list[str], params: d
                              f"given without a search: give one value each, or search")
         grid = {}
     else:
-        grid = search_grid(spec.cli, fixed, grid, candidates)
+        grid = search_grid(spec.cli, fixed, grid, candidates, n_features=len(features))
     estimator = spec.cls(**fixed)
     samples = stack_samples(ds, features, labelled_only=True)
     out = FitOutcome(estimator, "bins", "labelled pixels", seed, search, fixed)

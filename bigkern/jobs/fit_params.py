@@ -61,7 +61,8 @@ def split_candidates(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
 
 def search_grid(model: str, fixed: dict[str, Any] | None = None,
                 grid: dict[str, list[Any]] | None = None,
-                candidates: dict[str, list[Any]] | None = None) -> dict[str, list[Any]]:
+                candidates: dict[str, list[Any]] | None = None, *,
+                n_features: int | None = None) -> dict[str, list[Any]]:
     """The grid a binned model searches when ``fixed`` parameters are fixed.
 
     Parameters
@@ -75,6 +76,9 @@ def search_grid(model: str, fixed: dict[str, Any] | None = None,
     candidates : dict, optional
         Candidates given with the parameters: they replace the default
         candidates of their parameter, or join ``grid``.
+    n_features : int, optional
+        The number of features: the default grid's widths scale with it
+        (:func:`bigkern.models.registry.default_grid`).
 
     Returns
     -------
@@ -91,10 +95,12 @@ def search_grid(model: str, fixed: dict[str, Any] | None = None,
     --------
     >>> search_grid("svc", {"omega": 0.8}, candidates={"C": [1.0, 10.0]})
     {'C': [1.0, 10.0]}
+    >>> search_grid("ridge", {"lam": 0.01}, n_features=8)["omega"][:3]
+    [0.707, 1.0, 1.41]
     """
     fixed, candidates = fixed or {}, candidates or {}
     if grid is None:
-        grid = {k: v for k, v in default_grid(model).items() if k not in fixed}
+        grid = {k: v for k, v in default_grid(model, n_features).items() if k not in fixed}
         return {**grid, **candidates}
     for other, what in ((fixed, "a fixed value"), (candidates, "a list of candidates")):
         both = sorted(set(grid) & set(other))

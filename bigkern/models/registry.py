@@ -39,7 +39,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 __all__ = ["ModelSpec", "check_instances", "cli_names", "cli_spec", "default_grid",
-           "model_class", "register", "spec_of", "specs"]
+           "model_class", "reference_width", "register", "spec_of", "specs"]
 
 Target = Literal["class", "value", "none"]
 Engine = Literal["bins", "reduced", "sparse", "direct"]
@@ -67,7 +67,12 @@ class ModelSpec:
         Its ``bigkern fit --model`` name; one name may serve a classifier and a
         regressor (then ``--target`` picks the regressor).
     grid : mapping, optional
-        The grid ``bigkern fit`` searches by default (parameter → candidates).
+        Its default search grid (parameter → candidates), read through
+        :func:`default_grid`: the ``omega`` candidates are multiples of the
+        reference width √(d/2) of ``d`` standardized features. ``bigkern fit``
+        searches it for the ``bins`` engine; a ``reduced`` model is fitted once,
+        at the parameters given, and its grid is the one to search with
+        scikit-learn on rows in memory.
     check_params : mapping
         Constructor arguments of the instance scikit-learn's checks run on.
     """
@@ -96,8 +101,15 @@ class ModelSpec:
         return self.estimator.__name__
 
 
-#: Widths in standardized feature units around the MISR paper's, shared by the binned models.
-_MISR_OMEGAS = (0.4, 0.6, 0.8, 1.0, 1.4)
+#: Width candidates in units of the reference width √(d/2), spaced by √2. A squared distance
+#: between two rows of d standardized features averages 2d, so a width's effect depends on
+#: it only through ω/√(d/2) (the unit is scikit-learn's ``gamma="scale"``). The nested-CV
+#: optima of benchmarks/default_grids.py lie at 0.35-5.3 units (MISR's 3 features: ω ≈ 0.8,
+#: 0.65 units; pima, ionosphere, mushroom: 8-116 features) and those of the reduced models
+#: at 1-4; Nyström's reach 34 on one set, with λ → 0 (near the linear limit).
+_WIDTHS = tuple(2 ** (k / 2) for k in range(-3, 7))  # 0.354 … 8
+_WIDTHS_REDUCED = (0.5, 1.0, 2.0, 4.0, 8.0)
+_WIDTHS_NYSTROM = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 
 #: Shorthands of the table: where each of bigkern's estimators lives, and the seed of the
 #: instances scikit-learn's checks run on.
@@ -106,14 +118,16 @@ _SEED0 = {"random_state": 0}
 
 _TABLE: list[ModelSpec] = [
     ModelSpec(_M + "binned:BinnedSVC", "class", "bins", "expansion", cli="svc",
-              grid={"omega": _MISR_OMEGAS, "C": (0.3, 1.0, 3.0, 10.0)}),
+              grid={"omega": _WIDTHS, "C": (0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0)}),
     ModelSpec(_M + "binned:BinnedKernelRidgeClassifier", "class", "bins", "expansion",
-              cli="ridge", grid={"omega": _MISR_OMEGAS, "lam": (0.01, 0.03, 0.1, 0.3)}),
-    ModelSpec(_M + "reduced:ReducedSVC", "class", "reduced", "expansion", cli="reduced-svc"),
+              cli="ridge", grid={"omega": _WIDTHS, "lam": tuple(10.0 ** k for k in range(-4, 3))}),
+    ModelSpec(_M + "reduced:ReducedSVC", "class", "reduced", "expansion", cli="reduced-svc",
+              grid={"omega": _WIDTHS_REDUCED, "C": tuple(10.0 ** k for k in range(-1, 7))}),
     ModelSpec(_M + "reduced:ReducedSVR", "value", "reduced", "regressor", cli="reduced-svr",
               check_params=_SEED0),
     ModelSpec(_M + "nystrom:NystromKernelRidgeClassifier", "class", "reduced", "expansion",
-              cli="nystrom-krr", check_params=_SEED0),
+              cli="nystrom-krr", check_params=_SEED0,
+              grid={"omega": _WIDTHS_NYSTROM, "lam": tuple(10.0 ** k for k in range(-7, 3))}),
     ModelSpec(_M + "nystrom:NystromKernelRidge", "value", "reduced", "regressor",
               cli="nystrom-krr", check_params=_SEED0),
     ModelSpec(_M + "baselines:KernelRidgeClassifier", "class", "direct", "expansion"),
@@ -203,9 +217,54 @@ def check_instances() -> list[Any]:
     return [spec.cls(**spec.check_params) for spec in _TABLE]
 
 
-def default_grid(cli: str) -> dict[str, list[Any]]:
-    """The grid ``bigkern fit --model cli`` searches by default (empty: none)."""
-    for spec in _TABLE:
-        if spec.cli == cli and spec.grid:
-            return {k: list(v) for k, v in spec.grid.items()}
-    return {}
+def reference_width(n_features: int) -> float:
+    """The unit of the default grids' widths: √(d/2) for ``d`` standardized features.
+
+    Two rows of ``d`` independent standardized features lie √(2d) apart on
+    average, so ``exp(−‖x − z‖² / (2ω²))`` at this width is e^(−2) ≈ 0.14 there:
+    scikit-learn's ``gamma="scale"`` on unit-variance features.
+
+    Examples
+    --------
+    >>> reference_width(8)
+    2.0
+    """
+    if n_features < 1:
+        raise ValueError(f"n_features must be at least 1; got {n_features}")
+    return (n_features / 2) ** 0.5
+
+
+def default_grid(cli: str, n_features: int | None = None, *,
+                 target: str | None = None) -> dict[str, list[Any]]:
+    """The default search grid of ``bigkern fit --model cli`` on ``n_features`` features.
+
+    ``bigkern fit`` searches it for the binned models; the reduced models'
+    grids are for a search with scikit-learn (their fit job fits once).
+
+    Parameters
+    ----------
+    cli : str
+        A ``--model`` name.
+    n_features : int, optional
+        The number of (standardized) features: the widths are multiples of
+        :func:`reference_width`. None gives the multiples themselves.
+    target : str, optional
+        A target: the grid of the regressor of that ``--model`` name.
+
+    Returns
+    -------
+    dict
+        Parameter → ascending candidates; empty when the model has no grid.
+
+    Examples
+    --------
+    >>> grid = default_grid("svc", n_features=3)
+    >>> len(grid["omega"]), grid["omega"][:3], grid["C"][:3]
+    (10, [0.433, 0.612, 0.866], [0.1, 0.3, 1.0])
+    """
+    spec = cli_spec(cli, target)
+    if not spec.grid:
+        return {}
+    unit = 1.0 if n_features is None else reference_width(n_features)
+    return {k: [float(f"{v * unit:.3g}") if k == "omega" else v for v in values]
+            for k, values in spec.grid.items()}
