@@ -14,12 +14,18 @@ normal equations ``GᵀG``, ``Gᵀy``, ``Gᵀ1``, ``yᵀy``, ``Σy``, ``n`` of
 
 for every (ω, λ) candidate on all folds but one, scores it by the held-out
 squared error, and refits the best on all rows — all from the same read.
+
+``solver="cg"`` solves the same system for one (ω, λ) without ``GᵀG``: by
+conjugate gradients preconditioned as Falkon is, from ``K(Ã, Ã)`` alone
+(:mod:`bigkern.solvers.conjugate_gradients`), one read per iteration of the
+products ``Gᵀ(G v)`` (:func:`bigkern.reduce.reduced.products.kernel_products`),
+n·m̃·(d + 2) flops each where the direct pass costs n·m̃².
 """
 
 from __future__ import annotations
 
 import time
-from numbers import Integral
+from numbers import Integral, Real
 from typing import Any, ClassVar
 
 import dask.array as da
@@ -44,7 +50,9 @@ from bigkern.models.reduced import (
 )
 from bigkern.reduce.passes import as_row_chunked, per_feature_counts, without_per_feature
 from bigkern.reduce.reduced.folds import fold_pieces, reduced_normal_equations_folds
+from bigkern.reduce.reduced.products import kernel_products
 from bigkern.reduce.reduced.reduced_set import select_reduced_set
+from bigkern.solvers.conjugate_gradients import FalkonPreconditioner, preconditioned_cg
 from bigkern.solvers.nystrom import heldout_sse, kernel_penalty_basis, nystrom_solve
 
 __all__ = ["NystromKernelRidge", "NystromKernelRidgeClassifier"]
@@ -60,6 +68,9 @@ class _NystromFit:
         "penalty": [StrOptions({"rkhs", "coef"})],
         "n_folds": [Interval(Integral, 2, None, closed="left")],
         "fit_intercept": ["boolean"],
+        "solver": [StrOptions({"direct", "cg"})],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
     }
 
     def _candidates(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
@@ -69,6 +80,9 @@ class _NystromFit:
 
     def _fit_pieces(self, Xd: Any, yd: Any, md: Any, rs: Any, widths: tuple[float, ...],
                     lams: tuple[float, ...], t0: float) -> None:
+        if self.solver == "cg":
+            self._fit_cg(Xd, yd, md, rs, widths, lams, t0)
+            return
         basis, offset, scale = reduced_basis(rs, widths[0], self.standardize)
         many = len(widths) * len(lams) > 1
         seed = self.random_state if isinstance(self.random_state, int | np.integer) else 0
@@ -105,6 +119,7 @@ class _NystromFit:
         self.omega_, self.lam_ = widths[int(i)], lams[int(j)]
         self.offset_, self.scale_ = offset, scale
         self.cv_scores_ = scores
+        self.n_iter_ = 1  # one factorization
         self.reduced_index_ = rs.index
         names = getattr(self, "feature_names_in_", None)
         names = [f"f{k}" for k in range(self.n_features_in_)] if names is None else list(names)
@@ -117,6 +132,53 @@ class _NystromFit:
             "omega": self.omega_, "lam": self.lam_, "jitter": sol.jitter,
             "max_cv_jitter": max_jitter, "n_candidates": scores.size,
             "seconds_pass": t_pass, "seconds_total": time.perf_counter() - t0,
+        }
+
+
+    def _fit_cg(self, Xd: Any, yd: Any, md: Any, rs: Any, widths: tuple[float, ...],
+                lams: tuple[float, ...], t0: float) -> None:
+        """``solver="cg"``: one read for the right-hand side, then one per iteration."""
+        if len(widths) * len(lams) > 1 or self.penalty != "rkhs":
+            raise ValueError(
+                f"solver='cg' fits one omega and one lam with penalty='rkhs' (got "
+                f"{len(widths)} × {len(lams)} candidates, penalty={self.penalty!r}): the "
+                f"direct solver searches candidates and takes penalty='coef'")
+        omega, lam = widths[0], lams[0]
+        basis, offset, scale = reduced_basis(rs, omega, self.standardize)
+        m = basis.n_basis
+        first = kernel_products(Xd, yd, basis, np.zeros((m, 0)), mask=md,
+                                label="Nyström right-hand side")
+        n, gsum, ysum = first["n"], first["Gsum"], first["ysum"]
+        rhs = first["Gty"] - gsum * (ysum / n) if self.fit_intercept else first["Gty"]
+        t_first = time.perf_counter() - t0
+        kernel = gaussian_kernel(basis.centers, basis.centers, omega)
+        pre = FalkonPreconditioner.from_kernel(kernel, n, lam)
+
+        def data_product(v: np.ndarray) -> np.ndarray:
+            out = kernel_products(Xd, yd, basis, v[:, None], mask=md,
+                                  label="Nyström conjugate gradients")["GtGV"][:, 0]
+            return out - gsum * (float(gsum @ v) / n) if self.fit_intercept else out
+
+        found = preconditioned_cg(data_product, rhs, pre, lam, tol=float(self.tol),
+                                  max_iter=int(self.max_iter))
+        coef = found.coef
+        self.centers_, self.coef_ = basis.centers, coef
+        self.intercept_ = (ysum - float(gsum @ coef)) / n if self.fit_intercept else 0.0
+        self.omega_, self.lam_ = omega, lam
+        self.offset_, self.scale_ = offset, scale
+        self.cv_scores_ = np.full((1, 1), np.nan)
+        self.n_iter_ = max(1, found.n_iter)
+        self.reduced_index_ = rs.index
+        names = getattr(self, "feature_names_in_", None)
+        names = [f"f{k}" for k in range(self.n_features_in_)] if names is None else list(names)
+        self.fit_report_ = {
+            **without_per_feature(first["counts"]),
+            "n_nonfinite_by_feature": per_feature_counts(first["counts"], names),
+            "n_basis": m, "n_duplicates": rs.n_duplicates, "reads": 2 + found.n_products,
+            "omega": omega, "lam": lam, "jitter": pre.jitter, "solver": "cg",
+            "n_iter": found.n_iter, "residual": found.residual,
+            "converged": found.converged, "n_candidates": 1,
+            "seconds_pass": t_first, "seconds_total": time.perf_counter() - t0,
         }
 
 
@@ -138,7 +200,17 @@ _PARAMS_DOC = """omega : float or sequence of float
     fit_intercept : bool
         Fit an unpenalized intercept.
     random_state : int, RandomState or None
-        Seed of the reduced set (and, when an int, of the folds)."""
+        Seed of the reduced set (and, when an int, of the folds).
+    solver : {"direct", "cg"}
+        ``"direct"``: one read accumulates ``GᵀG`` (n·m̃² flops) and the system
+        is factored, for every candidate. ``"cg"``: Falkon-style preconditioned
+        conjugate gradients, one read of ``Gᵀ(G v)`` (n·m̃·(d + 2) flops) per
+        iteration, for one ``omega`` and ``lam`` with ``penalty="rkhs"``.
+    tol : float
+        ``"cg"``: stop at this relative residual of the preconditioned system.
+    max_iter : int
+        ``"cg"``: at most this many iterations (a ``ConvergenceWarning`` names
+        the residual reached when they do not suffice)."""
 
 
 class NystromKernelRidge(_NystromFit, _KernelRegressor):
@@ -161,6 +233,8 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
         The λ used.
     cv_scores_ : ndarray, shape (n_widths, n_lams)
         Held-out mean squared error per candidate (NaN with one candidate).
+    n_iter_ : int
+        Conjugate-gradient iterations (``solver="cg"``); 1 for the direct solve.
     reduced_index_ : ndarray of int
         Global row numbers of the centers.
     fit_report_ : dict
@@ -187,7 +261,8 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
     def __init__(self, omega: Any = 1.0, lam: Any = 1e-3, *, penalty: str = "rkhs",
                  size: int | None = None, fraction: float | None = None,
                  standardize: bool = True, n_folds: int = 3, fit_intercept: bool = True,
-                 random_state: Any = None) -> None:
+                 random_state: Any = None, solver: str = "direct", tol: float = 1e-8,
+                 max_iter: int = 100) -> None:
         self.omega = omega
         self.lam = lam
         self.penalty = penalty
@@ -197,6 +272,9 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
         self.n_folds = n_folds
         self.fit_intercept = fit_intercept
         self.random_state = random_state
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any, *, mask: Any = None) -> NystromKernelRidge:
@@ -250,7 +328,7 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
         (negative, positive) labels.
     expansion_ : GaussianExpansion
         The decision function (> 0 → ``classes_[1]``).
-    lam_, omega_, cv_scores_, reduced_index_, fit_report_
+    lam_, omega_, cv_scores_, n_iter_, reduced_index_, fit_report_
         As for :class:`NystromKernelRidge`.
 
     Examples
@@ -277,7 +355,8 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
     def __init__(self, omega: Any = 1.0, lam: Any = 1e-3, *, penalty: str = "rkhs",
                  size: int | None = None, fraction: float | None = None,
                  stratified: bool = True, standardize: bool = True, n_folds: int = 3,
-                 fit_intercept: bool = True, random_state: Any = None) -> None:
+                 fit_intercept: bool = True, random_state: Any = None,
+                 solver: str = "direct", tol: float = 1e-8, max_iter: int = 100) -> None:
         self.omega = omega
         self.lam = lam
         self.penalty = penalty
@@ -288,6 +367,9 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
         self.n_folds = n_folds
         self.fit_intercept = fit_intercept
         self.random_state = random_state
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any, *, mask: Any = None) -> NystromKernelRidgeClassifier:

@@ -1,0 +1,132 @@
+"""Nyström kernel ridge by preconditioned conjugate gradients (issue 26, a first slice).
+
+``solver="cg"`` solves the system the direct solver factors, without ``GᵀG``: it must
+give the direct solver's predictions, on numpy or on a cluster, whatever the chunking;
+a solve that stops short says so (iterations and residual), never silently.
+"""
+
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from bigkern import NystromKernelRidge, NystromKernelRidgeClassifier
+from bigkern.kernels import GaussianBasis, gaussian_kernel
+from bigkern.reduce.reduced.products import kernel_products
+from bigkern.solvers.conjugate_gradients import FalkonPreconditioner, preconditioned_cg
+
+
+def _regression(n: int = 2000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 3))
+    return X, np.sin(X[:, 0]) + 0.3 * X[:, 1] + 0.1 * rng.standard_normal(n)
+
+
+def _relative(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.abs(a - b).max() / np.abs(b).max())
+
+
+def test_cg_gives_the_direct_solvers_predictions():
+    X, y = _regression()
+    kw = {"omega": 1.0, "lam": 1.0, "size": 150, "random_state": 0}
+    direct = NystromKernelRidge(**kw).fit(X, y)
+    cg = NystromKernelRidge(**kw, solver="cg").fit(X, y)
+    np.testing.assert_array_equal(cg.centers_, direct.centers_)
+    assert _relative(cg.predict(X), direct.predict(X)) < 1e-6
+    report = cg.fit_report_
+    assert report["solver"] == "cg" and report["converged"] and report["residual"] <= 1e-8
+    assert report["reads"] == 2 + report["n_iter"] + -(-report["n_iter"] // 10)  # restarts
+    assert report["n_valid"] == len(y)
+
+
+def test_cg_classifier_gives_the_direct_solvers_labels():
+    X, y = _regression(seed=1)
+    labels = np.where(y > 0, "cloud", "clear")
+    kw = {"omega": 1.0, "lam": 1.0, "size": 150, "random_state": 0}
+    direct = NystromKernelRidgeClassifier(**kw).fit(X, labels)
+    cg = NystromKernelRidgeClassifier(**kw, solver="cg").fit(X, labels)
+    # K(Ã, Ã) is near singular here: the direct solve drops its eigendirections under
+    # 1e-10 of the largest, CG adds ε·m̃ to its diagonal, and the two solutions part there
+    assert _relative(cg.decision_function(X), direct.decision_function(X)) < 1e-3
+    np.testing.assert_array_equal(cg.predict(X), direct.predict(X))
+
+
+def test_a_solve_that_stops_short_names_its_iterations_and_residual():
+    X, y = _regression()
+    with pytest.warns(ConvergenceWarning, match=r"after 3 iterations .* relative residual"):
+        model = NystromKernelRidge(omega=1.0, lam=1e-3, size=150, random_state=0,
+                                   solver="cg", max_iter=3).fit(X, y)
+    assert not model.fit_report_["converged"] and model.fit_report_["n_iter"] == 3
+    assert model.fit_report_["residual"] > 1e-8
+
+
+@pytest.mark.parametrize("chunks", [500, 333, 2000])
+def test_any_chunking_gives_the_same_fit(chunks):
+    X, y = _regression()
+    kw = {"omega": 1.0, "lam": 1.0, "size": 100, "random_state": 0, "solver": "cg"}
+    reference = NystromKernelRidge(**kw).fit(X, y)
+    chunked = NystromKernelRidge(**kw).fit(da.from_array(X, chunks=(chunks, 3)),
+                                           da.from_array(y, chunks=chunks))
+    np.testing.assert_array_equal(chunked.centers_, reference.centers_)
+    # sums in another order: equal to rounding (amplified by the solve), not bit for bit
+    assert _relative(chunked.predict(X), reference.predict(X)) < 1e-7
+
+
+def test_cg_on_a_cluster_with_masked_and_missing_rows(client):
+    X, y = _regression()
+    X[::97, 1] = np.nan  # tolerated, counted
+    mask = np.ones(len(y), dtype=bool)
+    mask[::5] = False
+    kw = {"omega": 1.0, "lam": 1.0, "size": 100, "random_state": 0}
+    Xd, yd, md = (da.from_array(a, chunks=400) if a.ndim == 1 else
+                  da.from_array(a, chunks=(400, 3)) for a in (X, y, mask))
+    cg = NystromKernelRidge(**kw, solver="cg").fit(Xd, yd, mask=md)
+    direct = NystromKernelRidge(**kw).fit(X, y, mask=mask)
+    finite = np.isfinite(X).all(axis=1)
+    assert _relative(cg.predict(X[finite]), direct.predict(X[finite])) < 1e-6
+    assert cg.fit_report_["n_masked"] == direct.fit_report_["n_masked"] == (~mask).sum()
+    assert cg.fit_report_["n_nonfinite"] == direct.fit_report_["n_nonfinite"] > 0
+
+
+@pytest.mark.parametrize("kw, words", [
+    ({"omega": [0.5, 1.0]}, "one omega and one lam"),
+    ({"penalty": "coef"}, "penalty='rkhs'"),
+])
+def test_cg_refuses_what_only_the_direct_solver_does(kw, words):
+    X, y = _regression(n=200)
+    with pytest.raises(ValueError, match=words):
+        NystromKernelRidge(**{"size": 20, "solver": "cg", **kw}).fit(X, y)
+
+
+def test_kernel_products_are_the_products_of_the_kernel_matrix():
+    rng = np.random.default_rng(2)
+    X, y = rng.standard_normal((700, 2)), rng.standard_normal(700)
+    mask = rng.uniform(size=700) < 0.8
+    basis = GaussianBasis.checked(X[:30], omega=0.7, d=2)
+    V = rng.standard_normal((30, 2))
+    got = kernel_products(da.from_array(X, chunks=(123, 2)), da.from_array(y, chunks=123),
+                          basis, V, mask=da.from_array(mask, chunks=123))
+    G = gaussian_kernel(X[mask], X[:30], 0.7)
+    np.testing.assert_allclose(got["GtGV"], G.T @ (G @ V), rtol=1e-12)
+    np.testing.assert_allclose(got["Gty"], G.T @ y[mask], rtol=1e-12)
+    np.testing.assert_allclose(got["Gsum"], G.sum(axis=0), rtol=1e-12)
+    assert got["n"] == mask.sum() and got["ysum"] == pytest.approx(y[mask].sum())
+
+
+def test_the_preconditioner_makes_few_iterations_and_a_warm_start_fewer():
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((1500, 2))
+    G, K = gaussian_kernel(X, X[:60], 1.0), gaussian_kernel(X[:60], X[:60], 1.0)
+    rhs = G.T @ np.cos(X[:, 1])
+    H = G.T @ G + 1.0 * K  # condition ~1e15: the residual, not a solve, is the yardstick
+    plain = preconditioned_cg(lambda v: G.T @ (G @ v), rhs,
+                              FalkonPreconditioner.from_kernel(K, 1500, 1.0), 1.0)
+    assert plain.converged and plain.n_iter <= 60
+    assert np.linalg.norm(H @ plain.coef - rhs) < 1e-7 * np.linalg.norm(rhs)
+    assert np.linalg.cond(H) > 1e10
+    warm = preconditioned_cg(lambda v: G.T @ (G @ v), rhs,
+                             FalkonPreconditioner.from_kernel(K, 1500, 1.0), 1.0,
+                             start=plain.coef)
+    assert warm.converged and warm.n_iter < plain.n_iter // 2
