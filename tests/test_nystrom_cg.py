@@ -17,6 +17,10 @@ from bigkern.kernels import GaussianBasis, gaussian_kernel
 from bigkern.reduce.reduced.products import kernel_products
 from bigkern.solvers.conjugate_gradients import FalkonPreconditioner, preconditioned_cg
 
+# a converged solve warns of nothing (once, the recurrence's residual met tol while the true
+# one did not, and the solve ran on to max_iter and said so)
+pytestmark = pytest.mark.filterwarnings("error::sklearn.exceptions.ConvergenceWarning")
+
 
 def _regression(n: int = 2000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
@@ -36,8 +40,8 @@ def test_cg_gives_the_direct_solvers_predictions():
     np.testing.assert_array_equal(cg.centers_, direct.centers_)
     assert _relative(cg.predict(X), direct.predict(X)) < 1e-6
     report = cg.fit_report_
-    assert report["solver"] == "cg" and report["converged"] and report["residual"] <= 1e-8
-    assert report["reads"] == 2 + report["n_iter"] + -(-report["n_iter"] // 10)  # restarts
+    assert report["solver"] == "cg" and report["converged"] and report["residual"] <= 1e-7
+    assert report["reads"] >= 2 + report["n_iter"]  # the draw, the right-hand side, one each
     assert report["n_valid"] == len(y)
 
 
@@ -59,7 +63,7 @@ def test_a_solve_that_stops_short_names_its_iterations_and_residual():
         model = NystromKernelRidge(omega=1.0, lam=1e-3, size=150, random_state=0,
                                    solver="cg", max_iter=3).fit(X, y)
     assert not model.fit_report_["converged"] and model.fit_report_["n_iter"] == 3
-    assert model.fit_report_["residual"] > 1e-8
+    assert model.fit_report_["residual"] > 1e-7
 
 
 @pytest.mark.parametrize("chunks", [500, 333, 2000])
@@ -130,3 +134,16 @@ def test_the_preconditioner_makes_few_iterations_and_a_warm_start_fewer():
                              FalkonPreconditioner.from_kernel(K, 1500, 1.0), 1.0,
                              start=plain.coef)
     assert warm.converged and warm.n_iter < plain.n_iter // 2
+
+
+def test_the_fit_job_reports_the_iterations_and_the_residual():
+    from bigkern.datasets import make_scenes
+    from bigkern.jobs.fit import fit_scenes
+    from bigkern.jobs.outcome import report_text
+
+    scenes = make_scenes(2, (48, 64), seed=4, radiances=False).compute()
+    out = fit_scenes(scenes, model="nystrom-krr", params={"solver": "cg", "lam": 1.0},
+                     search=False)
+    text = report_text(out)
+    assert "conjugate-gradient iterations to a relative residual of" in text, text
+    assert f"({out.model.fit_report_['reads']} reads with the draw" in text

@@ -105,6 +105,10 @@ def report_text(out: FitOutcome) -> str:
         solver = (f"{report['iterations']} Newton iterations in {report['passes']} passes "
                   f"({report['reads']} reads with the draw of the centers"
                   f"{'' if report.get('converged', True) else '; NOT CONVERGED'})")
+    elif report.get("solver") == "cg":
+        solver = (f"{report['n_iter']} conjugate-gradient iterations to a relative residual "
+                  f"of {report['residual']:.1e} ({report['reads']} reads with the draw of the "
+                  f"centers{'' if report['converged'] else '; NOT CONVERGED'})")
     else:
         n = report.get("n_candidates", 1)
         solver = (f"{report.get('reads', 2)} reads (the draw of the centers, one pass)"

@@ -261,7 +261,7 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
     def __init__(self, omega: Any = 1.0, lam: Any = 1e-3, *, penalty: str = "rkhs",
                  size: int | None = None, fraction: float | None = None,
                  standardize: bool = True, n_folds: int = 3, fit_intercept: bool = True,
-                 random_state: Any = None, solver: str = "direct", tol: float = 1e-8,
+                 random_state: Any = None, solver: str = "direct", tol: float = 1e-7,
                  max_iter: int = 100) -> None:
         self.omega = omega
         self.lam = lam
@@ -356,7 +356,7 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
                  size: int | None = None, fraction: float | None = None,
                  stratified: bool = True, standardize: bool = True, n_folds: int = 3,
                  fit_intercept: bool = True, random_state: Any = None,
-                 solver: str = "direct", tol: float = 1e-8, max_iter: int = 100) -> None:
+                 solver: str = "direct", tol: float = 1e-7, max_iter: int = 100) -> None:
         self.omega = omega
         self.lam = lam
         self.penalty = penalty

@@ -130,7 +130,7 @@ def preconditioned_cg(
     preconditioner: FalkonPreconditioner,
     lam: float,
     *,
-    tol: float = 1e-8,
+    tol: float = 1e-7,
     max_iter: int = 100,
     restart: int = 10,
     start: np.ndarray | None = None,
@@ -211,19 +211,28 @@ def preconditioned_cg(
     p = r.copy()
     rs = float(r @ r)
     it = 0
-    while it < max_iter and np.sqrt(rs) > tol * norm_b:
+    true = True  # r is a recomputed residual, not the recurrence's
+    while it < max_iter:
+        if np.sqrt(rs) <= tol * norm_b:
+            if true:
+                break
+            # the recurrence says converged: check with the true residual, go on if not
+            r, true = residual_of(beta), True
+            rs = float(r @ r)
+            p = r.copy()  # restart from the true residual
+            continue
         Hp = matrix_times(p)
         alpha = rs / float(p @ Hp)
         beta += alpha * p
         it += 1
         if it % restart == 0:
-            r = residual_of(beta)  # the recurrence's residual drifts from the true one
+            r, true = residual_of(beta), True  # the recurrence drifts from the true one
         else:
-            r -= alpha * Hp
+            r, true = r - alpha * Hp, False
         rs_new = float(r @ r)
         p = r + (rs_new / rs) * p
         rs = rs_new
-    if it % restart:
+    if not true:
         r = residual_of(beta)  # the reported residual is a true one
     residual = float(np.linalg.norm(r)) / norm_b
     converged = residual <= tol
