@@ -293,9 +293,14 @@ class InnerSearch:
 
 def refit_error(model: Model, point: Point, Xtr: np.ndarray, ytr: np.ndarray,
                 Xte: np.ndarray, yte: np.ndarray) -> float:
-    """Test error of the model at ``point`` fitted on the training rows."""
+    """Test error of the model at ``point`` fitted on the training rows (1 if it cannot be
+    fitted there, as the inner search scores a failed fit, and said)."""
     est = clone(model.make()).set_params(omega=point[0], **{model.penalty: point[1]})
-    est.fit(Xtr, ytr)
+    try:
+        est.fit(Xtr, ytr)
+    except ValueError as err:
+        print(f"  refit at (ω, {model.penalty}) = {point} failed, scored as error 1: {err}")
+        return 1.0
     return float(np.mean(est.predict(Xte) != yte))
 
 
