@@ -62,16 +62,33 @@ def compute(*collections: Any, label: str | None = None) -> tuple[Any, ...]:
                 with distributed_lines(futures, label):
                     return tuple(client.gather(futures))
             return tuple(client.gather(futures))
+    kwargs = {"scheduler": _no_client_scheduler()} if _no_client_possible() else {}
     with _local_blas_limit(collections):
         if show:
             from dask.diagnostics import ProgressBar
 
             with ProgressBar(out=sys.stderr):
-                return dask.compute(*collections)
+                return dask.compute(*collections, **kwargs)
         if lines:
             with local_lines(label):
-                return dask.compute(*collections)
-        return dask.compute(*collections)
+                return dask.compute(*collections, **kwargs)
+        return dask.compute(*collections, **kwargs)
+
+
+def _no_client_possible() -> bool:
+    """No scheduler is set and distributed was never imported, so no client exists.
+
+    dask then imports distributed to look for one (0.6 s, most of a small fit in a
+    fresh process); bigkern names the threaded scheduler instead, dask's default
+    for its arrays and delayed objects.
+    """
+    return dask.config.get("scheduler", None) is None and "distributed" not in sys.modules
+
+
+def _no_client_scheduler() -> Any:
+    import dask.threaded
+
+    return dask.threaded.get
 
 
 def _local_scheduler_threads(collections: Sequence[Any] = ()) -> int:
@@ -79,9 +96,16 @@ def _local_scheduler_threads(collections: Sequence[Any] = ()) -> int:
     import dask.base
     import dask.threaded
 
+    if _no_client_possible():
+        return _threads()
     chosen = dask.base.get_scheduler(collections=list(collections) or None)
     if (chosen or dask.threaded.get) is not dask.threaded.get:  # None: dask's default, threads
         return 1
+    return _threads()
+
+
+def _threads() -> int:
+    """The threaded scheduler's threads: ``num_workers``, else the CPUs."""
     from dask.system import CPU_COUNT
 
     return int(dask.config.get("num_workers", None) or CPU_COUNT)

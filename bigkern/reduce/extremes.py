@@ -31,6 +31,7 @@ import numpy as np
 
 from bigkern import config
 from bigkern.errors import BigkernWarning
+from bigkern.reduce.row_kernels import SMALL_CHUNK_VALUES
 
 __all__ = [
     "SuspectedFill",
@@ -196,8 +197,27 @@ def chunk_extremes(X: np.ndarray, valid: np.ndarray) -> ValueExtremes:
     >>> e.low.tolist(), e.n_low.tolist(), e.high.tolist()
     ([[-9999.0, 1.0]], [2], [[3.0, 2.0]])
     """
-    low, n_low, high, n_high = _extremes(X, np.ascontiguousarray(valid, dtype=np.bool_))
+    valid = np.ascontiguousarray(valid, dtype=np.bool_)
+    sweep = _extremes_small if X.size <= SMALL_CHUNK_VALUES else _extremes
+    low, n_low, high, n_high = sweep(X, valid)
     return ValueExtremes(low, n_low, high, n_high, int(np.count_nonzero(valid)))
+
+
+def _extremes_small(X: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray,
+                                                                np.ndarray, np.ndarray]:
+    """:func:`_extremes` in numpy, for chunks too small to pay numba's start-up."""
+    d = X.shape[1]
+    low, high = np.full((d, 2), np.inf), np.full((d, 2), -np.inf)
+    n_low, n_high = np.zeros(d, np.int64), np.zeros(d, np.int64)
+    rows = np.asarray(X[valid], dtype=np.float64)
+    for j in range(d):
+        values, counts = np.unique(rows[:, j], return_counts=True)
+        if len(values):
+            low[j, 0], n_low[j], high[j, 0], n_high[j] = (values[0], counts[0], values[-1],
+                                                          counts[-1])
+        if len(values) > 1:
+            low[j, 1], high[j, 1] = values[1], values[-2]
+    return low, n_low, high, n_high
 
 
 def warn_suspected_fills(extremes: ValueExtremes | None, names: Sequence[str], *,

@@ -238,12 +238,15 @@ def valid_rows(
     ``"extremes"``: they add with the counts, and :func:`int_counts` leaves them
     out of attributes (see :func:`bigkern.reduce.extremes.warn_suspected_fills`).
     """
-    from bigkern.reduce.row_kernels import row_status
-
     X = as_float_block(Xb)
     use_mask = mb is not None
     m = np.ascontiguousarray(mb, dtype=bool) if use_mask else np.zeros(0, dtype=bool)
-    valid, c = row_status(X, m, use_mask)
+    from bigkern.reduce.row_kernels import SMALL_CHUNK_VALUES, row_status, row_status_small
+
+    if X.size <= SMALL_CHUNK_VALUES:
+        valid, c = row_status_small(X, m if use_mask else None)
+    else:
+        valid, c = row_status(X, m, use_mask)
     counts = {"rows": int(c[0]), "masked": int(c[1]), "absent": int(c[2]),
               "nonfinite": int(c[3]), "valid": int(c[4])}
     by_column = nonfinite_by_column(X, valid, m if use_mask else None, counts["nonfinite"])

@@ -19,11 +19,40 @@ __all__ = [
     "int_label_range",
     "label_flags",
     "row_status",
+    "row_status_small",
     "take_rows",
 ]
 
 #: numba.njit options of every compiled loop of the passes: no GIL, cached on disk.
 JIT_OPTIONS = {"nogil": True, "cache": True}
+
+
+#: Chunks of at most this many values are checked by numpy, not the compiled loop: the
+#: first compiled call of a process costs 0.4 s of numba's start-up (its cache loaded),
+#: most of a small fit, and numpy is as fast at this size.
+SMALL_CHUNK_VALUES = 1 << 18
+
+
+def row_status_small(X: np.ndarray, mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`row_status` in numpy (the same rows and counts).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 2.0], [np.nan, 1.0], [np.nan, np.inf], [3.0, 4.0]])
+    >>> valid, counts = row_status_small(X, np.array([True, True, True, False]))
+    >>> valid.tolist(), counts.tolist()  # rows, masked, absent, nonfinite, valid
+    ([True, False, False, False], [4, 1, 1, 1, 1])
+    """
+    finite = np.isfinite(X)
+    n_finite = finite.sum(axis=1)
+    considered = np.ones(len(X), dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+    valid = considered & (n_finite == X.shape[1])
+    absent = considered & (n_finite == 0) & ~valid
+    counts = np.array([len(X), len(X) - int(considered.sum()), int(absent.sum()),
+                       int(considered.sum() - valid.sum() - absent.sum()), int(valid.sum())],
+                      dtype=np.int64)
+    return valid, counts
 
 
 @numba.njit(**JIT_OPTIONS)
