@@ -1,0 +1,223 @@
+"""Nyström kernel ridge: the direct solver against conjugate gradients, side by side.
+
+``NystromKernelRidgeClassifier(solver="direct")`` reads the rows once to
+accumulate ``GᵀG`` (n·m̃² flops) and factors the m̃ × m̃ system;
+``solver="cg"`` (Falkon-style preconditioned conjugate gradients) reads them
+once for the right-hand side and once per iteration for ``Gᵀ(G v)``
+(n·m̃·(d + 2) flops plus the kernel block itself). This script fits both, with
+the same ``random_state`` (so the same centers), on the same training rows for
+every centers count m̃ in ``--sizes`` and every λ in ``--lams``, and reports
+
+* the wall time of ``fit`` of each solver and the ratio ``time(cg) / time(direct)``
+  (< 1: CG is faster; > 1: the direct solve is),
+* CG's iterations, final relative residual (of the preconditioned system) and
+  whether it reached ``tol``,
+* the test accuracy of both and their difference (CG − direct, in points: ~0
+  when CG converged, since both solve the same system),
+* per λ, the crossover: the smallest m̃ at which CG is faster,
+* the peer: scikit-learn ``Nystroem(n_components=1000, gamma=1/(2ω²))`` +
+  ``RidgeClassifier(alpha=λ)`` time and accuracy on the same rows (the same
+  problem with other, uniformly drawn, centers).
+
+Rows: labelled pixels of the seeded synthetic MISR-like scenes of
+``benchmarks/reduced.py`` (``make_scenes(4, (512, 2048), seed=0)``, all eight
+variables), a random training split of ``--rows`` and a disjoint test split of
+``--test`` rows. Features are robustly standardized once
+(:func:`bigkern.features.scaling.robust_standardizer`: median, 10%/90% quantiles,
+as bigkern's ``standardize=True`` does from its centers; here from the training
+rows, so every model — bigkern's two solvers and scikit-learn — sees the very
+same features) and the models get ``standardize=False``. ω is fixed at
+``--omega`` (default 1 in those units, the estimators' default and the width
+``reduced.py`` uses on these data): the point is the solvers' cost at a fixed
+problem, not the width's selection.
+
+In one process on dask's threaded scheduler over numpy input (both cores);
+BLAS threads are not pinned (nothing else is).
+
+    python benchmarks/nystrom_solvers.py [--rows 200000] [--test 50000]
+        [--sizes 500 1000 2000 4000] [--lams 1e-3 1 100] [--omega 1] [--peer-size 1000]
+        [--max-iter 100] [--out FILE]
+    ... [--small]   (--rows 20000 --sizes 250 500; output to a temporary file)
+
+Output also written to ``benchmarks/results/nystrom_solvers.txt``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C
+from reduced import FEATURES, pixels
+
+
+def data(n: int, n_test: int, seed: int = 0
+         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Robustly standardized float32 train / test rows (disjoint; no replacement)."""
+    from bigkern.features.scaling import robust_standardizer
+
+    X, y = pixels()
+    if n + n_test > len(X):
+        raise SystemExit(f"--rows + --test = {n + n_test:,} > {len(X):,} labelled pixels")
+    order = np.random.default_rng(seed).permutation(len(X))
+    train, test = order[:n], order[n:n + n_test]
+    offset, scale = robust_standardizer(X[train])
+    Z = ((X - offset) / scale).astype(np.float32)
+    return Z[train], y[train], Z[test], y[test]
+
+
+def fit_one(make: Any, Xtr: np.ndarray, ytr: np.ndarray, Xte: np.ndarray,
+            yte: np.ndarray) -> dict[str, Any]:
+    """Fit ``make()``: wall seconds, test accuracy, the model and its warnings."""
+    model = make()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t = time.perf_counter()
+        model.fit(Xtr, ytr)
+        seconds = time.perf_counter() - t
+    acc = float(np.mean(model.predict(Xte) == yte))
+    return {"seconds": seconds, "acc": acc, "model": model,
+            "warnings": [f"{w.category.__name__}: {w.message}" for w in caught]}
+
+
+def run(args: Any) -> None:
+    import dask
+    from sklearn.kernel_approximation import Nystroem
+    from sklearn.linear_model import RidgeClassifier
+    from sklearn.pipeline import make_pipeline
+
+    from bigkern import NystromKernelRidgeClassifier
+
+    t_data = time.perf_counter()
+    Xtr, ytr, Xte, yte = data(args.rows, args.test)
+    t_data = time.perf_counter() - t_data
+    gamma = 1.0 / (2.0 * args.omega**2)
+    tol = NystromKernelRidgeClassifier().get_params()["tol"]
+    print(f"# rows: train {len(Xtr):,}, test {len(Xte):,} x {len(FEATURES)} features "
+          f"({', '.join(FEATURES)}; float32), labelled pixels of make_scenes(4, (512, 2048), "
+          f"seed=0), robustly standardized from the training rows ({t_data:.1f} s); "
+          f"positive class {np.mean(ytr == 1):.1%}")
+    print(f"# omega {args.omega} (gamma {gamma:g}), lambdas {args.lams}, sizes m {args.sizes}; "
+          f"penalty rkhs, fit_intercept, random_state 0 (both solvers: same centers); CG tol "
+          f"{tol:g} (estimator default), max_iter {args.max_iter}")
+    print("# dask threaded scheduler in this process, numpy input; BLAS threads not pinned")
+    print(f"# flops per pass: direct n*m^2, CG n*m*(d+2) per iteration (d={Xtr.shape[1]}) "
+          f"plus the n*m kernel evaluations of every pass", flush=True)
+
+    rows: list[dict[str, Any]] = []
+    notes: list[str] = []
+    with dask.config.set(scheduler="threads"):
+        for lam in args.lams:
+            for m in args.sizes:
+                got = {}
+                for solver in ("direct", "cg"):
+                    got[solver] = fit_one(lambda m=m, lam=lam, solver=solver:
+                                          NystromKernelRidgeClassifier(
+                                              omega=args.omega, lam=lam, size=m,
+                                              standardize=False, random_state=0,
+                                              solver=solver, max_iter=args.max_iter),
+                                          Xtr, ytr, Xte, yte)
+                    for w in got[solver]["warnings"]:
+                        notes.append(f"lam {lam:g}, m {m}, {solver}: {w}")
+                d, c = got["direct"], got["cg"]
+                rep = c["model"].fit_report_
+                assert np.array_equal(d["model"].centers_, c["model"].centers_)
+                row = {"lam": lam, "m": m, "direct": d["seconds"], "cg": c["seconds"],
+                       "iters": rep["n_iter"], "reads": rep["reads"],
+                       "residual": rep["residual"], "converged": rep["converged"],
+                       "acc_d": d["acc"], "acc_c": c["acc"],
+                       "pass_d": d["model"].fit_report_["seconds_pass"]}
+                rows.append(row)
+                print(f"  lam {lam:g}, m {m}: direct {d['seconds']:.2f} s "
+                      f"({100 * d['acc']:.2f}%), cg {c['seconds']:.2f} s "
+                      f"({100 * c['acc']:.2f}%, {rep['n_iter']} it, res "
+                      f"{rep['residual']:.1e}), load {C.load()}", flush=True)
+
+        peer = []
+        for lam in args.lams:
+            s = fit_one(lambda lam=lam: make_pipeline(
+                Nystroem(gamma=gamma, n_components=args.peer_size, random_state=0),
+                RidgeClassifier(alpha=lam)), Xtr, ytr, Xte, yte)
+            peer.append((lam, s))
+            print(f"  sklearn lam {lam:g}, m {args.peer_size}: {s['seconds']:.2f} s "
+                  f"({100 * s['acc']:.2f}%)", flush=True)
+
+    print(f"\nNystromKernelRidgeClassifier, {len(Xtr):,} training rows: fit wall seconds "
+          f"(the direct solver's one pass in brackets), ratio cg/direct (< 1: CG faster), "
+          f"CG iterations / reads of the data / final relative residual, test accuracy")
+    C.print_table(
+        ["lam", "m", "direct s [pass]", "cg s", "cg/direct", "cg iters", "reads",
+         "residual", "converged", "acc direct", "acc cg", "cg - direct"],
+        [[f"{r['lam']:g}", r["m"], f"{r['direct']:.2f} [{r['pass_d']:.2f}]", f"{r['cg']:.2f}",
+          f"{r['cg'] / r['direct']:.2f}", r["iters"], r["reads"], f"{r['residual']:.1e}",
+          "yes" if r["converged"] else "NO", f"{100 * r['acc_d']:.2f}%",
+          f"{100 * r['acc_c']:.2f}%", f"{100 * (r['acc_c'] - r['acc_d']):+.2f} pt"]
+         for r in rows])
+
+    print("\ncrossover (smallest m at which CG's fit is faster than the direct one):")
+    for lam in args.lams:
+        mine = [r for r in rows if r["lam"] == lam]
+        faster = [r["m"] for r in mine if r["cg"] < r["direct"]]
+        verdict = (f"m = {min(faster)}" if faster
+                   else f"none up to m = {max(r['m'] for r in mine)}")
+        tail = [r["m"] for r in mine if r["m"] > min(faster) and r["cg"] >= r["direct"]] \
+            if faster else []
+        extra = f" (but not at m = {', '.join(map(str, tail))})" if tail else ""
+        print(f"  lam {lam:g}: {verdict}{extra}")
+
+    print(f"\npeer: scikit-learn Nystroem(n_components={args.peer_size}, gamma={gamma:g}, "
+          f"random_state=0) + RidgeClassifier(alpha=lam), same rows and features "
+          f"(its own uniformly drawn centers)")
+    table = []
+    for lam, s in peer:
+        at = [r for r in rows if r["lam"] == lam and r["m"] == args.peer_size]
+        row = [f"{lam:g}", f"{s['seconds']:.2f}", f"{100 * s['acc']:.2f}%"]
+        if at:
+            r = at[0]
+            row += [f"{r['direct']:.2f}", f"{r['cg']:.2f}",
+                    f"{100 * (r['acc_d'] - s['acc']):+.2f} pt",
+                    f"{100 * (r['acc_c'] - s['acc']):+.2f} pt"]
+        else:
+            row += ["", "", "", ""]
+        table.append(row)
+    C.print_table(["lam", "sklearn s", "sklearn acc", f"direct s (m {args.peer_size})",
+                   f"cg s (m {args.peer_size})", "direct - sklearn", "cg - sklearn"], table)
+
+    if notes:
+        print("\nwarnings raised during the fits:")
+        for n in notes:
+            print(f"  {n}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = C.parser(__doc__.split("\n")[0], "nystrom_solvers")
+    p.add_argument("--rows", type=int, default=200_000, help="training rows")
+    p.add_argument("--test", type=int, default=50_000, help="test rows (disjoint)")
+    p.add_argument("--sizes", type=int, nargs="+", default=[500, 1000, 2000, 4000],
+                   help="centers m")
+    p.add_argument("--lams", type=float, nargs="+", default=[1e-3, 1.0, 100.0],
+                   help="lambda (RidgeClassifier's alpha: a penalty on a sum of squares)")
+    p.add_argument("--omega", type=float, default=1.0, help="Gaussian width, standardized units")
+    p.add_argument("--peer-size", type=int, default=1000, help="m of scikit-learn's Nystroem")
+    p.add_argument("--max-iter", type=int, default=100, help="CG iterations at most")
+    p.add_argument("--out", type=Path, default=None, help="output file")
+    args = p.parse_args(argv)
+    if args.small:
+        args.rows, args.test, args.sizes = 20_000, 10_000, [250, 500]
+        args.peer_size = 500
+
+    def body() -> None:
+        C.header("Nystrom kernel ridge: direct solver vs conjugate gradients")
+        run(args)
+
+    C.run_teed("nystrom_solvers", args.small, args.out, body)
+
+
+if __name__ == "__main__":
+    main()
