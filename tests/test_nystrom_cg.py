@@ -66,10 +66,10 @@ def test_a_solve_that_stops_short_names_its_iterations_and_residual():
     assert model.fit_report_["residual"] > 1e-7
 
 
-@pytest.mark.parametrize("chunks", [500, 333, 2000])
+@pytest.mark.parametrize("chunks", [250, 333])
 def test_any_chunking_gives_the_same_fit(chunks):
-    X, y = _regression()
-    kw = {"omega": 1.0, "lam": 1.0, "size": 100, "random_state": 0, "solver": "cg"}
+    X, y = _regression(n=1000)
+    kw = {"omega": 1.0, "lam": 10.0, "size": 60, "random_state": 0, "solver": "cg"}
     reference = NystromKernelRidge(**kw).fit(X, y)
     chunked = NystromKernelRidge(**kw).fit(da.from_array(X, chunks=(chunks, 3)),
                                            da.from_array(y, chunks=chunks))
@@ -79,11 +79,11 @@ def test_any_chunking_gives_the_same_fit(chunks):
 
 
 def test_cg_on_a_cluster_with_masked_and_missing_rows(client):
-    X, y = _regression()
+    X, y = _regression(n=1000)
     X[::97, 1] = np.nan  # tolerated, counted
     mask = np.ones(len(y), dtype=bool)
     mask[::5] = False
-    kw = {"omega": 1.0, "lam": 1.0, "size": 100, "random_state": 0}
+    kw = {"omega": 1.0, "lam": 10.0, "size": 60, "random_state": 0}
     Xd, yd, md = (da.from_array(a, chunks=400) if a.ndim == 1 else
                   da.from_array(a, chunks=(400, 3)) for a in (X, y, mask))
     cg = NystromKernelRidge(**kw, solver="cg").fit(Xd, yd, mask=md)
