@@ -115,14 +115,10 @@ class _NystromFit:
             i, j = 0, 0
         sol = nystrom_solve(fold_pieces(ds, int(i), folds), penalties[int(i)], lams[int(j)],
                             fit_intercept=self.fit_intercept, transform=kernel)
-        self.centers_, self.coef_, self.intercept_ = basis.centers, sol.coef, sol.intercept
-        self.omega_, self.lam_ = widths[int(i)], lams[int(j)]
-        self.offset_, self.scale_ = offset, scale
+        names = self._set_expansion(basis, sol.coef, sol.intercept, widths[int(i)],
+                                    lams[int(j)], rs)
         self.cv_scores_ = scores
         self.n_iter_ = 1  # one factorization
-        self.reduced_index_ = rs.index
-        names = getattr(self, "feature_names_in_", None)
-        names = [f"f{k}" for k in range(self.n_features_in_)] if names is None else list(names)
         counts = {k: int(v) for k, v in ds.attrs.items() if k.startswith("n_")
                   and k not in ("n_folds",)}
         self.fit_report_ = {
@@ -135,6 +131,16 @@ class _NystromFit:
         }
 
 
+    def _set_expansion(self, basis: Any, coef: np.ndarray, intercept: float, omega: float,
+                       lam: float, rs: Any) -> list[str]:
+        """The fitted expansion's attributes (either solver); returns the feature names."""
+        self.centers_, self.coef_, self.intercept_ = basis.centers, coef, intercept
+        self.omega_, self.lam_ = omega, lam
+        self.offset_, self.scale_ = basis.offset, basis.scale
+        self.reduced_index_ = rs.index
+        names = getattr(self, "feature_names_in_", None)
+        return [f"f{k}" for k in range(self.n_features_in_)] if names is None else list(names)
+
     def _fit_cg(self, Xd: Any, yd: Any, md: Any, rs: Any, widths: tuple[float, ...],
                 lams: tuple[float, ...], t0: float) -> None:
         """``solver="cg"``: one read for the right-hand side, then one per iteration."""
@@ -144,7 +150,7 @@ class _NystromFit:
                 f"{len(widths)} × {len(lams)} candidates, penalty={self.penalty!r}): the "
                 f"direct solver searches candidates and takes penalty='coef'")
         omega, lam = widths[0], lams[0]
-        basis, offset, scale = reduced_basis(rs, omega, self.standardize)
+        basis, _, _ = reduced_basis(rs, omega, self.standardize)
         m = basis.n_basis
         first = kernel_products(Xd, yd, basis, np.zeros((m, 0)), mask=md,
                                 label="Nyström right-hand side")
@@ -161,16 +167,10 @@ class _NystromFit:
 
         found = preconditioned_cg(data_product, rhs, pre, lam, tol=float(self.tol),
                                   max_iter=int(self.max_iter))
-        coef = found.coef
-        self.centers_, self.coef_ = basis.centers, coef
-        self.intercept_ = (ysum - float(gsum @ coef)) / n if self.fit_intercept else 0.0
-        self.omega_, self.lam_ = omega, lam
-        self.offset_, self.scale_ = offset, scale
+        intercept = (ysum - float(gsum @ found.coef)) / n if self.fit_intercept else 0.0
+        names = self._set_expansion(basis, found.coef, intercept, omega, lam, rs)
         self.cv_scores_ = np.full((1, 1), np.nan)
         self.n_iter_ = max(1, found.n_iter)
-        self.reduced_index_ = rs.index
-        names = getattr(self, "feature_names_in_", None)
-        names = [f"f{k}" for k in range(self.n_features_in_)] if names is None else list(names)
         self.fit_report_ = {
             **without_per_feature(first["counts"]),
             "n_nonfinite_by_feature": per_feature_counts(first["counts"], names),
