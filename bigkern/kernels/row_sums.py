@@ -74,9 +74,10 @@ def accumulate_block(sums: RowSums, A: np.ndarray, y: np.ndarray, u: np.ndarray,
     Per row ``s = a·u`` and ``t = a·d``; ``sums.loss[j] += Σ ℓ(s + steps[j] t)``;
     ``grad``/``hess`` get ``ℓ'``/``ℓ''`` at ``s + at·t``. The loss and gradient sums are
     float64 products throughout. The Hessian sum is one BLAS ``syrk`` of the rows
-    scaled by ``√ℓ''``: in float64 by default (``A`` is then overwritten), or with
-    ``hessian_dtype=np.float32`` an ``ssyrk`` of a float32 copy — twice the speed, a
-    relative error of about 1e-6 in this block's Hessian, added to the float64 sum.
+    with ``ℓ'' > 0`` scaled by ``√ℓ''``: in float64 by default (``A`` may then be
+    overwritten), or with ``hessian_dtype=np.float32`` an ``ssyrk`` of a float32 copy —
+    twice the speed, a relative error of about 1e-6 in this block's Hessian, added to
+    the float64 sum.
     The Hessian only steers Newton's steps; the gradient, hence the solution
     ``∇F = 0``, stays float64-exact (see :func:`newton_armijo`'s ``refine``).
     """
@@ -85,6 +86,11 @@ def accumulate_block(sums: RowSums, A: np.ndarray, y: np.ndarray, u: np.ndarray,
     sums.loss += loss.value(s[:, None] + t[:, None] * steps[None, :], y[:, None]).sum(axis=0)
     d1, d2 = loss.derivatives(s + at * t, y)
     sums.grad += d1 @ A
+    curved = d2 > 0.0
+    if not curved.all():
+        # rows without curvature add nothing to the Hessian: the squared hinge's rows
+        # outside the margin (most rows of a good fit) skip the syrk, its main cost
+        A, d2 = A[curved], d2[curved]
     w = np.sqrt(d2)[:, None]
     if np.dtype(hessian_dtype) == np.float32:
         B = np.multiply(A, w, out=np.empty(A.shape, dtype=np.float32), casting="same_kind")

@@ -37,17 +37,17 @@ from bigkern.cluster.compute import task_threads
 from bigkern.kernels import GaussianExpansion, gaussian_kernel
 from bigkern.models._base import _KernelClassifier
 from bigkern.models._constraints import POSITIVE, positive_candidates
-from bigkern.models.kernel_regression import _KernelRegressor
-from bigkern.models.reduced import (
-    _REDUCED_SET_CONSTRAINTS,
-    ReducedSVC,
-    _plus_minus,
+from bigkern.models._reduced_parts import (
+    REDUCED_SET_CONSTRAINTS,
     default_size,
     expansion_regressor_dataset,
     fit_labels,
     masked_targets,
+    plus_minus,
     reduced_basis,
 )
+from bigkern.models.kernel_regression import _KernelRegressor
+from bigkern.models.reduced import ReducedSVC
 from bigkern.reduce.passes import as_row_chunked, per_feature_counts, without_per_feature
 from bigkern.reduce.reduced.folds import fold_pieces, reduced_normal_equations_folds
 from bigkern.reduce.reduced.products import kernel_products
@@ -62,7 +62,7 @@ class _NystromFit:
     """The fit shared by the regressor and the classifier (targets given as a dask array)."""
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
-        **_REDUCED_SET_CONSTRAINTS,
+        **REDUCED_SET_CONSTRAINTS,
         "omega": [POSITIVE, "array-like"],  # one width, or candidates
         "lam": [POSITIVE, "array-like"],
         "penalty": [StrOptions({"rkhs", "coef"})],
@@ -395,7 +395,7 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
                                 features=getattr(self, "feature_names_in_", None))
         if lazy:
             ReducedSVC._classes_from_draw(self, rs)  # the same two-class rule and errors
-        ypm = yd.map_blocks(_plus_minus, positive=self.classes_[1] if lazy else 1,
+        ypm = yd.map_blocks(plus_minus, positive=self.classes_[1] if lazy else 1,
                             dtype=np.float64)
         self._fit_pieces(Xd, ypm, md, rs, widths, lams, t0)
         self.expansion_ = GaussianExpansion.from_parts(self.centers_, self.coef_,

@@ -1,223 +1,76 @@
-"""The smooth reduced SVM (Lee & Huang; Lee & Mangasarian's RSVM) on chunked data.
+"""The reduced SVMs (Lee & Huang; Lee & Mangasarian's RSVM) on chunked data.
 
 :class:`ReducedSVC` draws a stratified uniform reduced set Ã in one read
-(:func:`bigkern.reduce.reduced.reduced_set.select_reduced_set`), then minimizes problem
-(5) — the smooth squared-hinge SVM on the rectangular kernel ``K(A, Ã)`` over
-*every* usable row — by Newton–Armijo, one distributed read of the data per
-Newton iteration (:mod:`bigkern.reduce.reduced.svm`,
-:mod:`bigkern.solvers.smooth_svm`). The fitted model is the Gaussian expansion
+(:func:`bigkern.reduce.reduced.reduced_set.select_reduced_set`), then minimizes a
+squared-hinge SVM on the rectangular kernel ``K(A, Ã)`` over *every* usable row:
+Lee & Huang's problem (5), the smooth hinge, by Newton–Armijo with one distributed
+read of the data per Newton iteration (:mod:`bigkern.reduce.reduced.svm`,
+:mod:`bigkern.solvers.smooth_svm`); or the squared hinge itself by the finite
+Newton method (:mod:`bigkern.solvers.finite_newton`), in memory when the kernel
+rows fit. :class:`ReducedSVR` is the smooth ε-insensitive regressor on the same
+machinery. The fitted model is the Gaussian expansion
 ``f(x) = Σ_j v_j k(z(x), ã_j) − γ`` over the m̃ centers.
 """
 
 from __future__ import annotations
 
-import math
 import time
-import warnings
 from typing import Any, ClassVar
 
 import dask.array as da
 import numpy as np
-import xarray as xr
 from sklearn.base import _fit_context
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import StrOptions
 
 from bigkern.cluster.compute import task_threads
 from bigkern.errors import LabelError
-from bigkern.features.scaling import robust_standardizer
-from bigkern.kernels import GaussianBasis, GaussianExpansion
+from bigkern.kernels import GaussianExpansion
 from bigkern.models._base import _KernelClassifier
-from bigkern.models._constraints import (
-    COUNT,
-    FRACTION,
-    NON_NEGATIVE,
-    POSITIVE,
-    REDUCED_SET_SIZE,
+from bigkern.models._constraints import NON_NEGATIVE, POSITIVE
+from bigkern.models._reduced_parts import (
+    NEWTON_CONSTRAINTS,
+    default_size,
+    expansion_regressor_dataset,
+    fit_labels,
+    fit_report,
+    masked_targets,
+    newton_fit,
+    plus_minus,
+    reduced_basis,
+    squared_hinge_fit,
 )
-from bigkern.models._regressor_dataset import _attrs, _feature_names
 from bigkern.models.kernel_regression import _KernelRegressor
-from bigkern.reduce.passes import (
-    as_row_chunked,
-    int_counts,
-    per_feature_counts,
-    without_per_feature,
-)
+from bigkern.reduce.passes import as_row_chunked
 from bigkern.reduce.reduced.reduced_set import select_reduced_set
-from bigkern.reduce.reduced.svm import ReducedNewtonPasses
-from bigkern.solvers.smooth_svm import SmoothEpsilonInsensitive, SmoothHinge, newton_armijo
+from bigkern.solvers.smooth_losses import SmoothEpsilonInsensitive, SmoothHinge
 
 __all__ = ["ReducedSVC", "ReducedSVR"]
 
-DEFAULT_MAX_SIZE = 500
-
-#: The parameters of a reduced set drawn from the rows (the reduced and Nyström models).
-_REDUCED_SET_CONSTRAINTS: dict[str, list[Any]] = {
-    "omega": [POSITIVE],
-    "size": [REDUCED_SET_SIZE, None],
-    "fraction": [FRACTION, None],
-    "standardize": ["boolean"],
-    "random_state": ["random_state"],
-}
-
-#: The parameters of the smooth reduced SVMs' Newton–Armijo fit.
-_NEWTON_CONSTRAINTS: dict[str, list[Any]] = {
-    **_REDUCED_SET_CONSTRAINTS,
-    "C": [POSITIVE],
-    "smoothing": [POSITIVE],
-    "tol": [POSITIVE],
-    "max_iter": [COUNT],
-    "hessian": [StrOptions({"float32", "float64"})],
-}
-
-
-def _plus_minus(block: np.ndarray, positive: Any) -> np.ndarray:
-    """Labels as ±1 floats: +1 where equal to the positive class."""
-    return np.where(np.asarray(block) == positive, 1.0, -1.0)
-
-
-def fit_labels(est: Any, y: Any, mask: Any) -> tuple[Any, bool]:
-    """Labels for the passes and whether they are lazy.
-
-    numpy ``y`` with a numpy (or no) mask becomes 0/1 codes, ``classes_`` taken from
-    the rows the mask keeps (the others may hold anything, e.g. 0 for unlabelled
-    pixels); a dask ``y`` or mask stays lazy, and ``classes_`` comes from the draw
-    (:meth:`ReducedSVC._classes_from_draw`).
-    """
-    if isinstance(mask, xr.DataArray):
-        mask = mask.data
-    if isinstance(y, da.Array) or isinstance(mask, da.Array):
-        return y, True
-    y = np.asarray(y)
-    if mask is None:
-        return est._fit_classes(y), False
-    keep = np.asarray(mask)
-    if keep.shape != y.shape or keep.dtype != bool:
-        raise ValueError(f"mask must be a boolean array with one entry per row of X "
-                         f"({y.shape[0]}); got {keep.dtype} of shape {keep.shape}")
-    if not keep.any():
-        raise ValueError(f"mask keeps none of the {y.shape[0]} rows")
-    codes = np.zeros(y.shape, dtype=np.int8)
-    codes[keep] = est._fit_classes(y[keep])
-    return codes, False
-
-
-def masked_targets(y: Any, mask: Any) -> Any:
-    """Real targets with the masked-out entries of a numpy ``y`` set to 0.
-
-    Those rows are left out of the fit, so their values (NaN where a target is
-    unknown) must not fail the finite check of numpy targets; dask targets are
-    only read where the mask keeps them.
-    """
-    if mask is None or isinstance(y, da.Array | xr.DataArray) \
-            or isinstance(mask, da.Array | xr.DataArray):
-        return y
-    y, keep = np.asarray(y), np.asarray(mask)
-    if keep.dtype != bool or keep.shape != y.shape[:1]:
-        raise ValueError(f"mask must be a boolean array with one entry per row of X "
-                         f"({y.shape[0]}); got {keep.dtype} of shape {keep.shape}")
-    return np.where(keep if y.ndim == 1 else keep[:, None], y, 0)
-
-
-def default_size(n_rows: int, size: int | None, fraction: float | None) -> int | None:
-    """``size`` as given, or (neither ``size`` nor ``fraction`` given) 10% of the rows in
-    ``[2, DEFAULT_MAX_SIZE]``."""
-    if size is None and fraction is None:
-        return min(n_rows, max(2, min(DEFAULT_MAX_SIZE, math.ceil(0.1 * n_rows))))
-    return size
-
-
-def reduced_basis(rs: Any, omega: float, standardize: bool
-                  ) -> tuple[GaussianBasis, np.ndarray, np.ndarray]:
-    """The Gaussian basis on the drawn rows (robustly standardized when asked)."""
-    if standardize:
-        offset, scale = robust_standardizer(rs.X)
-    else:
-        offset, scale = np.zeros(rs.X.shape[1]), np.ones(rs.X.shape[1])
-    basis = GaussianBasis.checked((rs.X - offset) / scale, float(omega), rs.X.shape[1],
-                                  offset, scale)
-    return basis, offset, scale
-
-
-def newton_fit(est: Any, Xd: Any, yd: Any, basis: GaussianBasis, loss: Any, md: Any = None
-               ) -> tuple[Any, dict[str, int]]:
-    """Newton–Armijo on the chunked rows (one read per pass); warns when not converged."""
-    with ReducedNewtonPasses(Xd, yd, basis, loss, hessian_dtype=est.hessian,
-                             mask=md) as passes:
-        res = newton_armijo(passes, basis.n_basis + 1, C=float(est.C), tol=float(est.tol),
-                            max_iter=int(est.max_iter), refine=passes.exact_hessian)
-    if not res.converged:
-        warnings.warn(f"{type(est).__name__} did not converge: {res.message} after "
-                      f"{res.iterations} iterations (gradient norm {res.grad_norm:.3g}, "
-                      f"{res.grad_norm / max(res.grad_norm0, 1e-300):.2g} of the initial)",
-                      ConvergenceWarning, stacklevel=4)
-    return res, passes.counts
-
-
-def fit_report(est: Any, rs: Any, res: Any, counts: dict[str, int], n_basis: int, t0: float,
-               t_draw: float) -> dict[str, Any]:
-    """The ``fit_report_`` of a reduced Newton fit (see :class:`ReducedSVC`)."""
-    names = getattr(est, "feature_names_in_", None)
-    names = [f"f{i}" for i in range(est.n_features_in_)] if names is None else list(names)
-    attrs = {k: v for k, v in int_counts(counts).items()
-             if not k.startswith("n_first") and (k != "n_masked" or v)}
-    return {
-        **without_per_feature(attrs),
-        "n_nonfinite_by_feature": per_feature_counts(attrs, names),
-        "first_nonfinite": int(counts.get("first_nonfinite", -1)),
-        "n_basis": n_basis,
-        "n_duplicates": rs.n_duplicates,
-        "drawn_per_class": None if rs.drawn_per_class is None else
-        [int(c) for c in rs.drawn_per_class],
-        "iterations": res.iterations,
-        "passes": res.passes,
-        "reads": res.passes + 1,
-        "backtracked": res.backtracked,
-        "steps": list(res.steps),
-        "refined_at": res.refined_at,
-        "grad_norm": res.grad_norm,
-        "grad_norm0": res.grad_norm0,
-        "converged": res.converged,
-        "message": res.message,
-        "objective": res.objective,
-        "seconds_reduced_set": t_draw,
-        "seconds_total": time.perf_counter() - t0,
-    }
-
-
-def expansion_regressor_dataset(model: Any, widths: Any = None, cv_scores: Any = None,
-                                **fitted: Any) -> xr.Dataset:
-    """A fitted expansion regressor in the OHT/RM layout of
-    :mod:`bigkern.models._regressor_dataset` (so ``regressor_from_dataset`` loads it):
-    ``basis``, ``coef``, ``offset``, ``scale``, ``cv_score (width)``, attrs ``omega``,
-    ``intercept``; ``fitted`` scalars go to ``fitted_json``."""
-    import json
-
-    widths = np.atleast_1d(np.asarray(model.omega_ if widths is None else widths, dtype=float))
-    scores = (np.full(widths.shape, np.nan) if cv_scores is None
-              else np.asarray(cv_scores, dtype=np.float64))
-    attrs = _attrs(model, omega=float(model.omega_), intercept=float(model.intercept_))
-    attrs["fitted_json"] = json.dumps(fitted, sort_keys=True)
-    return xr.Dataset(
-        {"basis": (("basis", "feature"), np.asarray(model.centers_, dtype=np.float64)),
-         "coef": ("basis", np.asarray(model.coef_, dtype=np.float64)),
-         "offset": ("feature", np.asarray(model.offset_, dtype=np.float64)),
-         "scale": ("feature", np.asarray(model.scale_, dtype=np.float64)),
-         "cv_score": ("width", scores)},
-        coords={"feature": _feature_names(model), "width": widths}, attrs=attrs)
+#: The smoothing α of Lee & Huang's plus function when none is given.
+DEFAULT_SMOOTHING = 5.0
 
 
 class ReducedSVC(_KernelClassifier):
-    """Smooth reduced support vector classifier (RSVM, Lee & Huang's problem (5)).
+    """Reduced support vector classifier (RSVM, Lee & Huang's problem (5)).
 
     Minimizes over ``u = (v, γ)``::
 
-        C/2 Σ_i p(1 − y_i (K(A_i, Ã) v − γ), α)² + ½ (‖v‖² + γ²)
+        C/2 Σ_i h(1 − y_i (K(A_i, Ã) v − γ))² + ½ (‖v‖² + γ²)
 
-    on every usable row ``A_i`` of the data, with ``y_i = ±1``, the smooth plus
-    function ``p`` (6) and a reduced set Ã drawn uniformly within each class.
-    Newton–Armijo needs one read of the data per iteration (the Armijo step
-    sizes are batched into that read; see :mod:`bigkern.solvers.smooth_svm`).
+    on every usable row ``A_i`` of the data, with ``y_i = ±1`` and a reduced set Ã
+    drawn uniformly within each class. ``h`` is the plus function ``(·)₊``
+    (``loss="squared_hinge"``) or its smooth approximation ``p(·, α)`` of (6)
+    (``loss="smooth_hinge"``, Lee & Huang's problem (5)).
+
+    - The smooth hinge is fitted by Newton–Armijo: one read of the data per
+      iteration (the Armijo step sizes are batched into that read; see
+      :mod:`bigkern.solvers.smooth_svm`), every row adding to the Hessian.
+    - The squared hinge is fitted by the finite Newton method
+      (:mod:`bigkern.solvers.finite_newton`): only the rows inside the margin add to
+      the Hessian. A numpy input whose ``n × (m̃ + 1)`` kernel rows fit in
+      ``bigkern.in_memory_kernel_bytes`` is solved in memory (the Hessian updated by
+      the rows that enter or leave the margin, exact line search, a warm start from
+      a tenth of the rows); other input takes one distributed read per step.
 
     Parameters
     ----------
@@ -227,8 +80,15 @@ class ReducedSVC(_KernelClassifier):
     C : float
         Weight of the data term (the paper's ν); note it multiplies a *sum* over all
         rows. Lee & Huang suggest a larger value than for a full-kernel SVM.
-    smoothing : float
-        Smoothing α of ``p`` (``p → (·)₊`` as α → ∞).
+    loss : {"smooth_hinge", "squared_hinge"}
+        The data term: Lee & Huang's smooth squared hinge (the default, their Table 1),
+        or the squared hinge ``½ (1 − y f)₊²`` (as scikit-learn's
+        ``LinearSVC(loss="squared_hinge")``), which its finite Newton fit solves with
+        less work per step.
+    smoothing : float, optional
+        Smoothing α of ``p`` (``p → (·)₊`` as α → ∞) for ``loss="smooth_hinge"``;
+        None means 5. The squared hinge has no smoothing: giving one with it is an
+        error.
     size : int, optional
         Centers m̃ to draw. Default (with ``fraction`` None too): 10% of the rows,
         at least 2 and at most 500 (``DEFAULT_MAX_SIZE``; a pass costs ``n·m̃²``).
@@ -263,7 +123,8 @@ class ReducedSVC(_KernelClassifier):
     reduced_index_ : ndarray of int
         Global row numbers of the centers.
     fit_report_ : dict
-        ``iterations``, ``passes`` (Newton reads), ``reads`` (with the draw of Ã),
+        ``solver`` (how it was fitted), ``iterations``, ``passes`` (Newton reads;
+        products over all rows in memory), ``reads`` (with the draw of Ã),
         ``backtracked``, ``steps``, ``grad_norm``, ``grad_norm0``, ``converged``,
         ``objective``, ``n_basis``, ``n_duplicates``, row counts (``n_rows``,
         ``n_valid``, ``n_absent``, ``n_nonfinite``, ``n_nonfinite_y``,
@@ -296,7 +157,9 @@ class ReducedSVC(_KernelClassifier):
 
     _allow_nan = True
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
-        **_NEWTON_CONSTRAINTS,
+        **NEWTON_CONSTRAINTS,
+        "loss": [StrOptions({"smooth_hinge", "squared_hinge"})],
+        "smoothing": [POSITIVE, None],
         "stratified": ["boolean"],
     }
 
@@ -305,7 +168,8 @@ class ReducedSVC(_KernelClassifier):
         omega: float = 1.0,
         C: float = 1.0,
         *,
-        smoothing: float = 5.0,
+        loss: str = "smooth_hinge",
+        smoothing: float | None = None,
         size: int | None = None,
         fraction: float | None = None,
         stratified: bool = True,
@@ -317,6 +181,7 @@ class ReducedSVC(_KernelClassifier):
     ) -> None:
         self.omega = omega
         self.C = C
+        self.loss = loss
         self.smoothing = smoothing
         self.size = size
         self.fraction = fraction
@@ -347,7 +212,9 @@ class ReducedSVC(_KernelClassifier):
         self
         """
         t0 = time.perf_counter()
-        loss = SmoothHinge(float(self.smoothing))
+        if self.loss == "squared_hinge" and self.smoothing is not None:
+            raise ValueError(f"smoothing={self.smoothing!r} applies to loss='smooth_hinge' "
+                             f"only: the squared hinge is not smoothed (leave smoothing None)")
         arr, y = self._fit_input(X, y)
         labels, lazy_labels = fit_labels(self, y, mask)
         Xd, yd, md = as_row_chunked(arr, labels, mask, min_chunks=task_threads())
@@ -358,21 +225,27 @@ class ReducedSVC(_KernelClassifier):
                                 features=getattr(self, "feature_names_in_", None))
         if lazy_labels:
             self._classes_from_draw(rs)
-            ypm = yd.map_blocks(_plus_minus, positive=self.classes_[1], dtype=np.float64)
+            ypm = yd.map_blocks(plus_minus, positive=self.classes_[1], dtype=np.float64)
         else:
             if rs.class_counts is not None and len(rs.class_counts) < 2:
                 raise LabelError(f"the usable rows have one class only: {type(self).__name__} "
                                  f"needs samples of two classes")
-            ypm = yd.map_blocks(_plus_minus, positive=1, dtype=np.float64)
+            ypm = yd.map_blocks(plus_minus, positive=1, dtype=np.float64)
         t_draw = time.perf_counter() - t0
         basis, offset, scale = reduced_basis(rs, self.omega, self.standardize)
-        res, counts = newton_fit(self, Xd, ypm, basis, loss, md)
+        if self.loss == "squared_hinge":
+            res, counts, extra = squared_hinge_fit(self, arr, labels, mask, basis, rs,
+                                                   (Xd, ypm, md))
+        else:
+            smoothing = DEFAULT_SMOOTHING if self.smoothing is None else self.smoothing
+            res, counts = newton_fit(self, Xd, ypm, basis, SmoothHinge(float(smoothing)), md)
+            extra = {"solver": "newton-armijo, one pass per step"}
         v, gamma = res.u[:-1], float(res.u[-1])
         self.expansion_ = GaussianExpansion.from_parts(basis.centers, v, -gamma,
                                                        float(self.omega), offset, scale)
         self.reduced_index_ = rs.index
         self.n_iter_ = res.iterations
-        self.fit_report_ = fit_report(self, rs, res, counts, basis.n_basis, t0, t_draw)
+        self.fit_report_ = fit_report(self, rs, res, counts, basis.n_basis, t0, t_draw, extra)
         return self
 
     def _classes_from_draw(self, rs: Any) -> None:
@@ -442,7 +315,7 @@ class ReducedSVR(_KernelRegressor):
 
     _allow_nan = True
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
-        **_NEWTON_CONSTRAINTS,
+        **NEWTON_CONSTRAINTS,
         "epsilon": [NON_NEGATIVE],
     }
 

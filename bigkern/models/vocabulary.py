@@ -45,6 +45,8 @@ PARAMETERS: dict[str, str] = {
     "lams": "candidate ridge penalties λ, one chosen by leave-one-out",
     "penalty": "the regularizer: 'rkhs' (cᵀKc, the function’s RKHS norm) or 'coef' (‖c‖²)",
     "epsilon": "half-width ε of the SVR’s insensitive tube (as scikit-learn’s epsilon)",
+    "loss": "the data term’s loss ('squared_hinge' as scikit-learn’s LinearSVC; "
+            "'smooth_hinge' Lee & Huang’s smoothed one)",
     "smoothing": "smoothing α of the smooth plus function p(z, α) → (z)₊ as α → ∞ (Lee & "
                  "Huang)",
     "eta": "bound η of the orthogonal-hard-thresholding stable set (Hagiwara)",

@@ -5,6 +5,10 @@
 :class:`SmoothEpsilonInsensitive` the squared smooth ε-insensitive loss. Each
 gives its value and its first two derivatives in the decision value ``f``,
 elementwise, which is all :func:`bigkern.solvers.smooth_svm.newton_armijo` needs.
+:class:`SquaredHinge` is their limit α → ∞, ``½ (1 − y f)₊²``: once differentiable,
+with the generalized second derivative ``1`` where ``y f < 1`` and ``0`` elsewhere, so
+a Newton Hessian sums only the rows inside the margin (the finite Newton method of
+:mod:`bigkern.solvers.finite_newton`).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-__all__ = ["SmoothEpsilonInsensitive", "SmoothHinge", "smooth_plus"]
+__all__ = ["SmoothEpsilonInsensitive", "SmoothHinge", "SquaredHinge", "smooth_plus"]
 
 
 def smooth_plus(z: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -56,6 +60,37 @@ class SmoothHinge:
         """``∂ℓ/∂f`` and ``∂²ℓ/∂f²`` (≥ 0) elementwise."""
         p, dp, d2p = smooth_plus(1.0 - y * f, self.alpha)
         return -y * p * dp, dp * dp + p * d2p
+
+
+@dataclass(frozen=True)
+class SquaredHinge:
+    """The squared hinge ``ℓ(f, y) = ½ (1 − y f)₊²`` for labels ``y ∈ {−1, +1}``.
+
+    The limit of :class:`SmoothHinge` as α → ∞ (Mangasarian's finite Newton
+    classifier; Keerthi & DeCoste's L2-SVM). ``ℓ'' `` is the generalized second
+    derivative: 1 inside the margin (``y f < 1``), 0 outside, so only the rows
+    inside the margin add to a Newton Hessian.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern.solvers.smooth_losses import SquaredHinge
+    >>> f, y = np.array([-1.0, 0.5, 2.0]), np.ones(3)
+    >>> SquaredHinge().value(f, y).tolist()
+    [2.0, 0.125, 0.0]
+    >>> [d.tolist() for d in SquaredHinge().derivatives(f, y)]
+    [[-2.0, -0.5, -0.0], [1.0, 1.0, 0.0]]
+    """
+
+    def value(self, f: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """``ℓ(f, y)`` elementwise (``f`` and ``y`` broadcast)."""
+        r = np.maximum(1.0 - y * f, 0.0)
+        return 0.5 * r * r
+
+    def derivatives(self, f: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``∂ℓ/∂f = −y (1 − y f)₊`` and the generalized ``∂²ℓ/∂f²`` (1 or 0) elementwise."""
+        r = 1.0 - y * f
+        return -y * np.maximum(r, 0.0), (r > 0.0).astype(np.float64)
 
 
 @dataclass(frozen=True)

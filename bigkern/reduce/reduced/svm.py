@@ -34,9 +34,9 @@ from bigkern.kernels import GaussianBasis, kernel_blocks
 from bigkern.kernels.gaussian import block_step
 from bigkern.kernels.row_sums import RowSums, accumulate_block
 from bigkern.reduce.passes import as_row_chunked
-from bigkern.reduce.reduced._row_pass import run_pass, usable_rows
+from bigkern.reduce.reduced._row_pass import check_counts, run_pass, usable_rows
 
-__all__ = ["ReducedNewtonPasses", "newton_sums"]
+__all__ = ["ReducedNewtonPasses", "augmented_kernel_rows", "newton_sums"]
 
 
 def _newton_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, *, start: int,
@@ -56,6 +56,62 @@ def _newton_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, 
         accumulate_block(sums, A, y[rows], point["u"], point["d"], steps, point["at"], loss,
                          hessian_dtype=point.get("hessian_dtype", np.float64))
     return {"acc": sums.flat, "counts": counts}
+
+
+def augmented_kernel_rows(X: np.ndarray, y: np.ndarray, basis: GaussianBasis,
+                          mask: np.ndarray | None = None
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
+    """The rows ``a_i = [K(x_i, Ã), −1]`` of every usable row of in-memory data, in float64.
+
+    What one chunk of a pass forms block by block (the same kernel values, in the
+    data's precision, copied to float64), kept whole for an in-memory solver
+    (:func:`~bigkern.solvers.finite_newton.finite_newton`): ``n_usable × (m̃ + 1)``
+    float64. The row counts are checked as a pass checks them.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        Raw samples.
+    y : ndarray, shape (n,)
+        Targets (±1 labels for the hinge losses).
+    basis : GaussianBasis
+        The reduced set Ã, width and standardization.
+    mask : ndarray of bool, shape (n,), optional
+        Rows to use; the others are left out and counted (their ``y`` never read).
+
+    Returns
+    -------
+    A : ndarray, shape (n_usable, m̃ + 1)
+    y : ndarray, shape (n_usable,)
+        The usable rows' targets, float64.
+    usable : ndarray of bool, shape (n,)
+        Which rows of ``X`` the rows of ``A`` are.
+    counts : dict
+        The row counts of a pass (``rows``, ``valid``, ``nonfinite``, ...).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern.kernels import GaussianBasis
+    >>> from bigkern.reduce.reduced.svm import augmented_kernel_rows
+    >>> X = np.array([[0.0, 0.0], [np.nan, 1.0], [1.0, 0.0], [2.0, 0.0], [0.0, 1.0]])
+    >>> basis = GaussianBasis.checked(X[[0]], 1.0, 2, np.zeros(2), np.ones(2))
+    >>> A, y, usable, counts = augmented_kernel_rows(X, np.array([1, 1, -1, -1, 1.0]), basis)
+    >>> A.round(4).tolist()
+    [[1.0, -1.0], [0.6065, -1.0], [0.1353, -1.0], [0.6065, -1.0]]
+    >>> y.tolist(), usable.tolist(), counts["nonfinite"]
+    ([1.0, -1.0, -1.0, 1.0], [True, False, True, True, True], 1)
+    """
+    Xf, yf, valid, counts = usable_rows(X, y, 0, mask)
+    check_counts(counts)
+    m = basis.n_basis
+    A = np.empty((int(valid.sum()), m + 1))
+    A[:, m] = -1.0
+    position = np.cumsum(valid) - 1
+    for rows, G in kernel_blocks(Xf, basis, valid=valid,
+                                 block_rows=config.get("kernel_block_rows")):
+        A[position[rows], :m] = G
+    return A, yf[valid], valid, counts
 
 
 def newton_sums(X: Any, y: Any, basis: GaussianBasis, u: np.ndarray, d: np.ndarray,
