@@ -183,6 +183,9 @@ def test_same_fit_for_any_chunking(chunks):
         ref = _fit(X, y)
         got = _fit(da.from_array(X, chunks=(tuple(sizes), 2)),
                    da.from_array(y, chunks=(tuple(sizes),)))
+    # numpy input: the whole Newton in memory; dask input: one pass per iteration
+    assert ref.fit_report_["solver"] == "newton-armijo, in memory"
+    assert got.fit_report_["solver"] == "newton-armijo, one pass per step"
     np.testing.assert_array_equal(ref.reduced_index_, got.reduced_index_)
     np.testing.assert_array_equal(ref.expansion_.centers, got.expansion_.centers)
     np.testing.assert_allclose(got.expansion_.coef, ref.expansion_.coef, rtol=1e-9,

@@ -47,6 +47,9 @@ def test_same_fit_for_any_chunking(chunks):
     X, y = _wave(600, seed=4)
     ref = _fit(X, y)
     got = _fit(da.from_array(X, chunks=(chunks, 2)), da.from_array(y, chunks=chunks))
+    # numpy input: the whole Newton in memory; dask input: one pass per iteration
+    assert ref.fit_report_["solver"] == "newton-armijo, in memory"
+    assert got.fit_report_["solver"] == "newton-armijo, one pass per step"
     np.testing.assert_array_equal(ref.reduced_index_, got.reduced_index_)
     np.testing.assert_allclose(got.coef_, ref.coef_, rtol=1e-9,
                                atol=1e-12 * np.abs(ref.coef_).max())

@@ -4,10 +4,11 @@
 and the Nyström models (:mod:`bigkern.models.nystrom`) draw a reduced set Ã and fit a
 Gaussian expansion on it. This module holds their common steps: labels and
 targets as the passes want them, the default size of Ã and its standardized
-basis, the two Newton fits (:func:`newton_fit`, one distributed read of the data
-per iteration; :func:`squared_hinge_fit`, the finite Newton method, in memory when
-the kernel rows fit in ``bigkern.in_memory_kernel_bytes``), the ``fit_report_``
-and the regressor's saved layout.
+basis, the two Newton fits (:func:`newton_fit`, Newton–Armijo for the smooth
+losses; :func:`squared_hinge_fit`, the finite Newton method; both in memory, with no
+task graph, when a numpy input's kernel rows fit in ``bigkern.in_memory_kernel_bytes``,
+else one distributed read of the data per iteration), the ``fit_report_`` and the
+regressor's saved layout.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from bigkern.reduce.passes import (
 from bigkern.reduce.reduced.svm import ReducedNewtonPasses, augmented_kernel_rows
 from bigkern.solvers.finite_newton import finite_newton, subset_warm_start
 from bigkern.solvers.smooth_losses import SquaredHinge
-from bigkern.solvers.smooth_svm import newton_armijo
+from bigkern.solvers.smooth_svm import InMemoryNewtonPasses, newton_armijo
 
 __all__ = [
     "DEFAULT_MAX_SIZE",
@@ -149,15 +150,41 @@ def reduced_basis(rs: Any, omega: float, standardize: bool
     return basis, offset, scale
 
 
-def newton_fit(est: Any, Xd: Any, yd: Any, basis: GaussianBasis, loss: Any, md: Any = None
-               ) -> tuple[Any, dict[str, int]]:
-    """Newton–Armijo on the chunked rows (one read per pass); warns when not converged."""
+def newton_fit(est: Any, Xd: Any, yd: Any, basis: GaussianBasis, loss: Any, md: Any = None,
+               *, in_memory: tuple[Any, Any, Any] | None = None
+               ) -> tuple[Any, dict[str, int], dict[str, Any]]:
+    """Newton–Armijo over the rows; warns when not converged.
+
+    ``in_memory``, the fit's ``(X, y, mask)`` as numpy arrays (``y`` as the loss takes
+    it): when their kernel rows fit (:func:`kernel_rows_fit_in_memory`), the kernel rows
+    are formed once and every iteration sums them in memory, with no task graph
+    (:class:`~bigkern.solvers.smooth_svm.InMemoryNewtonPasses`). Otherwise each
+    iteration is one distributed read of the chunked ``Xd``, ``yd``, ``md``. Returns
+    the result, the row counts and what the fit report adds (``solver``, ``reads``).
+    """
+    if in_memory is not None and kernel_rows_fit_in_memory(
+            in_memory[0], in_memory[2], len(in_memory[0]), basis.n_basis):
+        X, y, mask = in_memory
+        A, y_usable, _, counts = augmented_kernel_rows(X, y, basis, _numpy_mask(mask))
+        rows = InMemoryNewtonPasses(A, y_usable, loss, hessian_dtype=est.hessian,
+                                    block_rows=int(config.get("kernel_block_rows")))
+        res = newton_armijo(rows, basis.n_basis + 1, C=float(est.C), tol=float(est.tol),
+                            max_iter=int(est.max_iter), refine=rows.exact_hessian)
+        _warn_unconverged(est, res)
+        # the data is read twice: to draw Ã, and once into the kernel rows
+        return res, counts, {"solver": "newton-armijo, in memory", "reads": 2}
     with ReducedNewtonPasses(Xd, yd, basis, loss, hessian_dtype=est.hessian,
                              mask=md) as passes:
         res = newton_armijo(passes, basis.n_basis + 1, C=float(est.C), tol=float(est.tol),
                             max_iter=int(est.max_iter), refine=passes.exact_hessian)
     _warn_unconverged(est, res)
-    return res, passes.counts
+    return res, passes.counts, {"solver": "newton-armijo, one pass per step"}
+
+
+def _numpy_mask(mask: Any) -> np.ndarray | None:
+    if isinstance(mask, xr.DataArray):
+        mask = mask.data
+    return None if mask is None else np.asarray(mask)
 
 
 def _warn_unconverged(est: Any, res: Any) -> None:
@@ -197,14 +224,9 @@ def squared_hinge_fit(est: Any, X: Any, labels: Any, mask: Any, basis: GaussianB
     """
     if not isinstance(labels, np.ndarray) or not kernel_rows_fit_in_memory(
             X, mask, X.shape[0], basis.n_basis):
-        Xd, ypm, md = chunked
-        res, counts = newton_fit(est, Xd, ypm, basis, SquaredHinge(), md)
-        return res, counts, {"solver": "newton-armijo, one pass per step"}
-    if isinstance(mask, xr.DataArray):
-        mask = mask.data
-    mask = None if mask is None else np.asarray(mask)
-    A, y, usable, counts = augmented_kernel_rows(X, np.where(labels == 1, 1.0, -1.0), basis,
-                                                 mask)
+        return newton_fit(est, *chunked[:2], basis, SquaredHinge(), chunked[2])
+    A, y, _, counts = augmented_kernel_rows(X, np.where(labels == 1, 1.0, -1.0), basis,
+                                                 _numpy_mask(mask))
     n, dim = A.shape
     # a tenth of the rows (at least twice the unknowns), drawn with the draw's seed: on
     # 10^5 × 500 MISR-like rows the fit then took 6 steps instead of 10, and 0.9 s

@@ -238,8 +238,9 @@ class ReducedSVC(_KernelClassifier):
                                                    (Xd, ypm, md))
         else:
             smoothing = DEFAULT_SMOOTHING if self.smoothing is None else self.smoothing
-            res, counts = newton_fit(self, Xd, ypm, basis, SmoothHinge(float(smoothing)), md)
-            extra = {"solver": "newton-armijo, one pass per step"}
+            rows = None if lazy_labels else (arr, np.where(labels == 1, 1.0, -1.0), mask)
+            res, counts, extra = newton_fit(self, Xd, ypm, basis, SmoothHinge(float(smoothing)),
+                                            md, in_memory=rows)
         v, gamma = res.u[:-1], float(res.u[-1])
         self.expansion_ = GaussianExpansion.from_parts(basis.centers, v, -gamma,
                                                        float(self.omega), offset, scale)
@@ -372,14 +373,16 @@ class ReducedSVR(_KernelRegressor):
                                 mask=md, features=getattr(self, "feature_names_in_", None))
         t_draw = time.perf_counter() - t0
         basis, offset, scale = reduced_basis(rs, self.omega, self.standardize)
-        res, counts = newton_fit(self, Xd, yd.astype(np.float64), basis, loss, md)
+        rows = None if isinstance(y, da.Array) else (arr, y, mask)
+        res, counts, extra = newton_fit(self, Xd, yd.astype(np.float64), basis, loss, md,
+                                        in_memory=rows)
         self.centers_, self.coef_ = basis.centers, res.u[:-1].copy()
         self.intercept_ = -float(res.u[-1])
         self.omega_, self.offset_, self.scale_ = float(self.omega), offset, scale
         self.cv_scores_ = np.full(1, np.nan)
         self.reduced_index_ = rs.index
         self.n_iter_ = res.iterations
-        self.fit_report_ = fit_report(self, rs, res, counts, basis.n_basis, t0, t_draw)
+        self.fit_report_ = fit_report(self, rs, res, counts, basis.n_basis, t0, t_draw, extra)
         return self
 
     def to_dataset(self) -> Any:

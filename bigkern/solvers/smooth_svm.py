@@ -63,6 +63,7 @@ from bigkern.kernels.row_sums import RowSums, accumulate_block
 from bigkern.solvers.smooth_losses import SmoothEpsilonInsensitive, SmoothHinge, smooth_plus
 
 __all__ = [
+    "InMemoryNewtonPasses",
     "NewtonResult",
     "SmoothEpsilonInsensitive",
     "SmoothHinge",
@@ -312,6 +313,72 @@ def _gradient_hessian(u: np.ndarray, sums: RowSums, C: float) -> tuple[np.ndarra
 def objective(u: np.ndarray, loss_sum: float, C: float) -> float:
     """``F(u) = C Σ ℓ + ½ ‖u‖²`` from the loss sum."""
     return float(C * loss_sum + 0.5 * float(u @ u))
+
+
+class InMemoryNewtonPasses:
+    """The ``evaluate`` of :func:`newton_armijo` over kernel rows held in memory.
+
+    The rows are folded into the sums ``block_rows`` at a time through one work
+    buffer (:func:`~bigkern.kernels.row_sums.accumulate_block` overwrites its block),
+    as a chunk of a distributed pass folds its kernel blocks, with no task graph.
+
+    Parameters
+    ----------
+    A : ndarray, shape (n, dim)
+        Augmented kernel rows ``[K(x_i, Ã), −1]``, float64.
+    y : ndarray, shape (n,)
+        Targets (±1 labels for the hinges).
+    loss : object
+        The row loss (``value``, ``derivatives``).
+    block_rows : int
+        Rows per block.
+    hessian_dtype : {"float64", "float32"}
+        Precision of the Hessian's products; :meth:`exact_hessian` switches to float64.
+
+    Attributes
+    ----------
+    passes : int
+        Evaluations run.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern.solvers.smooth_svm import InMemoryNewtonPasses, SmoothHinge, newton_armijo
+    >>> x = np.array([-2.0, -1.0, 1.0, 2.0])
+    >>> A = np.column_stack([x, -np.ones(4)])
+    >>> res = newton_armijo(InMemoryNewtonPasses(A, np.sign(x), SmoothHinge(), block_rows=3),
+    ...                     2, C=10.0)
+    >>> res.converged, bool(np.all(np.sign(A @ res.u) == np.sign(x)))
+    (True, True)
+    """
+
+    def __init__(self, A: np.ndarray, y: np.ndarray, loss: Any, *, block_rows: int = 4096,
+                 hessian_dtype: Any = "float64") -> None:
+        self.A = np.ascontiguousarray(A, dtype=np.float64)
+        self.y = np.asarray(y, dtype=np.float64)
+        self.loss = loss
+        self.block_rows = max(1, int(block_rows))
+        self.hessian_dtype = np.dtype(hessian_dtype)
+        self.passes = 0
+        self._work = np.empty((min(self.block_rows, max(1, len(self.A))), self.A.shape[1]))
+
+    def exact_hessian(self) -> None:
+        """Form the Hessian in float64 from the next evaluation on."""
+        self.hessian_dtype = np.dtype(np.float64)
+
+    def __call__(self, u: np.ndarray, d: np.ndarray, steps: Sequence[float] | np.ndarray,
+                 at: float) -> RowSums:
+        """The sums over all rows (see :func:`newton_armijo`'s ``evaluate``)."""
+        self.passes += 1
+        steps = np.asarray(steps, dtype=np.float64)
+        sums = RowSums.zeros(self.A.shape[1], len(steps))
+        for start in range(0, len(self.A), self.block_rows):
+            stop = min(start + self.block_rows, len(self.A))
+            block = self._work[:stop - start]
+            block[...] = self.A[start:stop]
+            accumulate_block(sums, block, self.y[start:stop], u, d, steps, at, self.loss,
+                             hessian_dtype=self.hessian_dtype)
+        return sums
 
 
 def in_memory_evaluate(A: np.ndarray, y: np.ndarray, loss: Any) -> Evaluate:
