@@ -25,7 +25,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import StrOptions
 
 from bigkern import config
-from bigkern.features.scaling import robust_standardizer
+from bigkern.errors import BigkernWarning
+from bigkern.features.scaling import FAR_SCALED, far_features, robust_standardizer
 from bigkern.kernels import GaussianBasis
 from bigkern.models._constraints import (
     COUNT,
@@ -138,15 +139,27 @@ def default_size(n_rows: int, size: int | None, fraction: float | None) -> int |
     return size
 
 
-def reduced_basis(rs: Any, omega: float, standardize: bool
+def reduced_basis(rs: Any, omega: float, standardize: bool, features: Any = None
                   ) -> tuple[GaussianBasis, np.ndarray, np.ndarray]:
-    """The Gaussian basis on the drawn rows (robustly standardized when asked)."""
+    """The Gaussian basis on the drawn rows (robustly standardized when asked).
+
+    When standardized, a feature whose values in Ã reach beyond ``±FAR_SCALED`` robust σ is
+    named in a :class:`~bigkern.errors.BigkernWarning` with its range: it would decide
+    the kernel's distances alone.
+    """
     if standardize:
         offset, scale = robust_standardizer(rs.X)
     else:
         offset, scale = np.zeros(rs.X.shape[1]), np.ones(rs.X.shape[1])
-    basis = GaussianBasis.checked((rs.X - offset) / scale, float(omega), rs.X.shape[1],
-                                  offset, scale)
+    centers = (rs.X - offset) / scale
+    far = far_features(centers, features) if standardize else []
+    if far:
+        warnings.warn(
+            f"{len(far)} feature(s) reach beyond ±{FAR_SCALED:g} robust σ in the reduced set: "
+            f"{', '.join(far)}; such a feature decides the Gaussian kernel's distances "
+            f"alone (its heavy tail makes its robust σ small). Transform it (e.g. a log) "
+            f"or leave it out", BigkernWarning, stacklevel=3)
+    basis = GaussianBasis.checked(centers, float(omega), rs.X.shape[1], offset, scale)
     return basis, offset, scale
 
 

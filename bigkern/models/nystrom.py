@@ -83,7 +83,8 @@ class _NystromFit:
         if self.solver == "cg":
             self._fit_cg(Xd, yd, md, rs, widths, lams, t0)
             return
-        basis, offset, scale = reduced_basis(rs, widths[0], self.standardize)
+        basis, offset, scale = reduced_basis(rs, widths[0], self.standardize,
+                                             getattr(self, "feature_names_in_", None))
         many = len(widths) * len(lams) > 1
         seed = self.random_state if isinstance(self.random_state, int | np.integer) else 0
         ds = reduced_normal_equations_folds(Xd, yd, basis.centers, widths,
@@ -150,7 +151,8 @@ class _NystromFit:
                 f"{len(widths)} × {len(lams)} candidates, penalty={self.penalty!r}): the "
                 f"direct solver searches candidates and takes penalty='coef'")
         omega, lam = widths[0], lams[0]
-        basis, _, _ = reduced_basis(rs, omega, self.standardize)
+        basis, _, _ = reduced_basis(rs, omega, self.standardize,
+                                    getattr(self, "feature_names_in_", None))
         m = basis.n_basis
         first = kernel_products(Xd, yd, basis, np.zeros((m, 0)), mask=md,
                                 label="Nyström right-hand side")

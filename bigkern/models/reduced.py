@@ -232,7 +232,8 @@ class ReducedSVC(_KernelClassifier):
                                  f"needs samples of two classes")
             ypm = yd.map_blocks(plus_minus, positive=1, dtype=np.float64)
         t_draw = time.perf_counter() - t0
-        basis, offset, scale = reduced_basis(rs, self.omega, self.standardize)
+        basis, offset, scale = reduced_basis(rs, self.omega, self.standardize,
+                                             getattr(self, "feature_names_in_", None))
         if self.loss == "squared_hinge":
             res, counts, extra = squared_hinge_fit(self, arr, labels, mask, basis, rs,
                                                    (Xd, ypm, md))
@@ -372,7 +373,8 @@ class ReducedSVR(_KernelRegressor):
                                 fraction=self.fraction, random_state=self.random_state,
                                 mask=md, features=getattr(self, "feature_names_in_", None))
         t_draw = time.perf_counter() - t0
-        basis, offset, scale = reduced_basis(rs, self.omega, self.standardize)
+        basis, offset, scale = reduced_basis(rs, self.omega, self.standardize,
+                                             getattr(self, "feature_names_in_", None))
         rows = None if isinstance(y, da.Array) else (arr, y, mask)
         res, counts, extra = newton_fit(self, Xd, yd.astype(np.float64), basis, loss, md,
                                         in_memory=rows)
