@@ -14,6 +14,7 @@ regressor's saved layout.
 from __future__ import annotations
 
 import math
+import os
 import time
 import warnings
 from typing import Any
@@ -49,6 +50,7 @@ __all__ = [
     "DEFAULT_MAX_SIZE",
     "NEWTON_CONSTRAINTS",
     "REDUCED_SET_CONSTRAINTS",
+    "SMOOTH_IN_MEMORY_BYTES",
     "default_size",
     "expansion_regressor_dataset",
     "fit_labels",
@@ -169,18 +171,21 @@ def newton_fit(est: Any, Xd: Any, yd: Any, basis: GaussianBasis, loss: Any, md: 
     """Newton–Armijo over the rows; warns when not converged.
 
     ``in_memory``, the fit's ``(X, y, mask)`` as numpy arrays (``y`` as the loss takes
-    it): when their kernel rows fit (:func:`kernel_rows_fit_in_memory`), the kernel rows
+    it): when their kernel rows fit (:func:`kernel_rows_fit_in_memory`, and
+    :data:`SMOOTH_IN_MEMORY_BYTES`), the kernel rows
     are formed once and every iteration sums them in memory, with no task graph
     (:class:`~bigkern.solvers.smooth_svm.InMemoryNewtonPasses`). Otherwise each
     iteration is one distributed read of the chunked ``Xd``, ``yd``, ``md``. Returns
     the result, the row counts and what the fit report adds (``solver``, ``reads``).
     """
     if in_memory is not None and kernel_rows_fit_in_memory(
-            in_memory[0], in_memory[2], len(in_memory[0]), basis.n_basis):
+            in_memory[0], in_memory[2], len(in_memory[0]), basis.n_basis,
+            SMOOTH_IN_MEMORY_BYTES):
         X, y, mask = in_memory
         A, y_usable, _, counts = augmented_kernel_rows(X, y, basis, _numpy_mask(mask))
         rows = InMemoryNewtonPasses(A, y_usable, loss, hessian_dtype=est.hessian,
-                                    block_rows=int(config.get("kernel_block_rows")))
+                                    block_rows=int(config.get("kernel_block_rows")),
+                                    threads=os.cpu_count() or 1)
         res = newton_armijo(rows, basis.n_basis + 1, C=float(est.C), tol=float(est.tol),
                             max_iter=int(est.max_iter), refine=rows.exact_hessian)
         _warn_unconverged(est, res)
@@ -208,15 +213,26 @@ def _warn_unconverged(est: Any, res: Any) -> None:
                       ConvergenceWarning, stacklevel=5)
 
 
-def kernel_rows_fit_in_memory(X: Any, mask: Any, n_rows: int, n_basis: int) -> bool:
+#: The smooth losses' Newton–Armijo runs in memory up to kernel rows of this size only.
+#: Every iteration reads all of them; past this, forming the float32 kernel blocks anew in
+#: each pass (two threads) costs less than reading the float64 rows (one ReducedSVC fit of
+#: MISR-like rows, m̃ = 500 at 2×10⁴ and 10⁵ rows: 2×10³ rows × 200 centers 0.09 s in memory
+#: against 0.35 s by passes; 2×10⁴ about equal; 10⁵ 9.5 s against 8.1 s).
+SMOOTH_IN_MEMORY_BYTES = 2**26
+
+
+def kernel_rows_fit_in_memory(X: Any, mask: Any, n_rows: int, n_basis: int,
+                              limit: int | None = None) -> bool:
     """Whether numpy ``X`` (and mask) of ``n_rows`` rows is fitted in memory: at most
     ``bigkern.in_memory_rows`` rows whose ``n × (m̃ + 1)`` float64 kernel rows take at
-    most ``bigkern.in_memory_kernel_bytes``."""
+    most ``bigkern.in_memory_kernel_bytes`` (and at most ``limit`` bytes)."""
     if isinstance(mask, xr.DataArray):
         mask = mask.data
+    most = int(config.get("in_memory_kernel_bytes"))
+    most = most if limit is None else min(most, limit)
     return (isinstance(X, np.ndarray) and not isinstance(mask, da.Array)
             and n_rows <= int(config.get("in_memory_rows"))
-            and 8 * n_rows * (n_basis + 1) <= int(config.get("in_memory_kernel_bytes")))
+            and 8 * n_rows * (n_basis + 1) <= most)
 
 
 def squared_hinge_fit(est: Any, X: Any, labels: Any, mask: Any, basis: GaussianBasis,
