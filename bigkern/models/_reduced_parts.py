@@ -43,8 +43,9 @@ from bigkern.reduce.passes import (
 )
 from bigkern.reduce.reduced.svm import ReducedNewtonPasses, augmented_kernel_rows
 from bigkern.solvers.finite_newton import finite_newton, subset_warm_start
+from bigkern.solvers.in_memory_newton import InMemoryNewtonPasses
 from bigkern.solvers.smooth_losses import SquaredHinge
-from bigkern.solvers.smooth_svm import InMemoryNewtonPasses, newton_armijo
+from bigkern.solvers.smooth_svm import newton_armijo
 
 __all__ = [
     "DEFAULT_MAX_SIZE",
@@ -174,7 +175,7 @@ def newton_fit(est: Any, Xd: Any, yd: Any, basis: GaussianBasis, loss: Any, md: 
     it): when their kernel rows fit (:func:`kernel_rows_fit_in_memory`, and
     :data:`SMOOTH_IN_MEMORY_BYTES`), the kernel rows
     are formed once and every iteration sums them in memory, with no task graph
-    (:class:`~bigkern.solvers.smooth_svm.InMemoryNewtonPasses`). Otherwise each
+    (:class:`~bigkern.solvers.in_memory_newton.InMemoryNewtonPasses`). Otherwise each
     iteration is one distributed read of the chunked ``Xd``, ``yd``, ``md``. Returns
     the result, the row counts and what the fit report adds (``solver``, ``reads``).
     """

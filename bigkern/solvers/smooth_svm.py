@@ -63,7 +63,6 @@ from bigkern.kernels.row_sums import RowSums, accumulate_block
 from bigkern.solvers.smooth_losses import SmoothEpsilonInsensitive, SmoothHinge, smooth_plus
 
 __all__ = [
-    "InMemoryNewtonPasses",
     "NewtonResult",
     "SmoothEpsilonInsensitive",
     "SmoothHinge",
@@ -313,99 +312,6 @@ def _gradient_hessian(u: np.ndarray, sums: RowSums, C: float) -> tuple[np.ndarra
 def objective(u: np.ndarray, loss_sum: float, C: float) -> float:
     """``F(u) = C Σ ℓ + ½ ‖u‖²`` from the loss sum."""
     return float(C * loss_sum + 0.5 * float(u @ u))
-
-
-class InMemoryNewtonPasses:
-    """The ``evaluate`` of :func:`newton_armijo` over kernel rows held in memory.
-
-    The rows are split into ``threads`` contiguous parts summed side by side, each on
-    one BLAS thread (as a distributed pass's tasks run), folded into the sums
-    ``block_rows`` at a time through a work buffer of its own
-    (:func:`~bigkern.kernels.row_sums.accumulate_block` overwrites its block); the
-    parts' sums are added in order. No task graph is built.
-
-    Parameters
-    ----------
-    A : ndarray, shape (n, dim)
-        Augmented kernel rows ``[K(x_i, Ã), −1]``, float64.
-    y : ndarray, shape (n,)
-        Targets (±1 labels for the hinges).
-    loss : object
-        The row loss (``value``, ``derivatives``).
-    block_rows : int
-        Rows per block.
-    threads : int
-        Parts summed at once (at most one per block).
-    hessian_dtype : {"float64", "float32"}
-        Precision of the Hessian's products; :meth:`exact_hessian` switches to float64.
-
-    Attributes
-    ----------
-    passes : int
-        Evaluations run.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from bigkern.solvers.smooth_svm import InMemoryNewtonPasses, SmoothHinge, newton_armijo
-    >>> x = np.array([-2.0, -1.0, 1.0, 2.0])
-    >>> A = np.column_stack([x, -np.ones(4)])
-    >>> res = newton_armijo(InMemoryNewtonPasses(A, np.sign(x), SmoothHinge(), block_rows=3),
-    ...                     2, C=10.0)
-    >>> res.converged, bool(np.all(np.sign(A @ res.u) == np.sign(x)))
-    (True, True)
-    """
-
-    def __init__(self, A: np.ndarray, y: np.ndarray, loss: Any, *, block_rows: int = 4096,
-                 threads: int = 1, hessian_dtype: Any = "float64") -> None:
-        self.A = np.ascontiguousarray(A, dtype=np.float64)
-        self.y = np.asarray(y, dtype=np.float64)
-        self.loss = loss
-        self.block_rows = max(1, int(block_rows))
-        self.hessian_dtype = np.dtype(hessian_dtype)
-        self.passes = 0
-        n = len(self.A)
-        blocks = max(1, -(-n // self.block_rows))
-        parts = max(1, min(int(threads), blocks))
-        # contiguous parts of whole blocks
-        cuts = [self.block_rows * (blocks * k // parts) for k in range(parts)] + [n]
-        self._parts = [(cuts[k], min(cuts[k + 1], n)) for k in range(parts)]
-        self._work = [np.empty((min(self.block_rows, max(1, stop - start)), self.A.shape[1]))
-                      for start, stop in self._parts]
-
-    def exact_hessian(self) -> None:
-        """Form the Hessian in float64 from the next evaluation on."""
-        self.hessian_dtype = np.dtype(np.float64)
-
-    def _part(self, k: int, u: np.ndarray, d: np.ndarray, steps: np.ndarray,
-              at: float) -> RowSums:
-        sums = RowSums.zeros(self.A.shape[1], len(steps))
-        start, stop = self._parts[k]
-        for first in range(start, stop, self.block_rows):
-            last = min(first + self.block_rows, stop)
-            block = self._work[k][:last - first]
-            block[...] = self.A[first:last]
-            accumulate_block(sums, block, self.y[first:last], u, d, steps, at, self.loss,
-                             hessian_dtype=self.hessian_dtype)
-        return sums
-
-    def __call__(self, u: np.ndarray, d: np.ndarray, steps: Sequence[float] | np.ndarray,
-                 at: float) -> RowSums:
-        """The sums over all rows (see :func:`newton_armijo`'s ``evaluate``)."""
-        from concurrent.futures import ThreadPoolExecutor
-
-        self.passes += 1
-        steps = np.asarray(steps, dtype=np.float64)
-        if len(self._parts) == 1:
-            return self._part(0, u, d, steps, at)
-        with _threadpools().limit(limits=1, user_api="blas"), \
-                ThreadPoolExecutor(len(self._parts)) as pool:
-            parts = list(pool.map(lambda k: self._part(k, u, d, steps, at),
-                                  range(len(self._parts))))
-        total = parts[0]
-        for part in parts[1:]:
-            total.flat += part.flat
-        return total
 
 
 def in_memory_evaluate(A: np.ndarray, y: np.ndarray, loss: Any) -> Evaluate:
