@@ -216,9 +216,9 @@ def _warn_unconverged(est: Any, res: Any) -> None:
 
 #: The smooth losses' Newton–Armijo runs in memory up to kernel rows of this size only.
 #: Every iteration reads all of them; past this, forming the float32 kernel blocks anew in
-#: each pass (two threads) costs less than reading the float64 rows (one ReducedSVC fit of
-#: MISR-like rows, m̃ = 500 at 2×10⁴ and 10⁵ rows: 2×10³ rows × 200 centers 0.09 s in memory
-#: against 0.35 s by passes; 2×10⁴ about equal; 10⁵ 9.5 s against 8.1 s).
+#: each pass (two threads) costs less than reading the float64 rows. Warm ReducedSVC fits
+#: of MISR-like rows, in memory against by passes: 2×10³ rows × 200 centers 0.09 s against
+#: 0.35 s; 2×10⁴ × 500 about equal; 10⁵ × 500 9.5 s against 8.1 s.
 SMOOTH_IN_MEMORY_BYTES = 2**26
 
 
