@@ -169,7 +169,7 @@ def test_a_mask_leaves_rows_out_in_memory_as_in_the_passes():
     assert in_memory.score(X[keep], y[keep]) > 0.85
 
 
-def test_close_to_the_smooth_hinge_and_faster_per_step():
+def test_close_to_the_smooth_hinge_in_few_steps():
     X, y = _rings(3000, seed=7)
     exact = _fit(X, y, size=150)
     smooth = _fit(X, y, size=150, loss="smooth_hinge", smoothing=50.0)

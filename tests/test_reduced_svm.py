@@ -17,10 +17,10 @@ from scipy.special import expit
 from bigkern.errors import DataQualityError, LabelError
 from bigkern.kernels import GaussianExpansion, gaussian_kernel
 from bigkern.models.reduced import ReducedSVC
+from bigkern.solvers.in_memory_newton import InMemoryNewtonPasses
 from bigkern.solvers.smooth_svm import (
     SmoothEpsilonInsensitive,
     SmoothHinge,
-    in_memory_evaluate,
     newton_armijo,
     smooth_plus,
 )
@@ -114,7 +114,8 @@ def test_newton_armijo_solves_the_smooth_svr_problem():
     K = gaussian_kernel(X, X[::10], 0.5)
     A = np.hstack([K, -np.ones((400, 1))])
     loss = SmoothEpsilonInsensitive(20.0, 0.05)
-    res = newton_armijo(in_memory_evaluate(A, y, loss), A.shape[1], C=10.0, tol=1e-10)
+    res = newton_armijo(InMemoryNewtonPasses(A, y, loss, block_rows=len(A)), A.shape[1],
+                        C=10.0, tol=1e-10)
     assert res.converged
     d1, _ = loss.derivatives(A @ res.u, y)
     np.testing.assert_allclose(res.u + 10.0 * A.T @ d1, 0, atol=1e-7 * res.grad_norm0)
@@ -129,8 +130,8 @@ def test_batched_armijo_equals_classic_newton_armijo(C, alpha, noise, backtracks
     X, y = _xor(300, noise=noise)
     K = gaussian_kernel(X, X[:40], 0.7)
     A = np.hstack([K, -np.ones((300, 1))])
-    res = newton_armijo(in_memory_evaluate(A, y, SmoothHinge(alpha)), 41, C=C, tol=1e-10,
-                        max_iter=100)
+    res = newton_armijo(InMemoryNewtonPasses(A, y, SmoothHinge(alpha), block_rows=len(A)), 41,
+                        C=C, tol=1e-10, max_iter=100)
     u_ref, steps_ref = classic_rsvm(K, y.astype(float), C, alpha)
     assert res.converged
     assert res.steps == steps_ref

@@ -10,7 +10,8 @@ import pytest
 
 from bigkern.kernels import gaussian_kernel
 from bigkern.models.reduced import ReducedSVR
-from bigkern.solvers.smooth_svm import SmoothEpsilonInsensitive, in_memory_evaluate, newton_armijo
+from bigkern.solvers.in_memory_newton import InMemoryNewtonPasses
+from bigkern.solvers.smooth_svm import SmoothEpsilonInsensitive, newton_armijo
 
 
 def _wave(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -32,7 +33,8 @@ def test_exact_against_a_direct_newton_solve_with_all_samples_as_centers():
                  tol=1e-12)
     centers = model.centers_
     A = np.hstack([gaussian_kernel(X, centers, 0.7), -np.ones((len(X), 1))])
-    ref = newton_armijo(in_memory_evaluate(A, y, SmoothEpsilonInsensitive(5.0, 0.05)),
+    ref = newton_armijo(InMemoryNewtonPasses(A, y, SmoothEpsilonInsensitive(5.0, 0.05),
+                                             block_rows=len(A)),
                         A.shape[1], C=5.0, tol=1e-12)
     Xt, _ = _wave(300, seed=2)
     want = gaussian_kernel(Xt, centers, 0.7) @ ref.u[:-1] - ref.u[-1]

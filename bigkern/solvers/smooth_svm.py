@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,7 +59,7 @@ import numpy as np
 import scipy.linalg
 
 from bigkern.errors import IllConditionedWarning
-from bigkern.kernels.row_sums import RowSums, accumulate_block
+from bigkern.kernels.row_sums import RowSums
 from bigkern.solvers.smooth_losses import SmoothEpsilonInsensitive, SmoothHinge, smooth_plus
 
 __all__ = [
@@ -68,7 +68,6 @@ __all__ = [
     "SmoothHinge",
     "armijo_steps",
     "cholesky_solve",
-    "in_memory_evaluate",
     "newton_armijo",
     "newton_direction",
     "objective",
@@ -312,18 +311,3 @@ def _gradient_hessian(u: np.ndarray, sums: RowSums, C: float) -> tuple[np.ndarra
 def objective(u: np.ndarray, loss_sum: float, C: float) -> float:
     """``F(u) = C Σ ℓ + ½ ‖u‖²`` from the loss sum."""
     return float(C * loss_sum + 0.5 * float(u @ u))
-
-
-def in_memory_evaluate(A: np.ndarray, y: np.ndarray, loss: Any) -> Evaluate:
-    """An ``evaluate`` for :func:`newton_armijo` over rows held in memory (one block)."""
-    A = np.ascontiguousarray(A, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-
-    def evaluate(u: np.ndarray, d: np.ndarray, steps: Sequence[float] | np.ndarray,
-                 at: float) -> RowSums:
-        steps = np.asarray(steps, dtype=np.float64)
-        sums = RowSums.zeros(A.shape[1], len(steps))
-        accumulate_block(sums, A.copy(), y, u, d, steps, at, loss)
-        return sums
-
-    return evaluate
