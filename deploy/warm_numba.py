@@ -7,8 +7,8 @@ directory the workers read (the Dockerfile does it at build time)::
 
 It runs bigkern's main paths on tiny data in this process (dask's synchronous
 scheduler): percentile binning of a dask array, a binned SVM and its predicted
-scenes, the compactly supported LS-SVM and SVM, and a regressor (float64
-expansions), which between them call
+scenes, the compactly supported LS-SVM and SVM, a regressor (float64
+expansions) and a Nyström fit by conjugate gradients, which between them call
 every ``@numba.njit(cache=True)`` function of the package, with the argument
 types the real jobs use.
 """
@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from pathlib import Path
 
 import dask
 import dask.array as da
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 import bigkern
 from bigkern.datasets import GreenRed, make_scenes
@@ -49,6 +51,12 @@ def warm() -> int:
         bigkern.CompactSVC(omega=0.42, lam=1e-3, tau=0.7).fit(X, y).predict(X)
         # a regressor: float64 expansions predict by the exact per-row pass
         bigkern.OHTRegressor(omegas=(1.0,)).fit(X, X[:, 0]).predict(X)
+        # Nyström by conjugate gradients on float32 rows: the compiled kernel products (a
+        # few iterations: compiling is the point, not converging)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            bigkern.NystromKernelRidgeClassifier(size=40, lam=1.0, solver="cg",
+                                                 max_iter=3).fit(X.astype(np.float32), y)
     cache = os.environ.get("NUMBA_CACHE_DIR")
     return len(list(Path(cache).rglob("*.nbi"))) if cache else 0
 

@@ -208,5 +208,6 @@ def test_warm_numba_caches_the_compiled_functions(tmp_path):
     index = {p.name.split("-")[0] for p in (tmp_path / "cache").rglob("*.nbi")}
     for name in ("_bin_kernels.bin_ids", "row_kernels.row_status", "fused._fused_rows",
                  "fused._exact_rows", "extremes._extremes", "sparse_gram._pair_distances",
-                 "sparse_svm._smo", "sparse_spd._symmetric_matvec"):
+                 "sparse_svm._smo", "sparse_spd._symmetric_matvec",
+                 "fused_products._fused_products"):
         assert name in index, sorted(index)

@@ -13,7 +13,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from bigkern import NystromKernelRidge, NystromKernelRidgeClassifier
-from bigkern.kernels import GaussianBasis, gaussian_kernel
+from bigkern.kernels import GaussianBasis, gaussian_kernel, kernel_blocks
 from bigkern.reduce.reduced.products import kernel_products
 from bigkern.solvers.conjugate_gradients import FalkonPreconditioner, preconditioned_cg
 
@@ -119,6 +119,38 @@ def test_kernel_products_are_the_products_of_the_kernel_matrix():
     assert got["n"] == mask.sum() and got["ysum"] == pytest.approx(y[mask].sum())
 
 
+@pytest.mark.parametrize("targets", [True, False])
+def test_the_compiled_products_of_float32_rows_are_the_kernel_blocks_products(targets):
+    """Float32 rows take the compiled per-row loop: its products are those of the kernel
+    blocks it never forms (the same float32 kernel values, summed in float64), with rows
+    masked out or holding NaN left out, and the targets' sums only when asked for."""
+    rng = np.random.default_rng(4)
+    X = (3.0 * rng.standard_normal((900, 5)) + 1.0).astype(np.float32)
+    X[[7, 400], 2] = np.nan
+    y = rng.standard_normal(900)
+    mask = rng.uniform(size=900) < 0.9
+    basis = GaussianBasis.checked(X[10:50].astype(np.float64), omega=1.3, d=5,
+                                  offset=np.full(5, 1.0), scale=np.full(5, 3.0))
+    V = 1e3 * rng.standard_normal((40, 2))  # large, of both signs: float32 sums would fail
+    got = kernel_products(da.from_array(X, chunks=(250, 5)), da.from_array(y, chunks=250),
+                          basis, V, targets=targets, mask=da.from_array(mask, chunks=250))
+    used = mask & np.isfinite(X).all(axis=1)
+    G = np.concatenate([G.astype(np.float64) for _, G in  # the same float32 kernel values
+                        kernel_blocks(X[used], basis, fused=True, block_rows=64)])
+    # each entry within float64 round-off of the sum of its terms' magnitudes (G >= 0)
+    bound = G.T @ (G @ np.abs(V))
+    assert (np.abs(got["GtGV"] - G.T @ (G @ V)) <= 1e-12 * bound).all()
+    assert got["counts"]["n_valid"] == used.sum()
+    assert got["counts"]["n_nonfinite"] == (mask & ~np.isfinite(X).all(axis=1)).sum()
+    if targets:
+        np.testing.assert_allclose(got["Gty"], G.T @ y[used], rtol=1e-12,
+                                   atol=1e-12 * (G.T @ np.abs(y[used])).max())
+        np.testing.assert_allclose(got["Gsum"], G.sum(axis=0), rtol=1e-12)
+        assert got["n"] == used.sum() and got["ysum"] == pytest.approx(y[used].sum())
+    else:
+        assert set(got) == {"GtGV", "counts"}
+
+
 def test_the_preconditioner_makes_few_iterations_and_a_warm_start_fewer():
     rng = np.random.default_rng(3)
     X = rng.standard_normal((1500, 2))
@@ -147,3 +179,29 @@ def test_the_fit_job_reports_the_iterations_and_the_residual():
     text = report_text(out)
     assert "conjugate-gradient iterations to a relative residual of" in text, text
     assert f"({out.model.fit_report_['reads']} reads with the draw" in text
+
+
+def test_a_solve_at_its_round_off_floor_stops_there_and_keeps_its_best_iterate():
+    """Products with a relative noise of 1e-12 (round-off, which T⁻¹ amplifies by cond(K)
+    here) cannot reach tol=1e-12: CG stops when its recomputed residual has not
+    improved at two restarts running, well before max_iter, returns the best iterate it
+    saw and says why it stopped."""
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((1500, 2))
+    G, K = gaussian_kernel(X, X[:60], 1.0), gaussian_kernel(X[:60], X[:60], 1.0)
+    rhs = G.T @ np.cos(X[:, 1])
+    noise = np.random.default_rng(6)
+
+    def noisy(v: np.ndarray) -> np.ndarray:
+        exact = G.T @ (G @ v)
+        return exact + 1e-12 * np.linalg.norm(exact) * noise.standard_normal(len(v))
+
+    pre = FalkonPreconditioner.from_kernel(K, 1500, 1.0)
+    with pytest.warns(ConvergenceWarning, match=r"no longer decreasing.* raise lam"):
+        found = preconditioned_cg(noisy, rhs, pre, 1.0, tol=1e-12, max_iter=1000)
+    assert not found.converged and found.n_iter < 200
+    # the iterate returned is good to its reported residual (measured with exact products)
+    H = G.T @ G + 1.0 * (pre.T.T @ pre.T)  # K with its jitter, as CG solves it
+    exact = pre.apply_transpose(rhs - H @ found.coef)
+    assert np.linalg.norm(exact) / np.linalg.norm(pre.apply_transpose(rhs)) < 1e-3
+    assert 1e-12 < found.residual < 1e-3

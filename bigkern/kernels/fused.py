@@ -113,6 +113,39 @@ def _fused_rows(X: np.ndarray, offset: np.ndarray, scale_: np.ndarray, centers_t
 
 
 @numba.njit(nogil=True, cache=True, fastmath=_FASTMATH)
+def _kernel_row(X: np.ndarray, i: int, offset: np.ndarray, scale_: np.ndarray,
+                centers_t: np.ndarray, scale: np.float32, floor: np.float32,
+                z_row: np.ndarray, dist: np.ndarray, value: np.ndarray,
+                shift: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``value[j] = exp(-γ‖z_i − c_j‖²)`` (float32) for row ``i``, as in :func:`_fused_rows`;
+    ``scale = −γ·log2(e)``, ``floor = lowest·log2(e)``; the other arrays are work space."""
+    d = X.shape[1]
+    m = centers_t.shape[1]
+    for f in range(d):
+        z_row[f] = np.float32((np.float64(X[i, f]) - offset[f]) / scale_[f])
+    dist[:] = 0
+    for f in range(d):
+        z = z_row[f]
+        for j in range(m):
+            t = z - centers_t[f, j]
+            dist[j] += t * t
+    for j in range(m):  # exponent and 2^r, as in _fused_rows
+        e = max(scale * dist[j], floor)
+        k = np.floor(e + np.float32(0.5))
+        r = e - k
+        p = _C6 * r + _C5
+        p = p * r + _C4
+        p = p * r + _C3
+        p = p * r + _C2
+        p = p * r + _C1
+        value[j] = p * r + _C0
+        shift[j] = np.int32(k) << 23
+    value_bits = value.view(np.int32)
+    for j in range(m):
+        value_bits[j] += shift[j]
+
+
+@numba.njit(nogil=True, cache=True, fastmath=_FASTMATH)
 def _fused_block(X: np.ndarray, rows: np.ndarray, offset: np.ndarray, scale_: np.ndarray,
                  centers_t: np.ndarray, gamma: float, lowest: np.float32,
                  out: np.ndarray) -> None:  # pragma: no cover - compiled
@@ -121,33 +154,12 @@ def _fused_block(X: np.ndarray, rows: np.ndarray, offset: np.ndarray, scale_: np
     z_row = np.empty(d, np.float32)
     dist = np.empty(m, np.float32)
     value = np.empty(m, np.float32)
-    value_bits = value.view(np.int32)
     shift = np.empty(m, np.int32)
     scale = np.float32(-gamma) * _LOG2E
     floor = lowest * _LOG2E
     for a in range(len(rows)):
-        i = rows[a]
-        for f in range(d):
-            z_row[f] = np.float32((np.float64(X[i, f]) - offset[f]) / scale_[f])
-        dist[:] = 0
-        for f in range(d):
-            z = z_row[f]
-            for j in range(m):
-                t = z - centers_t[f, j]
-                dist[j] += t * t
-        for j in range(m):  # exponent and 2^r, as in _fused_rows
-            e = max(scale * dist[j], floor)
-            k = np.floor(e + np.float32(0.5))
-            r = e - k
-            p = _C6 * r + _C5
-            p = p * r + _C4
-            p = p * r + _C3
-            p = p * r + _C2
-            p = p * r + _C1
-            value[j] = p * r + _C0
-            shift[j] = np.int32(k) << 23
-        for j in range(m):
-            value_bits[j] += shift[j]
+        _kernel_row(X, rows[a], offset, scale_, centers_t, scale, floor, z_row, dist, value,
+                    shift)
         for j in range(m):
             out[a, j] = value[j]
 

@@ -163,7 +163,7 @@ class _NystromFit:
         pre = FalkonPreconditioner.from_kernel(kernel, n, lam)
 
         def data_product(v: np.ndarray) -> np.ndarray:
-            out = kernel_products(Xd, yd, basis, v[:, None], mask=md,
+            out = kernel_products(Xd, yd, basis, v[:, None], targets=False, mask=md,
                                   label="Nyström conjugate gradients")["GtGV"][:, 0]
             return out - gsum * (float(gsum @ v) / n) if self.fit_intercept else out
 

@@ -11,7 +11,8 @@ flops a pass, and few of them when preconditioned as Falkon (Rudi, Carratino
 ``K = K(Ã, Ã)``, ``ḡ = Gᵀ1``: the one the direct solve factors. When the
 centers are a uniform sample of the n rows, ``GᵀG ≈ (n / m̃) K²``, so
 ``H ≈ Tᵀ (n/m̃ · T Tᵀ + λ I) T = Tᵀ Aᵀ A T`` with ``T`` the Cholesky factor of
-``K`` (plus a jitter of ε·m̃ on its diagonal, as Falkon adds) and ``A`` that of
+``K`` (plus a jitter of 10⁻¹³·m̃ of its mean diagonal, Falkon's choice in
+float64) and ``A`` that of
 ``n/m̃ · T Tᵀ + λ I``. Conjugate gradients run on ``β = A T c``, whose matrix
 ``A⁻ᵀ T⁻ᵀ H T⁻¹ A⁻¹`` is near the identity: its condition number, not ``H``'s,
 sets the iterations. Both factors come from ``K`` alone (two m̃³/3 Cholesky
@@ -27,7 +28,10 @@ eigendirections below 10⁻¹⁰ of the largest.
 pass over the rows each, :func:`bigkern.reduce.reduced.products.gram_products`
 for data on a cluster). It works in float64, recomputes the true residual every
 ``restart`` iterations (its recurrence drifts), stops at a relative residual of
-``tol`` and warns, naming the iterations and the residual, when it stops short.
+``tol`` and warns, naming the iterations and the residual, when it stops short:
+at ``max_iter``, or at round-off's floor: when, at two restarts running, the
+recomputed residual has not improved and differs from the recurrence's by half
+its size or more. It returns the best iterate it saw.
 """
 
 from __future__ import annotations
@@ -42,6 +46,9 @@ from sklearn.exceptions import ConvergenceWarning
 
 __all__ = ["CGResult", "FalkonPreconditioner", "preconditioned_cg"]
 
+#: Added to ``K(Ã, Ã)``'s diagonal, times m̃ and its mean diagonal (Falkon's float64 value)
+JITTER = 1e-13
+
 
 @dataclass(frozen=True)
 class FalkonPreconditioner:
@@ -55,7 +62,8 @@ class FalkonPreconditioner:
         Upper-triangular Cholesky factors: ``TᵀT = K + jitter·I``,
         ``AᵀA = (n / m̃) T Tᵀ + λ I``.
     jitter : float
-        What was added to ``K``'s diagonal (ε·m̃ · its mean diagonal).
+        What was added to ``K``'s diagonal (10⁻¹³·m̃ · its mean diagonal, or 10³ or
+        10⁶ times that when ``K`` needed more to be factored).
 
     Examples
     --------
@@ -87,7 +95,7 @@ class FalkonPreconditioner:
         """
         K = np.asarray(K, dtype=np.float64)
         m = len(K)
-        jitter = float(np.finfo(np.float64).eps * m * max(float(np.mean(np.diag(K))), 1e-300))
+        jitter = float(JITTER * m * max(float(np.mean(np.diag(K))), 1e-300))
         for attempt in (jitter, jitter * 1e3, jitter * 1e6):
             try:
                 T = scipy.linalg.cholesky(K + attempt * np.eye(m), lower=False)
@@ -212,6 +220,7 @@ def preconditioned_cg(
     rs = float(r @ r)
     it = 0
     true = True  # r is a recomputed residual, not the recurrence's
+    best, best_beta, stalls = np.sqrt(rs), beta.copy(), 0  # the best recomputed residual
     while it < max_iter:
         if np.sqrt(rs) <= tol * norm_b:
             if true:
@@ -226,7 +235,18 @@ def preconditioned_cg(
         beta += alpha * p
         it += 1
         if it % restart == 0:
-            r, true = residual_of(beta), True  # the recurrence drifts from the true one
+            # the recurrence drifts from the true residual: replace it. When the drift is
+            # as large as the residual and the residual has not improved (a CG residual
+            # need not fall at every step), round-off's floor is reached: twice running,
+            # further iterations only wander
+            recurred, r, true = r - alpha * Hp, residual_of(beta), True
+            now = float(np.linalg.norm(r))
+            if now < best:
+                best, best_beta, stalls = now, beta.copy(), 0
+            elif float(np.linalg.norm(r - recurred)) > 0.5 * now:
+                stalls += 1
+                if stalls == 2:
+                    break
         else:
             r, true = r - alpha * Hp, False
         rs_new = float(r @ r)
@@ -234,10 +254,17 @@ def preconditioned_cg(
         rs = rs_new
     if not true:
         r = residual_of(beta)  # the reported residual is a true one
-    residual = float(np.linalg.norm(r)) / norm_b
+    if float(np.linalg.norm(r)) >= best:
+        beta, r = best_beta, None
+    residual = (best if r is None else float(np.linalg.norm(r))) / norm_b
     converged = residual <= tol
     if not converged:
-        warnings.warn(f"conjugate gradients stopped after {it} iterations (max_iter) at a "
-                      f"relative residual of {residual:.3g}, above tol={tol:g}: raise max_iter "
-                      f"or lam, or loosen tol", ConvergenceWarning, stacklevel=2)
+        if stalls == 2:
+            why, advice = ("its residual no longer decreasing (round-off's floor at this "
+                           "conditioning)"), "raise lam or loosen tol"
+        else:
+            why, advice = "max_iter", "raise max_iter or lam, or loosen tol"
+        warnings.warn(f"conjugate gradients stopped after {it} iterations ({why}) at a "
+                      f"relative residual of {residual:.3g}, above tol={tol:g}: {advice}",
+                      ConvergenceWarning, stacklevel=2)
     return CGResult(B.apply(beta), it, n_products, residual, converged)

@@ -4,9 +4,12 @@ A conjugate-gradient solve of the Nyström system
 (:mod:`bigkern.solvers.conjugate_gradients`) needs, per iteration, the product
 ``GᵀG v`` of ``G = K(A, Ã)`` (n × m̃) with one vector — never ``GᵀG`` itself,
 whose pass costs n·m̃² flops where this one costs n·m̃·(d + 2). Each row chunk
-is turned into kernel blocks ``G_b`` (float64, as the direct pass folds them),
-``G_b V`` is formed and folded into ``G_bᵀ [G_b V | y_b | 1]``; the chunks'
-sums are tree-reduced, as every reduced-kernel pass is.
+gives ``Gᵀ [G V | y | 1]`` (the last two columns only when ``targets``); the
+chunks' sums are tree-reduced, as every reduced-kernel pass is. Float32 rows of
+at most :data:`~bigkern.kernels.fused.FUSED_MAX_FEATURES` features take the
+compiled per-row loop (:func:`bigkern.kernels.fused_products.fused_kernel_products`),
+which never writes a kernel block to memory; others are turned into kernel blocks
+``G_b`` (float64, as the direct pass folds them) and two matrix products.
 """
 
 from __future__ import annotations
@@ -16,29 +19,49 @@ from typing import Any
 import numpy as np
 
 from bigkern import config
-from bigkern.kernels.gaussian import GaussianBasis, block_step, kernel_blocks
+from bigkern.kernels.fused import FUSED_MAX_FEATURES
+from bigkern.kernels.fused_products import fused_kernel_products
+from bigkern.kernels.gaussian import GaussianBasis, block_step, kernel_blocks, omega_to_gamma
 from bigkern.reduce.reduced._row_pass import count_attrs, run_pass, usable_rows
 
 __all__ = ["kernel_products"]
 
 
 def _products_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, *,
-                    basis: GaussianBasis, vectors: np.ndarray, start: int,
+                    basis: GaussianBasis, vectors: np.ndarray, targets: bool, start: int,
                     block_rows: int | None) -> dict[str, Any]:
-    """``acc[:m̃] = Gᵀ[G V | y | 1]``, ``acc[m̃] = 1ᵀ[G V | y | 1]`` over one chunk's usable rows."""
+    """``acc[:m̃] = Gᵀ[G V | y | 1]`` and ``acc[m̃, k:] = (Σy, n)`` over one chunk's usable rows
+    (without the ``y`` and ``1`` columns unless ``targets``)."""
     X, y, valid, counts = usable_rows(Xb, yb, start, mb)
     m, k = vectors.shape
-    acc = np.zeros((m + 1, k + 2))
+    e = 2 if targets else 0
+    acc = np.zeros((m + 1, k + e))
+    if X.dtype == np.float32 and X.shape[1] <= FUSED_MAX_FEATURES:
+        rows = np.flatnonzero(valid)
+        extra = np.ones((len(rows), e))
+        if targets:
+            extra[:, 0] = y[rows]
+        products = np.zeros((k + e, m))
+        fused_kernel_products(
+            np.ascontiguousarray(X), rows,
+            np.ascontiguousarray(basis.centers.T, dtype=np.float32),
+            omega_to_gamma(basis.omega), basis.offset, basis.scale,
+            np.ascontiguousarray(vectors.T), extra, products)
+        acc[:m] = products.T
+        if targets:
+            acc[m, k:] = y[rows].sum(), len(rows)
+        return {"acc": acc, "counts": counts}
     step = block_step(len(X), block_rows)
-    work = np.empty((step, k + 2))
+    work = np.empty((step, k + e))
     for rows, G in kernel_blocks(X, basis, valid=valid, block_rows=step):
         G64 = np.asarray(G, dtype=np.float64)
         W = work[:len(rows)]
         np.matmul(G64, vectors, out=W[:, :k])
-        W[:, k] = y[rows]
-        W[:, k + 1] = 1.0
+        if targets:
+            W[:, k] = y[rows]
+            W[:, k + 1] = 1.0
         acc[:m] += G64.T @ W
-        acc[m] += W.sum(axis=0)
+        acc[m, k:] += W[:, k:].sum(axis=0)
     return {"acc": acc, "counts": counts}
 
 
@@ -48,11 +71,13 @@ def kernel_products(
     basis: GaussianBasis,
     vectors: np.ndarray,
     *,
+    targets: bool = True,
     mask: Any = None,
     split_every: int | None = None,
     label: str = "kernel products",
 ) -> dict[str, Any]:
-    """``Gᵀ(G V)``, ``Gᵀy``, ``Gᵀ1``, ``Σy`` and ``n`` over the usable rows, in one read.
+    """``Gᵀ(G V)`` and (``targets``) ``Gᵀy``, ``Gᵀ1``, ``Σy``, ``n`` over the usable rows, in one
+    read.
 
     Parameters
     ----------
@@ -64,6 +89,9 @@ def kernel_products(
         The reduced set Ã, its width and the standardization of ``X``.
     vectors : ndarray, shape (m̃, k)
         ``V``; ``k = 0`` gives only the right-hand side's pieces.
+    targets : bool
+        Also sum ``Gᵀy``, ``Gᵀ1``, ``Σy`` and ``n`` (a conjugate-gradient iteration,
+        which needs only ``Gᵀ(G v)``, leaves them out: two columns fewer per row).
     mask : array-like or dask array of bool, shape (n,), optional
         Rows to use; the others are counted (``n_masked``).
     split_every : int, optional
@@ -74,8 +102,9 @@ def kernel_products(
     Returns
     -------
     dict
-        ``GtGV`` (m̃, k), ``Gty`` (m̃,), ``Gsum`` (m̃,), ``ysum``, ``n`` (rows used) and
-        ``counts`` (the pass's row counts, ``n_rows``, ``n_valid`` …).
+        ``GtGV`` (m̃, k) and ``counts`` (the pass's row counts, ``n_rows``, ``n_valid``
+        …); with ``targets`` also ``Gty`` (m̃,), ``Gsum`` (m̃,), ``ysum`` and ``n`` (rows
+        used).
 
     Examples
     --------
@@ -95,10 +124,11 @@ def kernel_products(
     k = vectors.shape[1]
     res = run_pass(X, y, _products_chunk, name="kernel-products", label=label,
                    split_every=split_every or int(config.get("split_every")), mask=mask,
-                   basis=basis, vectors=vectors,
+                   basis=basis, vectors=vectors, targets=targets,
                    block_rows=config.get("kernel_block_rows"))
     acc, m = res["acc"], basis.n_basis
+    counts = {k_: v for k_, v in count_attrs(res["counts"]).items() if k_.startswith("n_")}
+    if not targets:
+        return {"GtGV": acc[:m, :k], "counts": counts}
     return {"GtGV": acc[:m, :k], "Gty": acc[:m, k], "Gsum": acc[:m, k + 1],
-            "ysum": float(acc[m, k]), "n": int(acc[m, k + 1] + 0.5),
-            "counts": {k_: v for k_, v in count_attrs(res["counts"]).items()
-                       if k_.startswith("n_")}}
+            "ysum": float(acc[m, k]), "n": int(acc[m, k + 1] + 0.5), "counts": counts}
