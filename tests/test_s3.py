@@ -97,7 +97,15 @@ def _pipeline(files, store, model_path, pred, *, storage_options=None):
     return model, open_checked(pred, storage_options=storage_options).load()
 
 
-def test_s3_round_trip_equals_local_run(s3, client, tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory):
+    """The pipeline on local stores, once for the module: (model, predictions)."""
+    root = tmp_path_factory.mktemp("local")
+    return _pipeline(_misr_files(root), root / "misr.zarr", root / "model.zarr",
+                     root / "pred.zarr")
+
+
+def test_s3_round_trip_equals_local_run(s3, client, tmp_path, monkeypatch, local_run):
     import fsspec.config
 
     # write_predictions has no storage_options keyword: it takes fsspec's configuration
@@ -106,8 +114,7 @@ def test_s3_round_trip_equals_local_run(s3, client, tmp_path, monkeypatch):
     url = f"s3://{BUCKET}/round-trip"
     remote_model, remote = _pipeline(files, f"{url}/misr.zarr", f"{url}/model.zarr",
                                      f"{url}/pred.zarr", storage_options=s3)
-    local_model, local = _pipeline(files, tmp_path / "misr.zarr", tmp_path / "model.zarr",
-                                   tmp_path / "pred.zarr")
+    local_model, local = local_run
     np.testing.assert_array_equal(remote_model.expansion_.coef, local_model.expansion_.coef)
     xr.testing.assert_identical(remote.drop_attrs(), local.drop_attrs())
     assert remote.attrs["bigkern_status"] == "complete"
@@ -134,7 +141,7 @@ def test_s3_round_trip_equals_local_run(s3, client, tmp_path, monkeypatch):
         open_scenes(f"{url}/misr.zarr", storage_options=s3)["CORR"].compute()
 
 
-def test_cli_on_s3_configured_by_environment(s3, tmp_path):
+def test_cli_on_s3_configured_by_environment(s3, tmp_path, local_run):
     files = _misr_files(tmp_path)
     url = f"s3://{BUCKET}/cli"
     env = {**os.environ, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET,
@@ -159,8 +166,7 @@ def test_cli_on_s3_configured_by_environment(s3, tmp_path):
     again = run(*steps[-1])
     assert again.returncode == 0 and "already written and verified" in again.stdout
 
-    _, local = _pipeline(files, tmp_path / "misr.zarr", tmp_path / "model.zarr",
-                         tmp_path / "pred.zarr")
+    _, local = local_run
     remote = open_checked(f"{url}/pred.zarr", storage_options=s3).load()
     xr.testing.assert_identical(remote.drop_attrs(), local.drop_attrs())
     refused = run("predict", f"{url}/misr.zarr", f"{url}/model.zarr", "-o", f"{url}/misr.zarr")
