@@ -1,8 +1,12 @@
 """Kernels: the Gaussian and its one basis type, compactly supported and periodic kernels.
 
-* :mod:`bigkern.kernels.gaussian` — the Gaussian kernel, :class:`GaussianBasis`,
-  :class:`GaussianExpansion` (what every Gaussian model predicts through) and
+* :mod:`bigkern.kernels.gaussian` — the Gaussian kernel, :class:`GaussianBasis` and
   :func:`kernel_blocks`, the one place Gaussian kernel blocks are formed;
+* :mod:`bigkern.kernels.expansion` — :class:`GaussianExpansion`, what every Gaussian
+  model predicts through;
+* :mod:`bigkern.kernels.fused` and :mod:`bigkern.kernels.fused_products` — the compiled
+  per-row passes: expansions, kernel blocks, and the products ``Gᵀ(G v)`` of
+  conjugate gradients;
 * :mod:`bigkern.kernels.compact` — :class:`CompactSupport` (Zhang, Genton & Liu);
 * :mod:`bigkern.kernels.periodic` — the periodic Gaussian kernel on [0, 1) (Shi & Yu);
 * :mod:`bigkern.kernels.row_sums` — the sums over kernel rows one Newton pass of the
@@ -12,15 +16,14 @@
 """
 
 from bigkern.kernels.compact import CompactSupport, pairwise_distances
+from bigkern.kernels.expansion import GaussianExpansion, kernel_expansion
 from bigkern.kernels.gaussian import (
     Gaussian,
     GaussianBasis,
-    GaussianExpansion,
     exponent_left,
     exponent_right,
     gaussian_kernel,
     kernel_blocks,
-    kernel_expansion,
     omega_to_gamma,
     row_blocks,
     squared_distances,
