@@ -106,9 +106,12 @@ def report_text(out: FitOutcome) -> str:
                   f"({report['reads']} reads with the draw of the centers"
                   f"{'' if report.get('converged', True) else '; NOT CONVERGED'})")
     elif report.get("solver") == "cg":
-        solver = (f"{report['n_iter']} conjugate-gradient iterations to a relative residual "
-                  f"of {report['residual']:.1e} ({report['reads']} reads with the draw of the "
-                  f"centers{'' if report['converged'] else '; NOT CONVERGED'})")
+        start = (f" from the solution on {report['start_rows']:,} rows "
+                 f"({report['start_iterations']} iterations in memory)"
+                 if report.get("start") == "subset" else "")
+        solver = (f"{report['n_iter']} conjugate-gradient iterations{start} to a relative "
+                  f"residual of {report['residual']:.1e} ({report['reads']} reads with the draw "
+                  f"of the centers{'' if report['converged'] else '; NOT CONVERGED'})")
     else:
         n = report.get("n_candidates", 1)
         solver = (f"{report.get('reads', 2)} reads (the draw of the centers, one pass)"

@@ -37,6 +37,7 @@ from bigkern.cluster.compute import task_threads
 from bigkern.kernels import GaussianExpansion, gaussian_kernel
 from bigkern.models._base import _KernelClassifier
 from bigkern.models._constraints import POSITIVE, positive_candidates
+from bigkern.models._nystrom_cg import fit_by_cg
 from bigkern.models._reduced_parts import (
     REDUCED_SET_CONSTRAINTS,
     default_size,
@@ -50,9 +51,7 @@ from bigkern.models.kernel_regression import _KernelRegressor
 from bigkern.models.reduced import ReducedSVC
 from bigkern.reduce.passes import as_row_chunked, per_feature_counts, without_per_feature
 from bigkern.reduce.reduced.folds import fold_pieces, reduced_normal_equations_folds
-from bigkern.reduce.reduced.products import kernel_products
 from bigkern.reduce.reduced.reduced_set import select_reduced_set
-from bigkern.solvers.conjugate_gradients import FalkonPreconditioner, preconditioned_cg
 from bigkern.solvers.nystrom import heldout_sse, kernel_penalty_basis, nystrom_solve
 
 __all__ = ["NystromKernelRidge", "NystromKernelRidgeClassifier"]
@@ -71,6 +70,7 @@ class _NystromFit:
         "solver": [StrOptions({"direct", "cg"})],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "cg_start": [StrOptions({"subset", "zero"})],
     }
 
     def _candidates(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
@@ -144,44 +144,13 @@ class _NystromFit:
 
     def _fit_cg(self, Xd: Any, yd: Any, md: Any, rs: Any, widths: tuple[float, ...],
                 lams: tuple[float, ...], t0: float) -> None:
-        """``solver="cg"``: one read for the right-hand side, then one per iteration."""
+        """``solver="cg"`` (:mod:`bigkern.models._nystrom_cg`), for one omega and lam."""
         if len(widths) * len(lams) > 1 or self.penalty != "rkhs":
             raise ValueError(
                 f"solver='cg' fits one omega and one lam with penalty='rkhs' (got "
                 f"{len(widths)} × {len(lams)} candidates, penalty={self.penalty!r}): the "
                 f"direct solver searches candidates and takes penalty='coef'")
-        omega, lam = widths[0], lams[0]
-        basis, _, _ = reduced_basis(rs, omega, self.standardize,
-                                    getattr(self, "feature_names_in_", None))
-        m = basis.n_basis
-        first = kernel_products(Xd, yd, basis, np.zeros((m, 0)), mask=md,
-                                label="Nyström right-hand side")
-        n, gsum, ysum = first["n"], first["Gsum"], first["ysum"]
-        rhs = first["Gty"] - gsum * (ysum / n) if self.fit_intercept else first["Gty"]
-        t_first = time.perf_counter() - t0
-        kernel = gaussian_kernel(basis.centers, basis.centers, omega)
-        pre = FalkonPreconditioner.from_kernel(kernel, n, lam)
-
-        def data_product(v: np.ndarray) -> np.ndarray:
-            out = kernel_products(Xd, yd, basis, v[:, None], targets=False, mask=md,
-                                  label="Nyström conjugate gradients")["GtGV"][:, 0]
-            return out - gsum * (float(gsum @ v) / n) if self.fit_intercept else out
-
-        found = preconditioned_cg(data_product, rhs, pre, lam, tol=float(self.tol),
-                                  max_iter=int(self.max_iter))
-        intercept = (ysum - float(gsum @ found.coef)) / n if self.fit_intercept else 0.0
-        names = self._set_expansion(basis, found.coef, intercept, omega, lam, rs)
-        self.cv_scores_ = np.full((1, 1), np.nan)
-        self.n_iter_ = max(1, found.n_iter)
-        self.fit_report_ = {
-            **without_per_feature(first["counts"]),
-            "n_nonfinite_by_feature": per_feature_counts(first["counts"], names),
-            "n_basis": m, "n_duplicates": rs.n_duplicates, "reads": 2 + found.n_products,
-            "omega": omega, "lam": lam, "jitter": pre.jitter, "solver": "cg",
-            "n_iter": found.n_iter, "residual": found.residual,
-            "converged": found.converged, "n_candidates": 1,
-            "seconds_pass": t_first, "seconds_total": time.perf_counter() - t0,
-        }
+        fit_by_cg(self, Xd, yd, md, rs, widths[0], lams[0], t0)
 
 
 _PARAMS_DOC = """omega : float or sequence of float
@@ -211,8 +180,12 @@ _PARAMS_DOC = """omega : float or sequence of float
     tol : float
         ``"cg"``: stop at this relative residual of the preconditioned system.
     max_iter : int
-        ``"cg"``: at most this many iterations (a ``ConvergenceWarning`` names
-        the residual reached when they do not suffice)."""
+        ``"cg"``: at most this many iterations over all rows (a
+        ``ConvergenceWarning`` names the residual reached when they do not suffice).
+    cg_start : {"subset", "zero"}
+        ``"cg"``: start from the solution on a random subset of about 20 rows per
+        center held in memory (one more read; skipped when that is over half the
+        rows), or from zero."""
 
 
 class NystromKernelRidge(_NystromFit, _KernelRegressor):
@@ -264,7 +237,7 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
                  size: int | None = None, fraction: float | None = None,
                  standardize: bool = True, n_folds: int = 3, fit_intercept: bool = True,
                  random_state: Any = None, solver: str = "direct", tol: float = 1e-7,
-                 max_iter: int = 100) -> None:
+                 max_iter: int = 100, cg_start: str = "subset") -> None:
         self.omega = omega
         self.lam = lam
         self.penalty = penalty
@@ -277,6 +250,7 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
         self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
+        self.cg_start = cg_start
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any, *, mask: Any = None) -> NystromKernelRidge:
@@ -358,7 +332,8 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
                  size: int | None = None, fraction: float | None = None,
                  stratified: bool = True, standardize: bool = True, n_folds: int = 3,
                  fit_intercept: bool = True, random_state: Any = None,
-                 solver: str = "direct", tol: float = 1e-7, max_iter: int = 100) -> None:
+                 solver: str = "direct", tol: float = 1e-7, max_iter: int = 100,
+                 cg_start: str = "subset") -> None:
         self.omega = omega
         self.lam = lam
         self.penalty = penalty
@@ -372,6 +347,7 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
         self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
+        self.cg_start = cg_start
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any, *, mask: Any = None) -> NystromKernelRidgeClassifier:

@@ -68,6 +68,7 @@ PARAMETERS: dict[str, str] = {
     "solver": "which linear solver (as scikit-learn’s solver)",
     "tol": "convergence tolerance (as scikit-learn’s tol)",
     "max_iter": "iteration limit (as scikit-learn’s max_iter)",
+    "cg_start": "where conjugate gradients start: a subset's solution or zero",
     "hessian": "precision of the Newton Hessian’s products ('float64' or 'float32')",
     "precision": "floating-point precision of the solve ('double', 'extended' or 'auto')",
     "dps": "decimal digits of extended precision",

@@ -14,17 +14,21 @@ which never writes a kernel block to memory; others are turned into kernel block
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import dask.array as da
 import numpy as np
 
 from bigkern import config
+from bigkern.cluster.compute import compute, task_threads
 from bigkern.kernels.fused import FUSED_MAX_FEATURES
 from bigkern.kernels.fused_products import fused_kernel_products
 from bigkern.kernels.gaussian import GaussianBasis, block_step, kernel_blocks, omega_to_gamma
 from bigkern.reduce.reduced._row_pass import count_attrs, run_pass, usable_rows
+from bigkern.reduce.sampling import uniform_from_index
 
-__all__ = ["kernel_products"]
+__all__ = ["in_memory_products", "kernel_products", "sample_usable_rows"]
 
 
 def _products_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, *,
@@ -132,3 +136,77 @@ def kernel_products(
         return {"GtGV": acc[:m, :k], "counts": counts}
     return {"GtGV": acc[:m, :k], "Gty": acc[:m, k], "Gsum": acc[:m, k + 1],
             "ysum": float(acc[m, k]), "n": int(acc[m, k + 1] + 0.5), "counts": counts}
+
+
+def in_memory_products(X: np.ndarray, y: np.ndarray, basis: GaussianBasis,
+                       vectors: np.ndarray, *, targets: bool = True) -> dict[str, Any]:
+    """:func:`kernel_products` of rows held in memory, with no task graph.
+
+    The rows (all usable: finite features and targets) are split among
+    :func:`~bigkern.cluster.compute.task_threads` threads, each summing its part with
+    the pass's own chunk function (the compiled loop releases the GIL), and the parts
+    are added. For the many products of a conjugate-gradient solve on a subset.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern.kernels import GaussianBasis
+    >>> rng = np.random.default_rng(0)
+    >>> X, y = rng.standard_normal((300, 2)).astype(np.float32), rng.standard_normal(300)
+    >>> basis = GaussianBasis.checked(X[:10].astype(np.float64), omega=1.0, d=2)
+    >>> v = rng.standard_normal((10, 1))
+    >>> a, b = in_memory_products(X, y, basis, v), kernel_products(X, y, basis, v)
+    >>> bool(np.allclose(a["GtGV"], b["GtGV"])), a["n"] == b["n"] == 300
+    (True, True)
+    """
+    vectors = np.ascontiguousarray(np.asarray(vectors, dtype=np.float64).reshape(
+        basis.n_basis, -1))
+    k, m = vectors.shape[1], basis.n_basis
+    parts = np.array_split(np.arange(len(X)), max(1, min(task_threads(), len(X))))
+    block_rows = config.get("kernel_block_rows")
+
+    def part(rows: np.ndarray) -> np.ndarray:
+        return _products_chunk(X[rows], y[rows], None, basis=basis, vectors=vectors,
+                               targets=targets, start=0, block_rows=block_rows)["acc"]
+
+    with ThreadPoolExecutor(max_workers=len(parts)) as pool:
+        acc = sum(pool.map(part, parts))
+    if not targets:
+        return {"GtGV": acc[:m, :k]}
+    return {"GtGV": acc[:m, :k], "Gty": acc[:m, k], "Gsum": acc[:m, k + 1],
+            "ysum": float(acc[m, k]), "n": int(acc[m, k + 1] + 0.5)}
+
+
+def sample_usable_rows(X: Any, y: Any, *, fraction: float, seed: int, mask: Any = None,
+                       label: str = "sampling rows") -> tuple[np.ndarray, np.ndarray]:
+    """A random ``fraction`` of the usable rows (finite ``X`` and ``y``, in ``mask``), in memory.
+
+    Each row is kept when a seeded hash of its global row number falls below
+    ``fraction`` (:func:`~bigkern.reduce.sampling.uniform_from_index`), so the
+    sample is the same whatever the chunking; one read.
+
+    Returns
+    -------
+    X_sample : ndarray, shape (k, d)
+    y_sample : ndarray of float64, shape (k,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X, y = np.arange(2000.0).reshape(1000, 2), np.ones(1000)
+    >>> X[::7] = np.nan
+    >>> Xs, ys = sample_usable_rows(X, y, fraction=0.1, seed=0)
+    >>> len(Xs) < 130, bool(np.isfinite(Xs).all())
+    (True, True)
+    """
+    Xd = X if isinstance(X, da.Array) else da.from_array(np.asarray(X), chunks=(-1, -1))
+    yd = y if isinstance(y, da.Array) else da.from_array(np.asarray(y), chunks=-1)
+    yd = yd.rechunk((Xd.chunks[0],))
+    index = da.arange(Xd.shape[0], chunks=(Xd.chunks[0],))
+    keep = index.map_blocks(uniform_from_index, seed=int(seed), dtype=np.float64) < fraction
+    keep &= da.isfinite(Xd).all(axis=1) & da.isfinite(yd)
+    if mask is not None:
+        md = mask if isinstance(mask, da.Array) else da.from_array(np.asarray(mask), chunks=-1)
+        keep &= md.rechunk((Xd.chunks[0],)).astype(bool)
+    Xs, ys = compute(Xd[keep], yd[keep], label=label)
+    return np.asarray(Xs), np.asarray(ys, dtype=np.float64)
