@@ -130,12 +130,16 @@ def kernel_products(
                    split_every=split_every or int(config.get("split_every")), mask=mask,
                    basis=basis, vectors=vectors, targets=targets,
                    block_rows=config.get("kernel_block_rows"))
-    acc, m = res["acc"], basis.n_basis
     counts = {k_: v for k_, v in count_attrs(res["counts"]).items() if k_.startswith("n_")}
+    return {**_named(res["acc"], basis.n_basis, k, targets), "counts": counts}
+
+
+def _named(acc: np.ndarray, m: int, k: int, targets: bool) -> dict[str, Any]:
+    """The summed ``acc`` of :func:`_products_chunk` as named products."""
     if not targets:
-        return {"GtGV": acc[:m, :k], "counts": counts}
+        return {"GtGV": acc[:m, :k]}
     return {"GtGV": acc[:m, :k], "Gty": acc[:m, k], "Gsum": acc[:m, k + 1],
-            "ysum": float(acc[m, k]), "n": int(acc[m, k + 1] + 0.5), "counts": counts}
+            "ysum": float(acc[m, k]), "n": int(acc[m, k + 1] + 0.5)}
 
 
 def in_memory_products(X: np.ndarray, y: np.ndarray, basis: GaussianBasis,
@@ -171,10 +175,7 @@ def in_memory_products(X: np.ndarray, y: np.ndarray, basis: GaussianBasis,
 
     with ThreadPoolExecutor(max_workers=len(parts)) as pool:
         acc = sum(pool.map(part, parts))
-    if not targets:
-        return {"GtGV": acc[:m, :k]}
-    return {"GtGV": acc[:m, :k], "Gty": acc[:m, k], "Gsum": acc[:m, k + 1],
-            "ysum": float(acc[m, k]), "n": int(acc[m, k + 1] + 0.5)}
+    return _named(acc, m, k, targets)
 
 
 def sample_usable_rows(X: Any, y: Any, *, fraction: float, seed: int, mask: Any = None,
