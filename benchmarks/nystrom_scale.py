@@ -13,8 +13,11 @@ processes (1 thread each), as a user on a cluster would:
   ``Gᵀ(G v)`` (n·m̃·(d + 2) flops) per iteration, at most ``--max-iter``
   iterations or ``--tol``;
 * the same with ``cg_start="subset"`` (the default): started from the solution
-  on a random subset of 20 rows per center held in memory, then at most
+  on a random subset of 10 rows per center held in memory, then at most
   ``--subset-max-iter`` iterations over all rows;
+* with ``--start-sweep 5x20,20x20``: the same again with other rows per center and
+  iterations on the subset (the module constants ``START_ROWS_PER_CENTER`` and
+  ``START_MAX_ITER`` of ``bigkern.models._nystrom_cg``), to choose them;
 * the same at ``size=5000`` with the direct solver, when ``--direct-5000``
   (n·m̃² = 2.5·10¹³ flops at 10⁶ rows: tens of minutes here).
 
@@ -65,7 +68,27 @@ def _fit(bench: Any, name: str, model: Any, Xd: Any, yd: Any, n: int,
             "iters": (f"{rep['start_iterations']} + {rep['n_iter']}"
                       if rep.get("start") == "subset" else rep.get("n_iter", "-")),
             "residual": rep.get("residual"),
-            "reads": rep["reads"], "warnings": [str(w.message) for w in caught]}
+            "reads": rep["reads"], "warnings": [str(w.message) for w in caught],
+            "phases": {k: rep[f"seconds_{k}"] for k in ("start", "pass", "total")
+                       if f"seconds_{k}" in rep}}
+
+
+def _swept_start(bench: Any, spec: str, args: Any, common: dict[str, Any], Xd: Any, yd: Any,
+                 Xte: np.ndarray, yte: np.ndarray) -> dict[str, Any]:
+    """The subset-started CG fit with ``spec`` = "ROWSxITERS" for the start's constants."""
+    import bigkern.models._nystrom_cg as cg
+    from bigkern import NystromKernelRidgeClassifier
+
+    per_center, iters = (int(v) for v in spec.split("x"))
+    saved = cg.START_ROWS_PER_CENTER, cg.START_MAX_ITER
+    cg.START_ROWS_PER_CENTER, cg.START_MAX_ITER = per_center, iters
+    try:
+        return _fit(bench, f"cg, start {per_center} rows/center x {iters} its",
+                    NystromKernelRidgeClassifier(size=args.size, solver="cg", tol=args.tol,
+                                                 max_iter=args.subset_max_iter, **common),
+                    Xd, yd, args.n, Xte, yte)
+    finally:
+        cg.START_ROWS_PER_CENTER, cg.START_MAX_ITER = saved
 
 
 def run(args: Any) -> None:
@@ -94,17 +117,20 @@ def run(args: Any) -> None:
         rows.append(_fit(bench, f"direct, m {args.small_size}",
                          NystromKernelRidgeClassifier(size=args.small_size, **common),
                          Xd, yd, args.n, Xte, yte))
-        rows.append(_fit(bench, f"cg from zero, m {args.size}",
-                         NystromKernelRidgeClassifier(size=args.size, solver="cg",
-                                                      cg_start="zero", tol=args.tol,
-                                                      max_iter=args.max_iter, **common),
-                         Xd, yd, args.n, Xte, yte))
+        if not args.no_zero:
+            rows.append(_fit(bench, f"cg from zero, m {args.size}",
+                             NystromKernelRidgeClassifier(size=args.size, solver="cg",
+                                                          cg_start="zero", tol=args.tol,
+                                                          max_iter=args.max_iter, **common),
+                             Xd, yd, args.n, Xte, yte))
         rows.append(_fit(bench, f"cg from a subset, m {args.size}",
                          NystromKernelRidgeClassifier(size=args.size, solver="cg",
                                                       tol=args.tol,
                                                       max_iter=args.subset_max_iter,
                                                       **common),
                          Xd, yd, args.n, Xte, yte))
+        for spec in filter(None, args.start_sweep.split(",")):
+            rows.append(_swept_start(bench, spec, args, common, Xd, yd, Xte, yte))
         if args.direct_large:
             rows.append(_fit(bench, f"direct, m {args.size}",
                              NystromKernelRidgeClassifier(size=args.size, **common),
@@ -122,7 +148,13 @@ def run(args: Any) -> None:
     for r in rows:
         for w in r["warnings"]:
             print(f"  warning in '{r['name']}': {w}")
-    cg = rows[2]
+    for r in rows:
+        if r["phases"].get("start"):
+            ph = r["phases"]
+            print(f"  phases of '{r['name']}': subset start (gather, preconditioner, solve) "
+                  f"{ph['start']:.1f} s, right-hand side read {ph['pass']:.1f} s, all "
+                  f"{ph['total']:.1f} s")
+    cg = rows[1 if args.no_zero else 2]
     print("(CG iters: in memory on the subset + over all rows; residual: relative, of the "
           "preconditioned system over all rows)")
     print(f"goal (acceptance 1, the default start): m {args.size} by CG from zarr with "
@@ -133,7 +165,8 @@ def run(args: Any) -> None:
           f"({100 * (cg['acc'] - ref['acc']):+.2f} pt); time <= 2x: "
           f"{'MET' if cg['seconds'] <= 2 * ref['seconds'] else 'MISSED'} "
           f"({cg['seconds'] / ref['seconds']:.2f}x)")
-    _peer(args, Xtr, ytr, Xte, yte, gamma, psutil.virtual_memory().total)
+    if not args.no_peer:
+        _peer(args, Xtr, ytr, Xte, yte, gamma, psutil.virtual_memory().total)
 
 
 def _peer(args: Any, Xtr: np.ndarray, ytr: np.ndarray, Xte: np.ndarray, yte: np.ndarray,
@@ -174,6 +207,10 @@ def main(argv: list[str] | None = None) -> None:
                    help="CG iterations over all rows at most, from the subset's solution")
     p.add_argument("--direct-5000", dest="direct_large", action="store_true",
                    help="also fit the large size with the direct solver")
+    p.add_argument("--start-sweep", default="",
+                   help="other subset starts, e.g. 5x20,20x20 (rows per center x iterations)")
+    p.add_argument("--no-zero", action="store_true", help="skip the CG fit from zero")
+    p.add_argument("--no-peer", action="store_true", help="skip scikit-learn's fit")
     p.add_argument("--peer-n", type=int, default=100_000, help="rows of scikit-learn's fit")
     p.add_argument("--out", type=Path, default=None, help="output file")
     args = p.parse_args(argv)

@@ -183,7 +183,7 @@ _PARAMS_DOC = """omega : float or sequence of float
         ``"cg"``: at most this many iterations over all rows (a
         ``ConvergenceWarning`` names the residual reached when they do not suffice).
     cg_start : {"subset", "zero"}
-        ``"cg"``: start from the solution on a random subset of about 20 rows per
+        ``"cg"``: start from the solution on a random subset of about 10 rows per
         center held in memory (one more read; skipped when that is over half the
         rows), or from zero."""
 

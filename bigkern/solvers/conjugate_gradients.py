@@ -28,10 +28,14 @@ eigendirections below 10⁻¹⁰ of the largest.
 pass over the rows each, :func:`bigkern.reduce.reduced.products.gram_products`
 for data on a cluster). It works in float64, recomputes the true residual every
 ``restart`` iterations (its recurrence drifts), stops at a relative residual of
-``tol`` and warns, naming the iterations and the residual, when it stops short:
-at ``max_iter``, or at round-off's floor: when, at two restarts running, the
-recomputed residual has not improved and differs from the recurrence's by half
-its size or more. It returns the best iterate it saw.
+``tol`` (checked by a recomputed residual) and warns, naming the iterations and
+the residual, when it stops short: at ``max_iter``, or at round-off's floor: when,
+at two restarts running, the recomputed residual has not improved and differs
+from the recurrence's by half its size or more. It returns the best iterate it
+saw. At ``max_iter`` the residual reported is the recurrence's, fewer than
+``restart`` iterations from a recomputed one (the drift the restarts tolerate
+anyway), since recomputing it would cost one more pass over the rows for a
+number only; ``CGResult.residual_recomputed`` says which it is.
 """
 
 from __future__ import annotations
@@ -95,26 +99,33 @@ class FalkonPreconditioner:
         """
         K = np.asarray(K, dtype=np.float64)
         m = len(K)
+        if not np.isfinite(K).all():
+            raise ValueError("K(Ã, Ã) has non-finite values: the centers or the width are "
+                             "not usable")
         jitter = float(JITTER * m * max(float(np.mean(np.diag(K))), 1e-300))
+        diagonal = np.diag_indices(m)
+        # LAPACK directly, on the upper triangles, in place: scipy.linalg.cholesky would
+        # check and copy its 200 MB input (m̃ = 5,000) and zero the other triangle each time
         for attempt in (jitter, jitter * 1e3, jitter * 1e6):
-            try:
-                T = scipy.linalg.cholesky(K + attempt * np.eye(m), lower=False)
+            work = K.copy(order="F")
+            work[diagonal] += attempt
+            T, info = scipy.linalg.lapack.dpotrf(work, lower=0, clean=1, overwrite_a=1)
+            if info == 0:
                 break
-            except np.linalg.LinAlgError:
-                continue
         else:
             raise ValueError("K(Ã, Ã) is not positive definite even with a jitter of "
-                             f"{jitter * 1e6:g} on its diagonal: are its values finite?")
-        # T Tᵀ by LAPACK's lauum (m³/3 flops on the triangle, where a product takes 2m³:
-        # 1.5 s against 3.6 s at m̃ = 5,000 here), then mirrored
-        upper, info = scipy.linalg.lapack.dlauum(T, lower=0)
+                             f"{jitter * 1e6:g} on its diagonal")
+        # T Tᵀ by LAPACK's lauum (m³/3 flops on the upper triangle, where a product takes
+        # 2m³), scaled and shifted in place: the next factorization reads only that triangle
+        inner, info = scipy.linalg.lapack.dlauum(T, lower=0, overwrite_c=0)
         if info != 0:
             raise np.linalg.LinAlgError(f"dlauum failed (info={info})")
-        inner = np.triu(upper)
-        inner += np.triu(inner, 1).T
         inner *= n / m
-        inner[np.diag_indices_from(inner)] += lam
-        A = scipy.linalg.cholesky(inner, lower=False)
+        inner[diagonal] += lam
+        A, info = scipy.linalg.lapack.dpotrf(inner, lower=0, clean=1, overwrite_a=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"n/m̃ · T Tᵀ + λI is not positive definite "
+                                        f"(info={info}): is lam > 0?")
         return cls(T, A, attempt)
 
     def apply(self, beta: np.ndarray) -> np.ndarray:
@@ -135,8 +146,9 @@ class CGResult:
     coef: np.ndarray
     n_iter: int
     n_products: int
-    residual: float  # relative, of the preconditioned system, recomputed at the end
+    residual: float  # relative, of the preconditioned system
     converged: bool
+    residual_recomputed: bool = True  # False: the recurrence's, at max_iter (see the module)
 
 
 def preconditioned_cg(
@@ -149,6 +161,7 @@ def preconditioned_cg(
     max_iter: int = 100,
     restart: int = 10,
     start: np.ndarray | None = None,
+    start_product: np.ndarray | None = None,
 ) -> CGResult:
     """Solve ``(H₀ + λ TᵀT) c = rhs`` by conjugate gradients on ``β = A T c``.
 
@@ -168,9 +181,12 @@ def preconditioned_cg(
         At most this many iterations (products, not counting the restarts').
     restart : int
         Recompute the residual from ``c`` (one more product) every ``restart``
-        iterations, and once at the end.
+        iterations, and when the recurrence's says it is below ``tol``.
     start : ndarray, shape (m̃,), optional
         A first guess (e.g. the solution at a neighbouring λ).
+    start_product : ndarray, shape (m̃,), optional
+        ``product(start)``, when the caller has it (e.g. from the pass that summed
+        ``rhs``): the first residual then costs no product.
 
     Returns
     -------
@@ -206,23 +222,27 @@ def preconditioned_cg(
         return CGResult(np.zeros(m), 0, 0, 0.0, True)
     n_products = 0
 
-    def matrix_times(beta: np.ndarray) -> np.ndarray:  # BᵀHB β, the penalty as λ A⁻ᵀA⁻¹ β
+    def matrix_times(beta: np.ndarray, data_product: np.ndarray | None = None) -> np.ndarray:
+        """BᵀHB β, the penalty as λ A⁻ᵀA⁻¹ β (``data_product``: H₀ B β, if known)."""
         nonlocal n_products
-        n_products += 1
         u = scipy.linalg.solve_triangular(B.A, beta, lower=False)
-        coef = scipy.linalg.solve_triangular(B.T, u, lower=False)  # B β, from A⁻¹β once
-        data = scipy.linalg.solve_triangular(B.T, product(coef), lower=False, trans="T")
+        if data_product is None:
+            n_products += 1
+            coef = scipy.linalg.solve_triangular(B.T, u, lower=False)  # B β, from A⁻¹β once
+            data_product = product(coef)
+        data = scipy.linalg.solve_triangular(B.T, data_product, lower=False, trans="T")
         return scipy.linalg.solve_triangular(B.A, data + lam * u, lower=False, trans="T")
 
-    def residual_of(beta: np.ndarray) -> np.ndarray:
-        return b_hat - matrix_times(beta)
+    def residual_of(beta: np.ndarray, data_product: np.ndarray | None = None) -> np.ndarray:
+        return b_hat - matrix_times(beta, data_product)
 
     if start is None:
         beta = np.zeros(m)
         r = b_hat.copy()
     else:
         beta = B.A @ (B.T @ np.asarray(start, dtype=np.float64))  # c = T⁻¹A⁻¹β
-        r = residual_of(beta)
+        r = residual_of(beta, None if start_product is None
+                        else np.asarray(start_product, dtype=np.float64))
     p = r.copy()
     rs = float(r @ r)
     it = 0
@@ -259,19 +279,20 @@ def preconditioned_cg(
         rs_new = float(r @ r)
         p = r + (rs_new / rs) * p
         rs = rs_new
-    if not true:
-        r = residual_of(beta)  # the reported residual is a true one
+    if not true and np.sqrt(rs) <= tol * norm_b:
+        r, true = residual_of(beta), True  # convergence is claimed by a recomputed residual
     if float(np.linalg.norm(r)) >= best:
-        beta, r = best_beta, None
+        beta, r, true = best_beta, None, True
     residual = (best if r is None else float(np.linalg.norm(r))) / norm_b
-    converged = residual <= tol
+    converged = true and residual <= tol
     if not converged:
         if stalls == 2:
             why, advice = ("its residual no longer decreasing (round-off's floor at this "
                            "conditioning)"), "raise lam or loosen tol"
         else:
             why, advice = "max_iter", "raise max_iter or lam, or loosen tol"
+        how = "" if true else " (by the recurrence)"
         warnings.warn(f"conjugate gradients stopped after {it} iterations ({why}) at a "
-                      f"relative residual of {residual:.3g}, above tol={tol:g}: {advice}",
-                      ConvergenceWarning, stacklevel=2)
-    return CGResult(B.apply(beta), it, n_products, residual, converged)
+                      f"relative residual of {residual:.3g}{how}, above tol={tol:g}: "
+                      f"{advice}", ConvergenceWarning, stacklevel=2)
+    return CGResult(B.apply(beta), it, n_products, residual, converged, true)

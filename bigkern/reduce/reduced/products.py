@@ -179,8 +179,9 @@ def in_memory_products(X: np.ndarray, y: np.ndarray, basis: GaussianBasis,
 
 
 def sample_usable_rows(X: Any, y: Any, *, fraction: float, seed: int, mask: Any = None,
-                       label: str = "sampling rows") -> tuple[np.ndarray, np.ndarray]:
-    """A random ``fraction`` of the usable rows (finite ``X`` and ``y``, in ``mask``), in memory.
+                       label: str = "sampling rows") -> tuple[np.ndarray, np.ndarray, int]:
+    """A random ``fraction`` of the usable rows (finite ``X`` and ``y``, in ``mask``), in memory,
+    and the number of usable rows.
 
     Each row is kept when a seeded hash of its global row number falls below
     ``fraction`` (:func:`~bigkern.reduce.sampling.uniform_from_index`), so the
@@ -190,24 +191,27 @@ def sample_usable_rows(X: Any, y: Any, *, fraction: float, seed: int, mask: Any 
     -------
     X_sample : ndarray, shape (k, d)
     y_sample : ndarray of float64, shape (k,)
+    n_usable : int
+        The usable rows, all of them (what :func:`kernel_products` calls ``n``).
 
     Examples
     --------
     >>> import numpy as np
     >>> X, y = np.arange(2000.0).reshape(1000, 2), np.ones(1000)
     >>> X[::7] = np.nan
-    >>> Xs, ys = sample_usable_rows(X, y, fraction=0.1, seed=0)
-    >>> len(Xs) < 130, bool(np.isfinite(Xs).all())
-    (True, True)
+    >>> Xs, ys, n = sample_usable_rows(X, y, fraction=0.1, seed=0)
+    >>> len(Xs) < 130, bool(np.isfinite(Xs).all()), n
+    (True, True, 857)
     """
     Xd = X if isinstance(X, da.Array) else da.from_array(np.asarray(X), chunks=(-1, -1))
     yd = y if isinstance(y, da.Array) else da.from_array(np.asarray(y), chunks=-1)
     yd = yd.rechunk((Xd.chunks[0],))
     index = da.arange(Xd.shape[0], chunks=(Xd.chunks[0],))
-    keep = index.map_blocks(uniform_from_index, seed=int(seed), dtype=np.float64) < fraction
-    keep &= da.isfinite(Xd).all(axis=1) & da.isfinite(yd)
+    usable = da.isfinite(Xd).all(axis=1) & da.isfinite(yd)
     if mask is not None:
         md = mask if isinstance(mask, da.Array) else da.from_array(np.asarray(mask), chunks=-1)
-        keep &= md.rechunk((Xd.chunks[0],)).astype(bool)
-    Xs, ys = compute(Xd[keep], yd[keep], label=label)
-    return np.asarray(Xs), np.asarray(ys, dtype=np.float64)
+        usable &= md.rechunk((Xd.chunks[0],)).astype(bool)
+    keep = usable & (index.map_blocks(uniform_from_index, seed=int(seed),
+                                      dtype=np.float64) < fraction)
+    Xs, ys, n_usable = compute(Xd[keep], yd[keep], usable.sum(), label=label)
+    return np.asarray(Xs), np.asarray(ys, dtype=np.float64), int(n_usable)
