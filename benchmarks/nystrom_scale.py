@@ -69,6 +69,7 @@ def _fit(bench: Any, name: str, model: Any, Xd: Any, yd: Any, n: int,
                       if rep.get("start") == "subset" else rep.get("n_iter", "-")),
             "residual": rep.get("residual"),
             "reads": rep["reads"], "warnings": [str(w.message) for w in caught],
+            "start": rep.get("start"),
             "phases": {k: rep[f"seconds_{k}"] for k in ("start", "pass", "total")
                        if f"seconds_{k}" in rep}}
 
@@ -149,7 +150,7 @@ def run(args: Any) -> None:
         for w in r["warnings"]:
             print(f"  warning in '{r['name']}': {w}")
     for r in rows:
-        if r["phases"].get("start"):
+        if r["start"] == "subset":
             ph = r["phases"]
             print(f"  phases of '{r['name']}': subset start (gather, preconditioner, solve) "
                   f"{ph['start']:.1f} s, right-hand side read {ph['pass']:.1f} s, all "
