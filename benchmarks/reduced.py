@@ -185,9 +185,11 @@ def nystrom(args: Any) -> None:
                    for name, (fit, acc, res, reads) in rows.items()])
     ok = {name: s[0] / fit >= 5 and abs(acc - s[1]) <= 0.002
           for name, (fit, acc, _, _) in rows.items() if name.startswith("bigkern")}
-    best = min(ok, key=lambda name: rows[name][0])
+    meeting = [name for name in ok if ok[name]] or list(ok)
+    best = min(meeting, key=lambda name: rows[name][0])
     print(f"goal at 10^6 rows: >= 5x faster, accuracy within 0.2 points: "
-          f"{'MET' if ok[best] else 'MISSED'} by the fastest bigkern fit ({best}: "
+          f"{'MET' if ok[best] else 'MISSED'} (the fastest bigkern fit "
+          f"{'that meets it' if ok[best] else 'of all'}: {best}, "
           f"{s[0] / rows[best][0]:.1f}x, {100 * (rows[best][1] - s[1]):+.2f} pt)")
 
 
