@@ -58,6 +58,25 @@ def test_draw_does_not_depend_on_chunking(chunks, seed, stratified):
     assert ref.counts == got.counts
 
 
+def test_a_numpy_input_is_drawn_in_memory_as_the_pass_draws_it():
+    """numpy input (up to bigkern.in_memory_rows rows) skips the task graph: the same rows,
+    labels and counts as the chunked pass, with a mask and non-finite rows; above the
+    limit it takes the pass."""
+    X, y = _data(900)
+    X[::29, 2] = np.inf
+    mask = np.arange(900) % 5 != 0
+    chunked = select_reduced_set(da.from_array(X, chunks=(250, 3)),
+                                 da.from_array(y, chunks=250), size=50, random_state=3,
+                                 mask=da.from_array(mask, chunks=250))
+    for limit in (10**6, 100):  # in memory; the pass
+        with dask.config.set({"bigkern.in_memory_rows": limit}):
+            held = select_reduced_set(X, y, size=50, random_state=3, mask=mask)
+        np.testing.assert_array_equal(held.index, chunked.index)
+        np.testing.assert_array_equal(held.X, chunked.X)
+        np.testing.assert_array_equal(held.y, chunked.y)
+        assert held.counts == chunked.counts and held.counts["masked"] == 180
+
+
 def test_each_class_gets_its_smallest_hashes_in_proportion():
     X, y = _data(1200)
     rs = select_reduced_set(X, y, size=100, random_state=7)

@@ -12,6 +12,7 @@ tasks run at once, so heavy passes can split in-memory rows among them.
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -22,7 +23,7 @@ from bigkern import config
 from bigkern.cluster.progress import distributed_lines, local_lines
 from bigkern.cluster.watchdog import current_client
 
-__all__ = ["compute", "current_client", "gather_watching", "task_threads"]
+__all__ = ["blas_controller", "compute", "current_client", "gather_watching", "task_threads"]
 
 
 def compute(*collections: Any, label: str | None = None) -> tuple[Any, ...]:
@@ -139,10 +140,21 @@ def _local_blas_limit(collections: Sequence[Any]) -> Iterator[None]:
     if _local_scheduler_threads(collections) <= 1:
         yield
         return
-    from threadpoolctl import threadpool_limits  # a dependency of scikit-learn
-
-    with threadpool_limits(int(config.get("blas_threads") or 1)):
+    with blas_controller().limit(limits=int(config.get("blas_threads") or 1)):
         yield
+
+
+@functools.cache
+def blas_controller() -> Any:
+    """One :class:`threadpoolctl.ThreadpoolController` for the process, made once.
+
+    Making one reads the process's loaded libraries (``/proc/self/maps``): 5 ms, as
+    long as a small fit's whole solve. Libraries loaded after the first call are not
+    seen; numpy's and scipy's BLAS are loaded with bigkern.
+    """
+    from threadpoolctl import ThreadpoolController  # a dependency of scikit-learn
+
+    return ThreadpoolController()
 
 
 def _notebook_widgets() -> bool:

@@ -37,7 +37,6 @@ from bigkern.cluster.compute import task_threads
 from bigkern.kernels import GaussianExpansion, gaussian_kernel
 from bigkern.models._base import _KernelClassifier
 from bigkern.models._constraints import POSITIVE, positive_candidates
-from bigkern.models._nystrom_cg import fit_by_cg
 from bigkern.models._reduced_parts import (
     REDUCED_SET_CONSTRAINTS,
     default_size,
@@ -48,6 +47,7 @@ from bigkern.models._reduced_parts import (
     reduced_basis,
 )
 from bigkern.models.kernel_regression import _KernelRegressor
+from bigkern.models.nystrom_cg import fit_by_cg
 from bigkern.models.reduced import ReducedSVC
 from bigkern.reduce.passes import as_row_chunked, per_feature_counts, without_per_feature
 from bigkern.reduce.reduced.folds import fold_pieces, reduced_normal_equations_folds
@@ -144,7 +144,7 @@ class _NystromFit:
 
     def _fit_cg(self, Xd: Any, yd: Any, md: Any, rs: Any, widths: tuple[float, ...],
                 lams: tuple[float, ...], t0: float) -> None:
-        """``solver="cg"`` (:mod:`bigkern.models._nystrom_cg`), for one omega and lam."""
+        """``solver="cg"`` (:mod:`bigkern.models.nystrom_cg`), for one omega and lam."""
         if len(widths) * len(lams) > 1 or self.penalty != "rkhs":
             raise ValueError(
                 f"solver='cg' fits one omega and one lam with penalty='rkhs' (got "

@@ -219,9 +219,11 @@ class ReducedSVC(_KernelClassifier):
         labels, lazy_labels = fit_labels(self, y, mask)
         Xd, yd, md = as_row_chunked(arr, labels, mask, min_chunks=task_threads())
         n_rows = int(Xd.shape[0])
-        rs = select_reduced_set(Xd, yd, size=default_size(n_rows, self.size, self.fraction),
+        held = not lazy_labels and isinstance(arr, np.ndarray)  # drawn with no task graph
+        rs = select_reduced_set(arr if held else Xd, labels if held else yd,
+                                size=default_size(n_rows, self.size, self.fraction),
                                 fraction=self.fraction, stratified=self.stratified,
-                                random_state=self.random_state, mask=md,
+                                random_state=self.random_state, mask=mask if held else md,
                                 features=getattr(self, "feature_names_in_", None))
         if lazy_labels:
             self._classes_from_draw(rs)
@@ -369,9 +371,12 @@ class ReducedSVR(_KernelRegressor):
         if n_rows < 2:
             raise ValueError(f"{type(self).__name__} needs at least 2 samples to fit; got "
                              f"n_samples={n_rows}")
-        rs = select_reduced_set(Xd, None, size=default_size(n_rows, self.size, self.fraction),
+        held = not isinstance(y, da.Array) and isinstance(arr, np.ndarray)
+        rs = select_reduced_set(arr if held else Xd, None,
+                                size=default_size(n_rows, self.size, self.fraction),
                                 fraction=self.fraction, random_state=self.random_state,
-                                mask=md, features=getattr(self, "feature_names_in_", None))
+                                mask=mask if held else md,
+                                features=getattr(self, "feature_names_in_", None))
         t_draw = time.perf_counter() - t0
         basis, offset, scale = reduced_basis(rs, self.omega, self.standardize,
                                              getattr(self, "feature_names_in_", None))

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from bigkern.cluster.compute import blas_controller
 from bigkern.kernels.row_sums import RowSums, accumulate_block
-from bigkern.solvers.smooth_svm import _threadpools
 
 __all__ = ["InMemoryNewtonPasses"]
 
@@ -102,7 +102,7 @@ class InMemoryNewtonPasses:
         steps = np.asarray(steps, dtype=np.float64)
         if len(self._parts) == 1:
             return self._part(0, u, d, steps, at)
-        with _threadpools().limit(limits=1, user_api="blas"), \
+        with blas_controller().limit(limits=1, user_api="blas"), \
                 ThreadPoolExecutor(len(self._parts)) as pool:
             parts = list(pool.map(lambda k: self._part(k, u, d, steps, at),
                                   range(len(self._parts))))

@@ -49,7 +49,6 @@ that counts as converged.
 
 from __future__ import annotations
 
-import functools
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -58,6 +57,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
+from bigkern.cluster.compute import blas_controller
 from bigkern.errors import IllConditionedWarning
 from bigkern.kernels.row_sums import RowSums
 from bigkern.solvers.smooth_losses import SmoothEpsilonInsensitive, SmoothHinge, smooth_plus
@@ -275,13 +275,6 @@ def newton_direction(H: np.ndarray, g: np.ndarray, C: float) -> np.ndarray:
         return V @ ((V.T @ g) / np.maximum(lam, 1.0))
 
 
-@functools.cache
-def _threadpools() -> Any:
-    from threadpoolctl import ThreadpoolController  # a dependency of scikit-learn
-
-    return ThreadpoolController()
-
-
 def cholesky_solve(H: np.ndarray, g: np.ndarray) -> np.ndarray:
     """``H⁻¹ g`` for a symmetric positive definite ``H`` by Cholesky, on one BLAS thread.
 
@@ -297,7 +290,7 @@ def cholesky_solve(H: np.ndarray, g: np.ndarray) -> np.ndarray:
     >>> cholesky_solve(np.array([[4.0, 2.0], [2.0, 3.0]]), np.array([2.0, 1.0])).tolist()
     [0.5, 0.0]
     """
-    with _threadpools().limit(limits=1, user_api="blas"):
+    with blas_controller().limit(limits=1, user_api="blas"):
         return scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, lower=False), g)
 
 
