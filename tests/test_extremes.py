@@ -161,6 +161,8 @@ def test_small_chunks_get_the_compiled_sweeps_answers_from_numpy(seed):
 
     rng = np.random.default_rng(seed)
     X = rng.choice([-9999.0, 0.0, 1.5, 2.0, 7.0, np.nan, np.inf], size=(300, 1 + seed % 3))
+    if seed % 2:  # a column of one value, and -0.0 beside 0.0
+        X[:, -1], X[::7, 0] = 2.0, -0.0
     mask = rng.uniform(size=300) < 0.8
     for m in (mask, None):
         valid, counts = row_status_small(X, m)

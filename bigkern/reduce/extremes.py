@@ -209,14 +209,17 @@ def _extremes_small(X: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.nd
     d = X.shape[1]
     low, high = np.full((d, 2), np.inf), np.full((d, 2), -np.inf)
     n_low, n_high = np.zeros(d, np.int64), np.zeros(d, np.int64)
-    rows = np.asarray(X[valid], dtype=np.float64)
-    for j in range(d):
-        values, counts = np.unique(rows[:, j], return_counts=True)
-        if len(values):
-            low[j, 0], n_low[j], high[j, 0], n_high[j] = (values[0], counts[0], values[-1],
-                                                          counts[-1])
-        if len(values) > 1:
-            low[j, 1], high[j, 1] = values[1], values[-2]
+    rows = np.sort(np.asarray(X[valid], dtype=np.float64), axis=0)  # every column at once
+    n = len(rows)
+    if n == 0:
+        return low, n_low, high, n_high
+    low[:, 0], high[:, 0] = rows[0], rows[-1]
+    n_low[:] = np.count_nonzero(rows == rows[0], axis=0)
+    n_high[:] = np.count_nonzero(rows == rows[-1], axis=0)
+    more = n_low < n  # a second distinct value: the next one up, and down
+    cols = np.flatnonzero(more)
+    low[cols, 1] = rows[n_low[cols], cols]
+    high[cols, 1] = rows[n - 1 - n_high[cols], cols]
     return low, n_low, high, n_high
 
 
