@@ -17,6 +17,7 @@ import math
 import os
 import time
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import dask.array as da
@@ -166,8 +167,8 @@ def reduced_basis(rs: Any, omega: float, standardize: bool, features: Any = None
     return basis, offset, scale
 
 
-def newton_fit(est: Any, Xd: Any, yd: Any, basis: GaussianBasis, loss: Any, md: Any = None,
-               *, in_memory: tuple[Any, Any, Any] | None = None
+def newton_fit(est: Any, chunked: Callable[[], tuple[Any, Any, Any]], basis: GaussianBasis,
+               loss: Any, *, in_memory: tuple[Any, Any, Any] | None = None
                ) -> tuple[Any, dict[str, int], dict[str, Any]]:
     """Newton–Armijo over the rows; warns when not converged.
 
@@ -176,8 +177,9 @@ def newton_fit(est: Any, Xd: Any, yd: Any, basis: GaussianBasis, loss: Any, md: 
     :data:`SMOOTH_IN_MEMORY_BYTES`), the kernel rows
     are formed once and every iteration sums them in memory, with no task graph
     (:class:`~bigkern.solvers.in_memory_newton.InMemoryNewtonPasses`). Otherwise each
-    iteration is one distributed read of the chunked ``Xd``, ``yd``, ``md``. Returns
-    the result, the row counts and what the fit report adds (``solver``, ``reads``).
+    iteration is one distributed read of the dask arrays ``(X, y, mask)`` that
+    ``chunked()`` makes (only then: a small fit makes no task graph). Returns the
+    result, the row counts and what the fit report adds (``solver``, ``reads``).
     """
     if in_memory is not None and kernel_rows_fit_in_memory(
             in_memory[0], in_memory[2], len(in_memory[0]), basis.n_basis,
@@ -192,6 +194,7 @@ def newton_fit(est: Any, Xd: Any, yd: Any, basis: GaussianBasis, loss: Any, md: 
         _warn_unconverged(est, res)
         # the data is read twice: to draw Ã, and once into the kernel rows
         return res, counts, {"solver": "newton-armijo, in memory", "reads": 2}
+    Xd, yd, md = chunked()
     with ReducedNewtonPasses(Xd, yd, basis, loss, hessian_dtype=est.hessian,
                              mask=md) as passes:
         res = newton_armijo(passes, basis.n_basis + 1, C=float(est.C), tol=float(est.tol),
@@ -237,7 +240,7 @@ def kernel_rows_fit_in_memory(X: Any, mask: Any, n_rows: int, n_basis: int,
 
 
 def squared_hinge_fit(est: Any, X: Any, labels: Any, mask: Any, basis: GaussianBasis,
-                      rs: Any, chunked: tuple[Any, Any, Any]
+                      rs: Any, chunked: Callable[[], tuple[Any, Any, Any]]
                       ) -> tuple[Any, dict[str, int], dict[str, Any]]:
     """The squared-hinge reduced SVM by the finite Newton method.
 
@@ -247,14 +250,14 @@ def squared_hinge_fit(est: Any, X: Any, labels: Any, mask: Any, basis: GaussianB
     (active-row Hessian updated by the rows that change, exact line search). Other
     input takes one distributed pass per step (Newton–Armijo with the
     :class:`~bigkern.solvers.smooth_losses.SquaredHinge`, each chunk's Hessian summed
-    over its active rows). ``labels`` are 0/1 codes (numpy) and ``chunked`` the
-    ``(X, ±1 labels, mask)`` dask arrays of the distributed fit. Returns the
+    over its active rows). ``labels`` are 0/1 codes (numpy) and ``chunked()`` makes
+    the ``(X, ±1 labels, mask)`` dask arrays of the distributed fit. Returns the
     :class:`~bigkern.solvers.smooth_svm.NewtonResult`, the row counts and what the
     fit report adds (``solver``, ``warm_start_iterations``).
     """
     if not isinstance(labels, np.ndarray) or not kernel_rows_fit_in_memory(
             X, mask, X.shape[0], basis.n_basis):
-        return newton_fit(est, *chunked[:2], basis, SquaredHinge(), chunked[2])
+        return newton_fit(est, chunked, basis, SquaredHinge())
     A, y, _, counts = augmented_kernel_rows(X, np.where(labels == 1, 1.0, -1.0), basis,
                                                  _numpy_mask(mask))
     n, dim = A.shape

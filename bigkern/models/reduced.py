@@ -14,6 +14,7 @@ machinery. The fitted model is the Gaussian expansion
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any, ClassVar
 
@@ -217,9 +218,12 @@ class ReducedSVC(_KernelClassifier):
                              f"only: the squared hinge is not smoothed (leave smoothing None)")
         arr, y = self._fit_input(X, y)
         labels, lazy_labels = fit_labels(self, y, mask)
-        Xd, yd, md = as_row_chunked(arr, labels, mask, min_chunks=task_threads())
-        n_rows = int(Xd.shape[0])
-        held = not lazy_labels and isinstance(arr, np.ndarray)  # drawn with no task graph
+        # numpy rows are drawn, and fitted when they fit in memory, with no task graph:
+        # the dask arrays of a distributed fit are made only when it needs them
+        held = not lazy_labels and isinstance(arr, np.ndarray)
+        Xd, yd, md = (None, None, None) if held else as_row_chunked(
+            arr, labels, mask, min_chunks=task_threads())
+        n_rows = int(arr.shape[0])
         rs = select_reduced_set(arr if held else Xd, labels if held else yd,
                                 size=default_size(n_rows, self.size, self.fraction),
                                 fraction=self.fraction, stratified=self.stratified,
@@ -227,23 +231,27 @@ class ReducedSVC(_KernelClassifier):
                                 features=getattr(self, "feature_names_in_", None))
         if lazy_labels:
             self._classes_from_draw(rs)
-            ypm = yd.map_blocks(plus_minus, positive=self.classes_[1], dtype=np.float64)
-        else:
-            if rs.class_counts is not None and len(rs.class_counts) < 2:
-                raise LabelError(f"the usable rows have one class only: {type(self).__name__} "
-                                 f"needs samples of two classes")
-            ypm = yd.map_blocks(plus_minus, positive=1, dtype=np.float64)
+        elif rs.class_counts is not None and len(rs.class_counts) < 2:
+            raise LabelError(f"the usable rows have one class only: {type(self).__name__} "
+                             f"needs samples of two classes")
+        positive = self.classes_[1] if lazy_labels else 1
+
+        @functools.cache
+        def chunked() -> tuple[Any, Any, Any]:  # (X, ±1 labels, mask) as dask arrays
+            Xc, yc, mc = (Xd, yd, md) if not held else as_row_chunked(
+                arr, labels, mask, min_chunks=task_threads())
+            return Xc, yc.map_blocks(plus_minus, positive=positive, dtype=np.float64), mc
+
         t_draw = time.perf_counter() - t0
         basis, offset, scale = reduced_basis(rs, self.omega, self.standardize,
                                              getattr(self, "feature_names_in_", None))
         if self.loss == "squared_hinge":
-            res, counts, extra = squared_hinge_fit(self, arr, labels, mask, basis, rs,
-                                                   (Xd, ypm, md))
+            res, counts, extra = squared_hinge_fit(self, arr, labels, mask, basis, rs, chunked)
         else:
             smoothing = DEFAULT_SMOOTHING if self.smoothing is None else self.smoothing
             rows = None if lazy_labels else (arr, np.where(labels == 1, 1.0, -1.0), mask)
-            res, counts, extra = newton_fit(self, Xd, ypm, basis, SmoothHinge(float(smoothing)),
-                                            md, in_memory=rows)
+            res, counts, extra = newton_fit(self, chunked, basis, SmoothHinge(float(smoothing)),
+                                            in_memory=rows)
         v, gamma = res.u[:-1], float(res.u[-1])
         self.expansion_ = GaussianExpansion.from_parts(basis.centers, v, -gamma,
                                                        float(self.omega), offset, scale)
@@ -366,23 +374,27 @@ class ReducedSVR(_KernelRegressor):
         arr, y = self._fit_input(X, masked_targets(y, mask), y_numeric=True)
         if not isinstance(y, da.Array):
             y = np.asarray(y, dtype=np.float64)
-        Xd, yd, md = as_row_chunked(arr, y, mask, min_chunks=task_threads())
-        n_rows = int(Xd.shape[0])
+        n_rows = int(arr.shape[0])
         if n_rows < 2:
             raise ValueError(f"{type(self).__name__} needs at least 2 samples to fit; got "
                              f"n_samples={n_rows}")
+
+        @functools.cache
+        def chunked() -> tuple[Any, Any, Any]:  # (X, y, mask) as dask arrays, when needed
+            Xc, yc, mc = as_row_chunked(arr, y, mask, min_chunks=task_threads())
+            return Xc, yc.astype(np.float64), mc
+
         held = not isinstance(y, da.Array) and isinstance(arr, np.ndarray)
-        rs = select_reduced_set(arr if held else Xd, None,
+        rs = select_reduced_set(arr if held else chunked()[0], None,
                                 size=default_size(n_rows, self.size, self.fraction),
                                 fraction=self.fraction, random_state=self.random_state,
-                                mask=mask if held else md,
+                                mask=mask if held else chunked()[2],
                                 features=getattr(self, "feature_names_in_", None))
         t_draw = time.perf_counter() - t0
         basis, offset, scale = reduced_basis(rs, self.omega, self.standardize,
                                              getattr(self, "feature_names_in_", None))
         rows = None if isinstance(y, da.Array) else (arr, y, mask)
-        res, counts, extra = newton_fit(self, Xd, yd.astype(np.float64), basis, loss, md,
-                                        in_memory=rows)
+        res, counts, extra = newton_fit(self, chunked, basis, loss, in_memory=rows)
         self.centers_, self.coef_ = basis.centers, res.u[:-1].copy()
         self.intercept_ = -float(res.u[-1])
         self.omega_, self.offset_, self.scale_ = float(self.omega), offset, scale
