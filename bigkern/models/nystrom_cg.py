@@ -57,11 +57,16 @@ def _centered(products: dict[str, Any], fit_intercept: bool) -> np.ndarray:
         else products["Gty"]
 
 
+def _less_mean(gtgv: np.ndarray, v: np.ndarray, gsum: np.ndarray, n: int,
+               fit_intercept: bool) -> np.ndarray:
+    """``GᵀG v − ḡ ḡᵀv / n`` from ``GᵀG v`` (unchanged without an intercept)."""
+    return gtgv - gsum * (float(gsum @ v) / n) if fit_intercept else gtgv
+
+
 def _data_product(products: Any, gsum: np.ndarray, n: int, fit_intercept: bool) -> Any:
     """``v ↦ GᵀG v − ḡ ḡᵀv / n`` from ``products(v)`` = ``GᵀG v``."""
     def product(v: np.ndarray) -> np.ndarray:
-        out = products(v)
-        return out - gsum * (float(gsum @ v) / n) if fit_intercept else out
+        return _less_mean(products(v), v, gsum, n, fit_intercept)
     return product
 
 
@@ -123,11 +128,8 @@ def fit_by_cg(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float, lam: f
         lambda v: kernel_products(Xd, yd, basis, v[:, None], targets=False, mask=md,
                                   label="Nyström conjugate gradients")["GtGV"][:, 0],
         gsum, n, est.fit_intercept)
-    start_product = None
-    if start is not None:
-        start_product = first["GtGV"][:, 0]
-        if est.fit_intercept:
-            start_product = start_product - gsum * (float(gsum @ start.coef) / n)
+    start_product = None if start is None else _less_mean(
+        first["GtGV"][:, 0], start.coef, gsum, n, est.fit_intercept)
     found = preconditioned_cg(product, _centered(first, est.fit_intercept), pre, lam,
                               tol=float(est.tol), max_iter=int(est.max_iter),
                               start=None if start is None else start.coef,

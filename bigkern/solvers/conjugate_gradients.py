@@ -21,11 +21,11 @@ Falkon, the penalty's part of that matrix is applied as ``λ A⁻ᵀA⁻¹`` —
 with ``K`` taken as ``TᵀT`` — rather than by multiplying by ``K``: ``T⁻¹`` makes
 vectors large where ``K`` is nearly singular, and ``K`` times them loses every
 digit to cancellation. The system solved is thus the one with ``K`` plus the
-jitter, ε·m̃ of its mean diagonal, where the direct solve drops ``K``'s
+jitter, 10⁻¹³·m̃ of its mean diagonal, where the direct solve drops ``K``'s
 eigendirections below 10⁻¹⁰ of the largest.
 
 :func:`preconditioned_cg` is the iteration, given the product ``v ↦ H v`` (one
-pass over the rows each, :func:`bigkern.reduce.reduced.products.gram_products`
+pass over the rows each, :func:`bigkern.reduce.reduced.products.kernel_products`
 for data on a cluster). It works in float64, recomputes the true residual every
 ``restart`` iterations (its recurrence drifts), stops at a relative residual of
 ``tol`` (checked by a recomputed residual) and warns, naming the iterations and
