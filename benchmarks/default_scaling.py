@@ -7,7 +7,8 @@ training fold's rows only:
 
 * ``default``: raw features into the model with its default ``standardize=True``
   (bigkern's robust standardization, median and (q90 − q10)/2.563, computed
-  from the model's reduced set),
+  from the model's reduced set; since 2026-11-28 clipped to ±5, as chosen by
+  this benchmark's earlier runs),
 * ``zscore``: scikit-learn ``StandardScaler``, model with ``standardize=False``,
 * ``robust_clip``: median / ((q90 − q10)/2.563) from the training rows
   (``RobustScaler(quantile_range=(10, 90))``, which divides by q90 − q10, times

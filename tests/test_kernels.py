@@ -74,27 +74,33 @@ def test_empty_input_and_bad_width():
 
 
 def _exact(X: np.ndarray, exp: GaussianExpansion) -> np.ndarray:
-    """The expansion in float64 with a direct distance (no clipping, no float32)."""
-    Z = (X - exp.offset) / exp.scale
+    """The expansion in float64 with a direct distance (no exponent clipping, no float32);
+    the standardized values clipped to ``±exp.basis.clip``."""
+    Z = np.clip((X - exp.offset) / exp.scale, -exp.basis.clip, exp.basis.clip)
     d2 = ((Z[:, None, :] - exp.centers[None, :, :]) ** 2).sum(axis=2)
     return np.exp(-omega_to_gamma(exp.omega) * d2) @ exp.coef + exp.intercept
 
 
 @settings(max_examples=200, deadline=None)
 @given(d=st.integers(1, 9), m=st.integers(1, 300), n=st.integers(0, 400),
-       omega=st.floats(0.05, 20.0), spread=st.floats(0.1, 30.0), seed=st.integers(0, 2**16))
-def test_fused_path_equals_the_exact_expansion_and_the_blas_path(d, m, n, omega, spread, seed):
+       omega=st.floats(0.05, 20.0), spread=st.floats(0.1, 30.0), seed=st.integers(0, 2**16),
+       clip=st.one_of(st.none(), st.floats(0.5, 6.0)))
+def test_fused_path_equals_the_exact_expansion_and_the_blas_path(d, m, n, omega, spread, seed,
+                                                                 clip):
     rng = np.random.default_rng(seed)
     exp = GaussianExpansion.from_parts(rng.normal(size=(m, d)), rng.normal(size=m),
                                        float(rng.normal()), omega, rng.normal(size=d),
-                                       rng.uniform(0.5, 2.0, size=d))
+                                       rng.uniform(0.5, 2.0, size=d), clip=clip)
     X = rng.normal(size=(n, d)) * spread  # far rows too: exponents clipped at log(tiny)
     fused = exp.decision(X, path="fused")
     blas = exp.decision(X, path="blas")
     exact = _exact(X, exp)
+    np.testing.assert_allclose(
+        GaussianExpansion(exp.basis, exp.coef, exp.intercept, "float64").decision(X), exact,
+        rtol=1e-12, atol=1e-12 * (np.abs(exp.coef).sum() + abs(exp.intercept)))
     # float32 rounding of z and c moves the exponent γ‖z − c‖² by about γ (|z| + |c|)² 2^-24
     # per term: the tolerance is that error (and float32 round-off) on the size of f's terms
-    Z = (X - exp.offset) / exp.scale
+    Z = np.clip((X - exp.offset) / exp.scale, -exp.basis.clip, exp.basis.clip)
     reach = (np.abs(Z).max(initial=0) + np.abs(exp.centers).max()) ** 2
     atol = (np.abs(exp.coef).sum() + abs(exp.intercept)) * (
         1e-6 + 4 * 2.0**-24 * omega_to_gamma(omega) * reach)

@@ -96,8 +96,10 @@ def test_classifier_string_labels_lazy_labels_and_accuracy():
     np.testing.assert_array_equal(lazy.reduced_index_, eager.reduced_index_)
     assert list(eager.classes_) == ["clear", "cloud"] == list(lazy.classes_)
     assert np.mean(eager.predict(X) == y) > 0.95
+    # chunks of 300 rows sum GᵀG in another order than one block of 1,000; the solve with
+    # 60 close centers amplifies that round-off to ~1e-4 here (measured: 1.6e-4 at most)
     np.testing.assert_allclose(lazy.decision_function(X), eager.decision_function(X),
-                               rtol=1e-4, atol=1e-4)
+                               rtol=1e-4, atol=5e-4)
     with pytest.raises(LabelError, match="one class only"):
         _fit(NystromKernelRidgeClassifier, X, np.ones(1000))
 

@@ -77,6 +77,31 @@ def test_a_numpy_input_is_drawn_in_memory_as_the_pass_draws_it():
         assert held.counts == chunked.counts and held.counts["masked"] == 180
 
 
+@pytest.mark.parametrize("scale_rows", [200, 5000])
+def test_the_scale_sample_is_the_smallest_hashes_of_all_usable_rows(scale_rows):
+    """The same read draws the scale sample: the usable rows of smallest hash over all
+    classes (all of them when fewer), the same for numpy input and any chunking."""
+    X, y = _data(900)
+    X[::29, 2] = np.inf
+    mask = np.arange(900) % 5 != 0
+    held = select_reduced_set(X, y, size=50, random_state=3, mask=mask, scale_rows=scale_rows)
+    usable = np.flatnonzero(mask & np.isfinite(X).all(axis=1))
+    u = uniform_from_index(usable, held.seed)
+    expected = usable[np.lexsort((usable, u))[:scale_rows]]
+    np.testing.assert_array_equal(held.scale_X, X[expected])
+    assert len(held.scale_X) == min(scale_rows, len(usable))
+    for chunks in (250, 77):
+        chunked = select_reduced_set(da.from_array(X, chunks=(chunks, 3)),
+                                     da.from_array(y, chunks=chunks), size=50, random_state=3,
+                                     mask=da.from_array(mask, chunks=chunks),
+                                     scale_rows=scale_rows)
+        np.testing.assert_array_equal(chunked.scale_X, held.scale_X)
+        np.testing.assert_array_equal(chunked.index, held.index)
+    assert select_reduced_set(X, y, size=50, random_state=3).scale_X is None
+    with pytest.raises(ValueError, match="scale_rows must be an int >= 0"):
+        select_reduced_set(X, y, size=50, scale_rows=-1)
+
+
 def test_each_class_gets_its_smallest_hashes_in_proportion():
     X, y = _data(1200)
     rs = select_reduced_set(X, y, size=100, random_state=7)

@@ -17,7 +17,12 @@ from typing import Any
 import numpy as np
 
 from bigkern.kernels.fused import exact_expansion, fused_expansion
-from bigkern.kernels.gaussian import GaussianBasis, kernel_blocks, omega_to_gamma
+from bigkern.kernels.gaussian import (
+    GaussianBasis,
+    checked_clip,
+    kernel_blocks,
+    omega_to_gamma,
+)
 
 __all__ = ["GaussianExpansion", "kernel_expansion"]
 
@@ -31,10 +36,13 @@ def kernel_expansion(
     *,
     offset: np.ndarray | None = None,
     scale: np.ndarray | None = None,
+    clip: float | None = None,
     dtype: type = np.float32,
     block_rows: int | None = None,
 ) -> np.ndarray:
-    """``f(x) = Σ_j coef_j k((x − offset) / scale, basis_j) + intercept`` for every row of ``X``.
+    """``f(x) = Σ_j coef_j k(z(x), basis_j) + intercept`` for every row of ``X``.
+
+    ``z(x) = (x − offset) / scale``, clipped to ``±clip`` when given.
 
     Rows are processed in blocks of ``block_rows`` (:func:`kernel_blocks`) so
     memory stays at one block × basis whatever ``len(X)``; the kernel block is
@@ -43,7 +51,7 @@ def kernel_expansion(
     non-finite feature give NaN.
     """
     expansion = GaussianExpansion.from_parts(basis, coef, intercept, omega, offset, scale,
-                                             dtype=np.dtype(dtype).name)
+                                             clip=clip, dtype=np.dtype(dtype).name)
     return expansion.decision(X, block_rows=block_rows)
 
 
@@ -51,7 +59,7 @@ def kernel_expansion(
 class GaussianExpansion:
     """A fitted Gaussian kernel expansion: everything a model needs to predict.
 
-    ``f(x) = Σ_j coef_j exp(-‖(x − offset)/scale − c_j‖² / (2 ω²)) + intercept``,
+    ``f(x) = Σ_j coef_j exp(-‖z(x) − c_j‖² / (2 ω²)) + intercept``,
     with the centers ``c_j``, width and standardization of ``basis``. The binned,
     baseline, reduced, OHT/RM and Gaussian RLS models all predict through one of
     these (``model.expansion_``), and so does :func:`bigkern.predict_scenes`.
@@ -89,7 +97,7 @@ class GaussianExpansion:
 
     @classmethod
     def from_parts(cls, centers: Any, coef: Any, intercept: float, omega: float,
-                   offset: Any = None, scale: Any = None, *,
+                   offset: Any = None, scale: Any = None, *, clip: float | None = None,
                    dtype: str = "float32") -> GaussianExpansion:
         """Build and validate from arrays; ``centers`` may have no rows when ``coef`` is empty."""
         C = np.asarray(centers, dtype=np.float64)
@@ -99,12 +107,12 @@ class GaussianExpansion:
                              f"shape {C.shape} and {len(c)} coefficients")
         d = C.shape[1]
         if len(c):
-            basis = GaussianBasis.checked(C, omega, d, offset, scale)
+            basis = GaussianBasis.checked(C, omega, d, offset, scale, clip)
         else:  # every basis function thresholded away: f is the intercept
             omega_to_gamma(float(omega))
             off = np.zeros(d) if offset is None else np.asarray(offset, dtype=np.float64)
             sc = np.ones(d) if scale is None else np.asarray(scale, dtype=np.float64)
-            basis = GaussianBasis(C, float(omega), off, sc)
+            basis = GaussianBasis(C, float(omega), off, sc, checked_clip(clip))
         if np.dtype(dtype) not in (np.float32, np.float64):
             raise ValueError(f"dtype must be float32 or float64; got {dtype!r}")
         return cls(basis, c, float(intercept), np.dtype(dtype).name)
@@ -190,7 +198,7 @@ class GaussianExpansion:
         if path in ("auto", "exact"):
             out[:] = exact_expansion(X, self.basis.centers, self.coef,
                                      omega_to_gamma(self.omega), self.intercept,
-                                     self.basis.offset, self.basis.scale)
+                                     self.basis.offset, self.basis.scale, self.basis.clip)
             return out
         dtype = np.dtype(self.dtype)
         c = self.coef.astype(dtype)
@@ -203,5 +211,6 @@ class GaussianExpansion:
     def _fused(self, X: np.ndarray, out: np.ndarray) -> np.ndarray:
         """The fused path (standardization and the NaN rule inside the compiled loop)."""
         out[:] = fused_expansion(X, self.basis.centers, self.coef, omega_to_gamma(self.omega),
-                                 self.intercept, self.basis.offset, self.basis.scale)
+                                 self.intercept, self.basis.offset, self.basis.scale,
+                                 self.basis.clip)
         return out

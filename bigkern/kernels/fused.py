@@ -56,9 +56,9 @@ _FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
 
 
 @numba.njit(nogil=True, cache=True, fastmath=_FASTMATH)
-def _fused_rows(X: np.ndarray, offset: np.ndarray, scale_: np.ndarray, centers_t: np.ndarray,
-                coef: np.ndarray, gamma: float, intercept: float, lowest: np.float32,
-                out: np.ndarray) -> None:  # pragma: no cover - compiled
+def _fused_rows(X: np.ndarray, offset: np.ndarray, scale_: np.ndarray, clip: float,
+                centers_t: np.ndarray, coef: np.ndarray, gamma: float, intercept: float,
+                lowest: np.float32, out: np.ndarray) -> None:  # pragma: no cover - compiled
     n, d = X.shape
     m = centers_t.shape[1]
     z_row = np.empty(d, np.float32)
@@ -75,7 +75,7 @@ def _fused_rows(X: np.ndarray, offset: np.ndarray, scale_: np.ndarray, centers_t
             x = np.float64(X[i, f])
             if not np.isfinite(x):
                 finite = False
-            z_row[f] = np.float32((x - offset[f]) / scale_[f])
+            z_row[f] = np.float32(min(max((x - offset[f]) / scale_[f], -clip), clip))
         if not finite:
             out[i] = np.nan
             continue
@@ -113,7 +113,7 @@ def _fused_rows(X: np.ndarray, offset: np.ndarray, scale_: np.ndarray, centers_t
 
 
 @numba.njit(nogil=True, cache=True, fastmath=_FASTMATH)
-def _kernel_row(X: np.ndarray, i: int, offset: np.ndarray, scale_: np.ndarray,
+def _kernel_row(X: np.ndarray, i: int, offset: np.ndarray, scale_: np.ndarray, clip: float,
                 centers_t: np.ndarray, scale: np.float32, floor: np.float32,
                 z_row: np.ndarray, dist: np.ndarray, value: np.ndarray,
                 shift: np.ndarray) -> None:  # pragma: no cover - compiled
@@ -122,7 +122,8 @@ def _kernel_row(X: np.ndarray, i: int, offset: np.ndarray, scale_: np.ndarray,
     d = X.shape[1]
     m = centers_t.shape[1]
     for f in range(d):
-        z_row[f] = np.float32((np.float64(X[i, f]) - offset[f]) / scale_[f])
+        z_row[f] = np.float32(min(max((np.float64(X[i, f]) - offset[f]) / scale_[f], -clip),
+                                  clip))
     dist[:] = 0
     for f in range(d):
         z = z_row[f]
@@ -147,7 +148,7 @@ def _kernel_row(X: np.ndarray, i: int, offset: np.ndarray, scale_: np.ndarray,
 
 @numba.njit(nogil=True, cache=True, fastmath=_FASTMATH)
 def _fused_block(X: np.ndarray, rows: np.ndarray, offset: np.ndarray, scale_: np.ndarray,
-                 centers_t: np.ndarray, gamma: float, lowest: np.float32,
+                 clip: float, centers_t: np.ndarray, gamma: float, lowest: np.float32,
                  out: np.ndarray) -> None:  # pragma: no cover - compiled
     d = X.shape[1]
     m = centers_t.shape[1]
@@ -158,16 +159,16 @@ def _fused_block(X: np.ndarray, rows: np.ndarray, offset: np.ndarray, scale_: np
     scale = np.float32(-gamma) * _LOG2E
     floor = lowest * _LOG2E
     for a in range(len(rows)):
-        _kernel_row(X, rows[a], offset, scale_, centers_t, scale, floor, z_row, dist, value,
-                    shift)
+        _kernel_row(X, rows[a], offset, scale_, clip, centers_t, scale, floor, z_row, dist,
+                    value, shift)
         for j in range(m):
             out[a, j] = value[j]
 
 
 @numba.njit(nogil=True, cache=True)  # no fastmath: one fixed order of operations per row
-def _exact_rows(X: np.ndarray, offset: np.ndarray, scale_: np.ndarray, centers_t: np.ndarray,
-                coef: np.ndarray, gamma: float, intercept: float, lowest: float,
-                out: np.ndarray) -> None:  # pragma: no cover - compiled
+def _exact_rows(X: np.ndarray, offset: np.ndarray, scale_: np.ndarray, clip: float,
+                centers_t: np.ndarray, coef: np.ndarray, gamma: float, intercept: float,
+                lowest: float, out: np.ndarray) -> None:  # pragma: no cover - compiled
     n, d = X.shape
     m = centers_t.shape[1]
     z_row = np.empty(d, np.float64)
@@ -178,7 +179,7 @@ def _exact_rows(X: np.ndarray, offset: np.ndarray, scale_: np.ndarray, centers_t
             x = np.float64(X[i, f])
             if not np.isfinite(x):
                 finite = False
-            z_row[f] = (x - offset[f]) / scale_[f]
+            z_row[f] = min(max((x - offset[f]) / scale_[f], -clip), clip)
         if not finite:
             out[i] = np.nan
             continue
@@ -205,7 +206,8 @@ def _exact_rows(X: np.ndarray, offset: np.ndarray, scale_: np.ndarray, centers_t
 
 
 def fused_kernel_block(X: np.ndarray, rows: np.ndarray, centers_t: np.ndarray, gamma: float,
-                       offset: np.ndarray, scale: np.ndarray, out: np.ndarray) -> None:
+                       offset: np.ndarray, scale: np.ndarray, out: np.ndarray,
+                       clip: float = math.inf) -> None:
     """Write ``exp(-γ‖z_i − c_j‖²)`` of the rows ``X[rows]`` into ``out`` (len(rows), m).
 
     The kernel block of the normal-equation passes in one compiled sweep per row
@@ -228,16 +230,19 @@ def fused_kernel_block(X: np.ndarray, rows: np.ndarray, centers_t: np.ndarray, g
     out : ndarray, shape (len(rows), m), float32
         Written in place; each row must be contiguous (a column slice of a wider
         C-ordered array is fine).
+    clip : float
+        ``z`` is clipped to ``±clip`` (default ``inf``: not clipped).
     """
     if len(rows):
-        _fused_block(X, np.asarray(rows, dtype=np.int64), offset, scale, centers_t,
-                     float(gamma), _LOWEST, out)
+        _fused_block(X, np.asarray(rows, dtype=np.int64), offset, scale, float(clip),
+                     centers_t, float(gamma), _LOWEST, out)
 
 
 def fused_expansion(X: np.ndarray, centers: np.ndarray, coef: np.ndarray, gamma: float,
                     intercept: float = 0.0, offset: np.ndarray | None = None,
-                    scale: np.ndarray | None = None) -> np.ndarray:
-    """``Σ_j coef_j exp(-γ‖z − c_j‖²) + intercept`` for every row, ``z = (x − offset) / scale``.
+                    scale: np.ndarray | None = None, clip: float = math.inf) -> np.ndarray:
+    """``Σ_j coef_j exp(-γ‖z − c_j‖²) + intercept`` for every row, ``z = (x − offset) / scale``
+    clipped to ``±clip``.
 
     Parameters
     ----------
@@ -254,6 +259,8 @@ def fused_expansion(X: np.ndarray, centers: np.ndarray, coef: np.ndarray, gamma:
         Added to every sum.
     offset, scale : ndarray, shape (d,), optional
         Standardization (default none).
+    clip : float
+        Bound on the standardized values (default ``inf``: not clipped).
 
     Returns
     -------
@@ -263,7 +270,8 @@ def fused_expansion(X: np.ndarray, centers: np.ndarray, coef: np.ndarray, gamma:
     X, offset, scale, centers_t, c = _prepared(X, offset, scale, centers, coef, np.float32)
     out = np.empty(len(X), dtype=np.float64)
     if len(X):
-        _fused_rows(X, offset, scale, centers_t, c, float(gamma), float(intercept), _LOWEST, out)
+        _fused_rows(X, offset, scale, float(clip), centers_t, c, float(gamma), float(intercept),
+                    _LOWEST, out)
     return out
 
 
@@ -285,7 +293,7 @@ def _prepared(X: np.ndarray, offset: np.ndarray | None, scale: np.ndarray | None
 
 def exact_expansion(X: np.ndarray, centers: np.ndarray, coef: np.ndarray, gamma: float,
                     intercept: float = 0.0, offset: np.ndarray | None = None,
-                    scale: np.ndarray | None = None) -> np.ndarray:
+                    scale: np.ndarray | None = None, clip: float = math.inf) -> np.ndarray:
     """:func:`fused_expansion` in float64, with each row's arithmetic fixed.
 
     Every row is evaluated by itself, in one order of operations (no
@@ -312,6 +320,8 @@ def exact_expansion(X: np.ndarray, centers: np.ndarray, coef: np.ndarray, gamma:
         Added to every sum.
     offset, scale : ndarray, shape (d,), optional
         Standardization (default none).
+    clip : float
+        Bound on the standardized values (default ``inf``: not clipped).
 
     Returns
     -------
@@ -328,5 +338,6 @@ def exact_expansion(X: np.ndarray, centers: np.ndarray, coef: np.ndarray, gamma:
     out = np.empty(len(X), dtype=np.float64)
     if len(X):
         lowest = float(np.ceil(np.log(np.finfo(np.float64).tiny)))
-        _exact_rows(X, offset, scale, centers_t, c, float(gamma), float(intercept), lowest, out)
+        _exact_rows(X, offset, scale, float(clip), centers_t, c, float(gamma), float(intercept),
+                    lowest, out)
     return out

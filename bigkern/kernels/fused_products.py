@@ -23,6 +23,8 @@ over ``j`` is reassociated the same way on every call of one compiled function
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 
@@ -33,8 +35,9 @@ __all__ = ["fused_kernel_products"]
 
 @numba.njit(nogil=True, cache=True, fastmath=_FASTMATH)
 def _fused_products(X: np.ndarray, rows: np.ndarray, offset: np.ndarray, scale_: np.ndarray,
-                    centers_t: np.ndarray, gamma: float, lowest: np.float32, V: np.ndarray,
-                    extra: np.ndarray, acc: np.ndarray) -> None:  # pragma: no cover - compiled
+                    clip: float, centers_t: np.ndarray, gamma: float, lowest: np.float32,
+                    V: np.ndarray, extra: np.ndarray,
+                    acc: np.ndarray) -> None:  # pragma: no cover - compiled
     d = X.shape[1]
     m = centers_t.shape[1]
     k = V.shape[0]
@@ -47,8 +50,8 @@ def _fused_products(X: np.ndarray, rows: np.ndarray, offset: np.ndarray, scale_:
     scale = np.float32(-gamma) * _LOG2E
     floor = lowest * _LOG2E
     for a in range(len(rows)):
-        _kernel_row(X, rows[a], offset, scale_, centers_t, scale, floor, z_row, dist, value,
-                    shift)
+        _kernel_row(X, rows[a], offset, scale_, clip, centers_t, scale, floor, z_row, dist,
+                    value, shift)
         for c in range(k):  # float32 values times float64 vectors, summed in float64
             vc = V[c]
             s = 0.0
@@ -66,7 +69,8 @@ def _fused_products(X: np.ndarray, rows: np.ndarray, offset: np.ndarray, scale_:
 
 def fused_kernel_products(X: np.ndarray, rows: np.ndarray, centers_t: np.ndarray,
                           gamma: float, offset: np.ndarray, scale: np.ndarray,
-                          vectors: np.ndarray, extra: np.ndarray, acc: np.ndarray) -> None:
+                          vectors: np.ndarray, extra: np.ndarray, acc: np.ndarray,
+                          clip: float = math.inf) -> None:
     """Add ``Gᵀ[G V | extra]`` over the rows ``X[rows]`` to ``acc``, ``G = K(Z, Ã)`` (float32).
 
     Parameters
@@ -88,6 +92,8 @@ def fused_kernel_products(X: np.ndarray, rows: np.ndarray, centers_t: np.ndarray
     acc : ndarray, shape (k + e, m), float64, C-contiguous
         Added to in place: row ``c < k`` gets ``Gᵀ(G V[c])``, row ``k + c`` gets
         ``Gᵀ extra[:, c]``.
+    clip : float
+        ``z`` is clipped to ``±clip`` (default ``inf``: not clipped).
 
     Examples
     --------
@@ -107,5 +113,5 @@ def fused_kernel_products(X: np.ndarray, rows: np.ndarray, centers_t: np.ndarray
     True
     """
     if len(rows):
-        _fused_products(X, np.asarray(rows, dtype=np.int64), offset, scale, centers_t,
-                        float(gamma), _LOWEST, vectors, extra, acc)
+        _fused_products(X, np.asarray(rows, dtype=np.int64), offset, scale, float(clip),
+                        centers_t, float(gamma), _LOWEST, vectors, extra, acc)

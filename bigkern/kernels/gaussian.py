@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from bigkern import config
+from bigkern.features.scaling import standardized
 from bigkern.kernels.fused import FUSED_MAX_FEATURES, fused_kernel_block
 
 __all__ = [
@@ -133,7 +134,10 @@ def row_blocks(n: int, block_rows: int | None = None) -> Iterator[slice]:
 
 @dataclass(frozen=True, eq=False)
 class GaussianBasis:
-    """Gaussian basis functions ``g_j(x) = exp(-‖(x − offset)/scale − c_j‖² / (2 ω²))``.
+    """Gaussian basis functions ``g_j(x) = exp(-‖z(x) − c_j‖² / (2 ω²))``.
+
+    ``z(x) = clip((x − offset) / scale, −clip, clip)`` per feature
+    (:func:`bigkern.features.scaling.standardized`).
 
     Parameters
     ----------
@@ -144,6 +148,8 @@ class GaussianBasis:
         Kernel width ω (> 0).
     offset, scale : ndarray, shape (d,)
         Standardization applied to the data before the kernel (zeros / ones for none).
+    clip : float
+        Standardized values are clipped to ``±clip`` (``inf``, the default: not clipped).
 
     Examples
     --------
@@ -163,10 +169,11 @@ class GaussianBasis:
     omega: float
     offset: np.ndarray
     scale: np.ndarray
+    clip: float = math.inf
 
     @classmethod
     def checked(cls, centers: Any, omega: float, d: int, offset: Any = None,
-                scale: Any = None) -> GaussianBasis:
+                scale: Any = None, clip: float | None = None) -> GaussianBasis:
         """Validate the parts for data with ``d`` features; every error names the argument."""
         C = np.asarray(centers, dtype=np.float64)
         if C.ndim != 2 or C.shape[0] < 1:
@@ -193,12 +200,28 @@ class GaussianBasis:
                 what = "positive and finite" if name == "scale" else "finite"
                 raise ValueError(f"{name} must be {what}; got {v}")
             vecs.append(v)
-        return cls(C, float(omega), vecs[0], vecs[1])
+        return cls(C, float(omega), vecs[0], vecs[1], checked_clip(clip))
 
     @property
     def n_basis(self) -> int:
         """Number of basis functions m̃."""
         return int(self.centers.shape[0])
+
+
+def checked_clip(clip: Any) -> float:
+    """``clip`` as a float bound (``None`` → ``inf``); raises unless it is positive.
+
+    Examples
+    --------
+    >>> checked_clip(None), checked_clip(5)
+    (inf, 5.0)
+    """
+    if clip is None:
+        return math.inf
+    if not isinstance(clip, int | float | np.integer | np.floating) or not clip > 0:
+        raise ValueError(f"clip (the bound on standardized values) must be a positive "
+                         f"number or None; got {clip!r}")
+    return float(clip)
 
 
 def kernel_blocks(
@@ -271,7 +294,8 @@ def kernel_blocks(
             continue
         G = work[:k]
         if fused:
-            fused_kernel_block(X, rows, centers_t, gamma, basis.offset, basis.scale, G)
+            fused_kernel_block(X, rows, centers_t, gamma, basis.offset, basis.scale, G,
+                               basis.clip)
             yield rows, G
             continue
         np.matmul(exponent_left(X[rows], basis, gamma, dtype), right, out=G)
@@ -305,6 +329,6 @@ def exponent_right(centers: np.ndarray, gamma: float, dtype: Any) -> np.ndarray:
 
 def exponent_left(X: np.ndarray, basis: GaussianBasis, gamma: float, dtype: Any) -> np.ndarray:
     """Left factor ``[z, −γ‖z‖², 1]`` of raw rows ``X`` standardized to ``z``, (k, d + 2)."""
-    Z = (np.asarray(X, dtype=np.float64) - basis.offset) / basis.scale
+    Z = standardized(X, basis.offset, basis.scale, basis.clip)
     return np.column_stack([Z, -gamma * np.einsum("ij,ij->i", Z, Z),
                             np.ones(len(Z))]).astype(dtype)

@@ -29,6 +29,7 @@ import xarray as xr
 
 from bigkern import config
 from bigkern.errors import DataQualityError
+from bigkern.features.scaling import CLIP_SCALED, robust_standardizer, standardized
 from bigkern.kernels.gaussian import gaussian_kernel
 
 __all__ = ["nystrom_spectrum"]
@@ -83,8 +84,10 @@ def nystrom_spectrum(
     omega : float
         Gaussian width ω > 0.
     standardize : bool
-        Center and scale every column by its mean and standard deviation over the
-        usable rows (constant columns are only centered) before the kernel.
+        Standardize the columns as the reduced-kernel models do, from the usable rows:
+        the median and robust σ of :func:`~bigkern.features.scaling.robust_standardizer`
+        (constant columns are only centered), clipped to
+        ``±``:data:`~bigkern.features.scaling.CLIP_SCALED`.
     random_state : int, numpy.random.Generator, numpy.random.RandomState or None
         Seed of the draw when ``reduced_set`` is an int.
     max_rows : int
@@ -162,17 +165,16 @@ def nystrom_spectrum(
     row_index = np.flatnonzero(usable)
     A = data[usable]
     if standardize:
-        offset = A.mean(axis=0)
-        scale = A.std(axis=0)
-        scale[~(scale > 0)] = 1.0
+        offset, scale = robust_standardizer(A)
+        clip = CLIP_SCALED
     else:
-        offset, scale = np.zeros(d), np.ones(d)
-    A = (A - offset) / scale
+        offset, scale, clip = np.zeros(d), np.ones(d), np.inf
+    A = standardized(A, offset, scale, clip)
 
     centers, reduced_index = _reduced(reduced_set, data, row_index, d, counts["n_rows"],
                                       random_state)
     m = centers.shape[0]
-    C = (centers - offset) / scale
+    C = standardized(centers, offset, scale, clip)
     if rtol is None:
         rtol = m * np.finfo(np.float64).eps
     if not (isinstance(rtol, int | float | np.number) and 0 <= float(rtol) < 1):

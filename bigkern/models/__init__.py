@@ -56,7 +56,7 @@ _HOMES = {
     "OHTRegressor": "oht",
     "PeriodicKernelRidge": "periodic",
     "ReducedSVC": "reduced",
-    "ReducedSVR": "reduced",
+    "ReducedSVR": "reduced_svr",
     "load_model": "persistence",
     "load_model_dataset": "persistence",
     "save_model": "persistence",

@@ -15,6 +15,7 @@ from bigkern import config
 from bigkern.errors import DataQualityError, LabelError
 from bigkern.models._format import format_attrs
 from bigkern.models._input import fit_input, map_rows, predict_input, refuse_nonfinite
+from bigkern.models._regressor_dataset import clip_attrs
 from bigkern.reduce.passes import per_feature_counts
 
 __all__ = ["FORMAT", "BigkernEstimator", "BigkernRegressor", "BinaryClassifierMixin"]
@@ -219,6 +220,7 @@ class _KernelClassifier(BinaryClassifierMixin, BigkernEstimator):
                 "classes": [c.item() if hasattr(c, "item") else c for c in self.classes_],
                 "params_json": _json(params),
                 "has_feature_names": int(hasattr(self, "feature_names_in_")),
+                **clip_attrs(exp.basis.clip),
                 **format_attrs(FORMAT),
             },
         )

@@ -1,6 +1,6 @@
 """What the reduced-kernel models share: labels, the basis, the Newton fits, the report.
 
-:class:`~bigkern.models.reduced.ReducedSVC`, :class:`~bigkern.models.reduced.ReducedSVR`
+:class:`~bigkern.models.reduced.ReducedSVC`, :class:`~bigkern.models.reduced_svr.ReducedSVR`
 and the Nyström models (:mod:`bigkern.models.nystrom`) draw a reduced set Ã and fit a
 Gaussian expansion on it. This module holds their common steps: labels and
 targets as the passes want them, the default size of Ã and its standardized
@@ -28,7 +28,14 @@ from sklearn.utils._param_validation import StrOptions
 
 from bigkern import config
 from bigkern.errors import BigkernWarning
-from bigkern.features.scaling import FAR_SCALED, far_features, robust_standardizer
+from bigkern.features.scaling import (
+    CLIP_SCALED,
+    FAR_SCALED,
+    SCALE_SAMPLE_ROWS,
+    far_features,
+    robust_standardizer,
+    standardized,
+)
 from bigkern.kernels import GaussianBasis
 from bigkern.models._constraints import (
     COUNT,
@@ -36,7 +43,7 @@ from bigkern.models._constraints import (
     POSITIVE,
     REDUCED_SET_SIZE,
 )
-from bigkern.models._regressor_dataset import _attrs, _feature_names
+from bigkern.models._regressor_dataset import _attrs, _feature_names, clip_attrs
 from bigkern.reduce.passes import (
     int_counts,
     per_feature_counts,
@@ -62,6 +69,7 @@ __all__ = [
     "newton_fit",
     "plus_minus",
     "reduced_basis",
+    "scale_sample_rows",
     "squared_hinge_fit",
 ]
 
@@ -143,28 +151,47 @@ def default_size(n_rows: int, size: int | None, fraction: float | None) -> int |
     return size
 
 
-def reduced_basis(rs: Any, omega: float, standardize: bool, features: Any = None
-                  ) -> tuple[GaussianBasis, np.ndarray, np.ndarray]:
-    """The Gaussian basis on the drawn rows (robustly standardized when asked).
+def scale_sample_rows(est: Any) -> int:
+    """The ``scale_rows`` of ``est``'s draw: :data:`SCALE_SAMPLE_ROWS` when it standardizes."""
+    return SCALE_SAMPLE_ROWS if est.standardize else 0
 
-    When standardized, a feature whose values in Ã reach beyond ``±FAR_SCALED`` robust σ is
-    named in a :class:`~bigkern.errors.BigkernWarning` with its range: it would decide
-    the kernel's distances alone.
+
+def reduced_basis(rs: Any, omega: float, standardize: bool, features: Any = None
+                  ) -> tuple[GaussianBasis, dict[str, int]]:
+    """The Gaussian basis on the drawn rows, and the clipped values of Ã per feature.
+
+    With ``standardize``, the features are robustly standardized
+    (:func:`~bigkern.features.scaling.robust_standardizer`) from the draw's scale
+    sample (``rs.scale_X``, :data:`~bigkern.features.scaling.SCALE_SAMPLE_ROWS` rows;
+    Ã itself when the draw took none) and clipped to
+    ``±CLIP_SCALED`` robust σ (the same clipping applies to every row the basis
+    meets). The count of clipped values in Ã (a random sample of the usable rows)
+    is returned per feature, for those with any. A feature whose values in Ã
+    reach beyond ``±FAR_SCALED`` robust σ is named in a
+    :class:`~bigkern.errors.BigkernWarning` with its range: its heavy tail is
+    flattened onto the bound, and a transform (e.g. a log) would keep it.
     """
+    d = rs.X.shape[1]
+    names = [f"f{j}" for j in range(d)] if features is None else [str(f) for f in features]
     if standardize:
-        offset, scale = robust_standardizer(rs.X)
+        offset, scale = robust_standardizer(rs.X if rs.scale_X is None else rs.scale_X)
+        clip = CLIP_SCALED
     else:
-        offset, scale = np.zeros(rs.X.shape[1]), np.ones(rs.X.shape[1])
-    centers = (rs.X - offset) / scale
-    far = far_features(centers, features) if standardize else []
+        offset, scale, clip = np.zeros(d), np.ones(d), math.inf
+    raw = standardized(rs.X, offset, scale)
+    far = far_features(raw, names) if standardize else []
     if far:
         warnings.warn(
             f"{len(far)} feature(s) reach beyond ±{FAR_SCALED:g} robust σ in the reduced set: "
-            f"{', '.join(far)}; such a feature decides the Gaussian kernel's distances "
-            f"alone (its heavy tail makes its robust σ small). Transform it (e.g. a log) "
-            f"or leave it out", BigkernWarning, stacklevel=3)
-    basis = GaussianBasis.checked(centers, float(omega), rs.X.shape[1], offset, scale)
-    return basis, offset, scale
+            f"{', '.join(far)}; their values beyond ±{CLIP_SCALED:g} robust σ are clipped to "
+            f"±{CLIP_SCALED:g} (a heavy tail makes the robust σ small), so the kernel does "
+            f"not tell those values apart. Transform such a feature (e.g. a log) to keep them",
+            BigkernWarning, stacklevel=3)
+    beyond = (np.abs(raw) > clip).sum(axis=0)
+    clipped = {names[j]: int(beyond[j]) for j in range(d) if beyond[j]}
+    basis = GaussianBasis.checked(np.clip(raw, -clip, clip), float(omega), d, offset, scale,
+                                  clip)
+    return basis, clipped
 
 
 def newton_fit(est: Any, chunked: Callable[[], tuple[Any, Any, Any]], basis: GaussianBasis,
@@ -281,9 +308,11 @@ def squared_hinge_fit(est: Any, X: Any, labels: Any, mask: Any, basis: GaussianB
 
 
 def fit_report(est: Any, rs: Any, res: Any, counts: dict[str, int], n_basis: int, t0: float,
-               t_draw: float, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The ``fit_report_`` of a reduced Newton fit (see :class:`ReducedSVC`); ``extra``
-    adds or replaces entries."""
+               t_draw: float, extra: dict[str, Any] | None = None, *,
+               clipped: dict[str, int] | None = None) -> dict[str, Any]:
+    """The ``fit_report_`` of a reduced Newton fit (see :class:`ReducedSVC`); ``clipped`` is
+    :func:`reduced_basis`'s count of clipped values in Ã per feature; ``extra`` adds or
+    replaces entries."""
     names = getattr(est, "feature_names_in_", None)
     names = [f"f{i}" for i in range(est.n_features_in_)] if names is None else list(names)
     attrs = {k: v for k, v in int_counts(counts).items()
@@ -294,6 +323,7 @@ def fit_report(est: Any, rs: Any, res: Any, counts: dict[str, int], n_basis: int
         "first_nonfinite": int(counts.get("first_nonfinite", -1)),
         "n_basis": n_basis,
         "n_duplicates": rs.n_duplicates,
+        "n_clipped_in_reduced_set_by_feature": dict(clipped or {}),
         "drawn_per_class": None if rs.drawn_per_class is None else
         [int(c) for c in rs.drawn_per_class],
         "iterations": res.iterations,
@@ -324,7 +354,8 @@ def expansion_regressor_dataset(model: Any, widths: Any = None, cv_scores: Any =
     widths = np.atleast_1d(np.asarray(model.omega_ if widths is None else widths, dtype=float))
     scores = (np.full(widths.shape, np.nan) if cv_scores is None
               else np.asarray(cv_scores, dtype=np.float64))
-    attrs = _attrs(model, omega=float(model.omega_), intercept=float(model.intercept_))
+    attrs = _attrs(model, omega=float(model.omega_), intercept=float(model.intercept_),
+                   **clip_attrs(getattr(model, "clip_", None)))
     attrs["fitted_json"] = json.dumps(fitted, sort_keys=True)
     return xr.Dataset(
         {"basis": (("basis", "feature"), np.asarray(model.centers_, dtype=np.float64)),

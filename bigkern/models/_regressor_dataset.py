@@ -91,6 +91,12 @@ def _attrs(model: Any, **extra: Any) -> dict[str, Any]:
             **format_attrs(FORMAT)}
 
 
+def clip_attrs(clip: Any) -> dict[str, float]:
+    """The saved form of a model's clipping bound: ``{"clip": bound}``, or nothing when its
+    standardized values are not clipped (``None`` or ``inf``; JSON has no infinity)."""
+    return {} if clip is None or not np.isfinite(clip) else {"clip": float(clip)}
+
+
 def _feature_names(model: Any) -> list[str]:
     return list(getattr(model, "feature_names_in_",
                         [f"f{i}" for i in range(int(model.n_features_in_))]))
@@ -117,7 +123,8 @@ def regressor_to_dataset(model: Any) -> xr.Dataset:
             data[k.rstrip("_")] = ("basis", np.asarray(getattr(model, k), dtype=np.int64))
     return xr.Dataset(data, coords={"feature": _feature_names(model), "width": widths},
                       attrs=_attrs(model, omega=float(model.omega_),
-                                   intercept=float(model.intercept_)))
+                                   intercept=float(model.intercept_),
+                                   **clip_attrs(getattr(model, "clip_", None))))
 
 
 def rls_to_dataset(model: Any) -> xr.Dataset:
@@ -184,6 +191,8 @@ def _expansion_from_dataset(ds: xr.Dataset, model: Any) -> None:
     model.coef_ = np.asarray(ds["coef"].values, dtype=np.float64)
     model.offset_ = np.asarray(ds["offset"].values, dtype=np.float64)
     model.scale_ = np.asarray(ds["scale"].values, dtype=np.float64)
+    if "clip" in ds.attrs:
+        model.clip_ = float(ds.attrs["clip"])
     model.omega_ = float(ds.attrs["omega"])
     model.intercept_ = float(ds.attrs["intercept"])
     scores = np.asarray(ds["cv_score"].values, dtype=np.float64)

@@ -210,7 +210,7 @@ class _KernelRegressor(BigkernRegressor):
         check_is_fitted(self, "coef_")
         return GaussianExpansion.from_parts(self.centers_, self.coef_, float(self.intercept_),
                                             float(self.omega_), self.offset_, self.scale_,
-                                            dtype="float64")
+                                            clip=getattr(self, "clip_", None), dtype="float64")
 
     @property
     def n_basis_(self) -> int:

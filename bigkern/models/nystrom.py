@@ -45,6 +45,7 @@ from bigkern.models._reduced_parts import (
     masked_targets,
     plus_minus,
     reduced_basis,
+    scale_sample_rows,
 )
 from bigkern.models.kernel_regression import _KernelRegressor
 from bigkern.models.nystrom_cg import fit_by_cg
@@ -83,14 +84,14 @@ class _NystromFit:
         if self.solver == "cg":
             self._fit_cg(Xd, yd, md, rs, widths, lams, t0)
             return
-        basis, offset, scale = reduced_basis(rs, widths[0], self.standardize,
-                                             getattr(self, "feature_names_in_", None))
+        basis, clipped = reduced_basis(rs, widths[0], self.standardize,
+                                       getattr(self, "feature_names_in_", None))
         many = len(widths) * len(lams) > 1
         seed = self.random_state if isinstance(self.random_state, int | np.integer) else 0
         ds = reduced_normal_equations_folds(Xd, yd, basis.centers, widths,
                                             n_folds=int(self.n_folds) if many else 1,
-                                            seed=int(seed), offset=offset, scale=scale,
-                                            mask=md)
+                                            seed=int(seed), offset=basis.offset,
+                                            scale=basis.scale, clip=basis.clip, mask=md)
         t_pass = time.perf_counter() - t0
         m = basis.n_basis
         folds = list(range(int(ds.sizes["fold"])))
@@ -125,7 +126,8 @@ class _NystromFit:
         self.fit_report_ = {
             **without_per_feature(counts),
             "n_nonfinite_by_feature": per_feature_counts(counts, names),
-            "n_basis": m, "n_duplicates": rs.n_duplicates, "reads": 2,
+            "n_basis": m, "n_duplicates": rs.n_duplicates,
+            "n_clipped_in_reduced_set_by_feature": clipped, "reads": 2,
             "omega": self.omega_, "lam": self.lam_, "jitter": sol.jitter,
             "max_cv_jitter": max_jitter, "n_candidates": scores.size,
             "seconds_pass": t_pass, "seconds_total": time.perf_counter() - t0,
@@ -137,7 +139,7 @@ class _NystromFit:
         """The fitted expansion's attributes (either solver); returns the feature names."""
         self.centers_, self.coef_, self.intercept_ = basis.centers, coef, intercept
         self.omega_, self.lam_ = omega, lam
-        self.offset_, self.scale_ = basis.offset, basis.scale
+        self.offset_, self.scale_, self.clip_ = basis.offset, basis.scale, basis.clip
         self.reduced_index_ = rs.index
         names = getattr(self, "feature_names_in_", None)
         return [f"f{k}" for k in range(self.n_features_in_)] if names is None else list(names)
@@ -164,7 +166,8 @@ _PARAMS_DOC = """omega : float or sequence of float
     size, fraction : int or float, optional
         Centers m̃ (default 10% of the rows, in [2, 500]) or ``ceil(fraction · n)``.
     standardize : bool
-        Robust standardization from Ã (median, 10%/90% quantiles), as ReducedSVC.
+        Robust standardization from Ã (median, 10%/90% quantiles), clipped to ±5
+        robust σ, as ReducedSVC.
     n_folds : int
         Folds of the cross-validation of the candidates (rows hashed to folds by
         global row number; unused with one candidate).
@@ -202,8 +205,9 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
 
     Attributes
     ----------
-    centers_, coef_, intercept_, omega_, offset_, scale_
-        The expansion ``f(x) = Σ_j coef_j k(z(x), c_j) + intercept`` (``expansion_``).
+    centers_, coef_, intercept_, omega_, offset_, scale_, clip_
+        The expansion ``f(x) = Σ_j coef_j k(z(x), c_j) + intercept``,
+        ``z(x) = clip((x − offset_) / scale_, ±clip_)`` (``expansion_``).
     lam_ : float
         The λ used.
     cv_scores_ : ndarray, shape (n_widths, n_lams)
@@ -213,7 +217,9 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
     reduced_index_ : ndarray of int
         Global row numbers of the centers.
     fit_report_ : dict
-        Row counts, ``n_basis``, ``jitter``, chosen ``omega``/``lam``, timings.
+        Row counts, ``n_basis``, ``n_clipped_in_reduced_set_by_feature`` (values of Ã
+        beyond the clip, for each feature with any), ``jitter``, chosen
+        ``omega``/``lam``, timings.
 
     Examples
     --------
@@ -275,7 +281,8 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
                              f"n_samples={n}")
         rs = select_reduced_set(Xd, None, size=default_size(n, self.size, self.fraction),
                                 fraction=self.fraction, random_state=self.random_state,
-                                mask=md, features=getattr(self, "feature_names_in_", None))
+                                mask=md, features=getattr(self, "feature_names_in_", None),
+                                scale_rows=scale_sample_rows(self))
         self._fit_pieces(Xd, yd.astype(np.float64), md, rs, widths, lams, t0)
         return self
 
@@ -370,7 +377,8 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
         rs = select_reduced_set(Xd, yd, size=default_size(n, self.size, self.fraction),
                                 fraction=self.fraction, stratified=self.stratified,
                                 random_state=self.random_state, mask=md,
-                                features=getattr(self, "feature_names_in_", None))
+                                features=getattr(self, "feature_names_in_", None),
+                                scale_rows=scale_sample_rows(self))
         if lazy:
             ReducedSVC._classes_from_draw(self, rs)  # the same two-class rule and errors
         ypm = yd.map_blocks(plus_minus, positive=self.classes_[1] if lazy else 1,
@@ -378,6 +386,7 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
         self._fit_pieces(Xd, ypm, md, rs, widths, lams, t0)
         self.expansion_ = GaussianExpansion.from_parts(self.centers_, self.coef_,
                                                        float(self.intercept_), self.omega_,
-                                                       self.offset_, self.scale_)
+                                                       self.offset_, self.scale_,
+                                                       clip=self.clip_)
         return self
 

@@ -108,8 +108,8 @@ def fit_by_cg(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float, lam: f
     With a start from a subset, the read summing the right-hand side also gives the
     start's product, so the first residual costs no read of its own.
     """
-    basis, _, _ = reduced_basis(rs, omega, est.standardize,
-                                getattr(est, "feature_names_in_", None))
+    basis, clipped = reduced_basis(rs, omega, est.standardize,
+                                   getattr(est, "feature_names_in_", None))
     m = basis.n_basis
     K = gaussian_kernel(basis.centers, basis.centers, omega)
     t_begin = time.perf_counter()
@@ -142,6 +142,7 @@ def fit_by_cg(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float, lam: f
         **without_per_feature(first["counts"]),
         "n_nonfinite_by_feature": per_feature_counts(first["counts"], names),
         "n_basis": m, "n_duplicates": rs.n_duplicates,
+        "n_clipped_in_reduced_set_by_feature": clipped,
         "reads": 2 + found.n_products + sampled,
         "omega": omega, "lam": lam, "jitter": pre.jitter, "solver": "cg",
         "n_iter": found.n_iter, "residual": found.residual, "converged": found.converged,

@@ -189,5 +189,6 @@ def _rebuild(ds: xr.Dataset) -> Any:
         float(ds.attrs["omega"]),
         np.asarray(ds["offset"].values, dtype=np.float64),
         np.asarray(ds["scale"].values, dtype=np.float64),
+        clip=ds.attrs.get("clip"),
     )
     return model

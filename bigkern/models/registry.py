@@ -124,7 +124,7 @@ _TABLE: list[ModelSpec] = [
               cli="ridge", grid={"omega": _WIDTHS, "lam": tuple(10.0 ** k for k in range(-4, 3))}),
     ModelSpec(_M + "reduced:ReducedSVC", "class", "reduced", "expansion", cli="reduced-svc",
               grid={"omega": _WIDTHS_REDUCED, "C": tuple(10.0 ** k for k in range(-1, 7))}),
-    ModelSpec(_M + "reduced:ReducedSVR", "value", "reduced", "regressor", cli="reduced-svr",
+    ModelSpec(_M + "reduced_svr:ReducedSVR", "value", "reduced", "regressor", cli="reduced-svr",
               check_params=_SEED0),
     ModelSpec(_M + "nystrom:NystromKernelRidgeClassifier", "class", "reduced", "expansion",
               cli="nystrom-krr", check_params=_SEED0,

@@ -53,7 +53,8 @@ PARAMETERS: dict[str, str] = {
     "sigma2": "noise variance σ² for Mallows’ Cp; None: estimated",
     "grid": "candidate parameter values ({name: values}) searched by the estimator itself",
     # the data
-    "standardize": "robust standardization of the features (median, 10%/90% quantiles)",
+    "standardize": "robust standardization of the features (median, 10%/90% quantiles; "
+                   "clipped to ±5 robust σ in the reduced-kernel models)",
     "quantiles": "percentile bins per feature (Shi & Yu)",
     "n_bins": "equal-width bins of the input",
     "weighted": "weight each bin by its count",

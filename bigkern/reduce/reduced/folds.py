@@ -53,6 +53,7 @@ def reduced_normal_equations_folds(
     seed: int = 0,
     offset: Any = None,
     scale: Any = None,
+    clip: float | None = None,
     split_every: int | None = None,
     mask: Any = None,
 ) -> xr.Dataset:
@@ -80,6 +81,8 @@ def reduced_normal_equations_folds(
         Seed of the fold hash.
     offset, scale : array-like, shape (d,), optional
         Standardization of ``X`` (default none).
+    clip : float, optional
+        Standardized values are clipped to ``±clip`` (default: not clipped).
     split_every : int, optional
         Fan-in of the tree reduction (default ``bigkern.split_every``).
     mask : array-like or dask array of bool, shape (n,), optional
@@ -90,7 +93,7 @@ def reduced_normal_equations_folds(
     -------
     xarray.Dataset
         ``GtG (omega, fold, basis, basis_)``, ``Gty``, ``Gsum (omega, fold, basis)``,
-        ``yty``, ``ysum``, ``n (fold)``; ``centers``, ``offset``, ``scale``; attrs
+        ``yty``, ``ysum``, ``n (fold)``; ``centers``, ``offset``, ``scale``, ``clip``; attrs
         ``n_folds``, ``seed`` and the row counts of
         :func:`~bigkern.reduce.reduced_normal_equations`.
 
@@ -105,7 +108,7 @@ def reduced_normal_equations_folds(
     omegas = _check_omegas(omegas)
     if isinstance(n_folds, bool) or not isinstance(n_folds, int | np.integer) or n_folds < 1:
         raise ValueError(f"n_folds must be a positive int; got {n_folds!r}")
-    basis = GaussianBasis.checked(centers, omegas[0], int(X.shape[1]), offset, scale)
+    basis = GaussianBasis.checked(centers, omegas[0], int(X.shape[1]), offset, scale, clip)
     m = basis.n_basis
     partial_mb = (m + 2) ** 2 * len(omegas) * n_folds * 8 / 2**20
     res = run_pass(X, y, _normal_chunk, basis=basis, omegas=omegas, n_folds=int(n_folds),
@@ -131,6 +134,7 @@ def reduced_normal_equations_folds(
             "centers": (("basis", "feature"), basis.centers),
             "offset": ("feature", basis.offset),
             "scale": ("feature", basis.scale),
+            "clip": ((), basis.clip),
         },
         coords={"omega": list(omegas), "fold": np.arange(n_folds), "basis": np.arange(m),
                 "basis_": np.arange(m), **({"feature": names} if names else {})},

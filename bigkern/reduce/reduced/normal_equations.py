@@ -122,7 +122,7 @@ def _normal_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, 
             for i, scale in enumerate(inv_sq):
                 if fused:
                     fused_kernel_block(X, rows[in_fold], centers_t, 0.5 * scale, basis.offset,
-                                       basis.scale, Gf)
+                                       basis.scale, Gf, basis.clip)
                 else:
                     np.multiply(Sf, dtype.type(scale), out=Gf)
                     np.maximum(Gf, lowest, out=Gf)
@@ -161,6 +161,7 @@ def reduced_normal_equations(
     *,
     offset: Any = None,
     scale: Any = None,
+    clip: float | None = None,
     split_every: int | None = None,
     mask: Any = None,
 ) -> xr.Dataset:
@@ -184,6 +185,8 @@ def reduced_normal_equations(
         Gaussian kernel width ω > 0 (see :mod:`bigkern.kernels`).
     offset, scale : array-like, shape (d,), optional
         Standardization of ``X`` (default none).
+    clip : float, optional
+        Standardized values are clipped to ``±clip`` (default: not clipped).
     split_every : int, optional
         Fan-in of the tree reduction (default ``bigkern.split_every``).
     mask : array-like or dask array of bool, shape (n,), optional
@@ -194,10 +197,11 @@ def reduced_normal_equations(
     xarray.Dataset
         ``GtG (basis, basis_)``, ``Gty (basis)``, ``Gsum (basis)``, scalars
         ``yty``, ``ysum`` (float64) and ``n`` (rows used); ``centers (basis, feature)``,
-        ``offset``, ``scale (feature)``. attrs: ``omega``, the row counts ``n_rows``,
-        ``n_valid``, ``n_absent`` (no finite feature), ``n_nonfinite`` (some feature
-        non-finite), ``n_nonfinite_y``, and ``first_nonfinite``, ``first_nonfinite_y``
-        (global row of the first such row, -1 if none).
+        ``offset``, ``scale (feature)``, ``clip`` (inf: not clipped). attrs: ``omega``,
+        the row counts ``n_rows``, ``n_valid``, ``n_absent`` (no finite feature),
+        ``n_nonfinite`` (some feature non-finite), ``n_nonfinite_y``, and
+        ``first_nonfinite``, ``first_nonfinite_y`` (global row of the first such row, -1 if
+        none).
 
     Raises
     ------
@@ -225,7 +229,7 @@ def reduced_normal_equations(
     True
     """
     X, y, names = as_arrays(X, y)
-    basis = GaussianBasis.checked(centers, omega, int(X.shape[1]), offset, scale)
+    basis = GaussianBasis.checked(centers, omega, int(X.shape[1]), offset, scale, clip)
     m = basis.n_basis
     res = run_pass(X, y, _normal_chunk, basis=basis, omegas=(basis.omega,), n_folds=1, seed=0,
                    name="reduced-normal-equations", label=f"reduced normal equations ({m} centers)",
@@ -245,6 +249,7 @@ def reduced_normal_equations(
             "centers": (("basis", "feature"), basis.centers),
             "offset": ("feature", basis.offset),
             "scale": ("feature", basis.scale),
+            "clip": ((), basis.clip),
         },
         coords={"basis": np.arange(m), "basis_": np.arange(m),
                 **({"feature": names} if names else {})},
@@ -262,6 +267,7 @@ def reduced_residual_sums(
     *,
     offset: Any = None,
     scale: Any = None,
+    clip: float | None = None,
     split_every: int | None = None,
     mask: Any = None,
 ) -> xr.Dataset:
@@ -272,7 +278,7 @@ def reduced_residual_sums(
 
     Parameters
     ----------
-    X, y, centers, omega, offset, scale, split_every, mask
+    X, y, centers, omega, offset, scale, clip, split_every, mask
         As for :func:`reduced_normal_equations`.
     coef : array-like, shape (m̃,)
         Weights of the basis functions.
@@ -286,7 +292,7 @@ def reduced_residual_sums(
         ``r = y − f(x)``; attrs as for :func:`reduced_normal_equations`.
     """
     X, y, _ = as_arrays(X, y)
-    basis = GaussianBasis.checked(centers, omega, int(X.shape[1]), offset, scale)
+    basis = GaussianBasis.checked(centers, omega, int(X.shape[1]), offset, scale, clip)
     coef = np.asarray(coef, dtype=np.float64)
     if coef.shape != (basis.n_basis,):
         raise ValueError(f"coef must have one entry per center ({basis.n_basis}); got shape "

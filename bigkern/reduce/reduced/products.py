@@ -50,7 +50,7 @@ def _products_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None
             np.ascontiguousarray(X), rows,
             np.ascontiguousarray(basis.centers.T, dtype=np.float32),
             omega_to_gamma(basis.omega), basis.offset, basis.scale,
-            np.ascontiguousarray(vectors.T), extra, products)
+            np.ascontiguousarray(vectors.T), extra, products, basis.clip)
         acc[:m] = products.T
         if targets:
             acc[m, k:] = y[rows].sum(), len(rows)

@@ -23,7 +23,10 @@ one read:
   chunk function on the whole array, with no task graph (the same rows);
 * identical drawn rows are kept once: duplicate centers add nothing to the
   basis but change the penalty of a reduced model. They are dropped, counted in
-  ``n_duplicates`` and named in a :class:`DuplicateCentersWarning`.
+  ``n_duplicates`` and named in a :class:`DuplicateCentersWarning`;
+* with ``scale_rows``, the same read also draws a larger uniform sample of the
+  usable rows (all classes together, by the same hashes) for the features'
+  robust scale, so that the scale's quantiles do not rest on a small Ã.
 """
 
 from __future__ import annotations
@@ -91,6 +94,9 @@ class ReducedSet:
         Drawn rows dropped because an identical row was drawn too.
     seed : int
         The hash seed of the draw.
+    scale_X : ndarray, shape (s, d) or None
+        The ``scale_rows`` sample (raw values, float64), when one was asked for:
+        ``min(scale_rows, usable rows)`` usable rows drawn uniformly, classes together.
     """
 
     X: np.ndarray
@@ -102,6 +108,7 @@ class ReducedSet:
     counts: dict[str, int] = field(default_factory=dict)
     n_duplicates: int = 0
     seed: int = 0
+    scale_X: np.ndarray | None = None
 
     @property
     def size(self) -> int:
@@ -135,8 +142,10 @@ def resolve_size(size: Any, fraction: Any, n_rows: int) -> int:
 
 
 def _draw_chunk(Xb: np.ndarray, yb: np.ndarray | None, mb: np.ndarray | None = None, *,
-                start: int, keep: int, seed: int, stratified: bool) -> dict[str, Any]:
-    """Per stratum, the ``keep`` usable rows of a chunk with the smallest hashes; counts."""
+                start: int, keep: int, seed: int, stratified: bool,
+                keep_scale: int = 0) -> dict[str, Any]:
+    """Per stratum, the ``keep`` usable rows of a chunk with the smallest hashes; the
+    ``keep_scale`` such rows of all strata together (the scale sample); counts."""
     X = as_float_block(Xb)
     valid, counts = valid_rows(X, None if mb is None else np.asarray(mb).ravel(),
                                extremes=True)
@@ -178,14 +187,20 @@ def _draw_chunk(Xb: np.ndarray, yb: np.ndarray | None, mb: np.ndarray | None = N
         strata[key] = {"u": u[sel], "index": index[sel],
                        "X": np.asarray(X[rows[sel]], dtype=np.float64),
                        "y": None if labels is None else labels[rows[sel]]}
-    return {"strata": strata, "classes": classes, "counts": counts, "firsts": firsts}
+    scale = None
+    if keep_scale:
+        sel = np.lexsort((index, u))[:keep_scale]
+        scale = {"u": u[sel], "index": index[sel],
+                 "X": np.asarray(X[rows[sel]], dtype=np.float64), "y": None}
+    return {"strata": strata, "classes": classes, "counts": counts, "firsts": firsts,
+            "scale": scale}
 
 
 def _key(v: Any) -> Any:
     return v.item() if hasattr(v, "item") else v
 
 
-def _combine(parts: list[dict[str, Any]], *, keep: int) -> dict[str, Any]:
+def _combine(parts: list[dict[str, Any]], *, keep: int, keep_scale: int = 0) -> dict[str, Any]:
     keys: list[Any] = []
     for p in parts:
         keys += [k for k in p["strata"] if k not in keys]
@@ -202,8 +217,12 @@ def _combine(parts: list[dict[str, Any]], *, keep: int) -> dict[str, Any]:
         classes = None
     firsts = {k: min((p["firsts"][k] for p in parts if p["firsts"][k] >= 0), default=-1)
               for k in _FIRSTS}
+    scale = None
+    if keep_scale:
+        scale = smallest_rows([p["scale"] for p in parts], n=keep_scale)
     return {"strata": strata, "classes": classes,
-            "counts": add_counts([p["counts"] for p in parts]), "firsts": firsts}
+            "counts": add_counts([p["counts"] for p in parts]), "firsts": firsts,
+            "scale": scale}
 
 
 def allocate(size: int, counts: np.ndarray) -> np.ndarray:
@@ -235,6 +254,7 @@ def select_reduced_set(
     split_every: int | None = None,
     mask: Any = None,
     features: Sequence[str] | None = None,
+    scale_rows: int = 0,
 ) -> ReducedSet:
     """Draw a uniform random reduced set Ã from the usable rows, per class, in one read.
 
@@ -262,6 +282,10 @@ def select_reduced_set(
     features : sequence of str, optional
         Names of the columns, for warnings (a DataArray's ``feature`` coordinate
         by default).
+    scale_rows : int
+        Also draw this many usable rows (all of them when fewer), classes together,
+        as ``ReducedSet.scale_X``: the sample the features' robust scale is computed
+        from. 0 (the default) draws none.
 
     Returns
     -------
@@ -309,14 +333,21 @@ def select_reduced_set(
     size = resolve_size(size, fraction, n_rows)
     seed = int(check_random_state(random_state).randint(2**31 - 1))
     stratified = bool(stratified) and y is not None
+    if isinstance(scale_rows, bool) or not isinstance(scale_rows, int | np.integer) \
+            or scale_rows < 0:
+        raise ValueError(f"scale_rows must be an int >= 0; got {scale_rows!r}")
+    keep_scale = int(scale_rows)
     if held:  # the pass's chunk function on the one chunk: no task graph
-        root = _draw_chunk(Xd, yd, md, start=0, keep=size, seed=seed, stratified=stratified)
+        root = _draw_chunk(Xd, yd, md, start=0, keep=size, seed=seed, stratified=stratified,
+                           keep_scale=keep_scale)
     else:
         recipe = RowReduction("reduced-set", chunk=_draw_chunk,
-                              combine=partial(_combine, keep=size), with_start=True)
+                              combine=partial(_combine, keep=size, keep_scale=keep_scale),
+                              with_start=True)
         root = run_reduction(recipe, Xd, yd, md, split_every=split_every,
                              label=f"drawing a reduced set of {size} rows",
-                             keep=size, seed=seed, stratified=stratified)
+                             keep=size, seed=seed, stratified=stratified,
+                             keep_scale=keep_scale)
     names = list(features) if features is not None else [
         f"column {j}" for j in range(Xd.shape[1])]
     warn_suspected_fills(root["counts"].pop(EXTREMES_KEY, None), names)
@@ -390,8 +421,10 @@ def _finalize(root: dict[str, Any], size: int, seed: int, stratified: bool,
     drawn = None
     if classes is not None and ys is not None:
         drawn = np.asarray([int(np.sum(ys == c)) for c in classes], dtype=np.int64)
+    scale = root.get("scale")
     return ReducedSet(Xs, ys, index.astype(np.int64), classes, class_counts, drawn,
-                      {k: int(v) for k, v in counts.items()}, int(n_dup), seed)
+                      {k: int(v) for k, v in counts.items()}, int(n_dup), seed,
+                      None if scale is None else scale["X"])
 
 
 def _sort_key(k: Any) -> tuple[str, Any]:
