@@ -173,7 +173,7 @@ def test_two_predictions_started_together_never_mix(two_models, tmp_path, remote
 
 
 def test_a_store_replaced_under_a_writer_is_not_written_into(two_models, tmp_path):
-    from bigkern.io.regions import _open_arrays
+    from bigkern.io.region_records import open_region_arrays as _open_arrays
 
     store, (m0, _) = two_models
     out = tmp_path / "R.zarr"

@@ -35,10 +35,7 @@ of their own).
 from __future__ import annotations
 
 import itertools
-import json
-import os
 import uuid
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,12 +51,18 @@ from bigkern.io.claims import OutputClaim, claim_output
 from bigkern.io.integrity import missing_chunks
 from bigkern.io.outputs import (
     PARTIAL_TAG,
-    REGIONS_FOLDER,
     check_not_input,
     check_replaceable,
     clean_partials,
     remove_output,
     store_kind,
+)
+from bigkern.io.region_records import (
+    STORE_ID_ATTR,
+    Summary,
+    open_region_arrays,
+    verify_region,
+    write_region_block,
 )
 from bigkern.io.staging import finish_interrupted_publish, publish_staged
 from bigkern.io.urls import Location, PathOrURL, StorageOptions, location
@@ -68,12 +71,7 @@ from bigkern.io.zarr_store import KIND_ATTR, STATUS_ATTR, finish_store, read_roo
 __all__ = ["JOB_ATTR", "STORE_ID_ATTR", "RegionReport", "write_regions"]
 
 JOB_ATTR = "bigkern_job"
-# a random id given to a store when its template is created: every region task checks it
-# before writing, so a store replaced by another writer (or another store that a worker
-# resolves the same path to) is never written into
-STORE_ID_ATTR = "bigkern_store_id"
 
-Summary = dict[str, int]
 
 
 @dataclass
@@ -94,106 +92,6 @@ def _region_slices(
 ) -> tuple[slice, ...]:
     starts = [sum(c[:i]) for c, i in zip(chunks, index, strict=True)]
     return tuple(slice(s, s + c[i]) for s, c, i in zip(starts, chunks, index, strict=True))
-
-
-def _open_arrays(path: Location, names: Sequence[str], store_id: str | None = None
-                 ) -> dict[str, Any]:
-    """The store's arrays, writable; with ``store_id``, only if the store is still that one."""
-    import zarr
-
-    problem = None
-    try:
-        group = zarr.open_group(path.zarr_store(), mode="r+", use_consolidated=False)
-    except Exception as err:  # gone, or not a store at this path on this machine
-        # the message is built here and raised below, outside the handler: an error whose
-        # context holds zarr's exception (and the store in it) may not survive pickling
-        # from a worker, and would reach the client as a bare Exception
-        problem = (f"store {path}: cannot open it for writing here ({type(err).__name__}: "
-                   f"{err}); it was removed by another writer, or this worker does not see the "
-                   f"client's file system at that path")
-    if problem is not None:
-        raise StoreError(problem)
-    if store_id is not None and group.attrs.get(STORE_ID_ATTR) != store_id:
-        raise StoreError(
-            f"store {path} is not the store this job created (its id is "
-            f"{group.attrs.get(STORE_ID_ATTR)!r}, not {store_id!r}): another writer replaced "
-            f"it, or this worker resolves the path to another store; refusing to write")
-    present = {name for name, _ in group.arrays()}
-    absent = [n for n in names if n not in present]
-    if absent:
-        raise StoreError(f"store {path} lacks the array(s) {absent} its template should hold: "
-                         f"it is damaged; write it again with --overwrite")
-    # every chunk is written, even one holding only fill values: a missing chunk is damage
-    return {n: group[n].with_config({"write_empty_chunks": True}) for n in names}
-
-
-def _region_key(index: tuple[int, ...]) -> str:
-    return ".".join(str(i) for i in index) or "0"
-
-
-def _digest(block: np.ndarray) -> int:
-    """CRC-32 of a block's values (C order, native bytes) and shape."""
-    data = np.ascontiguousarray(block)
-    if data.dtype == object:
-        return zlib.crc32(repr(data.tolist()).encode(), zlib.crc32(repr(data.shape).encode()))
-    return zlib.crc32(memoryview(data).cast("B"), zlib.crc32(repr(data.shape).encode()))
-
-
-def _record(path: Location, store_id: str, index: tuple[int, ...]) -> Location:
-    return path.joinpath(REGIONS_FOLDER, store_id, _region_key(index))
-
-
-def _write_record(path: Location, store_id: str, job: str, index: tuple[int, ...],
-                  names: tuple[str, ...], blocks: Sequence[np.ndarray]) -> None:
-    """The region's commit record, written after its chunks: who wrote it, and what."""
-    record = {"job": job, "store": store_id, "region": list(index),
-              "digests": {n: _digest(b) for n, b in zip(names, blocks, strict=True)}}
-    where = _record(path, store_id, index)
-    data = json.dumps(record, sort_keys=True).encode()
-    if path.local:
-        where.local_path.parent.mkdir(parents=True, exist_ok=True)
-        temp = where.local_path.with_name(f".{where.name}.tmp")
-        temp.write_bytes(data)
-        os.replace(temp, where.local_path)
-    else:
-        where.fs.pipe_file(where.path, data)
-
-
-def _write_block(*blocks: np.ndarray, path: Location, names: tuple[str, ...], job: str,
-                 store_id: str, summarize: Callable[..., Summary] | None,
-                 block_info: Any = None) -> np.ndarray:
-    """Write one region of every variable; return its summary in a 1-element object array."""
-    loc = block_info[0]["array-location"]
-    index = tuple(block_info[0]["chunk-location"])
-    region = tuple(slice(a, b) for a, b in loc)
-    arrays = _open_arrays(path, names, store_id)
-    for name, block in zip(names, blocks, strict=True):
-        arrays[name][region] = block
-    _write_record(path, store_id, job, index, names, blocks)
-    out = np.empty((1,) * blocks[0].ndim, dtype=object)
-    out.flat[0] = summarize(*blocks) if summarize else {}
-    return out
-
-
-def _verify_region(path: Location, names: tuple[str, ...], index: tuple[int, ...],
-                   region: tuple[slice, ...], job: str, store_id: str,
-                   summarize: Callable[..., Summary] | None) -> Summary | None:
-    """Read one finished region back; None unless its chunks pass their checksums and match
-    the commit record this job and store wrote for them."""
-    try:
-        where = _record(path, store_id, index)
-        raw = where.local_path.read_bytes() if path.local else where.fs.cat_file(where.path)
-        record = json.loads(raw.decode())
-        if record.get("job") != job or record.get("store") != store_id \
-                or record.get("region") != list(index):
-            return None
-        arrays = _open_arrays(path, names)
-        blocks = [np.asarray(arrays[n][region]) for n in names]
-    except Exception:  # no record, a checksum mismatch or an undecodable chunk: recompute it
-        return None
-    if any(record["digests"].get(n) != _digest(b) for n, b in zip(names, blocks, strict=True)):
-        return None  # values another writer (or a swap) put there
-    return summarize(*blocks) if summarize else {}
 
 
 def _identity(path: Location) -> str:
@@ -263,7 +161,7 @@ def _write_coord_block(block: np.ndarray, *, path: Location, coord: str, store_i
                        block_info: Any = None) -> np.ndarray:
     """Write one block of a coordinate (the store must still be this job's)."""
     region = tuple(slice(a, b) for a, b in block_info[0]["array-location"])
-    _open_arrays(path, (coord,), store_id)[coord][region] = block
+    open_region_arrays(path, (coord,), store_id)[coord][region] = block
     return np.zeros((1,) * block.ndim, dtype=np.int8)
 
 
@@ -465,7 +363,7 @@ def _write_target(arrays: list[da.Array], names: tuple[str, ...],
         lost = missing_chunks(store, names)
         lost_regions = {idx for chunk_list in lost.values() for idx in chunk_list}
         present = [idx for idx in regions if idx not in lost_regions]
-        checks = [dask.delayed(_verify_region, pure=False)(
+        checks = [dask.delayed(verify_region, pure=False)(
             store, names, idx, _region_slices(idx, chunks), job, target.store_id, summarize)
             for idx in present]
         results = compute(*checks, label=f"verifying finished regions of {store}") \
@@ -480,7 +378,7 @@ def _write_target(arrays: list[da.Array], names: tuple[str, ...],
 
     if todo:
         written = da.map_blocks(
-            _write_block, *arrays, path=store, names=names, job=job,
+            write_region_block, *arrays, path=store, names=names, job=job,
             store_id=target.store_id, summarize=summarize,
             chunks=tuple((1,) * len(c) for c in chunks), dtype=object,
             name=f"bigkern-write-{tokenize(job, _identity(store), target.store_id)}",
