@@ -266,6 +266,13 @@ def kernel_rows_fit_in_memory(X: Any, mask: Any, n_rows: int, n_basis: int,
             and 8 * n_rows * (n_basis + 1) <= most)
 
 
+#: The finite Newton fit starts from a subset's solution only when a Newton step over all
+#: rows, n·(m̃ + 1)² multiply-adds, costs at least this: timed ad hoc on random rows, the
+#: start made fits of 210 × 32 to 10⁴ × 200 kernel rows 2.5–4× slower (0.97 → 3.3 ms;
+#: 23 → 59 ms) and one of 5·10⁴ × 400 faster (291 → 238 ms).
+WARM_START_FLOPS = 4e9
+
+
 def squared_hinge_fit(est: Any, X: Any, labels: Any, mask: Any, basis: GaussianBasis,
                       rs: Any, chunked: Callable[[], tuple[Any, Any, Any]]
                       ) -> tuple[Any, dict[str, int], dict[str, Any]]:
@@ -273,7 +280,8 @@ def squared_hinge_fit(est: Any, X: Any, labels: Any, mask: Any, basis: GaussianB
 
     numpy rows whose kernel rows fit (:func:`kernel_rows_fit_in_memory`) are solved in
     memory with no task graph: the kernel rows formed once, a warm start from a
-    tenth of the rows, then :func:`~bigkern.solvers.finite_newton.finite_newton`
+    tenth of the rows (for problems of at least :data:`WARM_START_FLOPS` per step),
+    then :func:`~bigkern.solvers.finite_newton.finite_newton`
     (active-row Hessian updated by the rows that change, exact line search). Other
     input takes one distributed pass per step (Newton–Armijo with the
     :class:`~bigkern.solvers.smooth_losses.SquaredHinge`, each chunk's Hessian summed
@@ -290,10 +298,11 @@ def squared_hinge_fit(est: Any, X: Any, labels: Any, mask: Any, basis: GaussianB
     n, dim = A.shape
     # a tenth of the rows (at least twice the unknowns), drawn with the draw's seed: on
     # 10^5 × 500 MISR-like rows the fit then took 6 steps instead of 10, and 0.9 s
-    # instead of 1.5 (Ã's own rows, as the start, saved no step)
+    # instead of 1.5 (Ã's own rows, as the start, saved no step). A small problem's
+    # steps cost less than the start's own: below WARM_START_FLOPS none is made
     size = max(2 * dim, n // 10)
     u0, warm = None, 0
-    if size < n:
+    if size < n and n * dim * dim >= WARM_START_FLOPS:
         rows = np.sort(np.random.default_rng(rs.seed).choice(n, size, replace=False))
         start = subset_warm_start(A, y, rows, C=float(est.C),
                                   hessian_dtype=np.dtype(est.hessian))

@@ -250,8 +250,9 @@ def _armijo_trials(evaluate: Evaluate, u: np.ndarray, d: np.ndarray, f: float, s
     passes is the longest.
     """
     trial = evaluate(u, d, steps, 1.0)
-    f_trial = np.array([C * trial.loss[j] + 0.5 * float((u + lam * d) @ (u + lam * d))
-                        for j, lam in enumerate(steps)])
+    # ‖u + λd‖² = ‖u‖² + 2λ uᵀd + λ² ‖d‖², for every step at once
+    uu, ud, dd = float(u @ u), float(u @ d), float(d @ d)
+    f_trial = C * trial.loss + 0.5 * (uu + steps * (2.0 * ud + steps * dd))
     return trial, f_trial, np.flatnonzero(f - f_trial >= -delta * steps * slope)
 
 
