@@ -67,8 +67,8 @@ class ReducedSVC(_KernelClassifier):
       (:mod:`bigkern.solvers.finite_newton`): only the rows inside the margin add to
       the Hessian. A numpy input whose ``n × (m̃ + 1)`` kernel rows fit in
       ``bigkern.in_memory_kernel_bytes`` is solved in memory (the Hessian updated by
-      the rows that enter or leave the margin, exact line search, a warm start from
-      a tenth of the rows); other input takes one distributed read per step.
+      the rows that enter or leave the margin, exact line search, and for large fits a
+      warm start from a tenth of the rows); other input takes one distributed read per step.
 
     Parameters
     ----------
