@@ -166,8 +166,8 @@ _PARAMS_DOC = """omega : float or sequence of float
     size, fraction : int or float, optional
         Centers m̃ (default 10% of the rows, in [2, 500]) or ``ceil(fraction · n)``.
     standardize : bool
-        Robust standardization from Ã (median, 10%/90% quantiles), clipped to ±5
-        robust σ, as ReducedSVC.
+        Robust standardization (median, 10%/90% quantiles of a sample of up to 2,000
+        usable rows drawn with Ã), clipped to ±5 robust σ, as ReducedSVC.
     n_folds : int
         Folds of the cross-validation of the candidates (rows hashed to folds by
         global row number; unused with one candidate).

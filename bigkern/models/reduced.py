@@ -95,8 +95,9 @@ class ReducedSVC(_KernelClassifier):
     stratified : bool
         Draw within each class, in proportion to the class sizes (Remark 2).
     standardize : bool
-        Center each feature on the median of Ã, divide by a robust σ (10%/90%
-        quantiles of Ã) and clip to ±5 robust σ
+        Center each feature on its median, divide by a robust σ (10%/90% quantiles;
+        both from a uniform sample of up to 2,000 usable rows, drawn in the read that
+        draws Ã) and clip to ±5 robust σ
         (:data:`~bigkern.features.scaling.CLIP_SCALED`), so that no heavy-tailed
         feature decides the kernel's distances alone.
     tol : float
