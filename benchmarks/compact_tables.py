@@ -35,13 +35,13 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.svm import SVC
 
 from bigkern import CompactSupport, Gaussian, alignment_sparsity, choose_support_radius
+from bigkern.criteria import distance_quantile
 from bigkern.datasets import GreenRed, make_three_clusters
 from bigkern.kernels import gaussian_kernel
 from bigkern.models.compact import CompactKernelPCA, CompactSVC
 from bigkern.reduce.compact.sparse_gram import gram_report, sparse_gram
 from bigkern.solvers.lssvm import solve_lssvm
 from bigkern.solvers.sparse_spd import bandwidth, solve_sparse_spd
-from bigkern.tuning import distance_quantile
 
 OMEGA = 0.6 / np.sqrt(2)
 NU = 3  # the paper's ν

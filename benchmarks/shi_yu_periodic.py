@@ -37,10 +37,10 @@ from threadpoolctl import threadpool_limits
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common
 
+from bigkern.criteria import difference_noise_variance
 from bigkern.errors import BigkernWarning
 from bigkern.models.periodic import PeriodicKernelRidge, shi_yu_grid
 from bigkern.solvers.periodic import SmootherPath, equal_bins
-from bigkern.tuning import difference_noise_variance
 
 N = 120
 BINS = (None, 60, 40, 30, 24, 20, 15, 12)  # None: unbinned (1 point per bin)

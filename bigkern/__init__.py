@@ -95,14 +95,15 @@ _SOURCES: dict[str, str] = {
     "sample_rows": "bigkern.reduce",
     "select_reduced_set": "bigkern.reduce",
     "sparse_gram": "bigkern.reduce",
+    # bigkern.criteria
+    "choose_support_radius": "bigkern.criteria",
+    "difference_noise_variance": "bigkern.criteria",
+    "distance_quantile": "bigkern.criteria",
+    "mallows_cp": "bigkern.criteria",
     # bigkern.tuning
-    "choose_support_radius": "bigkern.tuning",
-    "difference_noise_variance": "bigkern.tuning",
-    "distance_quantile": "bigkern.tuning",
     "grid_search_bins": "bigkern.tuning",
     "holdout_accuracy": "bigkern.tuning",
     "holdout_grid_search": "bigkern.tuning",
-    "mallows_cp": "bigkern.tuning",
 }
 _SUBMODULES = frozenset({"config", "datasets"})
 
@@ -127,6 +128,12 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from bigkern import config, datasets
     from bigkern.cluster.client import connect
+    from bigkern.criteria import (
+        choose_support_radius,
+        difference_noise_variance,
+        distance_quantile,
+        mallows_cp,
+    )
     from bigkern.errors import (
         BigkernError,
         BigkernWarning,
@@ -200,13 +207,9 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
         sparse_gram,
     )
     from bigkern.tuning import (
-        choose_support_radius,
-        difference_noise_variance,
-        distance_quantile,
         grid_search_bins,
         holdout_accuracy,
         holdout_grid_search,
-        mallows_cp,
     )
 
 __all__ = [

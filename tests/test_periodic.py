@@ -16,6 +16,7 @@ import scipy.stats
 from sklearn.base import clone
 from threadpoolctl import threadpool_limits
 
+from bigkern.criteria import difference_noise_variance, grid_argmin, mallows_cp
 from bigkern.errors import BigkernWarning, DataQualityError
 from bigkern.models.periodic import PeriodicKernelRidge, shi_yu_grid
 from bigkern.solvers.periodic import (
@@ -28,7 +29,6 @@ from bigkern.solvers.periodic import (
     wrap_error_bound,
     wrapped_gaussian_kernel,
 )
-from bigkern.tuning import difference_noise_variance, grid_argmin, mallows_cp
 
 N = 120
 X_DESIGN = (np.arange(1, N + 1) - 0.5) / N  # x_i = −1/(2n) + i/n

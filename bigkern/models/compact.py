@@ -29,6 +29,7 @@ from sklearn.base import RegressorMixin, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from bigkern.cluster.compute import compute
+from bigkern.criteria import distance_quantile
 from bigkern.errors import BigkernWarning
 from bigkern.kernels import CompactSupport, Gaussian
 from bigkern.models._base import BigkernEstimator, BinaryClassifierMixin
@@ -39,7 +40,6 @@ from bigkern.solvers.kpca import centred_projections, kernel_pca
 from bigkern.solvers.lssvm import solve_lssvm
 from bigkern.solvers.sparse_spd import METHODS as SPARSE_SOLVERS
 from bigkern.solvers.sparse_svm import solve_svm_dual
-from bigkern.tuning import distance_quantile
 
 __all__ = ["CompactKernelPCA", "CompactKernelRidge", "CompactLSSVC", "CompactSVC"]
 

@@ -17,12 +17,12 @@ import xarray as xr
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
 
+from bigkern.criteria import difference_noise_variance, grid_argmin, mallows_cp
 from bigkern.errors import DataQualityError
 from bigkern.models._base import BigkernRegressor
 from bigkern.models._constraints import COUNT, NON_NEGATIVE, POSITIVE
 from bigkern.solvers.checks import check_ridges
 from bigkern.solvers.periodic import SmootherPath, equal_bins, periodic_gaussian_kernel
-from bigkern.tuning import difference_noise_variance, grid_argmin, mallows_cp
 
 __all__ = ["PeriodicKernelRidge", "shi_yu_grid"]
 
@@ -80,12 +80,12 @@ class PeriodicKernelRidge(BigkernRegressor):
         dropped and counted in ``n_empty_bins_``.
     grid : mapping, optional
         ``{"omega": [...], "lam": [...]}``: choose (ω, λ) at the minimum of
-        Mallows' Cp (:func:`bigkern.tuning.mallows_cp`) over the grid; ties go
+        Mallows' Cp (:func:`bigkern.criteria.mallows_cp`) over the grid; ties go
         to the first grid point. :func:`shi_yu_grid` is the paper's grid.
     sigma2 : float, optional
         Noise variance used by Cp. Shi & Yu's simulation has known N(0, 1)
         noise, i.e. ``sigma2=1``; ``None`` estimates it from successive
-        differences (:func:`bigkern.tuning.difference_noise_variance`).
+        differences (:func:`bigkern.criteria.difference_noise_variance`).
     kernel : {"exact", "wrapped"}, default "exact"
         The exact series of eq. (6), or Shi & Yu's wrapped approximation ``G^J``.
         ``G¹`` equals ``K`` to round-off for ω ≤ 1 but is indefinite beyond
