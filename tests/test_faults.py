@@ -194,14 +194,22 @@ def test_unreachable_scheduler_is_one_line(fitted, tmp_path):
 # --- resumable prediction -------------------------------------------------------------------
 
 def _regions_done(path: Path, n_scene: int, n_y: int) -> set[tuple[int, int]]:
-    """Regions whose two chunks exist and pass their checksums."""
+    """Regions whose two chunks exist and pass their checksums, and whose commit record was
+    written after them (a process killed between its chunks and its record leaves a region
+    that is, rightly, computed again)."""
     import zarr
 
+    from bigkern.io.outputs import REGIONS_FOLDER
+    from bigkern.io.region_records import STORE_ID_ATTR, region_key
+
     group = zarr.open_group(str(path), mode="r")
+    records = path / REGIONS_FOLDER / str(group.attrs[STORE_ID_ATTR])
     done = set()
     for s in range(n_scene):
         for y in range(n_y):
             try:
+                if not (records / region_key((s, y, 0))).exists():
+                    raise KeyError("commit record")
                 for name in ("decision", "cloud_mask"):
                     if not (path / name / "c" / f"{s}/{y}/0").exists():
                         raise KeyError(name)
