@@ -230,5 +230,3 @@ def grid_argmin(scores: np.typing.ArrayLike) -> tuple[int, ...]:
     flat = np.where(np.isfinite(s), s, np.inf).ravel()
     return tuple(int(i) for i in np.unravel_index(int(np.argmin(flat)), s.shape))
 
-
-__all__ += ["difference_noise_variance", "grid_argmin", "mallows_cp"]

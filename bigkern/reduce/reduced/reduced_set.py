@@ -181,15 +181,22 @@ def _draw_chunk(Xb: np.ndarray, yb: np.ndarray | None, mb: np.ndarray | None = N
         groups = [(_key(v), np.flatnonzero(inverse == i)) for i, v in enumerate(values)]
     else:
         groups = [(None, np.arange(len(rows)))]
+    # the usable rows by (hash, row number), sorted once when a sample must be cut from
+    # them: each stratum's and the scale sample's smallest hashes are a filter of it
+    cut = keep_scale or any(len(sel) > keep for _, sel in groups)
+    order = np.lexsort((index, u)) if cut else None
+    member = np.zeros(len(rows), dtype=bool)
     for key, sel in groups:
         if len(sel) > keep:
-            sel = sel[np.lexsort((index[sel], u[sel]))[:keep]]
+            member[:] = False
+            member[sel] = True
+            sel = order[member[order]][:keep]
         strata[key] = {"u": u[sel], "index": index[sel],
                        "X": np.asarray(X[rows[sel]], dtype=np.float64),
                        "y": None if labels is None else labels[rows[sel]]}
     scale = None
     if keep_scale:
-        sel = np.lexsort((index, u))[:keep_scale]
+        sel = order[:keep_scale]
         scale = {"u": u[sel], "index": index[sel],
                  "X": np.asarray(X[rows[sel]], dtype=np.float64), "y": None}
     return {"strata": strata, "classes": classes, "counts": counts, "firsts": firsts,
