@@ -16,7 +16,8 @@ import xarray as xr
 from bigkern import config
 from bigkern.errors import BigkernWarning
 from bigkern.io import open_scenes, write_scenes
-from bigkern.io.chunking import ChunkWarning, TaskPlan, check_chunks, task_plan
+from bigkern.io.chunking import ChunkWarning, check_chunks
+from bigkern.io.task_plans import TaskPlan, task_plan
 
 # 10^7 tasks of 10^4 pixels: a 400 GB float32 array that is never computed
 HUGE = ((1000, 10_000, 10_000), (1, 100, 100))

@@ -151,7 +151,7 @@ def planned_read_chunks(loc: Any, where: str, chunks: Mapping[str, Any] | str | 
 
     The declared sizes are checked (:func:`check_declared_sizes`), the tasks
     of the feature (an array of ``dims``, not ``label``) whose chunks make the
-    most are planned (:func:`bigkern.io.chunking.planned_tasks`), and
+    most are planned (:func:`bigkern.io.task_plans.planned_tasks`), and
     ``bigkern.chunk_guidance.too_many_tasks`` is applied
     (:func:`bigkern.io.chunking.guide_chunks`) — all before anything is
     listed, read or computed.
@@ -176,7 +176,8 @@ def planned_read_chunks(loc: Any, where: str, chunks: Mapping[str, Any] | str | 
     """
     import zarr
 
-    from bigkern.io.chunking import guide_chunks, planned_tasks
+    from bigkern.io.chunking import guide_chunks
+    from bigkern.io.task_plans import planned_tasks
     from bigkern.io.zarr_store import _quiet_consolidated
 
     with _quiet_consolidated():

@@ -275,7 +275,7 @@ def write_chunks(ds: xr.Dataset, chunks: Mapping[str, int] | None = None) -> dic
     are regular), so each task writes whole chunks of its own; unless they
     break bigkern's chunking rules (:mod:`bigkern.io.chunking`): chunks that
     make too many tasks or tasks too small for their overhead grow to the
-    recommended whole multiples (:attr:`~bigkern.io.chunking.TaskPlan.recommended`),
+    recommended whole multiples (:attr:`~bigkern.io.task_plans.TaskPlan.recommended`),
     and a chunk over ``bigkern.chunk_bytes`` is cut to :func:`default_chunks`.
     A dataset in memory gets :func:`default_chunks`.
 
@@ -299,7 +299,8 @@ def write_chunks(ds: xr.Dataset, chunks: Mapping[str, int] | None = None) -> dic
     >>> write_chunks(make_scenes(4, (32, 48), seed=0).compute())  # in memory
     {'scene': 4, 'y': 32, 'x': 48}
     """
-    from bigkern.io.chunking import crosses_guidance, planned_tasks
+    from bigkern.io.chunking import crosses_guidance
+    from bigkern.io.task_plans import planned_tasks
 
     shape = tuple(int(ds.sizes.get(d, 1)) for d in SCENE_DIMS)
     base = default_chunks(shape)
