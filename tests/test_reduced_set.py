@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from bigkern.errors import DataQualityError, LabelError
 from bigkern.reduce.reduced.reduced_set import (
     DuplicateCentersWarning,
-    allocate,
     resolve_size,
     select_reduced_set,
 )
+from bigkern.reduce.reduced.row_draws import allocate
 from bigkern.reduce.sampling import uniform_from_index
 
 

@@ -46,22 +46,14 @@ from bigkern.errors import BigkernWarning, LabelError
 from bigkern.reduce.extremes import EXTREMES_KEY, warn_suspected_fills
 from bigkern.reduce.passes import (
     RowReduction,
-    add_counts,
-    as_float_block,
     as_row_chunked,
     run_reduction,
     unwrap_samples,
-    valid_rows,
 )
 from bigkern.reduce.reduced._row_pass import check_counts
-from bigkern.reduce.sampling import smallest_rows, uniform_from_index
+from bigkern.reduce.reduced.row_draws import allocate, combine_draws, draw_chunk
 
 __all__ = ["DuplicateCentersWarning", "ReducedSet", "resolve_size", "select_reduced_set"]
-
-#: Most distinct labels a stratified draw accepts (strata are classes, not targets).
-MAX_STRATA = 256
-_FIRSTS = ("first_nonfinite", "first_nonfinite_y")
-
 
 class DuplicateCentersWarning(BigkernWarning):
     """Identical rows were drawn into a reduced set; all but one of each were dropped."""
@@ -81,7 +73,7 @@ class ReducedSet:
         Their global row numbers.
     classes : ndarray or None
         The distinct labels of the usable rows (sorted), when ``y`` was given and
-        has at most :data:`MAX_STRATA` of them.
+        has at most :data:`~bigkern.reduce.reduced.row_draws.MAX_STRATA` of them.
     class_counts : ndarray of int or None
         Usable rows per class.
     drawn_per_class : ndarray of int or None
@@ -141,115 +133,6 @@ def resolve_size(size: Any, fraction: Any, n_rows: int) -> int:
     return size
 
 
-def _draw_chunk(Xb: np.ndarray, yb: np.ndarray | None, mb: np.ndarray | None = None, *,
-                start: int, keep: int, seed: int, stratified: bool,
-                keep_scale: int = 0) -> dict[str, Any]:
-    """Per stratum, the ``keep`` usable rows of a chunk with the smallest hashes; the
-    ``keep_scale`` such rows of all strata together (the scale sample); counts."""
-    X = as_float_block(Xb)
-    valid, counts = valid_rows(X, None if mb is None else np.asarray(mb).ravel(),
-                               extremes=True)
-    firsts = {"first_nonfinite": -1, "first_nonfinite_y": -1}
-    if counts["nonfinite"]:
-        some = ~valid & np.isfinite(X).any(axis=1)
-        firsts["first_nonfinite"] = start + int(np.flatnonzero(some)[0])
-    counts["nonfinite_y"] = 0
-    labels = None
-    if yb is not None:
-        labels = np.asarray(yb).ravel()
-        if labels.dtype.kind in "fc":
-            bad_y = valid & ~np.isfinite(labels)
-            if bad_y.any():
-                counts["nonfinite_y"] = int(bad_y.sum())
-                counts["valid"] -= counts["nonfinite_y"]
-                firsts["first_nonfinite_y"] = start + int(np.flatnonzero(bad_y)[0])
-                valid &= ~bad_y
-    rows = np.flatnonzero(valid)
-    index = start + rows
-    u = uniform_from_index(index, seed)
-    classes: dict[Any, int] | None = None
-    if labels is not None:
-        values, inverse, n_each = np.unique(labels[rows], return_inverse=True, return_counts=True)
-        if len(values) <= MAX_STRATA:
-            classes = {_key(v): int(c) for v, c in zip(values, n_each, strict=True)}
-        elif stratified:
-            raise ValueError(f"y has {len(values)} distinct values in rows {start}..."
-                             f"{start + len(labels) - 1}: stratified draws take class labels "
-                             f"(at most {MAX_STRATA}); use stratified=False for other targets")
-    strata: dict[Any, dict[str, np.ndarray]] = {}
-    if stratified and labels is not None:
-        groups = [(_key(v), np.flatnonzero(inverse == i)) for i, v in enumerate(values)]
-    else:
-        groups = [(None, np.arange(len(rows)))]
-    # the usable rows by (hash, row number), sorted once when a sample must be cut from
-    # them: each stratum's and the scale sample's smallest hashes are a filter of it
-    cut = keep_scale or any(len(sel) > keep for _, sel in groups)
-    order = np.lexsort((index, u)) if cut else None
-    member = np.zeros(len(rows), dtype=bool)
-    for key, sel in groups:
-        if len(sel) > keep:
-            member[:] = False
-            member[sel] = True
-            sel = order[member[order]][:keep]
-        strata[key] = {"u": u[sel], "index": index[sel],
-                       "X": np.asarray(X[rows[sel]], dtype=np.float64),
-                       "y": None if labels is None else labels[rows[sel]]}
-    scale = None
-    if keep_scale:
-        sel = order[:keep_scale]
-        scale = {"u": u[sel], "index": index[sel],
-                 "X": np.asarray(X[rows[sel]], dtype=np.float64), "y": None}
-    return {"strata": strata, "classes": classes, "counts": counts, "firsts": firsts,
-            "scale": scale}
-
-
-def _key(v: Any) -> Any:
-    return v.item() if hasattr(v, "item") else v
-
-
-def _combine(parts: list[dict[str, Any]], *, keep: int, keep_scale: int = 0) -> dict[str, Any]:
-    keys: list[Any] = []
-    for p in parts:
-        keys += [k for k in p["strata"] if k not in keys]
-    strata = {k: smallest_rows([p["strata"][k] for p in parts if k in p["strata"]], n=keep)
-              for k in keys}
-    classes: dict[Any, int] | None = {}
-    for p in parts:
-        if p["classes"] is None or classes is None:
-            classes = None
-            continue
-        for k, c in p["classes"].items():
-            classes[k] = classes.get(k, 0) + c
-    if classes is not None and len(classes) > MAX_STRATA:
-        classes = None
-    firsts = {k: min((p["firsts"][k] for p in parts if p["firsts"][k] >= 0), default=-1)
-              for k in _FIRSTS}
-    scale = None
-    if keep_scale:
-        scale = smallest_rows([p["scale"] for p in parts], n=keep_scale)
-    return {"strata": strata, "classes": classes,
-            "counts": add_counts([p["counts"] for p in parts]), "firsts": firsts,
-            "scale": scale}
-
-
-def allocate(size: int, counts: np.ndarray) -> np.ndarray:
-    """Split ``size`` draws over strata in proportion to ``counts``; each stratum gets ≥ 1.
-
-    Largest remainders (ties to the earlier stratum); a stratum never gets more
-    than its count. Requires ``len(counts) <= size <= counts.sum()``.
-    """
-    counts = np.asarray(counts, dtype=np.int64)
-    share = size * counts / counts.sum()
-    out = np.floor(share).astype(np.int64)
-    rest = size - int(out.sum())
-    order = np.lexsort((np.arange(len(counts)), -(share - out)))
-    out[order[:rest]] += 1
-    while (out == 0).any():  # a class too rare for its share still gets one center
-        out[int(np.argmax(out))] -= 1
-        out[int(np.flatnonzero(out == 0)[0])] = 1
-    return out
-
-
 def select_reduced_set(
     X: Any,
     y: Any = None,
@@ -303,7 +186,8 @@ def select_reduced_set(
     ------
     ValueError
         ``size`` < 2 or more than the usable rows; both or neither of ``size`` and
-        ``fraction``; a stratifying ``y`` with more than :data:`MAX_STRATA` values.
+        ``fraction``; a stratifying ``y`` with more than
+        :data:`~bigkern.reduce.reduced.row_draws.MAX_STRATA` values.
     LabelError
         A stratified draw whose usable rows have one class only.
     DataQualityError
@@ -345,11 +229,11 @@ def select_reduced_set(
         raise ValueError(f"scale_rows must be an int >= 0; got {scale_rows!r}")
     keep_scale = int(scale_rows)
     if held:  # the pass's chunk function on the one chunk: no task graph
-        root = _draw_chunk(Xd, yd, md, start=0, keep=size, seed=seed, stratified=stratified,
+        root = draw_chunk(Xd, yd, md, start=0, keep=size, seed=seed, stratified=stratified,
                            keep_scale=keep_scale)
     else:
-        recipe = RowReduction("reduced-set", chunk=_draw_chunk,
-                              combine=partial(_combine, keep=size, keep_scale=keep_scale),
+        recipe = RowReduction("reduced-set", chunk=draw_chunk,
+                              combine=partial(combine_draws, keep=size, keep_scale=keep_scale),
                               with_start=True)
         root = run_reduction(recipe, Xd, yd, md, split_every=split_every,
                              label=f"drawing a reduced set of {size} rows",
