@@ -79,7 +79,7 @@ def swapped_chunks(tmp: Path) -> list[dict]:
     from bigkern.datasets import make_scenes
     from bigkern.errors import StoreError
     from bigkern.io.integrity import open_checked
-    from bigkern.io.scenes import write_scenes
+    from bigkern.io.scene_writer import write_scenes
 
     store = write_scenes(make_scenes(2, (64, 96), seed=1), tmp / "swap.zarr",
                          chunks={"scene": 1, "y": 64, "x": 96})
@@ -197,7 +197,7 @@ def manifest_cost(tmp: Path) -> dict:
 
     from bigkern.io.integrity import CheckedChunks
     from bigkern.io.manifest import MANIFEST_ATTR, read_manifest
-    from bigkern.io.scenes import write_scenes
+    from bigkern.io.scene_writer import write_scenes
 
     values = np.random.default_rng(0).random((1, 5000, 5000), dtype=np.float32)
     path = write_scenes(xr.Dataset({"NDAI": (DIMS, values)}), tmp / "big.zarr",

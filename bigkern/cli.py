@@ -268,7 +268,8 @@ def _run(args: argparse.Namespace) -> int:
                 print(f"bigkern demo finished in {time.perf_counter() - t:.1f} s")
             elif args.command == "synth":
                 from bigkern.datasets import make_scenes
-                from bigkern.io.scenes import default_chunks, write_scenes
+                from bigkern.io.scene_writer import write_scenes
+                from bigkern.io.scenes import default_chunks
 
                 # generated a scene a task, stored in chunks of bigkern's size (~100 MB)
                 shape = (args.scenes, *args.shape)

@@ -28,7 +28,7 @@ from bigkern.errors import LabelError, StoreError
 from bigkern.io import open_scenes, stack_samples, write_scenes
 from bigkern.io.cf import CF_CONVENTIONS
 from bigkern.io.scene_dims import DIMS_ATTR, scene_dims
-from bigkern.io.scenes import write_chunks
+from bigkern.io.scene_writer import write_chunks
 from bigkern.io.zarr_store import open_zarr
 from bigkern.predict import predict_scenes, prediction_job, write_predictions
 from bigkern.version import __version__

@@ -59,7 +59,7 @@ def test_a_missing_model_is_said_before_a_cluster_starts(scene_store, tmp_path):
 def test_dims_maps_a_time_store_through_fit_and_predict(tmp_path):
     from bigkern.datasets import make_scenes
     from bigkern.io.integrity import open_checked
-    from bigkern.io.scenes import write_scenes
+    from bigkern.io.scene_writer import write_scenes
 
     scenes = make_scenes(2, (48, 64), seed=5, radiances=False).rename(scene="time")
     store = write_scenes(scenes, tmp_path / "t.zarr", dims={"scene": "time"})
@@ -145,7 +145,7 @@ def test_the_variables_read_as_json_are_those_zarr_lists(tmp_path, layout):
     import zarr
 
     from bigkern.datasets import make_scenes
-    from bigkern.io.scenes import write_scenes
+    from bigkern.io.scene_writer import write_scenes
     from bigkern.io.zarr_store import _v3_variables, stored_variables
 
     scenes = make_scenes(1, (8, 8), seed=0)

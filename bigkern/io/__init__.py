@@ -28,7 +28,7 @@ _HOMES = {
     "validity_report": "validity",
     "validity_rules": "validity",
     "write_model_dataset": "model_store",
-    "write_scenes": "scenes",
+    "write_scenes": "scene_writer",
 }
 
 __all__ = sorted(_HOMES)

@@ -347,7 +347,7 @@ def ingest_misr_text(
     >>> tmp.cleanup()
     """
     from bigkern.io.outputs import prepare_output
-    from bigkern.io.scenes import write_scenes
+    from bigkern.io.scene_writer import write_scenes
 
     store_path = location(store, storage_options)
     files = _as_paths(paths, storage_options)

@@ -219,7 +219,7 @@ def stored_variables(
     --------
     >>> import tempfile, pathlib
     >>> from bigkern.datasets import make_scenes
-    >>> from bigkern.io.scenes import write_scenes
+    >>> from bigkern.io.scene_writer import write_scenes
     >>> store = write_scenes(make_scenes(1, (8, 8), seed=0),
     ...                      pathlib.Path(tempfile.mkdtemp()) / "s.zarr")
     >>> stored_variables(store)[:4]

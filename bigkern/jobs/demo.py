@@ -16,7 +16,8 @@ from bigkern.cluster.compute import compute
 from bigkern.extras import available
 from bigkern.features import with_features
 from bigkern.io.integrity import open_checked
-from bigkern.io.scenes import default_chunks, open_scenes, write_scenes
+from bigkern.io.scene_writer import write_scenes
+from bigkern.io.scenes import default_chunks, open_scenes
 from bigkern.jobs.fit import DEFAULT_FEATURES, fit_scenes
 from bigkern.jobs.outcome import say
 from bigkern.jobs.plot import save_scene_figure
