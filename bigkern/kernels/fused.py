@@ -55,6 +55,18 @@ _LOWEST = np.float32(math.ceil(math.log(np.finfo(np.float32).tiny)))  # -87, as 
 _FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
 
 
+@numba.njit(inline="always")  # inlined by numba: the loops that call it still vectorize
+def _pow2_fraction(r: np.float32) -> np.float32:  # pragma: no cover - compiled
+    """``2^r`` for ``|r| ≤ ½`` by its degree-6 Taylor polynomial: in [0.70, 1.42], a normal
+    float of exponent 126 or 127, so adding ``k << 23`` to its bits multiplies it by ``2^k``."""
+    p = _C6 * r + _C5
+    p = p * r + _C4
+    p = p * r + _C3
+    p = p * r + _C2
+    p = p * r + _C1
+    return p * r + _C0
+
+
 @numba.njit(nogil=True, cache=True, fastmath=_FASTMATH)
 def _fused_rows(X: np.ndarray, offset: np.ndarray, scale_: np.ndarray, clip: float,
                 centers_t: np.ndarray, coef: np.ndarray, gamma: float, intercept: float,
@@ -96,13 +108,7 @@ def _fused_rows(X: np.ndarray, offset: np.ndarray, scale_: np.ndarray, clip: flo
             t = z - centers_t[last, j]
             e = max(scale * (dist[j] + t * t), floor)
             k = np.floor(e + np.float32(0.5))
-            r = e - k
-            p = _C6 * r + _C5
-            p = p * r + _C4
-            p = p * r + _C3
-            p = p * r + _C2
-            p = p * r + _C1
-            value[j] = p * r + _C0  # in [0.70, 1.42]: a normal float, exponent 126 or 127
+            value[j] = _pow2_fraction(e - k)
             shift[j] = np.int32(k) << 23
         for j in range(m):
             value_bits[j] += shift[j]  # times 2^k: k >= -126, so never subnormal
@@ -133,13 +139,7 @@ def _kernel_row(X: np.ndarray, i: int, offset: np.ndarray, scale_: np.ndarray, c
     for j in range(m):  # exponent and 2^r, as in _fused_rows
         e = max(scale * dist[j], floor)
         k = np.floor(e + np.float32(0.5))
-        r = e - k
-        p = _C6 * r + _C5
-        p = p * r + _C4
-        p = p * r + _C3
-        p = p * r + _C2
-        p = p * r + _C1
-        value[j] = p * r + _C0
+        value[j] = _pow2_fraction(e - k)
         shift[j] = np.int32(k) << 23
     value_bits = value.view(np.int32)
     for j in range(m):
