@@ -116,7 +116,8 @@ def run(args: Any) -> None:
         yd = da.from_zarr(str(path), component="y")
         common = {"omega": args.omega, "lam": args.lam, "standardize": False, "random_state": 0}
         rows.append(_fit(bench, f"direct, m {args.small_size}",
-                         NystromKernelRidgeClassifier(size=args.small_size, **common),
+                         NystromKernelRidgeClassifier(size=args.small_size, solver="direct",
+                                                      **common),
                          Xd, yd, args.n, Xte, yte))
         if not args.no_zero:
             rows.append(_fit(bench, f"cg from zero, m {args.size}",
@@ -134,7 +135,8 @@ def run(args: Any) -> None:
             rows.append(_swept_start(bench, spec, args, common, Xd, yd, Xte, yte))
         if args.direct_large:
             rows.append(_fit(bench, f"direct, m {args.size}",
-                             NystromKernelRidgeClassifier(size=args.size, **common),
+                             NystromKernelRidgeClassifier(size=args.size, solver="direct",
+                                                          **common),
                              Xd, yd, args.n, Xte, yte))
     shutil.rmtree(path)
     ref = rows[0]

@@ -15,6 +15,8 @@ every centers count m̃ in ``--sizes`` and every λ in ``--lams``, and reports
 * the test accuracy of both and their difference (CG − direct, in points: ~0
   when CG converged, since both solve the same system),
 * per λ, the crossover: the smallest m̃ at which CG is faster,
+* what ``solver="auto"`` (the default) ran, its time against the faster solver's
+  and its accuracy against the more accurate one's,
 * the peer: scikit-learn ``Nystroem(n_components=1000, gamma=1/(2ω²))`` +
   ``RidgeClassifier(alpha=λ)`` time and accuracy on the same rows (the same
   problem with other, uniformly drawn, centers).
@@ -116,7 +118,7 @@ def run(args: Any) -> None:
         for lam in args.lams:
             for m in args.sizes:
                 got = {}
-                for solver in ("direct", "cg"):
+                for solver in ("direct", "cg", "auto"):
                     got[solver] = fit_one(lambda m=m, lam=lam, solver=solver:
                                           NystromKernelRidgeClassifier(
                                               omega=args.omega, lam=lam, size=m,
@@ -125,19 +127,22 @@ def run(args: Any) -> None:
                                           Xtr, ytr, Xte, yte)
                     for w in got[solver]["warnings"]:
                         notes.append(f"lam {lam:g}, m {m}, {solver}: {w}")
-                d, c = got["direct"], got["cg"]
+                d, c, a = got["direct"], got["cg"], got["auto"]
                 rep = c["model"].fit_report_
                 assert np.array_equal(d["model"].centers_, c["model"].centers_)
                 row = {"lam": lam, "m": m, "direct": d["seconds"], "cg": c["seconds"],
                        "iters": rep["n_iter"], "reads": rep["reads"],
                        "residual": rep["residual"], "converged": rep["converged"],
                        "acc_d": d["acc"], "acc_c": c["acc"],
-                       "pass_d": d["model"].fit_report_["seconds_pass"]}
+                       "pass_d": d["model"].fit_report_["seconds_pass"],
+                       "auto": a["seconds"], "auto_solver": a["model"].solver_,
+                       "acc_a": a["acc"]}
                 rows.append(row)
                 print(f"  lam {lam:g}, m {m}: direct {d['seconds']:.2f} s "
                       f"({100 * d['acc']:.2f}%), cg {c['seconds']:.2f} s "
                       f"({100 * c['acc']:.2f}%, {rep['n_iter']} it, res "
-                      f"{rep['residual']:.1e}), load {C.load()}", flush=True)
+                      f"{rep['residual']:.1e}), auto {a['seconds']:.2f} s "
+                      f"({a['model'].solver_}), load {C.load()}", flush=True)
 
         peer = []
         for lam in args.lams:
@@ -159,6 +164,14 @@ def run(args: Any) -> None:
           "yes" if r["converged"] else "NO", f"{100 * r['acc_d']:.2f}%",
           f"{100 * r['acc_c']:.2f}%", f"{100 * (r['acc_c'] - r['acc_d']):+.2f} pt"]
          for r in rows])
+
+    print("\nsolver='auto' (the default): the solver it ran, its time against the faster of the "
+          "two and its accuracy against the more accurate")
+    C.print_table(
+        ["lam", "m", "auto ran", "auto s", "auto / faster", "acc auto", "auto - better acc"],
+        [[f"{r['lam']:g}", r["m"], r["auto_solver"], f"{r['auto']:.2f}",
+          f"{r['auto'] / min(r['direct'], r['cg']):.2f}", f"{100 * r['acc_a']:.2f}%",
+          f"{100 * (r['acc_a'] - max(r['acc_d'], r['acc_c'])):+.2f} pt"] for r in rows])
 
     print("\ncrossover (smallest m at which CG's fit is faster than the direct one):")
     for lam in args.lams:

@@ -262,3 +262,51 @@ def test_a_subset_that_would_be_most_of_the_rows_is_not_drawn():
     model = NystromKernelRidge(omega=1.0, lam=1.0, size=60, random_state=0,
                                solver="cg").fit(X, y)  # 10 x 60 rows > half of 600
     assert model.fit_report_["start"] == "zero" and model.fit_report_["start_rows"] == 0
+
+
+# ---------------------------------------------------------------------------
+# solver="auto": conjugate gradients where they win, the direct solve elsewhere
+# ---------------------------------------------------------------------------
+@pytest.fixture
+def low_auto_threshold(monkeypatch):
+    """Let ``solver="auto"`` try CG from 100 centers, so that a small case shows the choice."""
+    monkeypatch.setattr("bigkern.models._nystrom_fit.AUTO_CG_CENTERS", 100)
+
+
+def test_auto_takes_cg_where_the_subset_says_it_converges(low_auto_threshold):
+    X, y = _regression(4000)  # a subset of 10 rows per center is at most half the rows
+    kw = {"omega": 1.0, "lam": 1.0, "size": 150, "random_state": 0}
+    auto = NystromKernelRidge(**kw).fit(X, y)
+    cg = NystromKernelRidge(**kw, solver="cg").fit(X, y)
+    assert auto.solver_ == "cg" and auto.fit_report_["solver"] == "cg"
+    assert "solver='auto': conjugate gradients" in auto.fit_report_["solver_choice"]
+    assert auto.fit_report_["start_residual"] <= 2 * auto.tol
+    np.testing.assert_array_equal(auto.coef_, cg.coef_)  # the same fit, not a second one
+
+
+@pytest.mark.parametrize(("kw", "words"), [
+    ({"lam": [0.1, 1.0]}, "1 × 2 candidates"),
+    ({"penalty": "coef"}, "penalty='coef'"),
+    ({"size": 99}, "99 centers, under 100"),
+    ({"cg_start": "zero"}, "no subset"),
+    # the subset's solve stops at 1e-3 at best: over 2 × tol, so CG would not converge
+    ({"tol": 1e-9}, "over 2 × tol"),
+])
+def test_auto_falls_back_to_the_direct_solve_and_says_why(low_auto_threshold, kw, words):
+    X, y = _regression(4000)
+    base = {"omega": 1.0, "lam": 1.0, "size": 150, "random_state": 0, **kw}
+    auto = NystromKernelRidge(**base).fit(X, y)
+    direct = NystromKernelRidge(**{**base, "solver": "direct"}).fit(X, y)
+    assert auto.solver_ == "direct" and auto.fit_report_["solver"] == "direct"
+    assert words in auto.fit_report_["solver_choice"]
+    np.testing.assert_array_equal(auto.coef_, direct.coef_)  # the direct fit, whole
+    assert direct.fit_report_["solver_choice"] == "solver='direct'"
+
+
+def test_auto_is_the_default_and_keeps_the_direct_solve_below_its_threshold():
+    X, y = _regression()
+    model = NystromKernelRidgeClassifier(omega=1.0, lam=1.0, size=150, random_state=0)
+    assert model.get_params()["solver"] == "auto"
+    model.fit(X, np.where(y > 0, 1, -1))
+    assert model.solver_ == "direct"
+    assert "150 centers, under 1,000" in model.fit_report_["solver_choice"]

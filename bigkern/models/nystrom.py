@@ -19,183 +19,39 @@ squared error, and refits the best on all rows — all from the same read.
 conjugate gradients preconditioned as Falkon is, from ``K(Ã, Ã)`` alone
 (:mod:`bigkern.solvers.conjugate_gradients`), one read per iteration of the
 products ``Gᵀ(G v)`` (:func:`bigkern.reduce.reduced.products.kernel_products`),
-n·m̃·(d + 2) flops each where the direct pass costs n·m̃².
+n·m̃·(d + 2) flops each where the direct pass costs n·m̃². ``solver="auto"``, the
+default, takes CG where it wins: one candidate, at least 1,000 centers, and a
+solve on the starting subset that says the full one will converge
+(:mod:`bigkern.models._nystrom_fit`).
 """
 
 from __future__ import annotations
 
 import time
-from numbers import Integral, Real
 from typing import Any, ClassVar
 
 import dask.array as da
 import numpy as np
 from sklearn.base import _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
 
 from bigkern.cluster.compute import task_threads
-from bigkern.kernels import GaussianExpansion, gaussian_kernel
+from bigkern.kernels import GaussianExpansion
 from bigkern.models._base import _KernelClassifier
-from bigkern.models._constraints import POSITIVE, positive_candidates
+from bigkern.models._nystrom_fit import _PARAMS_DOC, _NystromFit
 from bigkern.models._reduced_parts import (
-    REDUCED_SET_CONSTRAINTS,
     default_size,
     expansion_regressor_dataset,
     fit_labels,
     masked_targets,
     plus_minus,
-    reduced_basis,
     scale_sample_rows,
 )
 from bigkern.models.kernel_regression import _KernelRegressor
-from bigkern.models.nystrom_cg import fit_by_cg
 from bigkern.models.reduced import ReducedSVC
-from bigkern.reduce.passes import as_row_chunked, per_feature_counts, without_per_feature
-from bigkern.reduce.reduced.folds import fold_pieces, reduced_normal_equations_folds
+from bigkern.reduce.passes import as_row_chunked
 from bigkern.reduce.reduced.reduced_set import select_reduced_set
-from bigkern.solvers.nystrom import heldout_sse, kernel_penalty_basis, nystrom_solve
 
 __all__ = ["NystromKernelRidge", "NystromKernelRidgeClassifier"]
-
-
-class _NystromFit:
-    """The fit shared by the regressor and the classifier (targets given as a dask array)."""
-
-    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
-        **REDUCED_SET_CONSTRAINTS,
-        "omega": [POSITIVE, "array-like"],  # one width, or candidates
-        "lam": [POSITIVE, "array-like"],
-        "penalty": [StrOptions({"rkhs", "coef"})],
-        "n_folds": [Interval(Integral, 2, None, closed="left")],
-        "fit_intercept": ["boolean"],
-        "solver": [StrOptions({"direct", "cg"})],
-        "tol": [Interval(Real, 0, None, closed="neither")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "cg_start": [StrOptions({"subset", "zero"})],
-    }
-
-    def _candidates(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
-        """The candidate widths and penalties, each checked (a declaration checks a list's
-        type, not its values)."""
-        return positive_candidates("omega", self.omega), positive_candidates("lam", self.lam)
-
-    def _fit_pieces(self, Xd: Any, yd: Any, md: Any, rs: Any, widths: tuple[float, ...],
-                    lams: tuple[float, ...], t0: float) -> None:
-        if self.solver == "cg":
-            self._fit_cg(Xd, yd, md, rs, widths, lams, t0)
-            return
-        basis, clipped = reduced_basis(rs, widths[0], self.standardize,
-                                       getattr(self, "feature_names_in_", None))
-        many = len(widths) * len(lams) > 1
-        seed = self.random_state if isinstance(self.random_state, int | np.integer) else 0
-        ds = reduced_normal_equations_folds(Xd, yd, basis.centers, widths,
-                                            n_folds=int(self.n_folds) if many else 1,
-                                            seed=int(seed), offset=basis.offset,
-                                            scale=basis.scale, clip=basis.clip, mask=md)
-        t_pass = time.perf_counter() - t0
-        m = basis.n_basis
-        folds = list(range(int(ds.sizes["fold"])))
-        scores = np.full((len(widths), len(lams)), np.nan)
-        kernel = self.penalty == "rkhs"
-        penalties = [kernel_penalty_basis(gaussian_kernel(basis.centers, basis.centers, w))
-                     if kernel else None for w in widths]
-        max_jitter = 0.0
-        if many:
-            for i in range(len(widths)):
-                train = [fold_pieces(ds, i, [g for g in folds if g != f]) for f in folds]
-                test = [fold_pieces(ds, i, f) for f in folds]
-                for j, lam in enumerate(lams):
-                    sse = 0.0
-                    for f in folds:
-                        sol = nystrom_solve(train[f], penalties[i], lam, transform=kernel,
-                                            fit_intercept=self.fit_intercept, warn=False)
-                        max_jitter = max(max_jitter, sol.jitter)
-                        sse += heldout_sse(test[f], sol.coef, sol.intercept)
-                    scores[i, j] = sse / max(1, int(ds["n"].sum()))
-            i, j = np.unravel_index(int(np.nanargmin(scores)), scores.shape)
-        else:
-            i, j = 0, 0
-        sol = nystrom_solve(fold_pieces(ds, int(i), folds), penalties[int(i)], lams[int(j)],
-                            fit_intercept=self.fit_intercept, transform=kernel)
-        names = self._set_expansion(basis, sol.coef, sol.intercept, widths[int(i)],
-                                    lams[int(j)], rs)
-        self.cv_scores_ = scores
-        self.n_iter_ = 1  # one factorization
-        counts = {k: int(v) for k, v in ds.attrs.items() if k.startswith("n_")
-                  and k not in ("n_folds",)}
-        self.fit_report_ = {
-            **without_per_feature(counts),
-            "n_nonfinite_by_feature": per_feature_counts(counts, names),
-            "n_basis": m, "n_duplicates": rs.n_duplicates,
-            "n_clipped_in_reduced_set_by_feature": clipped, "reads": 2,
-            "omega": self.omega_, "lam": self.lam_, "jitter": sol.jitter,
-            "max_cv_jitter": max_jitter, "n_candidates": scores.size,
-            "seconds_pass": t_pass, "seconds_total": time.perf_counter() - t0,
-        }
-
-
-    def _set_expansion(self, basis: Any, coef: np.ndarray, intercept: float, omega: float,
-                       lam: float, rs: Any) -> list[str]:
-        """The fitted expansion's attributes (either solver); returns the feature names."""
-        self.centers_, self.coef_, self.intercept_ = basis.centers, coef, intercept
-        self.omega_, self.lam_ = omega, lam
-        self.offset_, self.scale_, self.clip_ = basis.offset, basis.scale, basis.clip
-        self.reduced_index_ = rs.index
-        names = getattr(self, "feature_names_in_", None)
-        return [f"f{k}" for k in range(self.n_features_in_)] if names is None else list(names)
-
-    def _fit_cg(self, Xd: Any, yd: Any, md: Any, rs: Any, widths: tuple[float, ...],
-                lams: tuple[float, ...], t0: float) -> None:
-        """``solver="cg"`` (:mod:`bigkern.models.nystrom_cg`), for one omega and lam."""
-        if len(widths) * len(lams) > 1 or self.penalty != "rkhs":
-            raise ValueError(
-                f"solver='cg' fits one omega and one lam with penalty='rkhs' (got "
-                f"{len(widths)} × {len(lams)} candidates, penalty={self.penalty!r}): the "
-                f"direct solver searches candidates and takes penalty='coef'")
-        fit_by_cg(self, Xd, yd, md, rs, widths[0], lams[0], t0)
-
-
-_PARAMS_DOC = """omega : float or sequence of float
-        Gaussian width ω (scikit-learn's ``gamma = 1 / (2 ω²)``), in standardized
-        units when ``standardize``; a sequence is a set of candidates.
-    lam : float or sequence of float
-        Ridge parameter λ > 0 (scikit-learn's ``alpha``: the penalty on a *sum* of
-        squares); a sequence is a path of candidates.
-    penalty : {"rkhs", "coef"}
-        ``λ cᵀK(Ã, Ã)c`` (Nyström) or ``λ‖c‖²`` (RSVM-style).
-    size, fraction : int or float, optional
-        Centers m̃ (default 10% of the rows, in [2, 500]) or ``ceil(fraction · n)``.
-    standardize : bool
-        Robust standardization (median, 10%/90% quantiles of a sample of up to 2,000
-        usable rows drawn with Ã), clipped to ±5 robust σ, as ReducedSVC.
-    n_folds : int
-        Folds of the cross-validation of the candidates (rows hashed to folds by
-        global row number; unused with one candidate).
-    fit_intercept : bool
-        Fit an unpenalized intercept.
-    random_state : int, RandomState or None
-        Seed of the reduced set (and, when an int, of the folds).
-    solver : {"direct", "cg"}
-        ``"direct"``: one read accumulates ``GᵀG`` (n·m̃² flops) and the system
-        is factored, for every candidate. ``"cg"``: Falkon-style preconditioned
-        conjugate gradients, one read of ``Gᵀ(G v)`` (n·m̃·(d + 2) flops) per
-        iteration, for one ``omega`` and ``lam`` with ``penalty="rkhs"``.
-    tol : float
-        ``"cg"``: stop at this relative residual of the preconditioned system. The
-        default, 2·10⁻², is where the accuracy stops moving: on 10⁶ MISR-like rows
-        (m̃ = 1,000, λ = 1; ``benchmarks/results/reduced_nystrom_iterations.txt``) CG
-        reached residuals 0.07 / 0.038 / 0.018 / 0.013 in 5 / 10 / 20 / 40 iterations
-        from the subset start, at −0.23 / −0.11 / −0.06 / +0.05 points of the direct
-        solve's accuracy. Ask 10⁻⁷ (and more iterations) for the direct solve's
-        coefficients.
-    max_iter : int
-        ``"cg"``: at most this many iterations over all rows, one read each (a
-        ``ConvergenceWarning`` names the residual reached when they do not suffice);
-        20 by default, Falkon's default too.
-    cg_start : {"subset", "zero"}
-        ``"cg"``: start from the solution on a random subset of about 10 rows per
-        center held in memory (one more read; skipped when that is over half the
-        rows), or from zero."""
 
 
 class NystromKernelRidge(_NystromFit, _KernelRegressor):
@@ -221,6 +77,8 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
         Held-out mean squared error per candidate (NaN with one candidate).
     n_iter_ : int
         Conjugate-gradient iterations (``solver="cg"``); 1 for the direct solve.
+    solver_ : str
+        The solver that ran, ``"direct"`` or ``"cg"`` (``solver="auto"`` chooses).
     reduced_index_ : ndarray of int
         Global row numbers of the centers.
     fit_report_ : dict
@@ -249,7 +107,7 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
     def __init__(self, omega: Any = 1.0, lam: Any = 1e-3, *, penalty: str = "rkhs",
                  size: int | None = None, fraction: float | None = None,
                  standardize: bool = True, n_folds: int = 3, fit_intercept: bool = True,
-                 random_state: Any = None, solver: str = "direct", tol: float = 2e-2,
+                 random_state: Any = None, solver: str = "auto", tol: float = 2e-2,
                  max_iter: int = 20, cg_start: str = "subset") -> None:
         self.omega = omega
         self.lam = lam
@@ -318,7 +176,7 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
         (negative, positive) labels.
     expansion_ : GaussianExpansion
         The decision function (> 0 → ``classes_[1]``).
-    lam_, omega_, cv_scores_, n_iter_, reduced_index_, fit_report_
+    lam_, omega_, cv_scores_, n_iter_, solver_, reduced_index_, fit_report_
         As for :class:`NystromKernelRidge`.
 
     Examples
@@ -346,7 +204,7 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
                  size: int | None = None, fraction: float | None = None,
                  stratified: bool = True, standardize: bool = True, n_folds: int = 3,
                  fit_intercept: bool = True, random_state: Any = None,
-                 solver: str = "direct", tol: float = 2e-2, max_iter: int = 20,
+                 solver: str = "auto", tol: float = 2e-2, max_iter: int = 20,
                  cg_start: str = "subset") -> None:
         self.omega = omega
         self.lam = lam

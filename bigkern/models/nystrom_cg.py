@@ -42,12 +42,22 @@ from bigkern.solvers.conjugate_gradients import (
     preconditioned_cg,
 )
 
-__all__ = ["START_ROWS_PER_CENTER", "fit_by_cg"]
+__all__ = ["AUTO_CG_CENTERS", "AUTO_CG_RESIDUAL", "START_ROWS_PER_CENTER", "fit_by_cg"]
 
 #: Rows of the starting subset per center (at most half of the rows)
 START_ROWS_PER_CENTER = 10
 #: Iterations at most, and the relative residual, of the solve on the subset
 START_MAX_ITER, START_TOL = 20, 1e-3
+#: ``solver="auto"`` tries conjugate gradients from this many centers on: below, the
+#: direct pass (n·m̃² flops) costs less than CG's reads (measured at d = 8, 2·10⁵ rows,
+#: ``benchmarks/results/nystrom_solvers_defaults.txt``: CG 0.60–1.43× the direct fit's
+#: time at m̃ = 500, 0.34–0.67× at m̃ = 1,000 where it converges)
+AUTO_CG_CENTERS = 1000
+#: ``solver="auto"`` keeps conjugate gradients when the subset's solve reached a relative
+#: residual of at most this many times ``tol``; else it falls back to the direct solve
+#: (on the same data, a start at ≤ 0.024 was followed by a converged full solve every
+#: time, a start at ≥ 0.09 never, at tol = 0.02: ``benchmarks/nystrom_solvers.py``)
+AUTO_CG_RESIDUAL = 2.0
 
 
 def _centered(products: dict[str, Any], fit_intercept: bool) -> np.ndarray:
@@ -102,11 +112,17 @@ def _subset_start(est: Any, Xd: Any, yd: Any, md: Any, basis: Any, K: np.ndarray
 
 
 def fit_by_cg(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float, lam: float,
-              t0: float) -> None:
-    """Fit ``est`` (a Nyström model with ``solver="cg"``) for one ``omega`` and ``lam``.
+              t0: float, *, probe: bool = False) -> str | None:
+    """Fit ``est`` (a Nyström model) by conjugate gradients for one ``omega`` and ``lam``.
 
     With a start from a subset, the read summing the right-hand side also gives the
     start's product, so the first residual costs no read of its own.
+
+    With ``probe`` (``solver="auto"``) the subset's solve decides first: when there is
+    no subset start, or its residual is over ``AUTO_CG_RESIDUAL × tol`` (CG would not
+    converge in ``max_iter`` reads; its model would be worse than the direct one),
+    nothing is fitted and the reason is returned, for the direct solve to take over.
+    Returns None when ``est`` was fitted.
     """
     basis, clipped = reduced_basis(rs, omega, est.standardize,
                                    getattr(est, "feature_names_in_", None))
@@ -115,6 +131,17 @@ def fit_by_cg(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float, lam: f
     t_begin = time.perf_counter()
     start, n_start, n, pre = _subset_start(est, Xd, yd, md, basis, K,
                                            int(rs.counts.get("valid", 0)), lam)
+    if probe:
+        bound = AUTO_CG_RESIDUAL * float(est.tol)
+        if start is None:
+            return ("solver='auto': no subset to try conjugate gradients on (cg_start="
+                    f"{est.cg_start!r}, or the subset would be over half the rows); the direct "
+                    "solve")
+        if not start.residual <= bound:
+            return (f"solver='auto': conjugate gradients on a subset of {n_start:,} rows "
+                    f"reached a relative residual of {start.residual:.3g} in {start.n_iter} "
+                    f"iterations, over {AUTO_CG_RESIDUAL:g} × tol = {bound:.3g} (they would "
+                    f"not converge in max_iter reads); the direct solve")
     sampled = n is not None  # one read gathered a subset
     t_start = time.perf_counter()
     given = np.zeros((m, 0)) if start is None else start.coef[:, None]
@@ -145,11 +172,17 @@ def fit_by_cg(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float, lam: f
         "n_clipped_in_reduced_set_by_feature": clipped,
         "reads": 2 + found.n_products + sampled,
         "omega": omega, "lam": lam, "jitter": pre.jitter, "solver": "cg",
+        "solver_choice": ("solver='auto': conjugate gradients (the subset's solve reached "
+                          f"{start.residual:.3g})" if probe and start is not None
+                          else f"solver={est.solver!r}"),
         "n_iter": found.n_iter, "residual": found.residual, "converged": found.converged,
         "residual_recomputed": found.residual_recomputed,
         "start": "zero" if start is None else "subset", "start_rows": n_start,
         "start_iterations": 0 if start is None else start.n_iter,
+        "start_residual": None if start is None else float(start.residual),
         "n_candidates": 1, "seconds_start": t_start - t_begin,
         "seconds_pass": t_first - t_start,
         "seconds_total": time.perf_counter() - t0,
     }
+    est.solver_ = "cg"
+    return None
