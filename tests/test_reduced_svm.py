@@ -138,6 +138,14 @@ def test_batched_armijo_equals_classic_newton_armijo(C, alpha, noise, backtracks
     assert (res.backtracked > 0) == backtracks
     assert res.passes == 1 + res.iterations + res.backtracked
     np.testing.assert_allclose(res.u, u_ref, rtol=1e-8, atol=1e-10 * np.abs(u_ref).max())
+    # a first batch of the step 1 alone (the others when it fails, as the in-memory fits
+    # do with four): the same steps and the same solution, bit for bit, one more pass for
+    # each iteration that backtracked
+    two = newton_armijo(InMemoryNewtonPasses(A, y, SmoothHinge(alpha), block_rows=len(A)), 41,
+                        C=C, tol=1e-10, max_iter=100, first_trials=1)
+    assert two.steps == res.steps
+    np.testing.assert_array_equal(two.u, res.u)
+    assert two.passes == res.passes + res.backtracked
 
 
 def test_exact_against_a_direct_newton_solve_with_all_samples_as_centers():

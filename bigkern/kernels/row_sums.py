@@ -12,6 +12,7 @@ so they live here, below both: a reduction never imports a solver.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,8 +63,15 @@ class RowSums:
 
     def hessian_sum(self) -> np.ndarray:
         """The full symmetric ``Σ ℓ'' a aᵀ`` from its upper triangle."""
-        upper = np.triu(self.hess)
-        return upper + np.triu(upper, 1).T
+        return np.where(_strictly_lower(self.dim), self.hess.T, self.hess)
+
+
+@functools.lru_cache(maxsize=8)
+def _strictly_lower(dim: int) -> np.ndarray:
+    """The entries below the diagonal of a ``dim × dim`` matrix (read only: shared)."""
+    mask = np.tri(dim, k=-1, dtype=bool)
+    mask.flags.writeable = False
+    return mask
 
 
 def accumulate_block(sums: RowSums, A: np.ndarray, y: np.ndarray, u: np.ndarray,

@@ -217,7 +217,8 @@ def newton_fit(est: Any, chunked: Callable[[], tuple[Any, Any, Any]], basis: Gau
                                     block_rows=int(config.get("kernel_block_rows")),
                                     threads=os.cpu_count() or 1)
         res = newton_armijo(rows, basis.n_basis + 1, C=float(est.C), tol=float(est.tol),
-                            max_iter=int(est.max_iter), refine=rows.exact_hessian)
+                            max_iter=int(est.max_iter), refine=rows.exact_hessian,
+                            first_trials=IN_MEMORY_FIRST_TRIALS)
         _warn_unconverged(est, res)
         # the data is read twice: to draw Ã, and once into the kernel rows
         return res, counts, {"solver": "newton-armijo, in memory", "reads": 2}
@@ -243,6 +244,11 @@ def _warn_unconverged(est: Any, res: Any) -> None:
                       f"{res.grad_norm / max(res.grad_norm0, 1e-300):.2g} of the initial)",
                       ConvergenceWarning, stacklevel=5)
 
+
+#: Trial steps (1 … 1/8) of the first batch of an in-memory Newton–Armijo line search:
+#: its passes are cheap, so the shorter steps wait for a second batch that few iterations
+#: need, rather than every iteration paying the loss at all 21 of them.
+IN_MEMORY_FIRST_TRIALS = 4
 
 #: The smooth losses' Newton–Armijo runs in memory up to kernel rows of this size only.
 #: Every iteration reads all of them; past this, forming the float32 kernel blocks anew in

@@ -137,18 +137,22 @@ class ValueExtremes:
         out: list[SuspectedFill] = []
         if self.n == 0 or share <= 0:  # 0 turns the check off
             return out
-        for j, name in enumerate(names):
-            lo, lo2 = self.low[j]
-            hi, hi2 = self.high[j]
+        d = len(names)
+        (lo, lo2), (hi, hi2) = self.low[:d].T, self.high[:d].T
+        n_low, n_high = self.n_low[:d], self.n_high[:d]
+        with np.errstate(invalid="ignore"):  # inf − inf where a feature has one value
             inner = hi2 - lo2  # the span between the extremes' neighbours
-            if not (np.isfinite(inner) and inner > 0):
-                continue
-            for value, count, gap, side, rest in (
-                    (lo, self.n_low[j], lo2 - lo, "below", (lo2, hi)),
-                    (hi, self.n_high[j], hi - hi2, "above", (lo, hi2))):
-                if count >= max(2, share * self.n) and gap > inner:  # repeated, and far
-                    out.append(SuspectedFill(str(name), float(value), int(count), self.n,
-                                             side, float(rest[0]), float(rest[1])))
+            spread = np.isfinite(inner) & (inner > 0)
+            least = max(2, share * self.n)  # repeated, and far from the rest
+            low_hit = spread & (n_low >= least) & (lo2 - lo > inner)
+            high_hit = spread & (n_high >= least) & (hi - hi2 > inner)
+        for j in np.flatnonzero(low_hit | high_hit):  # every feature at once: few hits
+            if low_hit[j]:
+                out.append(SuspectedFill(str(names[j]), float(lo[j]), int(n_low[j]),
+                                         self.n, "below", float(lo2[j]), float(hi[j])))
+            if high_hit[j]:
+                out.append(SuspectedFill(str(names[j]), float(hi[j]), int(n_high[j]),
+                                         self.n, "above", float(lo[j]), float(hi2[j])))
         return out
 
 

@@ -140,6 +140,7 @@ def newton_armijo(
     max_halvings: int = 20,
     callback: Callable[[dict[str, Any]], None] | None = None,
     refine: Callable[[], Any] | None = None,
+    first_trials: int | None = None,
 ) -> NewtonResult:
     """Minimize ``F(u) = C Σ ℓ + ½‖u‖²`` by Newton–Armijo, one ``evaluate`` per iteration.
 
@@ -170,6 +171,12 @@ def newton_armijo(
         one: the last digits then come from exact Newton steps, so the iterates end
         where exact Newton ends (to round-off, whatever the chunking) and converge
         quadratically. The solution ``∇F = 0`` never depends on the Hessian.
+    first_trials : int, optional
+        Evaluate only the first ``first_trials`` trial steps (``1 … 2^-(first_trials-1)``)
+        in an iteration's first batch, and the others in a second batch when none of
+        them passes: for an ``evaluate`` whose passes are cheap (in memory), where most
+        iterations take the step 1 and the loss at every trial step is most of a pass's
+        work. The steps taken are the same as with one batch. Default: one batch of all.
 
     Returns
     -------
@@ -178,6 +185,7 @@ def newton_armijo(
     _check_newton_options(C, tol, delta, max_iter)
     C = float(C)
     steps = armijo_steps(max_halvings)
+    first = len(steps) if first_trials is None else max(1, min(int(first_trials), len(steps)))
     u = np.zeros(dim)
     zero = np.zeros(dim)
     sums = evaluate(u, zero, np.zeros(1), 0.0)
@@ -196,8 +204,12 @@ def newton_armijo(
             break
         d = -newton_direction(H, g, C)
         slope = float(g @ d)
-        trial, f_trial, ok = _armijo_trials(evaluate, u, d, f, slope, steps, C, delta)
+        trial, f_trial, ok = _armijo_trials(evaluate, u, d, f, slope, steps[:first], C, delta)
         passes += 1
+        if not len(ok) and first < len(steps):  # the shorter steps, in a second batch
+            _, f_rest, ok = _armijo_trials(evaluate, u, d, f, slope, steps[first:], C, delta)
+            f_trial, ok = np.concatenate([f_trial, f_rest]), ok + first
+            passes += 1
         if not len(ok):
             # −slope = gᵀH⁻¹g ≈ 2 (F(u) − min F): below ~1e4 ε |F| the decrease is lost in
             # the rounding of F itself, so u is optimal to the precision F can be evaluated
@@ -291,14 +303,21 @@ def cholesky_solve(H: np.ndarray, g: np.ndarray) -> np.ndarray:
     >>> cholesky_solve(np.array([[4.0, 2.0], [2.0, 3.0]]), np.array([2.0, 1.0])).tolist()
     [0.5, 0.0]
     """
+    if len(H) <= _UNBLOCKED_POTRF:  # one thread anyway: spare the limit's ~20 µs a step
+        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, lower=False), g)
     with blas_controller().limit(limits=1, user_api="blas"):
         return scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, lower=False), g)
+
+
+#: OpenBLAS factors a matrix of at most this order by its unblocked, single-threaded
+#: ``potf2`` (``DTB_ENTRIES / 2``, with ``DTB_ENTRIES`` 64 on x86-64), whatever its threads
+_UNBLOCKED_POTRF = 32
 
 
 def _gradient_hessian(u: np.ndarray, sums: RowSums, C: float) -> tuple[np.ndarray, np.ndarray]:
     """``∇F = u + C Σ ℓ' a`` and ``∇²F = I + C Σ ℓ'' a aᵀ`` from the sums."""
     H = C * sums.hessian_sum()
-    H[np.diag_indices_from(H)] += 1.0
+    H.flat[::H.shape[0] + 1] += 1.0  # the identity
     return u + C * sums.grad, H
 
 
