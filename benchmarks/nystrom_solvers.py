@@ -208,6 +208,44 @@ def run(args: Any) -> None:
             print(f"  {n}")
 
 
+def run_path(args: Any) -> None:
+    """``--path``: the λ candidates of one fit, by each solver."""
+    import dask
+
+    from bigkern import NystromKernelRidgeClassifier
+
+    Xtr, ytr, Xte, yte = data(args.rows, args.test)
+    print(f"# rows: train {len(Xtr):,}, test {len(Xte):,} x {len(FEATURES)} features; omega "
+          f"{args.omega}; lam candidates {args.lams}; CG: the estimator's tol, max_iter "
+          f"{args.max_iter}; dask threaded scheduler, numpy input", flush=True)
+    rows = []
+    with dask.config.set(scheduler="threads"):
+        for m in args.sizes:
+            got = {}
+            for solver in ("direct", "cg"):
+                got[solver] = fit_one(lambda m=m, solver=solver: NystromKernelRidgeClassifier(
+                    omega=args.omega, lam=list(args.lams), size=m, standardize=False,
+                    random_state=0, solver=solver, max_iter=args.max_iter),
+                    Xtr, ytr, Xte, yte)
+            d, c = got["direct"], got["cg"]
+            rep = c["model"].fit_report_
+            rows.append([m, f"{d['seconds']:.2f}", f"{c['seconds']:.2f}",
+                         f"{c['seconds'] / d['seconds']:.2f}", f"{d['model'].lam_:g}",
+                         f"{c['model'].lam_:g}", f"{100 * d['acc']:.2f}%",
+                         f"{100 * c['acc']:.2f}%", f"{100 * (c['acc'] - d['acc']):+.2f} pt",
+                         " ".join(f"{k:g}:{v}" for k, v in rep["path_iterations"].items()),
+                         rep["reads"], "; ".join(d["warnings"] + c["warnings"]) or "-"])
+            print(f"  m {m}: direct {d['seconds']:.2f} s, cg path {c['seconds']:.2f} s, load "
+                  f"{C.load()}", flush=True)
+    print(f"\nNystromKernelRidgeClassifier(lam={list(args.lams)}), {len(Xtr):,} rows: the "
+          f"direct solver's {NystromKernelRidgeClassifier().n_folds}-fold CV from one read "
+          f"against CG's λ path (each solve from the one before, scored on one held-out "
+          f"fold, the best refitted on all rows)")
+    C.print_table(["m", "direct s", "cg path s", "cg/direct", "lam direct", "lam cg",
+                   "acc direct", "acc cg", "cg - direct", "path iterations (lam:its)",
+                   "cg reads", "warnings"], rows)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = C.parser(__doc__.split("\n")[0], "nystrom_solvers")
     p.add_argument("--rows", type=int, default=200_000, help="training rows")
@@ -219,15 +257,26 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--omega", type=float, default=1.0, help="Gaussian width, standardized units")
     p.add_argument("--peer-size", type=int, default=1000, help="m of scikit-learn's Nystroem")
     p.add_argument("--max-iter", type=int, default=100, help="CG iterations at most")
+    p.add_argument("--path", action="store_true",
+                   help="instead: every --lams as candidates of one fit, direct (n_folds-fold "
+                        "CV from one read) against CG (a warm-started λ path on one "
+                        "held-out fold), at each --sizes")
     p.add_argument("--out", type=Path, default=None, help="output file")
     args = p.parse_args(argv)
     if args.small:
         args.rows, args.test, args.sizes = 20_000, 10_000, [250, 500]
         args.peer_size = 500
 
+    p_path = args.path
+    if args.small and p_path:
+        args.sizes = [250]
+
     def body() -> None:
         C.header("Nystrom kernel ridge: direct solver vs conjugate gradients")
-        run(args)
+        if p_path:
+            run_path(args)
+        else:
+            run(args)
 
     C.run_teed("nystrom_solvers", args.small, args.out, body)
 

@@ -101,7 +101,7 @@ def test_cg_on_a_cluster_with_masked_and_missing_rows(client):
 
 
 @pytest.mark.parametrize("kw, words", [
-    ({"omega": [0.5, 1.0]}, "one omega and one lam"),
+    ({"omega": [0.5, 1.0]}, "2 widths"),
     ({"penalty": "coef"}, "penalty='rkhs'"),
 ])
 def test_cg_refuses_what_only_the_direct_solver_does(kw, words):
@@ -310,3 +310,66 @@ def test_auto_is_the_default_and_keeps_the_direct_solve_below_its_threshold():
     model.fit(X, np.where(y > 0, 1, -1))
     assert model.solver_ == "direct"
     assert "150 centers, under 1,000" in model.fit_report_["solver_choice"]
+
+
+# ---------------------------------------------------------------------------
+# several lam with solver="cg": a warm-started path, chosen on a held-out fold
+# ---------------------------------------------------------------------------
+def _heldout_mse(model, X, y, lam, train):
+    """The held-out error of the exact solution on the training rows, in ``model``'s basis
+    (its centers and scaling), by dense numpy algebra."""
+    Z = np.clip((X - model.offset_) / model.scale_, -model.clip_, model.clip_)
+    G = gaussian_kernel(Z, model.centers_, model.omega_)
+    K = gaussian_kernel(model.centers_, model.centers_, model.omega_)
+    Gt, yt = G[train], y[train]
+    g, n = Gt.sum(axis=0), len(yt)
+    c = np.linalg.solve(Gt.T @ Gt - np.outer(g, g) / n + lam * K, Gt.T @ yt - g * yt.sum() / n)
+    b = (yt.sum() - g @ c) / n
+    return float(np.mean((G[~train] @ c + b - y[~train]) ** 2))
+
+
+def test_a_lam_path_scores_each_lam_on_the_held_out_fold_and_refits_the_best():
+    from bigkern.reduce.reduced.normal_equations import fold_of_rows
+
+    X, y = _regression(3000, seed=2)
+    lams = [0.3, 3.0, 30.0, 300.0]
+    kw = {"omega": 1.0, "size": 120, "random_state": 0}
+    path = NystromKernelRidge(**kw, lam=lams, solver="cg", n_folds=3, **TIGHT).fit(X, y)
+    train = fold_of_rows(np.arange(len(y)), 3, 0) != 0  # fold 0 held out
+    expected = [_heldout_mse(path, X, y, lam, train) for lam in lams]
+    # each score is the held-out error of that lam's solve on the other folds
+    np.testing.assert_allclose(path.cv_scores_[0], expected, rtol=1e-5)
+    assert path.lam_ == lams[int(np.argmin(expected))]
+    report = path.fit_report_
+    assert report["n_candidates"] == 4 and report["start"] == "path"
+    assert report["n_held_out"] == (~train).sum()
+    assert report["path_converged"] and set(report["path_iterations"]) == set(lams)
+    # the refit on all rows is the single-lam fit at the chosen lam
+    single = NystromKernelRidge(**kw, lam=path.lam_, solver="cg", **TIGHT).fit(X, y)
+    assert _relative(path.predict(X), single.predict(X)) < 1e-5
+
+
+def test_a_lam_path_warm_starts_each_solve_from_the_one_before():
+    X, y = _regression(3000, seed=3)
+    kw = {"omega": 1.0, "size": 120, "random_state": 0, **TIGHT}
+    lams = [10.0, 3.0, 1.0, 0.3]
+    path = NystromKernelRidge(**kw, lam=lams, solver="cg").fit(X, y)
+    iters = path.fit_report_["path_iterations"]
+    alone = [NystromKernelRidge(**kw, lam=lam, solver="cg", cg_start="zero").fit(X, y)
+             .fit_report_["n_iter"] for lam in lams[1:]]
+    # after the first, a solve from its neighbour's solution takes fewer iterations than
+    # the same solve from zero (on all rows here, a little more data, but the same system)
+    assert sum(iters[lam] for lam in lams[1:]) < sum(alone)
+
+
+def test_a_lam_path_is_the_same_for_any_chunking():
+    X, y = _regression(3000, seed=4)
+    kw = {"omega": 1.0, "size": 100, "random_state": 0, "lam": [0.3, 3.0, 30.0],
+          "solver": "cg", **TIGHT}
+    ref = NystromKernelRidge(**kw).fit(X, y)
+    for rows in (250, 1234):
+        got = NystromKernelRidge(**kw).fit(da.from_array(X, chunks=(rows, 3)),
+                                           da.from_array(y, chunks=rows))
+        assert got.lam_ == ref.lam_
+        np.testing.assert_allclose(got.cv_scores_, ref.cv_scores_, rtol=1e-6)
+        assert _relative(got.predict(X), ref.predict(X)) < 1e-6

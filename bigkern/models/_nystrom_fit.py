@@ -22,7 +22,7 @@ from bigkern.models._reduced_parts import (
     REDUCED_SET_CONSTRAINTS,
     reduced_basis,
 )
-from bigkern.models.nystrom_cg import AUTO_CG_CENTERS, fit_by_cg
+from bigkern.models.nystrom_cg import AUTO_CG_CENTERS, fit_by_cg, fit_by_cg_path
 from bigkern.reduce.passes import per_feature_counts, without_per_feature
 from bigkern.reduce.reduced.folds import fold_pieces, reduced_normal_equations_folds
 from bigkern.solvers.nystrom import heldout_sse, kernel_penalty_basis, nystrom_solve
@@ -142,13 +142,17 @@ class _NystromFit:
 
     def _fit_cg(self, Xd: Any, yd: Any, md: Any, rs: Any, widths: tuple[float, ...],
                 lams: tuple[float, ...], t0: float) -> None:
-        """``solver="cg"`` (:mod:`bigkern.models.nystrom_cg`), for one omega and lam."""
-        if len(widths) * len(lams) > 1 or self.penalty != "rkhs":
+        """``solver="cg"`` (:mod:`bigkern.models.nystrom_cg`): one omega, and one lam or a
+        path of them chosen on a held-out fold."""
+        if len(widths) > 1 or self.penalty != "rkhs":
             raise ValueError(
-                f"solver='cg' fits one omega and one lam with penalty='rkhs' (got "
-                f"{len(widths)} × {len(lams)} candidates, penalty={self.penalty!r}): the "
-                f"direct solver searches candidates and takes penalty='coef'")
-        fit_by_cg(self, Xd, yd, md, rs, widths[0], lams[0], t0)
+                f"solver='cg' fits one omega (and one lam, or a path of lam candidates) with "
+                f"penalty='rkhs' (got {len(widths)} widths, penalty={self.penalty!r}): the "
+                f"direct solver searches widths and takes penalty='coef'")
+        if len(lams) > 1:
+            fit_by_cg_path(self, Xd, yd, md, rs, widths[0], lams, t0)
+        else:
+            fit_by_cg(self, Xd, yd, md, rs, widths[0], lams[0], t0)
 
 
 _PARAMS_DOC = """omega : float or sequence of float
@@ -175,7 +179,10 @@ _PARAMS_DOC = """omega : float or sequence of float
         ``"direct"``: one read accumulates ``GᵀG`` (n·m̃² flops) and the system
         is factored, for every candidate. ``"cg"``: Falkon-style preconditioned
         conjugate gradients, one read of ``Gᵀ(G v)`` (n·m̃·(d + 2) flops) per
-        iteration, for one ``omega`` and ``lam`` with ``penalty="rkhs"``.
+        iteration, for one ``omega`` with ``penalty="rkhs"``; several ``lam`` make a
+        path, from the largest, each solve starting from the one before, scored on one
+        held-out fold of ``n_folds`` (one read for all) and the best refitted on all
+        rows from its path solution.
         ``"auto"`` (the default): ``"cg"`` where it wins — one candidate,
         ``penalty="rkhs"``, at least 1,000 centers, and the subset start's solve
         (``cg_start="subset"``) within twice ``tol``, so that the full solve

@@ -23,14 +23,17 @@ from __future__ import annotations
 
 import time
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
+import dask.array as da
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from bigkern.kernels import gaussian_kernel
 from bigkern.models._reduced_parts import reduced_basis
 from bigkern.reduce.passes import per_feature_counts, without_per_feature
+from bigkern.reduce.reduced.normal_equations import fold_of_rows
 from bigkern.reduce.reduced.products import (
     in_memory_products,
     kernel_products,
@@ -42,7 +45,8 @@ from bigkern.solvers.conjugate_gradients import (
     preconditioned_cg,
 )
 
-__all__ = ["AUTO_CG_CENTERS", "AUTO_CG_RESIDUAL", "START_ROWS_PER_CENTER", "fit_by_cg"]
+__all__ = ["AUTO_CG_CENTERS", "AUTO_CG_RESIDUAL", "START_ROWS_PER_CENTER", "fit_by_cg",
+           "fit_by_cg_path"]
 
 #: Rows of the starting subset per center (at most half of the rows)
 START_ROWS_PER_CENTER = 10
@@ -126,7 +130,6 @@ def fit_by_cg(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float, lam: f
     """
     basis, clipped = reduced_basis(rs, omega, est.standardize,
                                    getattr(est, "feature_names_in_", None))
-    m = basis.n_basis
     K = gaussian_kernel(basis.centers, basis.centers, omega)
     t_begin = time.perf_counter()
     start, n_start, n, pre = _subset_start(est, Xd, yd, md, basis, K,
@@ -144,45 +147,147 @@ def fit_by_cg(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float, lam: f
                     f"not converge in max_iter reads); the direct solve")
     sampled = n is not None  # one read gathered a subset
     t_start = time.perf_counter()
-    given = np.zeros((m, 0)) if start is None else start.coef[:, None]
-    first = kernel_products(Xd, yd, basis, given, mask=md, label="Nyström right-hand side")
-    t_first = time.perf_counter()
-    gsum = first["Gsum"]
-    if n != first["n"]:  # no start, or its count of the usable rows was not this pass's
-        n = first["n"]
-        pre = FalkonPreconditioner.from_kernel(K, n, lam)
-    product = _data_product(
-        lambda v: kernel_products(Xd, yd, basis, v[:, None], targets=False, mask=md,
-                                  label="Nyström conjugate gradients")["GtGV"][:, 0],
-        gsum, n, est.fit_intercept)
-    start_product = None if start is None else _less_mean(
-        first["GtGV"][:, 0], start.coef, gsum, n, est.fit_intercept)
-    found = preconditioned_cg(product, _centered(first, est.fit_intercept), pre, lam,
-                              tol=float(est.tol), max_iter=int(est.max_iter),
-                              start=None if start is None else start.coef,
-                              start_product=start_product)
-    intercept = (first["ysum"] - float(gsum @ found.coef)) / n if est.fit_intercept else 0.0
-    names = est._set_expansion(basis, found.coef, intercept, omega, lam, rs)
-    est.cv_scores_ = np.full((1, 1), np.nan)
-    est.n_iter_ = max(1, found.n_iter)
-    est.fit_report_ = {
-        **without_per_feature(first["counts"]),
-        "n_nonfinite_by_feature": per_feature_counts(first["counts"], names),
-        "n_basis": m, "n_duplicates": rs.n_duplicates,
-        "n_clipped_in_reduced_set_by_feature": clipped,
-        "reads": 2 + found.n_products + sampled,
-        "omega": omega, "lam": lam, "jitter": pre.jitter, "solver": "cg",
-        "solver_choice": ("solver='auto': conjugate gradients (the subset's solve reached "
-                          f"{start.residual:.3g})" if probe and start is not None
-                          else f"solver={est.solver!r}"),
-        "n_iter": found.n_iter, "residual": found.residual, "converged": found.converged,
-        "residual_recomputed": found.residual_recomputed,
+    solve = _solve_all_rows(est, Xd, yd, md, basis, K, lam,
+                            None if start is None else start.coef, n, pre)
+    choice = ("solver='auto': conjugate gradients (the subset's solve reached "
+              f"{start.residual:.3g})" if probe and start is not None
+              else f"solver={est.solver!r}")
+    _set_cg_fit(est, rs, basis, clipped, omega, lam, solve, t0, extra={
+        "reads": 2 + solve.found.n_products + sampled, "solver_choice": choice,
         "start": "zero" if start is None else "subset", "start_rows": n_start,
         "start_iterations": 0 if start is None else start.n_iter,
         "start_residual": None if start is None else float(start.residual),
-        "n_candidates": 1, "seconds_start": t_start - t_begin,
-        "seconds_pass": t_first - t_start,
+        "n_candidates": 1, "seconds_start": t_start - t_begin})
+    est.cv_scores_ = np.full((1, 1), np.nan)
+    return None
+
+
+@dataclass
+class _AllRowsSolve:
+    """A conjugate-gradient solve over the usable rows: its result, its right-hand side's
+    read (``first``), preconditioner, intercept and the seconds of that read."""
+
+    found: CGResult
+    first: dict[str, Any]
+    pre: FalkonPreconditioner
+    intercept: float
+    seconds_pass: float
+
+
+def _solve_all_rows(est: Any, Xd: Any, yd: Any, mask: Any, basis: Any, K: np.ndarray,
+                    lam: float, start: np.ndarray | None, n: int | None,
+                    pre: FalkonPreconditioner | None) -> _AllRowsSolve:
+    """Conjugate gradients over the rows of ``mask`` from ``start`` (None: zero); the read of
+    the right-hand side also gives the start's product. ``pre`` is the preconditioner for
+    ``n`` rows (made anew when the read counts other rows, or when None)."""
+    m = basis.n_basis
+    t = time.perf_counter()
+    given = np.zeros((m, 0)) if start is None else start[:, None]
+    first = kernel_products(Xd, yd, basis, given, mask=mask, label="Nyström right-hand side")
+    seconds_pass = time.perf_counter() - t
+    gsum = first["Gsum"]
+    if pre is None or n != first["n"]:  # no start, or its count of the usable rows differs
+        n = first["n"]
+        pre = FalkonPreconditioner.from_kernel(K, n, lam)
+    product = _data_product(
+        lambda v: kernel_products(Xd, yd, basis, v[:, None], targets=False, mask=mask,
+                                  label="Nyström conjugate gradients")["GtGV"][:, 0],
+        gsum, n, est.fit_intercept)
+    start_product = None if start is None else _less_mean(
+        first["GtGV"][:, 0], start, gsum, n, est.fit_intercept)
+    found = preconditioned_cg(product, _centered(first, est.fit_intercept), pre, lam,
+                              tol=float(est.tol), max_iter=int(est.max_iter), start=start,
+                              start_product=start_product)
+    intercept = (first["ysum"] - float(gsum @ found.coef)) / n if est.fit_intercept else 0.0
+    return _AllRowsSolve(found, first, pre, intercept, seconds_pass)
+
+
+def _set_cg_fit(est: Any, rs: Any, basis: Any, clipped: Any, omega: float, lam: float,
+                solve: _AllRowsSolve, t0: float, extra: dict[str, Any]) -> None:
+    """The fitted attributes and the fit report of a conjugate-gradient fit."""
+    found, first = solve.found, solve.first
+    names = est._set_expansion(basis, found.coef, solve.intercept, omega, lam, rs)
+    est.n_iter_ = max(1, found.n_iter)
+    est.solver_ = "cg"
+    est.fit_report_ = {
+        **without_per_feature(first["counts"]),
+        "n_nonfinite_by_feature": per_feature_counts(first["counts"], names),
+        "n_basis": basis.n_basis, "n_duplicates": rs.n_duplicates,
+        "n_clipped_in_reduced_set_by_feature": clipped,
+        "omega": omega, "lam": lam, "jitter": solve.pre.jitter, "solver": "cg",
+        "n_iter": found.n_iter, "residual": found.residual, "converged": found.converged,
+        "residual_recomputed": found.residual_recomputed,
+        **extra,
+        "seconds_pass": solve.seconds_pass,
         "seconds_total": time.perf_counter() - t0,
     }
-    est.solver_ = "cg"
-    return None
+
+
+def fit_by_cg_path(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float,
+                   lams: tuple[float, ...], t0: float) -> None:
+    """Fit ``est`` by conjugate gradients, choosing λ among ``lams`` on a held-out fold.
+
+    The rows are hashed to ``est.n_folds`` folds by global row number (as the direct
+    solver's folds, :func:`~bigkern.reduce.reduced.normal_equations.fold_of_rows`); fold 0
+    is held out. On the others, λ runs down its path from the largest, each solve
+    starting from the solution at the λ before it (one read for the right-hand side
+    serves them all; each solve's first product costs a read). One read of the held-out
+    fold gives every λ's squared error (the products ``Gᵀ(G V)`` of all solutions at
+    once); the best λ is then refitted on all rows, starting from its path solution.
+    """
+    basis, clipped = reduced_basis(rs, omega, est.standardize,
+                                   getattr(est, "feature_names_in_", None))
+    m = basis.n_basis
+    K = gaussian_kernel(basis.centers, basis.centers, omega)
+    seed = est.random_state if isinstance(est.random_state, int | np.integer) else 0
+    held = _held_out(Xd, int(est.n_folds), int(seed))
+    train, test = (~held, held) if md is None else (md & ~held, md & held)
+    fi = est.fit_intercept
+    rhs = kernel_products(Xd, yd, basis, np.zeros((m, 0)), mask=train,
+                          label="Nyström λ path: right-hand side")
+    n_train, gsum = rhs["n"], rhs["Gsum"]
+    if n_train < 2:
+        raise ValueError(f"the λ path needs training rows outside the held-out fold; "
+                         f"{n_train} of the usable rows are (n_folds={est.n_folds})")
+    product = _data_product(
+        lambda v: kernel_products(Xd, yd, basis, v[:, None], targets=False, mask=train,
+                                  label="Nyström λ path: conjugate gradients")["GtGV"][:, 0],
+        gsum, n_train, fi)
+    coef: np.ndarray | None = None
+    path: dict[int, tuple[np.ndarray, float, CGResult]] = {}
+    with warnings.catch_warnings():  # a path solve is judged by its held-out error
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for j in sorted(range(len(lams)), key=lambda j: -lams[j]):  # the largest λ first
+            found = preconditioned_cg(product, _centered(rhs, fi),
+                                      FalkonPreconditioner.from_kernel(K, n_train, lams[j]),
+                                      lams[j], tol=float(est.tol), max_iter=int(est.max_iter),
+                                      start=coef)
+            coef = found.coef
+            b = (rhs["ysum"] - float(gsum @ coef)) / n_train if fi else 0.0
+            path[j] = (coef, b, found)
+    V = np.column_stack([path[j][0] for j in range(len(lams))])
+    te = kernel_products(Xd, yd, basis, V, mask=test, label="Nyström λ path: held-out fold")
+    n_test = max(te["n"], 1)
+    scores = np.array([
+        (te["yty"] - 2.0 * c @ te["Gty"] - 2.0 * b * te["ysum"] + c @ te["GtGV"][:, j]
+         + 2.0 * b * (c @ te["Gsum"]) + te["n"] * b * b) / n_test
+        for j, (c, b, _) in ((j, path[j]) for j in range(len(lams)))])
+    best = int(np.argmin(scores))
+    solve = _solve_all_rows(est, Xd, yd, md, basis, K, lams[best], path[best][0], None, None)
+    path_products = sum(found.n_products for _, _, found in path.values())
+    _set_cg_fit(est, rs, basis, clipped, omega, lams[best], solve, t0, extra={
+        "reads": 3 + path_products + 1 + solve.found.n_products,
+        "solver_choice": f"solver={est.solver!r}: a λ path on {n_train:,} rows, "
+                         f"{te['n']:,} held out",
+        "start": "path", "n_candidates": len(lams),
+        "path_iterations": {float(lams[j]): path[j][2].n_iter for j in path},
+        "path_converged": all(found.converged for _, _, found in path.values()),
+        "n_held_out": int(te["n"])})
+    est.cv_scores_ = scores[None, :]
+
+
+def _held_out(Xd: Any, n_folds: int, seed: int) -> Any:
+    """Whether each row (by global row number) is in fold 0 of ``n_folds``, as ``Xd``'s rows
+    are chunked."""
+    rows = da.arange(Xd.shape[0], chunks=(Xd.chunks[0],), dtype=np.int64)
+    return rows.map_blocks(lambda r: fold_of_rows(r, n_folds, seed) == 0, dtype=bool)

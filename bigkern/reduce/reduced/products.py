@@ -34,12 +34,12 @@ __all__ = ["in_memory_products", "kernel_products", "sample_usable_rows"]
 def _products_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, *,
                     basis: GaussianBasis, vectors: np.ndarray, targets: bool, start: int,
                     block_rows: int | None) -> dict[str, Any]:
-    """``acc[:m̃] = Gᵀ[G V | y | 1]`` and ``acc[m̃, k:] = (Σy, n)`` over one chunk's usable rows
-    (without the ``y`` and ``1`` columns unless ``targets``)."""
+    """``acc[:m̃] = Gᵀ[G V | y | 1]``, ``acc[m̃, k:] = (Σy, n)`` and ``acc[m̃ + 1, k] = Σy²`` over
+    one chunk's usable rows (without the ``y`` and ``1`` columns unless ``targets``)."""
     X, y, valid, counts = usable_rows(Xb, yb, start, mb)
     m, k = vectors.shape
     e = 2 if targets else 0
-    acc = np.zeros((m + 1, k + e))
+    acc = np.zeros((m + 2, k + e))
     if X.dtype == np.float32 and X.shape[1] <= FUSED_MAX_FEATURES:
         rows = np.flatnonzero(valid)
         extra = np.ones((len(rows), e))
@@ -54,6 +54,7 @@ def _products_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None
         acc[:m] = products.T
         if targets:
             acc[m, k:] = y[rows].sum(), len(rows)
+            acc[m + 1, k] = y[rows] @ y[rows]
         return {"acc": acc, "counts": counts}
     step = block_step(len(X), block_rows)
     work = np.empty((step, k + e))
@@ -66,6 +67,8 @@ def _products_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None
             W[:, k + 1] = 1.0
         acc[:m] += G64.T @ W
         acc[m, k:] += W[:, k:].sum(axis=0)
+        if targets:
+            acc[m + 1, k] += W[:, k] @ W[:, k]
     return {"acc": acc, "counts": counts}
 
 
@@ -107,8 +110,8 @@ def kernel_products(
     -------
     dict
         ``GtGV`` (m̃, k) and ``counts`` (the pass's row counts, ``n_rows``, ``n_valid``
-        …); with ``targets`` also ``Gty`` (m̃,), ``Gsum`` (m̃,), ``ysum`` and ``n`` (rows
-        used).
+        …); with ``targets`` also ``Gty`` (m̃,), ``Gsum`` (m̃,), ``ysum``, ``yty`` (Σy²)
+        and ``n`` (rows used).
 
     Examples
     --------
@@ -139,7 +142,7 @@ def _named(acc: np.ndarray, m: int, k: int, targets: bool) -> dict[str, Any]:
     if not targets:
         return {"GtGV": acc[:m, :k]}
     return {"GtGV": acc[:m, :k], "Gty": acc[:m, k], "Gsum": acc[:m, k + 1],
-            "ysum": float(acc[m, k]), "n": int(acc[m, k + 1] + 0.5)}
+            "ysum": float(acc[m, k]), "yty": float(acc[m + 1, k]), "n": int(acc[m, k + 1] + 0.5)}
 
 
 def in_memory_products(X: np.ndarray, y: np.ndarray, basis: GaussianBasis,
