@@ -373,3 +373,16 @@ def test_a_lam_path_is_the_same_for_any_chunking():
         assert got.lam_ == ref.lam_
         np.testing.assert_allclose(got.cv_scores_, ref.cv_scores_, rtol=1e-6)
         assert _relative(got.predict(X), ref.predict(X)) < 1e-6
+
+
+def test_auto_runs_a_lam_path_for_several_lam_with_many_centers(monkeypatch):
+    monkeypatch.setattr("bigkern.models._nystrom_fit.AUTO_CG_PATH_CENTERS", 100)
+    X, y = _regression(3000, seed=5)
+    kw = {"omega": 1.0, "size": 120, "random_state": 0, "lam": [0.3, 3.0, 30.0], **TIGHT}
+    auto = NystromKernelRidge(**kw).fit(X, y)
+    path = NystromKernelRidge(**kw, solver="cg").fit(X, y)
+    assert auto.solver_ == "cg" and "solver='auto': a λ path" in auto.fit_report_["solver_choice"]
+    np.testing.assert_array_equal(auto.coef_, path.coef_)
+    np.testing.assert_array_equal(auto.cv_scores_, path.cv_scores_)
+    fewer = NystromKernelRidge(**{**kw, "size": 99}).fit(X, y)  # under the threshold: direct
+    assert fewer.solver_ == "direct" and "1 × 3 candidates" in fewer.fit_report_["solver_choice"]

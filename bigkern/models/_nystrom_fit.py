@@ -22,7 +22,12 @@ from bigkern.models._reduced_parts import (
     REDUCED_SET_CONSTRAINTS,
     reduced_basis,
 )
-from bigkern.models.nystrom_cg import AUTO_CG_CENTERS, fit_by_cg, fit_by_cg_path
+from bigkern.models.nystrom_cg import (
+    AUTO_CG_CENTERS,
+    AUTO_CG_PATH_CENTERS,
+    fit_by_cg,
+    fit_by_cg_path,
+)
 from bigkern.reduce.passes import per_feature_counts, without_per_feature
 from bigkern.reduce.reduced.folds import fold_pieces, reduced_normal_equations_folds
 from bigkern.solvers.nystrom import heldout_sse, kernel_penalty_basis, nystrom_solve
@@ -59,6 +64,12 @@ class _NystromFit:
             return
         if self.solver == "auto":
             choice = self._auto_choice(rs, widths, lams)
+            if choice == _PATH:
+                fit_by_cg_path(self, Xd, yd, md, rs, widths[0], lams, t0,
+                               choice=(f"solver='auto': a λ path of {len(lams)} candidates "
+                                       f"with {rs.size:,} centers, at least "
+                                       f"{AUTO_CG_PATH_CENTERS:,}"))
+                return
             if choice is None:
                 why = fit_by_cg(self, Xd, yd, md, rs, widths[0], lams[0], t0, probe=True)
                 if why is None:
@@ -118,13 +129,16 @@ class _NystromFit:
 
     def _auto_choice(self, rs: Any, widths: tuple[float, ...], lams: tuple[float, ...]
                      ) -> str | None:
-        """Why ``solver="auto"`` takes the direct solve, or None to try conjugate gradients
-        (one width and one λ, ``penalty="rkhs"``, at least ``AUTO_CG_CENTERS`` centers)."""
+        """Why ``solver="auto"`` takes the direct solve; None to try conjugate gradients (one
+        width and one λ, ``penalty="rkhs"``, at least ``AUTO_CG_CENTERS`` centers); or
+        ``_PATH`` for a λ path (one width, several λ, at least ``AUTO_CG_PATH_CENTERS``)."""
+        if self.penalty != "rkhs":
+            return "solver='auto': penalty='coef' (conjugate gradients take 'rkhs')"
+        if len(widths) == 1 and len(lams) > 1 and rs.size >= AUTO_CG_PATH_CENTERS:
+            return _PATH
         if len(widths) * len(lams) > 1:
             return (f"solver='auto': {len(widths)} × {len(lams)} candidates (the direct "
                     f"solve's one read serves them all)")
-        if self.penalty != "rkhs":
-            return "solver='auto': penalty='coef' (conjugate gradients take 'rkhs')"
         if rs.size < AUTO_CG_CENTERS:
             return (f"solver='auto': {rs.size} centers, under {AUTO_CG_CENTERS:,} (the "
                     f"direct pass is the cheaper)")
@@ -154,6 +168,9 @@ class _NystromFit:
         else:
             fit_by_cg(self, Xd, yd, md, rs, widths[0], lams[0], t0)
 
+
+#: ``_auto_choice``'s answer for a λ path by conjugate gradients
+_PATH = "path"
 
 _PARAMS_DOC = """omega : float or sequence of float
         Gaussian width ω (scikit-learn's ``gamma = 1 / (2 ω²)``), in standardized
@@ -186,7 +203,8 @@ _PARAMS_DOC = """omega : float or sequence of float
         ``"auto"`` (the default): ``"cg"`` where it wins — one candidate,
         ``penalty="rkhs"``, at least 1,000 centers, and the subset start's solve
         (``cg_start="subset"``) within twice ``tol``, so that the full solve
-        converges — else ``"direct"``. On 2·10⁵ MISR-like rows
+        converges; or one width and several ``lam`` with at least 2,000 centers (the
+        λ path) — else ``"direct"``. On 2·10⁵ MISR-like rows
         (``benchmarks/results/nystrom_solvers_defaults.txt``) CG took 0.13–0.67×
         the direct fit's time from 1,000 centers where it converged (λ ≥ 1), but
         did not converge at λ ≤ 0.1 and lost up to 3.8 points there. A fallback

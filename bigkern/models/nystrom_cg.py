@@ -45,8 +45,8 @@ from bigkern.solvers.conjugate_gradients import (
     preconditioned_cg,
 )
 
-__all__ = ["AUTO_CG_CENTERS", "AUTO_CG_RESIDUAL", "START_ROWS_PER_CENTER", "fit_by_cg",
-           "fit_by_cg_path"]
+__all__ = ["AUTO_CG_CENTERS", "AUTO_CG_PATH_CENTERS", "AUTO_CG_RESIDUAL",
+           "START_ROWS_PER_CENTER", "fit_by_cg", "fit_by_cg_path"]
 
 #: Rows of the starting subset per center (at most half of the rows)
 START_ROWS_PER_CENTER = 10
@@ -57,6 +57,11 @@ START_MAX_ITER, START_TOL = 20, 1e-3
 #: ``benchmarks/results/nystrom_solvers_defaults.txt``: CG 0.60–1.43× the direct fit's
 #: time at m̃ = 500, 0.34–0.67× at m̃ = 1,000 where it converges)
 AUTO_CG_CENTERS = 1000
+#: ``solver="auto"`` runs a λ path by conjugate gradients (one width, several λ) from this
+#: many centers on: on 2·10⁵ MISR-like rows with λ ∈ {100, 1, 10⁻³} the path took 0.99×,
+#: 0.77× and 0.34× the time of the direct solver's 3-fold CV at 1,000, 2,000 and 4,000
+#: centers, within 0.04 points (``benchmarks/results/nystrom_lam_path.txt``)
+AUTO_CG_PATH_CENTERS = 2000
 #: ``solver="auto"`` keeps conjugate gradients when the subset's solve reached a relative
 #: residual of at most this many times ``tol``; else it falls back to the direct solve
 #: (on the same data, a start at ≤ 0.024 was followed by a converged full solve every
@@ -224,7 +229,7 @@ def _set_cg_fit(est: Any, rs: Any, basis: Any, clipped: Any, omega: float, lam: 
 
 
 def fit_by_cg_path(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float,
-                   lams: tuple[float, ...], t0: float) -> None:
+                   lams: tuple[float, ...], t0: float, *, choice: str | None = None) -> None:
     """Fit ``est`` by conjugate gradients, choosing λ among ``lams`` on a held-out fold.
 
     The rows are hashed to ``est.n_folds`` folds by global row number (as the direct
@@ -277,8 +282,8 @@ def fit_by_cg_path(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float,
     path_products = sum(found.n_products for _, _, found in path.values())
     _set_cg_fit(est, rs, basis, clipped, omega, lams[best], solve, t0, extra={
         "reads": 3 + path_products + 1 + solve.found.n_products,
-        "solver_choice": f"solver={est.solver!r}: a λ path on {n_train:,} rows, "
-                         f"{te['n']:,} held out",
+        "solver_choice": (choice or f"solver={est.solver!r}") + f": a λ path on "
+                         f"{n_train:,} rows, {te['n']:,} held out",
         "start": "path", "n_candidates": len(lams),
         "path_iterations": {float(lams[j]): path[j][2].n_iter for j in path},
         "path_converged": all(found.converged for _, _, found in path.values()),
