@@ -95,6 +95,15 @@ def _data_product(products: Any, gsum: np.ndarray, n: int, fit_intercept: bool) 
     return product
 
 
+def _read_product(Xd: Any, yd: Any, basis: Any, mask: Any, gsum: np.ndarray, n: int,
+                  fit_intercept: bool, label: str) -> Any:
+    """``v ↦ GᵀG v − ḡ ḡᵀv / n`` over the rows of ``mask``, one read per call."""
+    return _data_product(
+        lambda v: kernel_products(Xd, yd, basis, v[:, None], targets=False, mask=mask,
+                                  label=label)["GtGV"][:, 0],
+        gsum, n, fit_intercept)
+
+
 def _subset_start(est: Any, Xd: Any, yd: Any, md: Any, basis: Any, K: np.ndarray,
                   n_drawn: int, lam: float) -> tuple[CGResult | None, int, int | None,
                                                      FalkonPreconditioner | None]:
@@ -200,10 +209,8 @@ def _solve_all_rows(est: Any, Xd: Any, yd: Any, mask: Any, basis: Any, K: np.nda
     if pre is None or n != first["n"]:  # no start, or its count of the usable rows differs
         n = first["n"]
         pre = FalkonPreconditioner.from_kernel(K, n, lam)
-    product = _data_product(
-        lambda v: kernel_products(Xd, yd, basis, v[:, None], targets=False, mask=mask,
-                                  label="Nyström conjugate gradients")["GtGV"][:, 0],
-        gsum, n, est.fit_intercept)
+    product = _read_product(Xd, yd, basis, mask, gsum, n, est.fit_intercept,
+                            "Nyström conjugate gradients")
     start_product = None if start is None else _less_mean(
         first["GtGV"][:, 0], start, gsum, n, est.fit_intercept)
     found = preconditioned_cg(product, _centered(first, est.fit_intercept), pre, lam,
@@ -260,10 +267,8 @@ def fit_by_cg_path(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float,
     if n_train < 2:
         raise ValueError(f"the λ path needs training rows outside the held-out fold; "
                          f"{n_train} of the usable rows are (n_folds={est.n_folds})")
-    product = _data_product(
-        lambda v: kernel_products(Xd, yd, basis, v[:, None], targets=False, mask=train,
-                                  label="Nyström λ path: conjugate gradients")["GtGV"][:, 0],
-        gsum, n_train, fi)
+    product = _read_product(Xd, yd, basis, train, gsum, n_train, fi,
+                            "Nyström λ path: conjugate gradients")
     coef: np.ndarray | None = None
     path: dict[int, tuple[np.ndarray, float, CGResult]] = {}
     with warnings.catch_warnings():  # a path solve is judged by its held-out error
@@ -278,11 +283,7 @@ def fit_by_cg_path(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float,
             path[j] = (coef, b, found)
     V = np.column_stack([path[j][0] for j in range(len(lams))])
     te = kernel_products(Xd, yd, basis, V, mask=test, label="Nyström λ path: held-out fold")
-    n_test = max(te["n"], 1)
-    scores = np.array([
-        (te["yty"] - 2.0 * c @ te["Gty"] - 2.0 * b * te["ysum"] + c @ te["GtGV"][:, j]
-         + 2.0 * b * (c @ te["Gsum"]) + te["n"] * b * b) / n_test
-        for j, (c, b, _) in ((j, path[j]) for j in range(len(lams)))])
+    scores = np.array([_mean_squared_error(te, j, *path[j][:2]) for j in range(len(lams))])
     best = int(np.argmin(scores))
     solve = _solve_all_rows(est, Xd, yd, md, basis, K, lams[best], path[best][0], None, None)
     path_products = sum(found.n_products for _, _, found in path.values())
@@ -297,8 +298,23 @@ def fit_by_cg_path(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float,
     est.cv_scores_ = scores[None, :]
 
 
+def _mean_squared_error(products: dict[str, Any], j: int, coef: np.ndarray,
+                        intercept: float) -> float:
+    """``Σ (y − G c − b)² / n`` over the rows of ``products`` (a :func:`kernel_products`
+    result whose ``GtGV[:, j]`` is ``GᵀG c``), expanded into its sums."""
+    c, b = coef, intercept
+    sse = (products["yty"] - 2.0 * c @ products["Gty"] - 2.0 * b * products["ysum"]
+           + c @ products["GtGV"][:, j] + 2.0 * b * (c @ products["Gsum"])
+           + products["n"] * b * b)
+    return float(sse / max(products["n"], 1))
+
+
 def _held_out(Xd: Any, n_folds: int, seed: int) -> Any:
     """Whether each row (by global row number) is in fold 0 of ``n_folds``, as ``Xd``'s rows
     are chunked."""
     rows = da.arange(Xd.shape[0], chunks=(Xd.chunks[0],), dtype=np.int64)
-    return rows.map_blocks(lambda r: fold_of_rows(r, n_folds, seed) == 0, dtype=bool)
+    return rows.map_blocks(_in_first_fold, n_folds, seed, dtype=bool)
+
+
+def _in_first_fold(rows: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
+    return fold_of_rows(rows, n_folds, seed) == 0
