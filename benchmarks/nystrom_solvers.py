@@ -133,6 +133,7 @@ def run(args: Any) -> None:
                 row = {"lam": lam, "m": m, "direct": d["seconds"], "cg": c["seconds"],
                        "iters": rep["n_iter"], "reads": rep["reads"],
                        "residual": rep["residual"], "converged": rep["converged"],
+                       "start_residual": rep.get("start_residual"),
                        "acc_d": d["acc"], "acc_c": c["acc"],
                        "pass_d": d["model"].fit_report_["seconds_pass"],
                        "auto": a["seconds"], "auto_solver": a["model"].solver_,
@@ -155,12 +156,15 @@ def run(args: Any) -> None:
 
     print(f"\nNystromKernelRidgeClassifier, {len(Xtr):,} training rows: fit wall seconds "
           f"(the direct solver's one pass in brackets), ratio cg/direct (< 1: CG faster), "
-          f"CG iterations / reads of the data / final relative residual, test accuracy")
+          f"CG iterations / reads of the data / the subset start's residual (what "
+          f"solver='auto' checks) / final relative residual, test accuracy")
     C.print_table(
         ["lam", "m", "direct s [pass]", "cg s", "cg/direct", "cg iters", "reads",
-         "residual", "converged", "acc direct", "acc cg", "cg - direct"],
+         "start residual", "residual", "converged", "acc direct", "acc cg", "cg - direct"],
         [[f"{r['lam']:g}", r["m"], f"{r['direct']:.2f} [{r['pass_d']:.2f}]", f"{r['cg']:.2f}",
-          f"{r['cg'] / r['direct']:.2f}", r["iters"], r["reads"], f"{r['residual']:.1e}",
+          f"{r['cg'] / r['direct']:.2f}", r["iters"], r["reads"],
+          "-" if r["start_residual"] is None else f"{r['start_residual']:.1e}",
+          f"{r['residual']:.1e}",
           "yes" if r["converged"] else "NO", f"{100 * r['acc_d']:.2f}%",
           f"{100 * r['acc_c']:.2f}%", f"{100 * (r['acc_c'] - r['acc_d']):+.2f} pt"]
          for r in rows])

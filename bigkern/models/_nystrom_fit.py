@@ -205,10 +205,10 @@ _PARAMS_DOC = """omega : float or sequence of float
         (``cg_start="subset"``) within twice ``tol``, so that the full solve
         converges; or one width and several ``lam`` with at least 2,000 centers (the
         λ path) — else ``"direct"``. On 2·10⁵ MISR-like rows
-        (``benchmarks/results/nystrom_solvers_defaults.txt``) CG took 0.13–0.67×
+        (``benchmarks/results/nystrom_solvers_defaults.txt``) CG took 0.13–0.65×
         the direct fit's time from 1,000 centers where it converged (λ ≥ 1), but
-        did not converge at λ ≤ 0.1 and lost up to 3.8 points there. A fallback
-        costs the subset's read and solve (~10 % of the direct fit).
+        did not converge at λ = 10⁻³ and lost up to 3.8 points there. A fallback
+        costs the subset's read and solve (6–9 % of the direct fit there).
         ``solver_`` and ``fit_report_["solver_choice"]`` say which ran and why.
     tol : float
         ``"cg"``: stop at this relative residual of the preconditioned system. The

@@ -60,8 +60,8 @@ START_ROWS_PER_CENTER = 10
 START_MAX_ITER, START_TOL = 20, 1e-3
 #: ``solver="auto"`` tries conjugate gradients from this many centers on: below, the
 #: direct pass (n·m̃² flops) costs less than CG's reads (measured at d = 8, 2·10⁵ rows,
-#: ``benchmarks/results/nystrom_solvers_defaults.txt``: CG 0.60–1.43× the direct fit's
-#: time at m̃ = 500, 0.34–0.67× at m̃ = 1,000 where it converges)
+#: ``benchmarks/results/nystrom_solvers_defaults.txt``: CG 0.58–1.45× the direct fit's
+#: time at m̃ = 500, 0.30–0.65× at m̃ = 1,000 where it converges)
 AUTO_CG_CENTERS = 1000
 #: ``solver="auto"`` runs a λ path by conjugate gradients (one width, several λ) from this
 #: many centers on: on 2·10⁵ MISR-like rows with λ ∈ {100, 1, 10⁻³} the path took 0.99×,
@@ -70,8 +70,9 @@ AUTO_CG_CENTERS = 1000
 AUTO_CG_PATH_CENTERS = 2000
 #: ``solver="auto"`` keeps conjugate gradients when the subset's solve reached a relative
 #: residual of at most this many times ``tol``; else it falls back to the direct solve
-#: (on the same data, a start at ≤ 0.024 was followed by a converged full solve every
-#: time, a start at ≥ 0.09 never, at tol = 0.02: ``benchmarks/nystrom_solvers.py``)
+#: (at tol = 0.02 on the rows of ``benchmarks/results/nystrom_solvers_defaults.txt``,
+#: 15 cases: every start at ≤ 0.042 was followed by a converged full solve, every start at
+#: ≥ 0.059 by one that stopped at max_iter)
 AUTO_CG_RESIDUAL = 2.0
 
 
