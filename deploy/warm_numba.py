@@ -10,7 +10,9 @@ scheduler): percentile binning of a dask array, a binned SVM and its predicted
 scenes, the compactly supported LS-SVM and SVM, a regressor (float64
 expansions) and a Nyström fit by conjugate gradients, which between them call
 every ``@numba.njit(cache=True)`` function of the package, with the argument
-types the real jobs use.
+types the real jobs use. The sweeps compiled per number of features (row
+validity, extremes, the one-read plan's) are cached here for 2 and 3 features;
+a job with another count compiles its own once, into the same cache.
 """
 
 from __future__ import annotations

@@ -7,9 +7,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bigkern.reduce.binning._key_kernels import _SCREEN_BITS, select_digits
-from bigkern.reduce.binning.radix_select import key_dtype
-from bigkern.reduce.row_kernels import take_rows
+from bigkern.reduce.binning._key_kernels import (
+    _SCREEN_BITS,
+    one_read_ids,
+    one_read_sums,
+    select_digits,
+)
+from bigkern.reduce.binning.one_read_sample import summed_limit, window_tables
+from bigkern.reduce.binning.radix_select import GROUP_BITS, KEEP, key_dtype
+from bigkern.reduce.row_kernels import int_label_range, take_rows
 
 
 def _keys(X: np.ndarray) -> np.ndarray:
@@ -61,3 +67,92 @@ def test_take_rows_is_fancy_indexing():
     rows = np.array([9, 0, 4, 4], dtype=np.int64)
     np.testing.assert_array_equal(take_rows(X, rows), X[rows])
     assert take_rows(X, np.zeros(0, dtype=np.int64)).shape == (0, 3)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("d", [1, 2, 4])
+def test_one_read_sweeps_match_numpy(dtype, d):
+    """The one-read sweeps (compiled per feature count) against numpy: histograms, bins
+    and sums at every candidate scale, kept rows; the tables keep exactly |x| >= limit."""
+    rng = np.random.default_rng(d)
+    n = 4000
+    X = (rng.standard_normal((n, d)) * 3).astype(dtype)
+    X[:8] = np.array([8.0, -8.0, np.nextafter(dtype(8), dtype(0)), -9.0, 1e30, 0.0, -0.0,
+                      np.nan], dtype=dtype)[:, None]
+    valid = np.isfinite(X).all(axis=1)
+    is_positive = rng.random(n) < 0.4
+    ukind, width = key_dtype(X.dtype)
+    groups = (_keys(np.where(valid[:, None], X, 0)) >> ukind(width - GROUP_BITS)).astype(np.intp)
+    edges = np.quantile(X[valid], [0.25, 0.5, 0.75], axis=0).T.astype(dtype)  # (d, 3)
+    edge_groups = (_keys(edges) >> ukind(width - GROUP_BITS)).astype(np.intp)
+    ranges = np.stack([edge_groups - 1, edge_groups + 1], axis=2)
+    scales = np.array([[28] * d, [27] * d])  # the finest, 28, keeps |x| >= 2**3
+    limit = summed_limit(scales)
+    tables = window_tables(edge_groups + 1, ranges, limit, X.dtype)
+    in_window = ((groups[:, :, None] >= ranges[None, :, :, 0])
+                 & (groups[:, :, None] <= ranges[None, :, :, 1])).any(axis=2)
+    held = tables[np.arange(d), groups] == KEEP
+    assert np.array_equal(held & ~in_window, (np.abs(X) >= 8) & ~in_window & valid[:, None])
+    kept_ref = np.flatnonzero(valid & held.any(axis=1))
+    certain = valid & ~held.any(axis=1)
+    cells = tables[np.arange(d), groups].astype(np.int64)
+    n_cells = np.full(d, 4, dtype=np.int64)
+    bins = np.zeros(n, dtype=np.int64)
+    for f in range(d):
+        bins = bins * n_cells[f] + cells[:, f]
+    n_possible = int(np.prod(n_cells))
+    down = np.ldexp(1.0, scales)
+    hist = np.zeros((d, 1 << GROUP_BITS), dtype=np.int32)
+    count, sums, positive, kept = one_read_sums(X, X.view(ukind), valid, is_positive, width,
+                                                GROUP_BITS, tables, n_cells, down, n_possible,
+                                                hist)
+    hist_ids = np.zeros_like(hist)
+    ids, kept_ids = one_read_ids(X.view(ukind), valid, width, GROUP_BITS, tables, n_cells,
+                                 hist_ids)
+    for f in range(d):
+        assert np.array_equal(hist[f], np.bincount(groups[valid, f], minlength=1 << GROUP_BITS))
+    assert np.array_equal(hist_ids, hist)
+    assert np.array_equal(kept, kept_ref) and np.array_equal(kept_ids, kept_ref)
+    assert np.array_equal(ids, np.where(certain, bins, -1))
+    assert np.array_equal(count, np.bincount(bins[certain], minlength=n_possible))
+    assert np.array_equal(positive, np.bincount(bins[certain], weights=is_positive[certain],
+                                                minlength=n_possible).astype(np.int64))
+    for c in range(len(scales)):
+        for f in range(d):
+            ints = np.rint(X[certain, f].astype(np.float64) * down[c, f]).astype(np.int64)
+            want = np.zeros(n_possible, dtype=np.int64)
+            np.add.at(want, bins[certain], ints)
+            assert np.array_equal(sums[:, c * d + f], want)
+
+
+def test_a_limit_inside_a_key_group_keeps_that_whole_group():
+    """A limit that is not at a key group's start (a float32 subnormal, 2**-140, shares the
+    group of 0) keeps that whole group: conservatively more rows, never fewer."""
+    limit = np.float32(np.ldexp(1.0, -140))
+    tables = window_tables(np.zeros((1, 0), np.intp), np.zeros((1, 0, 2), np.intp),
+                           np.array([float(limit)]), np.dtype(np.float32))
+    values = np.array([limit, -limit, 2 * limit, np.ldexp(1.0, -100), -1.0, 0.0],
+                      dtype=np.float32)
+    groups = (_keys(values) >> np.uint32(32 - GROUP_BITS)).astype(np.intp)
+    assert (tables[0, groups] == KEEP).all()
+    below = np.array([np.nextafter(limit, np.float32(0))], np.float32)
+    assert tables[0, _keys(below)[0] >> np.uint32(32 - GROUP_BITS)] == KEEP  # limit's group
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64])
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 50), span=st.integers(1, 6),
+       extreme=st.booleans())
+def test_int_label_range_is_numpys_unique(dtype, seed, n, span, extreme):
+    """The labels of the valid rows, as numpy.unique gives them; none past ``max_span``."""
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(dtype)
+    y = rng.integers(-2, span - 2, size=n).astype(dtype)
+    if extreme and n >= 2:  # the whole range: no overflow of hi - lo
+        y[:2] = [info.min, info.max]
+    valid = rng.random(n) < 0.7
+    lo, present = int_label_range(y, valid, 8)
+    labels = np.unique(y[valid].astype(np.int64))
+    if len(labels) and int(labels[-1]) - int(labels[0]) < 8:
+        assert np.array_equal(np.flatnonzero(present) + lo, labels)
+    else:
+        assert len(present) == 0

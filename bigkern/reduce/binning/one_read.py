@@ -70,6 +70,7 @@ from bigkern.reduce.binning.one_read_sample import (
     OneReadSample,
     guess,
     sample_windows,
+    summed_limit,
     window_tables,
 )
 from bigkern.reduce.binning.outliers import histogram_grid
@@ -208,7 +209,8 @@ class OneRead:
         g = self._guess
         assert g is not None, "draw_sample first"
         d = self.X.shape[1]
-        tables = dask.delayed(window_tables, pure=True)(g.upper, g.ranges)
+        tables = dask.delayed(window_tables, pure=True)(g.upper, g.ranges,
+                                                         summed_limit(g.scales), self.X.dtype)
         kw = {"tables": tables, "n_cells": np.full(d, len(self.where) + 1, dtype=np.int64),
               "scales": g.scales, "positive": self._positive, "classes": self._classes,
               "guessed_classes": self.classes is None}

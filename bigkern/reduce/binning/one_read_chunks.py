@@ -21,6 +21,7 @@ from bigkern.errors import LabelError
 from bigkern.reduce.binning._bin_kernels import bin_ids, bin_sums_sparse
 from bigkern.reduce.binning._key_kernels import one_read_ids, one_read_sums
 from bigkern.reduce.binning.fixed_point import FixedPointGrid, normalize_limbs
+from bigkern.reduce.binning.one_read_sample import summed_limit
 from bigkern.reduce.binning.partials import (
     accumulate_bins,
     combine_bins,
@@ -94,7 +95,7 @@ def _one_read_chunk(
         is_positive, mismatch = np.zeros(n, dtype=bool), True  # the classes were a guess
     with np.errstate(over="ignore"):
         down = np.ldexp(1.0, scales)
-        reach = np.nextafter(np.ldexp(1.0, 31 - scales.max(axis=0)), 0.0)
+    reach = np.nextafter(summed_limit(scales), 0.0)  # the tables keep every |x| beyond it
     n_possible = int(np.prod(n_cells, dtype=object))
     k = len(scales)
     cand_index = np.arange(k * d, dtype=np.int64)[:, None]
@@ -103,13 +104,12 @@ def _one_read_chunk(
     hist = np.zeros((d, 1 << GROUP_BITS), dtype=np.int32)  # pages touched where counted
     if use_dense_sums(n_possible, n):
         count, sums, pos, kept = one_read_sums(
-            X, bits, valid, is_positive, width, GROUP_BITS, tables, n_cells, down, reach,
-            n_possible, hist)
+            X, bits, valid, is_positive, width, GROUP_BITS, tables, n_cells, down, n_possible,
+            hist)
         bins = dense_partial(count, sums, pos, no_outside, no_extreme, counts, cand_index,
                              with_labels)
     else:
-        ids, kept = one_read_ids(X, bits, valid, width, GROUP_BITS, tables, n_cells, reach,
-                                 hist)
+        ids, kept = one_read_ids(bits, valid, width, GROUP_BITS, tables, n_cells, hist)
         order = np.flatnonzero(ids >= 0)
         order = order[np.argsort(ids[order], kind="stable")]
         index = np.arange(d, dtype=np.int64)[:, None]

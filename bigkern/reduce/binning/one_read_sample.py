@@ -16,10 +16,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from bigkern.reduce.binning.outliers import histogram_grid
-from bigkern.reduce.binning.radix_select import GROUP_BITS, KEEP, cell_tables
+from bigkern.reduce.binning.radix_select import (
+    GROUP_BITS,
+    KEEP,
+    cell_tables,
+    float_keys,
+    key_dtype,
+)
 from bigkern.reduce.sampling import uniform_from_index
 
-__all__ = ["Guess", "OneReadSample", "guess", "sample_windows", "window_tables"]
+__all__ = ["Guess", "OneReadSample", "guess", "sample_windows", "summed_limit", "window_tables"]
 
 _N_GROUPS = 1 << GROUP_BITS
 
@@ -94,12 +100,39 @@ def window_mask(ranges: np.ndarray) -> np.ndarray:
     return keep
 
 
-def window_tables(upper: np.ndarray, ranges: np.ndarray) -> np.ndarray:
-    """:func:`~bigkern.reduce.binning.radix_select.cell_tables` of the windows (on a worker)."""
+def summed_limit(scales: np.ndarray) -> np.ndarray:
+    """Per feature, the magnitude ``2**(31 − s)`` at the finest candidate scale ``s``: a value
+    of it or beyond would not fit one int32-sized limb there, so its row is kept.
+
+    ``scales`` (candidates, d) as :attr:`Guess.scales`.
+    """
+    with np.errstate(over="ignore"):
+        return np.ldexp(1.0, 31 - np.asarray(scales).max(axis=0))
+
+
+def window_tables(upper: np.ndarray, ranges: np.ndarray, limit: np.ndarray, dtype: np.dtype
+                  ) -> np.ndarray:
+    """:func:`~bigkern.reduce.binning.radix_select.cell_tables` of the windows (on a worker).
+
+    Besides the windows' groups, every group holding a value of magnitude
+    ``limit[f]`` (:func:`summed_limit`) or more is ``KEEP``: groups start at
+    binade boundaries, so this keeps exactly the rows with ``|x| ≥ limit``
+    (conservatively more, should a limit fall inside a group), and the sweep
+    need not compare the values themselves.
+    """
     tables = cell_tables(upper, [np.zeros(0, dtype=np.intp)] * len(upper))
     for f, r in enumerate(ranges):
         for a, b in r:
             tables[f, a:b + 1] = KEEP
+    _, width = key_dtype(dtype)
+    with np.errstate(over="ignore"):
+        ends = np.asarray(limit, dtype=np.float64).astype(dtype)
+    for f, end in enumerate(ends):
+        if np.isfinite(end):  # else no finite value of the dtype reaches the limit
+            positive, negative = (float_keys(np.array([end, -end], dtype=dtype))
+                                  >> (width - GROUP_BITS)).astype(np.intp)
+            tables[f, positive:] = KEEP
+            tables[f, :negative + 1] = KEEP
     return tables
 
 
