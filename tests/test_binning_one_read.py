@@ -299,3 +299,14 @@ def test_one_full_read_on_a_cluster(client, tmp_path):
     assert len(one_reads) == every_chunk and set(one_reads.values()) == {1}
     assert len(fused_reads) == every_chunk and set(fused_reads.values()) == {2}
     xr.testing.assert_identical(_without_plan(one), _without_plan(fused))
+    # a skip after the sample (its windows would keep too many rows): the histogram pass
+    # takes the held chunks from memory, so the plan that follows reads what it alone would
+    with config.set(max_deferred_fraction=0.0):
+        skipped, skipped_reads = reads(lambda: percentile_bins(
+            X, Y, plan=BinningPlan("one-read", OneReadSample(rows=20_000))))
+    assert skipped.attrs["one_read"].startswith("skipped: the sample's windows hold")
+    assert skipped.attrs["plan"] == "three-pass"  # the fused plan may keep nothing either
+    assert skipped.attrs["sample_chunks_held"] >= 2
+    three, three_reads = reads(lambda: percentile_bins(X, Y, plan="three-pass"))
+    assert skipped_reads == three_reads  # no chunk read once more for the sample
+    xr.testing.assert_identical(_without_plan(skipped), _without_plan(three))

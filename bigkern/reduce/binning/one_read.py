@@ -56,6 +56,7 @@ from bigkern.reduce.binning.one_read_chunks import (
     _chunk_arrays,
     _combine_read,
     _edges,
+    _first_pass_held,
     _kept_bins,
     _kept_edges,
     _one_read_chunk,
@@ -82,6 +83,7 @@ from bigkern.reduce.binning.radix_select import (
     Bucket,
     RadixSelection,
     _combine_first,
+    _first_pass_chunk,
     _usable_first,
     combine_refine,
     dense_histograms,
@@ -144,7 +146,22 @@ class OneRead:
             self.status = f"skipped: {len(self.where)} quantiles per feature"
         elif self.draw_sample(float(config.get("max_deferred_fraction"))):
             return self.read()
+        elif self._held:  # skipped after the sample was read
+            return self.histogram_read()
         return histogram_pass(self.X, self.y, self.mask)
+
+    def histogram_read(self) -> dict[str, Any]:
+        """The histogram pass of the plan that follows a skip, taking the chunks the sample
+        holds from memory: they are not read twice."""
+        fresh = row_partials(_first_pass_chunk, self.X, self.y, self.mask,
+                             name="quantile-histogram")
+        held = dask.delayed(_first_pass_held, pure=True, name="quantile-histogram-held")
+        parts = [held(self._held[i]) if i in self._held else task
+                 for i, task in enumerate(fresh)]
+        root = tree_reduce(parts, _combine_first, name="quantile-histogram-combine")
+        self._held.clear()
+        (first,) = compute(root, label="exact quantiles: histogram pass")
+        return _usable_first(first)
 
     def finish(self, first: dict[str, Any], quantile_plan: QuantilePlan, positive: Any,
                classes: tuple[Any, ...] | None) -> PlanResult:
@@ -200,8 +217,8 @@ class OneRead:
         return True
 
     def _skip(self, reason: str) -> bool:
+        """Give up the plan after the sample (its held chunks serve the histogram pass)."""
         self.status = f"skipped: {reason}"
-        self._held.clear()
         return False
 
     def read(self) -> dict[str, Any]:

@@ -63,6 +63,11 @@ def _window_part(held: tuple[np.ndarray, Any, Any], *, lo: int, hi: int) -> dict
                              None if mb is None else np.asarray(mb)[lo:hi])
 
 
+def _first_pass_held(held: tuple[np.ndarray, Any, Any]) -> dict[str, Any]:
+    """The histogram pass's partial of a chunk the sample holds (after a skip)."""
+    return _first_pass_chunk(*held)
+
+
 def _one_read_held(held: tuple[np.ndarray, Any, Any], **kwargs: Any) -> dict[str, Any]:
     """:func:`_one_read_chunk` of a chunk the sample holds."""
     return _one_read_chunk(*held, **kwargs)
