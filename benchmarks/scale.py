@@ -76,6 +76,10 @@ def weak_scaling(args: argparse.Namespace) -> dict[int, dict[str, float]]:
                 best = min(best, time.perf_counter() - t)
             times["bins"] = best
             times["labelled"] = float(bins.attrs["n_valid"])
+            times["passes"] = int(bins.attrs["passes"])  # full reads of the default plan
+            times["plan"] = str(bins.attrs["plan"])
+            if "one_read" in bins.attrs:  # what the default one-read plan did
+                times["plan"] += f"; one-read {bins.attrs['one_read']}"
             model = bigkern.BinnedSVC(omega=0.8, C=3.0).fit_bins(bins)
             best = math.inf
             for i in range(args.repeat):
@@ -88,7 +92,8 @@ def weak_scaling(args: argparse.Namespace) -> dict[int, dict[str, float]]:
             times["predict"] = best
             times["n_basis"] = model.n_basis_
         out[workers] = times
-        print(f"  {workers} worker(s): {pixels:,} pixels, bins {times['bins']:.2f} s, "
+        print(f"  {workers} worker(s): {pixels:,} pixels, bins {times['bins']:.2f} s "
+              f"(plan {times['plan']}, {times['passes']} full read(s)), "
               f"predict+write {times['predict']:.2f} s (load {C.load()})", flush=True)
     return out
 
@@ -142,14 +147,17 @@ def project(weak: dict[int, dict[str, float]], sched: list[dict[str, Any]],
     per_task = max(r["per_1000"] for r in sched) / 1000  # s per task, worst measured
     tasks_per_s = 1 / per_task
     print("\nInputs (measured above, 2 workers):")
-    print(f"  bins: {bins_rate / 1e6:.2f} M labelled pixels/s per core (both reads, decode "
-          f"included); predict + write: {predict_rate / 1e6:.2f} M pixels/s per core "
+    passes = int(two["passes"])
+    print(f"  bins: {bins_rate / 1e6:.2f} M labelled pixels/s per core (the default plan, "
+          f"{two['plan']}: {passes} full read(s) and their decoding included); "
+          f"predict + write: {predict_rate / 1e6:.2f} M pixels/s per core "
           f"({two['n_basis']} basis functions)")
     print(f"  scheduler: {tasks_per_s:,.0f} tasks/s (the slowest of the chunk counts in (b); "
           f"a LocalCluster scheduler sharing these 2 cores)")
     print("Assumptions:")
     print(f"  * a task reads {TASK_PIXELS:.0e} pixels (zarr chunks of that size); bins read "
-          f"the labelled pixels twice (2 passes of tasks), prediction once;")
+          f"the labelled pixels {passes} time(s) (passes of tasks, as measured), prediction "
+          "once;")
     print(f"  * {label_share:.0%} of the pixels are labelled and binned (the synthetic scenes' "
           f"share, measured) — an upper bound for real labels, which are sparser;")
     print("  * per-core rates stay as measured (storage delivers each worker's read rate: "
@@ -167,10 +175,12 @@ def project(weak: dict[int, dict[str, float]], sched: list[dict[str, Any]],
         for cores in (64, 256, 1000):
             bin_tasks = math.ceil(labelled / TASK_PIXELS)
             pred_tasks = math.ceil(pixels / TASK_PIXELS)
-            # a pass runs in waves of one task per core: ceil(tasks / cores) task times
-            compute_bins = 2 * _waves(labelled, bin_tasks, cores) / bins_rate
+            # a pass runs in waves of one task per core: ceil(tasks / cores) task times;
+            # bins_rate is the rate of the whole binning, all its reads (one factor, not
+            # one per pass: the projection before 2026-11-28 counted the two reads twice)
+            compute_bins = _waves(labelled, bin_tasks, cores) / bins_rate
             compute_pred = _waves(pixels, pred_tasks, cores) / predict_rate
-            tasks = 2 * bin_tasks + pred_tasks
+            tasks = passes * bin_tasks + pred_tasks
             sched_s = tasks / tasks_per_s
             total = max(compute_bins + compute_pred, sched_s) + 5.0
             rows.append([name, f"{pixels:.1e}", cores, C.fmt_seconds(compute_bins),
