@@ -209,7 +209,8 @@ def test_warm_numba_caches_the_compiled_functions(tmp_path):
     for name in ("_bin_kernels.bin_ids", "row_kernels._row_status_kernel.locals.row_status",
                  "fused._fused_rows", "fused._exact_rows",
                  "extremes._extremes_kernel.locals.extremes",
-                 "_key_kernels._one_read_kernels.locals.sums_kernel",
+                 "_one_read_kernels._one_read_kernels.locals.sums_kernel",
+                 "_key_kernels._key_histograms_kernel.locals.key_histograms_d",
                  "sparse_gram._pair_distances",
                  "sparse_svm._smo", "sparse_spd._symmetric_matvec",
                  "fused_products._fused_products"):

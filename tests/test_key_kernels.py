@@ -7,12 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bigkern.reduce.binning._key_kernels import (
-    _SCREEN_BITS,
-    one_read_ids,
-    one_read_sums,
-    select_digits,
-)
+from bigkern.reduce.binning._key_kernels import _SCREEN_BITS, group_histograms, select_digits
+from bigkern.reduce.binning._one_read_kernels import one_read_ids, one_read_sums
 from bigkern.reduce.binning.one_read_sample import summed_limit, window_tables
 from bigkern.reduce.binning.radix_select import GROUP_BITS, KEEP, key_dtype
 from bigkern.reduce.row_kernels import int_label_range, take_rows
@@ -156,3 +152,18 @@ def test_int_label_range_is_numpys_unique(dtype, seed, n, span, extreme):
         assert np.array_equal(np.flatnonzero(present) + lo, labels)
     else:
         assert len(present) == 0
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("d", [1, 3, 9])  # 9: past the dense sweep, one sweep per feature
+def test_group_histograms_are_numpys_unique_counts(dtype, d):
+    rng = np.random.default_rng(d)
+    X = (rng.standard_normal((3000, d)) * rng.choice([1e-3, 1.0, 1e6], size=d)).astype(dtype)
+    X[::7, 0] = np.nan
+    valid = np.isfinite(X).all(axis=1)
+    ukind, width = key_dtype(X.dtype)
+    got = group_histograms(X.view(ukind), valid, width, GROUP_BITS)
+    groups = _keys(np.where(valid[:, None], X, 0)[valid]) >> ukind(width - GROUP_BITS)
+    for f in range(d):
+        want_groups, want_counts = np.unique(groups[:, f], return_counts=True)
+        assert np.array_equal(got[f][0], want_groups) and np.array_equal(got[f][1], want_counts)

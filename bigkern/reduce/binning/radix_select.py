@@ -19,7 +19,11 @@ import numpy as np
 
 from bigkern.cluster.compute import compute
 from bigkern.errors import DataQualityError
-from bigkern.reduce.binning._key_kernels import add_group_counts, group_histogram, select_digits
+from bigkern.reduce.binning._key_kernels import (
+    add_group_counts,
+    group_histograms,
+    select_digits,
+)
 from bigkern.reduce.passes import (
     RowReduction,
     add_counts,
@@ -97,42 +101,11 @@ def _first_pass_chunk(
                                     return_counts=True)
             hist.append((groups.astype(np.intp), cnt.astype(np.int64)))
     else:
-        hist = group_histograms(X, valid)
+        hist = group_histograms(X.view(ukind), valid, width, GROUP_BITS)
     part: dict[str, Any] = {"counts": counts, "hist": hist, "labels": None}
     if yb is not None:
         part["labels"] = _distinct_labels(np.asarray(yb), valid)
     return part
-
-
-def group_histograms(X: np.ndarray, valid: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per feature, the occupied top-:data:`GROUP_BITS` key groups of the valid rows and counts.
-
-    The sparse form of :func:`~bigkern.reduce.binning._key_kernels.key_histogram`, built
-    without sweeping all ``2**GROUP_BITS`` groups: the kernel lists the groups
-    as it first counts them (and the dense counts' pages are touched only
-    where a value falls).
-    """
-    ukind, width = key_dtype(X.dtype)
-    bits = X.view(ukind)
-    hist = np.zeros(1 << GROUP_BITS, dtype=np.int32)
-    occupied = np.empty(min(len(X), 1 << GROUP_BITS), dtype=np.int32)
-    out = []
-    for f in range(X.shape[1]):
-        m = group_histogram(bits, valid, width, f, GROUP_BITS, hist, occupied)
-        groups = np.sort(occupied[:m]).astype(np.intp)
-        out.append((groups, hist[groups].astype(np.int64)))
-        hist[groups] = 0
-    return out
-
-
-def sparse_histograms(hist: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    """:func:`group_histograms`' form of dense per-feature counts ``hist`` (d, 2**20)."""
-    return [(groups, counts.astype(np.int64)) for groups, counts in map(_sparse, hist)]
-
-
-def _sparse(dense: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    nz = np.flatnonzero(dense)
-    return nz, dense[nz]
 
 
 def _add_sparse(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
