@@ -53,10 +53,15 @@ for over an hour. ``--budget`` seconds (default 1800) of fitting after which
 the remaining sets are skipped and listed as such. Nyström is tuned by its own
 one-read CV (above) for the same reason.
 
+``--repeats R`` repeats the outer CV R times, repeat ``r`` seeding its folds, its
+inner folds and the reduced sets with ``SEED + r`` (the same for every candidate);
+the scores are the means over all R × folds test folds.
+
 Per model a table: the candidates' scores, the best, the default's gap to the
-best (points of accuracy, or % of the best MSE) and whether it is within the
-goal; then, per candidate, on how many (set, model) pairs it is within the goal
-of the best and its worst gap, and its total fit time (tuning included).
+best (points of accuracy, or % of the best MSE), the gap's standard error from
+the paired fold scores, and whether it is within the goal; then, per
+candidate, on how many (set, model) pairs it is within the goal of the best and
+its worst gap, and its total fit time (tuning included).
 
 In one process, numpy input (bigkern's in-memory paths); BLAS threads not pinned.
 
@@ -232,8 +237,9 @@ REGRESSORS = (ModelSpec("ReducedSVR", "ReducedSVR", True),
 
 
 def tuned_model(spec: ModelSpec, candidate: str, n_train: int, classification: bool,
-                grid: Grid) -> Any:
-    """The estimator (scaling + model, tuned by 3-fold CV) for one outer training fold."""
+                grid: Grid, seed: int = SEED) -> Any:
+    """The estimator (scaling + model, tuned by 3-fold CV) for one outer training fold;
+    ``seed`` draws its reduced set and its inner folds."""
     from sklearn.model_selection import GridSearchCV, KFold, StratifiedKFold
     from sklearn.pipeline import Pipeline
 
@@ -241,7 +247,7 @@ def tuned_model(spec: ModelSpec, candidate: str, n_train: int, classification: b
 
     size = min(300, max(20, n_train // 10))
     cls = getattr(bigkern, spec.cls_name)
-    common = {"size": size, "random_state": SEED, "standardize": candidate == "default"}
+    common = {"size": size, "random_state": seed, "standardize": candidate == "default"}
     if spec.svm:
         model = cls(**common)
     else:
@@ -251,7 +257,7 @@ def tuned_model(spec: ModelSpec, candidate: str, n_train: int, classification: b
     pipe = Pipeline(steps)
     if not spec.svm:
         return pipe
-    splitter = (StratifiedKFold if classification else KFold)(3, shuffle=True, random_state=SEED)
+    splitter = (StratifiedKFold if classification else KFold)(3, shuffle=True, random_state=seed)
     return GridSearchCV(pipe, {"model__omega": list(grid.omegas), "model__C": list(grid.Cs)},
                         scoring="accuracy" if classification else "neg_mean_squared_error",
                         cv=splitter, n_jobs=1, refit=True, error_score="raise")
@@ -282,20 +288,24 @@ def _chosen(est: Any) -> str:
     return f"w={model.omega_:g},lam={model.lam_:g}"
 
 
-def evaluate(ds: DataSet, spec: ModelSpec, candidate: str, folds: int, grid: Grid) -> Result:
-    """Outer k-fold CV of one candidate scaling with one model on one set."""
+def evaluate(ds: DataSet, spec: ModelSpec, candidate: str, folds: int, grid: Grid,
+             repeats: int = 1) -> Result:
+    """Outer k-fold CV of one candidate scaling with one model on one set, ``repeats``
+    times (repeat ``r``: folds, inner folds and reduced set seeded ``SEED + r``, the same
+    for every candidate, so that their fold scores pair up)."""
     from sklearn.model_selection import KFold, StratifiedKFold
 
     res = Result()
-    splitter = (StratifiedKFold if ds.classification else KFold)(
-        folds, shuffle=True, random_state=SEED)
-    for k, (tr, te) in enumerate(splitter.split(ds.X, ds.y)):
+    splits = [(SEED + r, split) for r in range(repeats)
+              for split in (StratifiedKFold if ds.classification else KFold)(
+                  folds, shuffle=True, random_state=SEED + r).split(ds.X, ds.y)]
+    for k, (seed, (tr, te)) in enumerate(splits):
         Xtr, Xte, ytr, yte = ds.X[tr], ds.X[te], ds.y[tr], ds.y[te]
         if not ds.classification:
             mu, sd = ytr.mean(), ytr.std()
             sd = sd if sd > 0 else 1.0
             ytr, yte = (ytr - mu) / sd, (yte - mu) / sd
-        est = tuned_model(spec, candidate, len(tr), ds.classification, grid)
+        est = tuned_model(spec, candidate, len(tr), ds.classification, grid, seed)
         t0 = time.perf_counter()
         try:
             with warnings.catch_warnings():
@@ -314,6 +324,17 @@ def evaluate(ds: DataSet, spec: ModelSpec, candidate: str, folds: int, grid: Gri
             res.scores.append(float(np.mean((pred - yte) ** 2)))
         res.chosen.append(_chosen(est))
     return res
+
+
+def _gap_se(ds: DataSet, default: Result, best: Result) -> str:
+    """Standard error of the default's gap to the best, from the paired fold scores (each
+    fold's split is the same for both); in points, or % of the best MSE."""
+    a, b = np.asarray(default.scores), np.asarray(best.scores)
+    if len(a) != len(b) or len(a) < 2 or default.error or best.error:
+        return "n/a"
+    diff = (b - a) if ds.classification else 100.0 * (a - b) / max(best.score, 1e-300)
+    se = float(np.std(diff, ddof=1) / np.sqrt(len(diff)))
+    return f"{se:.2f} pt" if ds.classification else f"{se:.1f} %"
 
 
 def gap(classification: bool, score: float, best: float) -> float:
@@ -348,10 +369,13 @@ def run(args: Any) -> None:
     misr_rows = 300 if small else args.misr_rows
     only = args.sets or (["pima", "misr1", "boston_housing", "cpu_small"] if small else None)
     sets = load_sets(args.data, max_rows, misr_rows, only)
-    print(f"# outer {folds}-fold CV (shuffle, random_state={SEED}); inner 3-fold CV; "
+    seeds = (f"random_state={SEED}" if args.repeats == 1 else
+             f"{args.repeats} repeats, random_state={SEED}..{SEED + args.repeats - 1}")
+    print(f"# outer {folds}-fold CV (shuffle, {seeds}); inner 3-fold CV; "
           f"omega {list(grid.omegas)}, C {list(grid.Cs)} (SVMs, GridSearchCV), "
           f"lam {list(grid.lams)} (Nystrom, its own CV); "
-          f"size = min(300, max(20, n_train // 10)); random_state={SEED}")
+          f"size = min(300, max(20, n_train // 10)); the reduced set drawn with the "
+          f"repeat's random_state")
     print(f"# goal: default within {GOAL_POINTS} points of accuracy / {GOAL_PERCENT:g} % of "
           f"MSE of the best candidate; regression MSE on z-scored targets (per training fold)")
     print(f"# rows: at most {max_rows} per set, {misr_rows} labelled per MISR image (seeded "
@@ -372,7 +396,7 @@ def run(args: Any) -> None:
             continue
         for spec in CLASSIFIERS if ds.classification else REGRESSORS:
             for cand in CANDIDATES:
-                r = evaluate(ds, spec, cand, folds, grid)
+                r = evaluate(ds, spec, cand, folds, grid, args.repeats)
                 results[(ds.name, spec.name, cand)] = r
                 what = (f"ERROR {r.error}" if r.error else
                         f"{r.score:.3f} ({'; '.join(r.chosen)})")
@@ -400,7 +424,7 @@ def report(sets: list[DataSet], results: dict[tuple[str, str, str], Result]
                 scores = {c: results[(ds.name, spec.name, c)].score for c in CANDIDATES}
                 ok = {c: s for c, s in scores.items() if np.isfinite(s)}
                 if not ok:
-                    rows.append([ds.name, *["fail"] * len(CANDIDATES), "", "", ""])
+                    rows.append([ds.name, *["fail"] * len(CANDIDATES), "", "", "", ""])
                     continue
                 pick = max if ds.classification else min
                 best_c = pick(ok, key=ok.__getitem__)
@@ -410,13 +434,16 @@ def report(sets: list[DataSet], results: dict[tuple[str, str, str], Result]
                           f"{s:.2f}" if ds.classification else f"{s:.4f}")
                          for s in scores.values()]
                 rows.append([ds.name, *cells, best_c, fmt_gap(ds.classification, g),
+                             _gap_se(ds, results[(ds.name, spec.name, "default")],
+                                     results[(ds.name, spec.name, best_c)]),
                              "yes" if within(ds.classification, g) else "NO"])
             if not rows:
                 continue
             unit = ("test accuracy %" if specs is CLASSIFIERS
                     else "test MSE, z-scored target")
             print(f"\n## {spec.name} ({unit}; gap = default vs best)")
-            C.print_table(["set", *CANDIDATES, "best", "default gap", "within goal"], rows)
+            C.print_table(["set", *CANDIDATES, "best", "default gap", "gap's SE",
+                           "within goal"], rows)
 
     failures = [(k, r.error) for k, r in results.items() if r.error]
     print("\n## failed fits")
@@ -478,6 +505,8 @@ def main() -> None:
     p.add_argument("--lams", type=float, nargs="+", default=None,
                    help=f"lambda grid of Nystrom (default {' '.join(f'{x:g}' for x in Grid.lams)})")
     p.add_argument("--sets", nargs="+", default=None, help="only these sets (by name)")
+    p.add_argument("--repeats", type=int, default=1,
+                   help="repeat the outer CV with this many seeds (default %(default)s)")
     p.add_argument("--out", type=Path, default=None, help="write the output here instead")
     args = p.parse_args()
     if not (args.data / "INVENTORY.md").exists():
