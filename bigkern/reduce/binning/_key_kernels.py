@@ -43,6 +43,13 @@ def _key(b, sign):
     return ~b if b & sign else b | sign
 
 
+@numba.njit(inline="always")
+def _key_split(bits, width, group_bits):
+    """(the sign bit of ``bits``' unsigned type, the shift from a key to its group)."""
+    utype = bits.dtype.type
+    return utype(1) << utype(width - 1), utype(width - group_bits)
+
+
 @numba.njit(**JIT_OPTIONS)
 def key_histogram(
     bits: np.ndarray, valid: np.ndarray, width: int, feature: int, group_bits: int
@@ -140,9 +147,7 @@ def _certain_kernels(d: int) -> tuple[Callable[..., Any], Callable[..., Any]]:
     @numba.njit(**JIT_OPTIONS)
     def ids_kernel(bits, valid, width, group_bits, tables, n_cells):
         n = bits.shape[0]
-        utype = bits.dtype.type
-        sign = utype(1) << utype(width - 1)
-        shift = utype(width - group_bits)
+        sign, shift = _key_split(bits, width, group_bits)
         ids = np.full(n, -1, dtype=np.int64)
         kept = np.zeros(n, dtype=np.bool_)
         for i in range(n):
@@ -159,9 +164,7 @@ def _certain_kernels(d: int) -> tuple[Callable[..., Any], Callable[..., Any]]:
     def sums_kernel(X, bits, valid, is_positive, width, group_bits, tables, n_cells, down, up,
                     index, bounds, n_possible):
         n = bits.shape[0]
-        utype = bits.dtype.type
-        sign = utype(1) << utype(width - 1)
-        shift = utype(width - group_bits)
+        sign, shift = _key_split(bits, width, group_bits)
         count = np.zeros(n_possible, dtype=np.int64)
         sums = np.zeros((n_possible, index.max() + 1), dtype=np.int64)
         positive = np.zeros(n_possible, dtype=np.int64)
@@ -227,9 +230,7 @@ def _key_histograms_kernel(d: int) -> Callable[..., None]:
 
     @numba.njit(**JIT_OPTIONS)
     def key_histograms_d(bits, valid, width, group_bits, hist):
-        utype = bits.dtype.type
-        sign = utype(1) << utype(width - 1)
-        shift = utype(width - group_bits)
+        sign, shift = _key_split(bits, width, group_bits)
         for i in range(bits.shape[0]):
             if valid[i]:
                 for f in range(d):

@@ -16,7 +16,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from bigkern.reduce.binning._key_kernels import _key
+from bigkern.reduce.binning._key_kernels import _key, _key_split
 from bigkern.reduce.row_kernels import JIT_OPTIONS
 
 __all__ = ["one_read_ids", "one_read_sums"]
@@ -52,9 +52,7 @@ def _one_read_kernels(d: int) -> tuple[Callable[..., Any], Callable[..., Any]]:
                     n_possible, hist):
         n = bits.shape[0]
         n_grids = down.shape[0]
-        utype = bits.dtype.type
-        sign = utype(1) << utype(width - 1)
-        shift = utype(width - group_bits)
+        sign, shift = _key_split(bits, width, group_bits)
         count = np.zeros(n_possible, dtype=np.int64)
         sums = np.zeros((n_possible, n_grids * d), dtype=np.int64)
         positive = np.zeros(n_possible, dtype=np.int64)
@@ -78,9 +76,7 @@ def _one_read_kernels(d: int) -> tuple[Callable[..., Any], Callable[..., Any]]:
     @numba.njit(**JIT_OPTIONS)
     def ids_kernel(bits, valid, width, group_bits, tables, n_cells, hist):
         n = bits.shape[0]
-        utype = bits.dtype.type
-        sign = utype(1) << utype(width - 1)
-        shift = utype(width - group_bits)
+        sign, shift = _key_split(bits, width, group_bits)
         ids = np.full(n, -1, dtype=np.int64)
         kept = np.empty(n, dtype=np.int64)
         n_kept = 0

@@ -56,11 +56,10 @@ from bigkern.reduce.binning.one_read_chunks import (
     _chunk_arrays,
     _combine_read,
     _edges,
-    _first_pass_held,
+    _from_held,
     _kept_bins,
     _kept_edges,
     _one_read_chunk,
-    _one_read_held,
     _read_summary,
     _refine_kept,
     _window_part,
@@ -153,11 +152,7 @@ class OneRead:
     def histogram_read(self) -> dict[str, Any]:
         """The histogram pass of the plan that follows a skip, taking the chunks the sample
         holds from memory: they are not read twice."""
-        fresh = row_partials(_first_pass_chunk, self.X, self.y, self.mask,
-                             name="quantile-histogram")
-        held = dask.delayed(_first_pass_held, pure=True, name="quantile-histogram-held")
-        parts = [held(self._held[i]) if i in self._held else task
-                 for i, task in enumerate(fresh)]
+        parts = self._chunk_tasks(_first_pass_chunk, "quantile-histogram")
         root = tree_reduce(parts, _combine_first, name="quantile-histogram-combine")
         self._held.clear()
         (first,) = compute(root, label="exact quantiles: histogram pass")
@@ -221,6 +216,14 @@ class OneRead:
         self.status = f"skipped: {reason}"
         return False
 
+    def _chunk_tasks(self, func: Any, name: str, **kwargs: Any) -> list[Any]:
+        """``func(X, y, mask, **kwargs)`` of every row chunk, one delayed each: the chunks
+        the sample holds from memory, the others read in their task."""
+        fresh = row_partials(func, self.X, self.y, self.mask, name=name, **kwargs)
+        held = dask.delayed(_from_held, pure=True, name=f"{name}-held")
+        return [held(self._held[i], func=func, **kwargs) if i in self._held else task
+                for i, task in enumerate(fresh)]
+
     def read(self) -> dict[str, Any]:
         """The one full read; returns its first-pass result (counts, histograms, labels)."""
         g = self._guess
@@ -231,11 +234,7 @@ class OneRead:
         kw = {"tables": tables, "n_cells": np.full(d, len(self.where) + 1, dtype=np.int64),
               "scales": g.scales, "positive": self._positive, "classes": self._classes,
               "guessed_classes": self.classes is None}
-        # the chunks the sample holds are not read again; the others are read in their task
-        fresh = row_partials(_one_read_chunk, self.X, self.y, self.mask, name="one-read", **kw)
-        held = dask.delayed(_one_read_held, pure=True, name="one-read-held")
-        parts = [held(self._held[i], **kw) if i in self._held else task
-                 for i, task in enumerate(fresh)]
+        parts = self._chunk_tasks(_one_read_chunk, "one-read", **kw)
         parts = list(dask.persist(*parts))  # the kept rows stay on their workers
         summary = dask.delayed(_read_summary, pure=True)  # on the part's worker: not its rows
         root = tree_reduce([summary(p) for p in parts], _combine_read, name="one-read-combine")

@@ -11,7 +11,7 @@ which picks the exact scale's sums from the candidates'.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import dask
@@ -63,14 +63,10 @@ def _window_part(held: tuple[np.ndarray, Any, Any], *, lo: int, hi: int) -> dict
                              None if mb is None else np.asarray(mb)[lo:hi])
 
 
-def _first_pass_held(held: tuple[np.ndarray, Any, Any]) -> dict[str, Any]:
-    """The histogram pass's partial of a chunk the sample holds (after a skip)."""
-    return _first_pass_chunk(*held)
-
-
-def _one_read_held(held: tuple[np.ndarray, Any, Any], **kwargs: Any) -> dict[str, Any]:
-    """:func:`_one_read_chunk` of a chunk the sample holds."""
-    return _one_read_chunk(*held, **kwargs)
+def _from_held(held: tuple[np.ndarray, Any, Any], *, func: Callable[..., Any],
+               **kwargs: Any) -> Any:
+    """``func(X, y, mask, **kwargs)`` of a chunk the sample holds, as its read task would."""
+    return func(*held, **kwargs)
 
 
 def _one_read_chunk(
