@@ -67,7 +67,7 @@ In one process, numpy input (bigkern's in-memory paths); BLAS threads not pinned
 
     python benchmarks/default_scaling.py [--data /work/shared/data] [--folds 5]
         [--max-rows 1000] [--misr-rows 1500] [--budget 1800] [--omegas W ...] [--Cs C ...]
-        [--lams L ...] [--sets NAME ...] [--out FILE]
+        [--lams L ...] [--sets NAME ...] [--models NAME ...] [--repeats R] [--out FILE]
     ... [--small]   (2 folds, 300 rows, 2x2 grid, 4 sets; output to a temporary file)
 
 Output also written to ``benchmarks/results/default_scaling.txt``.
@@ -395,6 +395,8 @@ def run(args: Any) -> None:
             print(f"  {ds.name}: SKIPPED (time budget of {args.budget:g} s used up)", flush=True)
             continue
         for spec in CLASSIFIERS if ds.classification else REGRESSORS:
+            if args.models is not None and spec.name not in args.models:
+                continue
             for cand in CANDIDATES:
                 r = evaluate(ds, spec, cand, folds, grid, args.repeats)
                 results[(ds.name, spec.name, cand)] = r
@@ -505,6 +507,8 @@ def main() -> None:
     p.add_argument("--lams", type=float, nargs="+", default=None,
                    help=f"lambda grid of Nystrom (default {' '.join(f'{x:g}' for x in Grid.lams)})")
     p.add_argument("--sets", nargs="+", default=None, help="only these sets (by name)")
+    p.add_argument("--models", nargs="+", default=None,
+                   help="only these models (by the tables' names, e.g. NystromKRClassifier)")
     p.add_argument("--repeats", type=int, default=1,
                    help="repeat the outer CV with this many seeds (default %(default)s)")
     p.add_argument("--out", type=Path, default=None, help="write the output here instead")

@@ -3,8 +3,17 @@
 Every model that standardizes its features, and the outlier check of the
 binning, use ``offset = q50`` and ``σ = (q90 − q10) / (2 z₉₀)`` per feature,
 where ``z₉₀`` is the standard normal's 90 % quantile: σ is the standard
-deviation for normal data and unmoved by heavy tails such as SD's. A zero σ
-(a constant feature) becomes 1.
+deviation for normal data and unmoved by heavy tails such as SD's.
+
+Where q10 = q90 (over 80 % of a feature's values at one value: a rare category's
+one-hot column, a spike at zero) the models take σ = (max − min) / (2 z₉₀)
+instead, which is what the quantiles give a two-valued feature whose rarer value
+is more common than 10 %: every 0/1 column is scaled alike, whatever its
+frequency, and such a feature's values stay within ±2 z₉₀ ≈ ±2.56 of its median.
+(With σ = 1 instead, a 0/1 column weighed 2.56× less in the kernel when its rarer
+value fell under 10 %; on the mushroom set's 117 one-hot columns that cost
+Nyström 0.77 points of accuracy.) The binning's outlier check keeps σ = 1 there:
+its scale must not come from the extremes it checks. A constant feature's σ is 1.
 
 The Gaussian-kernel models (reduced SVMs, Nyström) then clip the standardized
 values to ``±CLIP_SCALED`` (5 robust σ): a heavy-tailed feature whose robust σ is
@@ -43,30 +52,58 @@ CLIP_SCALED = 5.0
 FAR_SCALED = 20.0
 
 
-def robust_scale(q10: Any, q50: Any, q90: Any) -> tuple[np.ndarray, np.ndarray]:
+def robust_scale(q10: Any, q50: Any, q90: Any, span: Any = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """Offset and scale (float64, per feature) from each feature's 10, 50 and 90 % quantiles.
+
+    Parameters
+    ----------
+    q10, q50, q90 : array-like of shape (d,)
+        Each feature's 10, 50 and 90 % quantiles.
+    span : array-like of shape (d,), optional
+        Each feature's range, max − min. Where ``q10 == q90`` the scale is then
+        ``span / (2 Z90)`` (the scale a two-valued feature gets from its quantiles
+        when its rarer value is more common than 10 %); without it, or where the span
+        is 0 too, it is 1.
 
     Examples
     --------
     >>> robust_scale([0.0, 1.0], [1.0, 1.0], [2 * Z90, 1.0])
     (array([1., 1.]), array([1., 1.]))
+
+    A one-hot column whose category is rare (q10 = q50 = q90 = 0) is scaled as one
+    whose category is common:
+
+    >>> robust_scale([0.0, 0.0], [0.0, 0.0], [0.0, 1.0], span=[1.0, 1.0])[1].round(3)
+    array([0.39, 0.39])
     """
     spread = (np.asarray(q90, dtype=np.float64) - q10) / (2 * Z90)
-    scale = np.where(spread > 0, spread, 1.0)
+    fallback = 1.0
+    if span is not None:
+        wide = np.asarray(span, dtype=np.float64) / (2 * Z90)
+        fallback = np.where(wide > 0, wide, 1.0)
+    scale = np.where(spread > 0, spread, fallback)
     return np.asarray(q50, dtype=np.float64), scale.astype(np.float64)
 
 
 def robust_standardizer(rows: Any) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`robust_scale` of the columns of ``rows`` (n, d), quantiles computed here.
+    """:func:`robust_scale` of the columns of ``rows`` (n, d), quantiles and range computed here.
 
     Examples
     --------
     >>> offset, scale = robust_standardizer(np.arange(11.0)[:, None])
     >>> offset, np.round(scale, 4)
     (array([5.]), array([3.1212]))
+
+    A feature at one value in over 80 % of the rows is scaled by its range:
+
+    >>> spike = np.r_[np.zeros(19), 5.126][:, None]
+    >>> robust_standardizer(spike)[1].round(3)
+    array([2.])
     """
-    q10, q50, q90 = np.quantile(np.asarray(rows, dtype=np.float64), ROBUST_QUANTILES, axis=0)
-    return robust_scale(q10, q50, q90)
+    low, q10, q50, q90, high = np.quantile(np.asarray(rows, dtype=np.float64),
+                                           (0.0, *ROBUST_QUANTILES, 1.0), axis=0)
+    return robust_scale(q10, q50, q90, span=high - low)
 
 
 def standardized(X: Any, offset: Any, scale: Any, clip: float = math.inf) -> np.ndarray:
