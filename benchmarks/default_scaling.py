@@ -7,12 +7,14 @@ training fold's rows only:
 
 * ``default``: raw features into the model with its default ``standardize=True``
   (bigkern's robust standardization, median and (q90 − q10)/2.563, computed
-  from the model's reduced set; since 2026-11-28 clipped to ±5, as chosen by
-  this benchmark's earlier runs),
+  from a sample of 2,000 training rows, all of them when fewer; clipped to ±5, as
+  chosen by this benchmark's earlier runs; since 2026-11-28 a feature with
+  q10 = q90 is scaled by its range / 2.563 where it was scaled by 1),
 * ``zscore``: scikit-learn ``StandardScaler``, model with ``standardize=False``,
 * ``robust_clip``: median / ((q90 − q10)/2.563) from the training rows
   (``RobustScaler(quantile_range=(10, 90))``, which divides by q90 − q10, times
-  2.563 — not divided by it, as the brief had it), clipped to ±5,
+  2.563 — not divided by it, as the brief had it; where q10 = q90 it divides by
+  1, i.e. σ = 1/2.563), clipped to ±5,
   model with ``standardize=False``,
 * ``quantile``: ``QuantileTransformer(output_distribution="normal",
   n_quantiles=min(1000, n_train))``, model with ``standardize=False``.
