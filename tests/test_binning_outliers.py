@@ -209,3 +209,19 @@ def test_one_wild_corr_pixel_keeps_scene_accuracy():
         dirty = accuracy(wild)
     assert clean > 0.8
     assert abs(dirty - clean) < 0.005
+
+
+@pytest.mark.parametrize("plan", ["fused", "three-pass"])
+def test_a_spike_feature_is_standardized_by_its_range_and_still_checked_for_outliers(plan):
+    """q10 = q90 (a spike at 0 with 5 % of rows at 5000): the binned models' ``scale`` is
+    the exact range over 2·z90, as the reduced models' one scaler gives; the outlier
+    check keeps σ = 1, so the 5000s lie beyond its 1000 σ and are counted."""
+    x, y = _data()
+    x[:, 2] = 0.0
+    x[::20, 2] = 5000.0
+    bins = _quiet_bins(da.from_array(x, chunks=(1500, 3)), y, features=NAMES, plan=plan)
+    scale = bins["scale"].values
+    np.testing.assert_allclose(scale[2], 5000.0 / (2 * 1.2815515655446004))
+    assert 5 < scale[1] < 15 and 0.05 < scale[0] / 1.0 < 1.5  # normal features: robust σ
+    usable = np.isfinite(x).all(axis=1)  # rows with a NaN feature are left out
+    assert int(bins["outliers"].values[2]) == int((usable & (x[:, 2] == 5000.0)).sum())

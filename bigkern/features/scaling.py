@@ -12,8 +12,9 @@ is more common than 10 %: every 0/1 column is scaled alike, whatever its
 frequency, and such a feature's values stay within ±2 z₉₀ ≈ ±2.56 of its median.
 (With σ = 1 instead, a 0/1 column weighed 2.56× less in the kernel when its rarer
 value fell under 10 %; on the mushroom set's 117 one-hot columns that cost
-Nyström 0.77 points of accuracy.) The binning's outlier check keeps σ = 1 there:
-its scale must not come from the extremes it checks. A constant feature's σ is 1.
+Nyström 0.77 points of accuracy.) The binned models take the same σ from the exact
+range; the binning's outlier check keeps σ = 1 there: its scale must not come from the
+extremes it checks. A constant feature's σ is 1.
 
 The Gaussian-kernel models (reduced SVMs, Nyström) then clip the standardized
 values to ``±CLIP_SCALED`` (5 robust σ): a heavy-tailed feature whose robust σ is

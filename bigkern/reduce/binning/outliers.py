@@ -49,14 +49,21 @@ class OutlierWarning(BigkernWarning):
     """A feature has values far outside its robust scale (binned exactly, but suspicious)."""
 
 
-def robust_scaler(summary: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
+def robust_scaler(summary: xr.Dataset, *, by_span: bool = False
+                  ) -> tuple[np.ndarray, np.ndarray]:
     """Per-feature offset (median) and scale (robust σ from the 10% and 90% quantiles).
 
     Exact and deterministic, because they come from exact quantiles; robust to
-    the heavy tails of features such as SD. A zero scale becomes 1.
+    the heavy tails of features such as SD. Where the 10% and 90% quantiles
+    coincide the scale is 1, or with ``by_span`` (the scale the binned models
+    standardize with, as the reduced models do) the feature's exact range
+    ``(max − min) / (2 z₉₀)`` (:func:`~bigkern.features.scaling.robust_scale`).
+    The outlier check keeps 1: its scale must not come from the extremes it checks.
     """
     q = summary["edges"]
-    return robust_scale(*(q.sel(quantile=p).values for p in ROBUST_QUANTILES))
+    span = (summary["max"].values.astype(np.float64) - summary["min"].values
+            if by_span else None)
+    return robust_scale(*(q.sel(quantile=p).values for p in ROBUST_QUANTILES), span=span)
 
 
 def outlier_limits(offset: np.ndarray, scale: np.ndarray) -> np.ndarray:

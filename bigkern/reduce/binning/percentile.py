@@ -82,7 +82,7 @@ def percentile_bins(
     -------
     xarray.Dataset
         The :func:`~bigkern.reduce.bin_statistics` result plus ``offset`` and
-        ``scale (feature)`` from :func:`~bigkern.reduce.robust_scaler`, the
+        ``scale (feature)`` from :func:`~bigkern.reduce.robust_scaler` (``by_span``), the
         quantile edges of ``quantiles`` ∪ {0.1, 0.5, 0.9} as ``quantile_edges``,
         ``outliers (feature)`` (values more than 1000 robust σ from the median;
         a value within 2**-11 relative of that limit, 2**-8 for float64, may
@@ -164,11 +164,11 @@ def _bins_with_summary(
     """The bins Dataset of a plan's result, with the robust scale, quantiles and outliers."""
     bins = bins_dataset(result.bins, result.edges, result.grid, names, classes)
     summary = summary_dataset(first, quantile_plan, result.order_statistics, names)
-    offset, scale = robust_scaler(summary)
+    offset, scale = robust_scaler(summary, by_span=True)
     bins["offset"] = ("feature", offset)
     bins["scale"] = ("feature", scale)
     bins["quantile_edges"] = summary["edges"]
-    limits = outlier_limits(offset, scale)
+    limits = outlier_limits(*robust_scaler(summary))
     record_outliers(bins, histogram_outliers(result.histograms, dtype, limits),
                     extreme_examples(summary["min"].values, summary["max"].values, limits),
                     limits, names)
