@@ -65,7 +65,7 @@ def robust_scale(q10: Any, q50: Any, q90: Any, span: Any = None
         Each feature's range, max − min. Where ``q10 == q90`` the scale is then
         ``span / (2 Z90)`` (the scale a two-valued feature gets from its quantiles
         when its rarer value is more common than 10 %); without it, or where the span
-        is 0 too, it is 1.
+        is 0 (or overflows) too, it is 1.
 
     Examples
     --------
@@ -82,7 +82,7 @@ def robust_scale(q10: Any, q50: Any, q90: Any, span: Any = None
     fallback = 1.0
     if span is not None:
         wide = np.asarray(span, dtype=np.float64) / (2 * Z90)
-        fallback = np.where(wide > 0, wide, 1.0)
+        fallback = np.where(np.isfinite(wide) & (wide > 0), wide, 1.0)
     scale = np.where(spread > 0, spread, fallback)
     return np.asarray(q50, dtype=np.float64), scale.astype(np.float64)
 
