@@ -10,7 +10,9 @@ features, the rest of the scaling unchanged (median, (q90 − q10)/2.563, clip �
   value is more common than 10 % (bigkern's rule since),
 * ``std``: the standard deviation (rare categories weigh up, as under z-scores),
 * ``meandev``: the mean absolute deviation from the median times √(π/2) (the
-  standard deviation for normal data).
+  standard deviation for normal data),
+* ``offspike``: the median distance from the median of the values away from it, over
+  2.563 (the range's σ for a two-valued feature; a few wild values do not move it).
 
 Each fall-back is put in place of the models' robust standardizer
 (``bigkern.models._reduced_parts.robust_standardizer``) for its run; the scores are
@@ -19,7 +21,7 @@ Each fall-back is put in place of the models' robust standardizer
 ionosphere, Boston, auto-mpg, elevators and ailerons (at most 1,000 rows each).
 
     python benchmarks/scaling_fallbacks.py [--data /work/shared/data] [--repeats 3]
-        [--fallbacks one range std meandev] [--sets NAME ...] [--models NAME ...]
+        [--fallbacks one range std meandev offspike] [--sets NAME ...] [--models NAME ...]
     ... [--small]   (1 repeat, 2 sets, Nyström only; output to a temporary file)
 
 Output also written to ``benchmarks/results/scaling_fallbacks.txt``.
@@ -41,7 +43,7 @@ import default_scaling as D
 
 NAME = "scaling_fallbacks"
 SETS = ("mushroom", "ionosphere", "boston_housing", "autoMpg", "elevators", "ailerons")
-FALLBACKS = ("one", "range", "std", "meandev")
+FALLBACKS = ("one", "range", "std", "meandev", "offspike")
 Z90x2 = 2 * 1.2815515655446004
 
 
@@ -59,6 +61,10 @@ def fallback_standardizer(kind: str) -> Callable[[Any], tuple[np.ndarray, np.nda
             other = rows.std(axis=0)
         elif kind == "meandev":
             other = np.abs(rows - q50).mean(axis=0) * np.sqrt(np.pi / 2)
+        elif kind == "offspike":
+            away = np.abs(rows - q50)
+            other = np.array([np.median(a[a > 0]) if (a > 0).any() else 0.0
+                              for a in away.T]) / Z90x2
         else:
             raise ValueError(f"unknown fall-back {kind!r}; expected one of {FALLBACKS}")
         other = np.where(other > 0, other, 1.0)
