@@ -2,7 +2,7 @@
 
 The one robust scale (:mod:`bigkern.features.scaling`) is undefined for a feature
 with q10 = q90: a rare category's one-hot column, a feature that is mostly zero.
-This benchmark scores the models' default scaling with four fall-backs for such
+This benchmark scores the models' default scaling with five fall-backs for such
 features, the rest of the scaling unchanged (median, (q90 − q10)/2.563, clip ±5):
 
 * ``one``: σ = 1 (bigkern until 2026-11-28),
