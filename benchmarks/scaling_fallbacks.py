@@ -14,8 +14,8 @@ features, the rest of the scaling unchanged (median, (q90 − q10)/2.563, clip �
 * ``offspike``: the median distance from the median of the values away from it, over
   2.563 (the range's σ for a two-valued feature; a few wild values do not move it).
 
-Each fall-back is put in place of the models' robust standardizer
-(``bigkern.models._reduced_parts.robust_standardizer``) for its run; the scores are
+Each fall-back is put in place of the robust standardizer the models call
+(``bigkern.features.scaling.robust_standardizer``) for its run; the scores are
 ``benchmarks/default_scaling.py``'s (its sets, tuning and outer CV with repeats, the
 ``default`` candidate only), on the sets that have such features: mushroom,
 ionosphere, Boston, auto-mpg, elevators and ailerons (at most 1,000 rows each).
@@ -75,7 +75,7 @@ def fallback_standardizer(kind: str) -> Callable[[Any], tuple[np.ndarray, np.nda
 
 
 def run(args: Any) -> None:
-    import bigkern.models._reduced_parts as parts
+    from bigkern.features import scaling
 
     C.header(__doc__.splitlines()[0])
     sets = D.load_sets(args.data, args.max_rows, None, list(args.sets))
@@ -86,11 +86,11 @@ def run(args: Any) -> None:
         q10, q90 = np.quantile(ds.X, (0.1, 0.9), axis=0)
         print(f"# set {ds.name}: {len(ds.X)} rows, {int((q10 == q90).sum())} of "
               f"{ds.X.shape[1]} features with q10 = q90 (all rows)")
-    original = parts.robust_standardizer
+    original = scaling.robust_standardizer
     scores: dict[tuple[str, str, str], float] = {}
     try:
         for kind in args.fallbacks:
-            parts.robust_standardizer = fallback_standardizer(kind)
+            scaling.robust_standardizer = fallback_standardizer(kind)
             for ds in sets:
                 for spec in D.CLASSIFIERS if ds.classification else D.REGRESSORS:
                     if args.models is not None and spec.name not in args.models:
@@ -103,7 +103,7 @@ def run(args: Any) -> None:
                           f"{spec.name:19s} {score:.4f}{' ' + r.error if r.error else ''}",
                           flush=True)
     finally:
-        parts.robust_standardizer = original
+        scaling.robust_standardizer = original
 
     print("\n## the default's score with each fall-back (accuracy %, or test MSE on z-scored "
           "targets)")

@@ -190,3 +190,24 @@ def test_models_scale_a_rare_category_by_its_range(chunked):
     model = ReducedSVC(size=60, random_state=0).fit(data, y)
     np.testing.assert_allclose(model.expansion_.scale[1], 1 / (2 * 1.2815515655446004))
     assert model.score(X, y) > 0.9
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_mostly_zero_feature_squashed_by_a_wild_value_is_named(chunked):
+    """A feature at 0 in 95 % of the rows takes its σ from its range; when one wild value
+    sets that range the feature's other values weigh nothing, and the fit says so (a rare
+    0/1 category, scaled the same way, is not named)."""
+    rng = np.random.default_rng(3)
+    n = 1500
+    rain = np.where(rng.random(n) < 0.05, rng.exponential(2.0, n), 0.0)
+    rain[7] = 5000.0
+    hot = (rng.random(n) < 0.04).astype(float)
+    X = pd.DataFrame({"NDAI": rng.normal(size=n), "rain": rain, "hot": hot})
+    y = np.where(X["NDAI"] > 0, 1, -1)
+    data = X if not chunked else da.from_array(X.to_numpy(), chunks=(400, 3))
+    model = ReducedSVC(size=60, random_state=0)
+    messages = _caught(model, data, y)
+    squashed = [m for m in messages if "from their range" in m]
+    assert len(squashed) == 1, messages
+    assert ("rain (" if not chunked else "f1 (") in squashed[0]
+    assert "hot" not in squashed[0] and "f2" not in squashed[0]

@@ -33,8 +33,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CLIP_SCALED", "FAR_SCALED", "ROBUST_QUANTILES", "SCALE_SAMPLE_ROWS", "Z90",
-           "far_features", "robust_scale", "robust_standardizer", "standardized"]
+__all__ = ["CLIP_SCALED", "FAR_SCALED", "ROBUST_QUANTILES", "SCALE_SAMPLE_ROWS",
+           "SQUASHED_SCALED", "Z90", "far_features", "robust_scale", "robust_standardizer",
+           "squashed_features", "standardized"]
 
 #: The standard normal's 90 % quantile.
 Z90 = 1.2815515655446004
@@ -51,6 +52,11 @@ CLIP_SCALED = 5.0
 #: differences would outweigh every other feature's in a Gaussian kernel's distances; clipped,
 #: its tail collapses onto ±CLIP_SCALED (normal data stays within ±6).
 FAR_SCALED = 20.0
+#: A feature scaled by its range (q10 = q90) whose values away from its median lie, in
+#: the median, within this many σ of it: a few far values set the range, and the rest
+#: weigh next to nothing in a kernel's distances. (A 0/1 column's lie at 2 z₉₀ ≈ 2.56;
+#: the mostly-zero features of the shared Delve sets' elevators and ailerons at 0.32–0.85.)
+SQUASHED_SCALED = 0.1
 
 
 def robust_scale(q10: Any, q50: Any, q90: Any, span: Any = None
@@ -144,3 +150,40 @@ def far_features(z: Any, names: Any = None, limit: float = FAR_SCALED) -> list[s
     names = [f"f{j}" for j in range(z.shape[1])] if names is None else [str(n) for n in names]
     return [f"{names[j]} ({low[j]:.3g} … {high[j]:.3g})" for j in range(z.shape[1])
             if max(-low[j], high[j]) > limit]
+
+
+def squashed_features(rows: Any, offset: Any, scale: Any, names: Any = None,
+                      limit: float = SQUASHED_SCALED) -> list[str]:
+    """The features of ``rows`` (n, d) that took their σ from their range and are squashed.
+
+    A feature whose 10 % and 90 % quantiles coincide is scaled by its range
+    (:func:`robust_scale`); when its values away from the median then lie, in the median,
+    within ``±limit`` σ of it, a few far values (a heavy tail, a wild value) set that
+    range and the feature hardly counts in a Gaussian kernel. Each is described by its
+    name, that median and its largest distance, in σ.
+
+    Examples
+    --------
+    >>> rain = np.r_[np.zeros(95), np.full(4, 2.0), 900.0][:, None]  # one wild value
+    >>> offset, scale = robust_standardizer(rain)
+    >>> squashed_features(rain, offset, scale, ["rain"])
+    ['rain (0.0057 … 2.56 σ from 0)']
+    >>> hot = np.r_[np.zeros(95), np.ones(5)][:, None]  # a rare category: not squashed
+    >>> squashed_features(hot, *robust_standardizer(hot))
+    []
+    """
+    rows = np.asarray(rows, dtype=np.float64)
+    if rows.size == 0:
+        return []
+    offset = np.asarray(offset, dtype=np.float64)
+    scale = np.asarray(scale, dtype=np.float64)
+    names = [f"f{j}" for j in range(rows.shape[1])] if names is None else [str(n) for n in names]
+    q10, q90 = np.quantile(rows, (0.1, 0.9), axis=0)
+    found = []
+    for j in np.flatnonzero(q10 == q90):
+        away = np.abs(rows[:, j] - offset[j]) / scale[j]
+        away = away[away > 0]
+        if len(away) and np.median(away) < limit:
+            found.append(f"{names[j]} ({np.median(away):.2g} … {away.max():.3g} σ from "
+                         f"{offset[j]:.4g})")
+    return found

@@ -28,12 +28,13 @@ from sklearn.utils._param_validation import StrOptions
 
 from bigkern import config
 from bigkern.errors import BigkernWarning
+from bigkern.features import scaling
 from bigkern.features.scaling import (
     CLIP_SCALED,
     FAR_SCALED,
     SCALE_SAMPLE_ROWS,
     far_features,
-    robust_standardizer,
+    squashed_features,
     standardized,
 )
 from bigkern.kernels import GaussianBasis
@@ -169,13 +170,25 @@ def reduced_basis(rs: Any, omega: float, standardize: bool, features: Any = None
     is returned per feature, for those with any. A feature whose values in Ã
     reach beyond ``±FAR_SCALED`` robust σ is named in a
     :class:`~bigkern.errors.BigkernWarning` with its range: its heavy tail is
-    flattened onto the bound, and a transform (e.g. a log) would keep it.
+    flattened onto the bound, and a transform (e.g. a log) would keep it. So is a
+    feature scaled by its range that a few far values squash
+    (:func:`~bigkern.features.scaling.squashed_features`).
     """
     d = rs.X.shape[1]
     names = [f"f{j}" for j in range(d)] if features is None else [str(f) for f in features]
     if standardize:
-        offset, scale = robust_standardizer(rs.X if rs.scale_X is None else rs.scale_X)
+        sample = rs.X if rs.scale_X is None else rs.scale_X
+        # looked up at call time: benchmarks/scaling_fallbacks.py puts other rules in place
+        offset, scale = scaling.robust_standardizer(sample)
         clip = CLIP_SCALED
+        squashed = squashed_features(sample, offset, scale, names)
+        if squashed:
+            warnings.warn(
+                f"{len(squashed)} feature(s) are at one value in over 80 % of the scale "
+                f"sample and take their σ from their range, which a few far values set: "
+                f"{', '.join(squashed)}; their other values weigh next to nothing in the "
+                f"kernel. Transform such a feature (e.g. a log), or drop or clip its far "
+                f"values, to keep them", BigkernWarning, stacklevel=3)
     else:
         offset, scale, clip = np.zeros(d), np.ones(d), math.inf
     raw = standardized(rs.X, offset, scale)
