@@ -137,6 +137,14 @@ def _numeric(frame: Any, nominal: tuple[str, ...] = ()) -> np.ndarray:
     return frame.to_numpy(dtype=np.float64)
 
 
+def require_data(root: Path, name: str) -> None:
+    """Exit with a message naming ``root`` unless it is the shared data directory."""
+    if not (root / "INVENTORY.md").exists():
+        raise SystemExit(f"{name}: data directory {root} not found (or has no "
+                         "INVENTORY.md); this benchmark needs the shared data sets "
+                         "(pass --data DIR)")
+
+
 def load_sets(root: Path, max_rows: int | None, misr_rows: int | None,
               only: list[str] | None) -> list[DataSet]:
     """Read every set under ``root`` (subsampled with a fixed seed)."""
@@ -515,10 +523,7 @@ def main() -> None:
                    help="repeat the outer CV with this many seeds (default %(default)s)")
     p.add_argument("--out", type=Path, default=None, help="write the output here instead")
     args = p.parse_args()
-    if not (args.data / "INVENTORY.md").exists():
-        raise SystemExit(f"default_scaling: data directory {args.data} not found (or has no "
-                         "INVENTORY.md); this benchmark needs the shared data sets "
-                         "(pass --data DIR)")
+    require_data(args.data, NAME)
     runner: Callable[[], None] = lambda: run(args)  # noqa: E731
     C.run_teed(NAME, args.small, args.out, runner)
 

@@ -137,10 +137,7 @@ def main() -> None:
     p.add_argument("--Cs", type=float, nargs="+", default=[10, 100, 1000, 10000])
     p.add_argument("--out", type=Path, default=None, help="write the output here instead")
     args = p.parse_args()
-    if not (args.data / "INVENTORY.md").exists():
-        raise SystemExit(f"scaling_fallbacks: data directory {args.data} not found (or has no "
-                         "INVENTORY.md); this benchmark needs the shared data sets "
-                         "(pass --data DIR)")
+    D.require_data(args.data, NAME)
     if args.small:
         args.repeats, args.sets = 1, ["ionosphere", "autoMpg"]
         args.models = args.models or ["NystromKRClassifier", "NystromKernelRidge"]
