@@ -37,6 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from bigkern.features.scaling import ROBUST_QUANTILES, Z90, robust_standardizer
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C
 import default_scaling as D
@@ -44,7 +46,6 @@ import default_scaling as D
 NAME = "scaling_fallbacks"
 SETS = ("mushroom", "ionosphere", "boston_housing", "autoMpg", "elevators", "ailerons")
 FALLBACKS = ("one", "range", "std", "meandev", "offspike")
-Z90x2 = 2 * 1.2815515655446004
 
 
 def fallback_standardizer(kind: str) -> Callable[[Any], tuple[np.ndarray, np.ndarray]]:
@@ -52,11 +53,11 @@ def fallback_standardizer(kind: str) -> Callable[[Any], tuple[np.ndarray, np.nda
 
     def standardizer(rows: Any) -> tuple[np.ndarray, np.ndarray]:
         rows = np.asarray(rows, dtype=np.float64)
-        q10, q50, q90 = np.quantile(rows, (0.1, 0.5, 0.9), axis=0)
+        q10, q50, q90 = np.quantile(rows, ROBUST_QUANTILES, axis=0)
         if kind == "one":
             other = np.ones_like(q50)
         elif kind == "range":
-            other = (rows.max(axis=0) - rows.min(axis=0)) / Z90x2
+            other = (rows.max(axis=0) - rows.min(axis=0)) / (2 * Z90)
         elif kind == "std":
             other = rows.std(axis=0)
         elif kind == "meandev":
@@ -64,14 +65,32 @@ def fallback_standardizer(kind: str) -> Callable[[Any], tuple[np.ndarray, np.nda
         elif kind == "offspike":
             away = np.abs(rows - q50)
             other = np.array([np.median(a[a > 0]) if (a > 0).any() else 0.0
-                              for a in away.T]) / Z90x2
+                              for a in away.T]) / (2 * Z90)
         else:
             raise ValueError(f"unknown fall-back {kind!r}; expected one of {FALLBACKS}")
         other = np.where(other > 0, other, 1.0)
-        spread = (q90 - q10) / Z90x2
+        spread = (q90 - q10) / (2 * Z90)
         return q50, np.where(spread > 0, spread, other)
 
     return standardizer
+
+
+def _spikes(X: np.ndarray) -> str:
+    """How many features have q10 = q90, and where their values away from the median lie
+    under the range rule (the median distance, in σ, per feature: smallest … largest)."""
+    q10, q90 = np.quantile(X, (0.1, 0.9), axis=0)
+    spiked = np.flatnonzero(q10 == q90)
+    text = f"{len(spiked)} of {X.shape[1]} features with q10 = q90 (all rows)"
+    offset, scale = robust_standardizer(X)
+    medians = []
+    for j in spiked:
+        away = np.abs(X[:, j] - offset[j]) / scale[j]
+        if (away > 0).any():
+            medians.append(float(np.median(away[away > 0])))
+    if medians:
+        text += (f"; their values away from the median at a median {min(medians):.2f} … "
+                 f"{max(medians):.2f} σ (range rule)")
+    return text
 
 
 def run(args: Any) -> None:
@@ -83,9 +102,7 @@ def run(args: Any) -> None:
     print(f"# outer 5-fold CV, {args.repeats} repeat(s); omega {list(grid.omegas)}, "
           f"C {list(grid.Cs)}, lam {list(grid.lams)} (as benchmarks/default_scaling.py)")
     for ds in sets:
-        q10, q90 = np.quantile(ds.X, (0.1, 0.9), axis=0)
-        print(f"# set {ds.name}: {len(ds.X)} rows, {int((q10 == q90).sum())} of "
-              f"{ds.X.shape[1]} features with q10 = q90 (all rows)")
+        print(f"# set {ds.name}: {len(ds.X)} rows, {_spikes(ds.X)}")
     original = scaling.robust_standardizer
     scores: dict[tuple[str, str, str], float] = {}
     try:
