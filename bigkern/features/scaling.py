@@ -55,7 +55,8 @@ FAR_SCALED = 20.0
 #: A feature scaled by its range (q10 = q90) whose values away from its median lie, in
 #: the median, within this many σ of it: a few far values set the range, and the rest
 #: weigh next to nothing in a kernel's distances. (A 0/1 column's lie at 2 z₉₀ ≈ 2.56;
-#: the mostly-zero features of the shared Delve sets' elevators and ailerons at 0.32–0.85.)
+#: the mostly-zero features of the Delve sets elevators and ailerons at 0.32–0.85:
+#: ``benchmarks/results/scaling_fallbacks.txt``.)
 SQUASHED_SCALED = 0.1
 
 
