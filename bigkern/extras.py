@@ -7,6 +7,10 @@ xarray, zarr, scikit-learn, numba. The rest is an extra, imported through
 ``plot``
     matplotlib: :func:`bigkern.plot_scene`, ``bigkern predict --png``, the
     demo's figure, :func:`bigkern.plot_nystrom_spectrum`.
+``formats``
+    h5netcdf and h5py (netCDF4/HDF5 granules in, CF netCDF predictions out),
+    rioxarray with rasterio (GeoTIFF/COG in and out, CRS kept), kerchunk
+    (reference files: a netCDF read in place as zarr).
 ``precision``
     python-flint (arb ball arithmetic; mpmath is the slower fallback):
     :class:`bigkern.GaussianRLS` in extended precision.
@@ -25,6 +29,8 @@ __all__ = ["EXTRAS", "available", "require"]
 #: Each extra and the importable modules (and their distributions) it installs.
 EXTRAS: dict[str, dict[str, str]] = {
     "plot": {"matplotlib": "matplotlib"},
+    "formats": {"h5netcdf": "h5netcdf", "h5py": "h5py", "rioxarray": "rioxarray",
+                "rasterio": "rasterio", "kerchunk": "kerchunk"},
     "precision": {"flint": "python-flint", "mpmath": "mpmath"},
 }
 
@@ -67,7 +73,8 @@ def require(module: str, *, extra: str, purpose: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as err:
-        names = " or ".join(EXTRAS.get(extra, {}).values()) or module
+        packages = EXTRAS.get(extra, {})
+        names = packages.get(module) or " or ".join(packages.values()) or module
         raise MissingExtraError(
             f"{purpose} needs {names}, which is not installed: pip install "
             f"'bigkern[{extra}]'") from err
