@@ -43,7 +43,7 @@ def available(module: str) -> bool:
         return False
 
 
-def require(module: str, *, extra: str, purpose: str) -> ModuleType:
+def require(module: str, *, extra: str, purpose: str, package: str | None = None) -> ModuleType:
     """Import ``module`` of extra ``extra``, or say how to install it.
 
     Parameters
@@ -54,6 +54,9 @@ def require(module: str, *, extra: str, purpose: str) -> ModuleType:
         The extra that installs it, a key of :data:`EXTRAS`.
     purpose : str
         What needs it, for the message (``"plot_scene"``, ``"--png"``).
+    package : str, optional
+        The distribution the message names (default: every package of the
+        extra, as alternatives: ``python-flint or mpmath``).
 
     Returns
     -------
@@ -73,8 +76,7 @@ def require(module: str, *, extra: str, purpose: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as err:
-        packages = EXTRAS.get(extra, {})
-        names = packages.get(module) or " or ".join(packages.values()) or module
+        names = package or " or ".join(EXTRAS.get(extra, {}).values()) or module
         raise MissingExtraError(
             f"{purpose} needs {names}, which is not installed: pip install "
             f"'bigkern[{extra}]'") from err
