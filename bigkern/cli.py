@@ -33,7 +33,7 @@ from bigkern.cli_checks import (
     parse_params,
     validity_keywords,
 )
-from bigkern.cli_inputs import check_inputs, dims_keyword, open_inputs
+from bigkern.cli_inputs import check_inputs, dims_keyword, open_inputs, stores_text
 from bigkern.cli_parser import build_parser as _parser
 from bigkern.cli_signals import (
     children_ignore_sigint,
@@ -189,8 +189,9 @@ def _where(text: str, args: argparse.Namespace, err: BaseException | None = None
     out = getattr(args, "out", None)
     if out and isinstance(err, OSError) and err.errno in _NO_ROOM and str(out) not in text:
         return f"{text} (while writing {out})"
-    paths = [getattr(args, name, None) for name in ("store", "model", "out", "png")]
-    paths = [str(p) for p in [*paths, *getattr(args, "files", [])] if p]
+    paths = [getattr(args, name, None) for name in ("model", "out", "png")]
+    paths = [str(p) for p in [*paths, *getattr(args, "store", []), *getattr(args, "files", [])]
+             if p]
     urls = [p for p in paths if is_url(p)]
     if not urls or any(p in text or p.split("://", 1)[-1] in text for p in paths):
         return text
@@ -231,20 +232,15 @@ def _run(args: argparse.Namespace) -> int:
             raise UsageError("--png draws with matplotlib, which is not installed: pip "
                              "install 'bigkern[plot]'")
     if args.command == "ingest":
-        from bigkern.io.misr_text import ingest_misr_text
+        from bigkern.cli_ingest import run_ingest
 
-        t = time.perf_counter()
-        path = ingest_misr_text(args.files, args.out, overwrite=args.overwrite,
-                                **_validity(args))
-        print(f"bigkern: ingested {len(args.files)} file(s) into {path} "
-              f"({time.perf_counter() - t:.1f} s)")
-        return 0
+        return run_ingest(args)
 
     if args.command in ("fit", "predict"):
         from bigkern.io.outputs import check_not_input, prepare_output
 
         check_inputs(args)
-        inputs = [args.store] + ([args.model] if args.command == "predict" else [])
+        inputs = [*args.store] + ([args.model] if args.command == "predict" else [])
         check_not_input(args.out, inputs)  # fail fast, before any reading
         if getattr(args, "png", None):
             from bigkern.io.figure_files import check_figure_output
@@ -318,7 +314,7 @@ def _cluster(args: argparse.Namespace) -> Iterator[Any]:
         with children_ignore_sigint() if _embedded(args) else contextlib.nullcontext():
             return connect(args.scheduler, scheduler_file=args.scheduler_file,
                            profile=args.profile, n_workers=args.workers,
-                           timeout=args.connect_timeout)
+                           timeout=args.connect_timeout, verbose=args.verbose)
 
     if args.verbose:
         with connected() as client:
@@ -358,22 +354,22 @@ def _fit(args: argparse.Namespace, inputs: tuple[Any, Any], params: dict[str, ob
     outcome = fit_scenes(scenes, model=args.model, features=args.features or DEFAULT_FEATURES,
                          target=args.target, params=params, search=not args.no_search,
                          seed=args.seed)
-    path = save_model(outcome.model, args.out, overwrite=args.overwrite, inputs=[args.store])
+    path = save_model(outcome.model, args.out, overwrite=args.overwrite, inputs=[*args.store])
     print(f"bigkern: {describe_fit(outcome)}; model written to {path}")
 
 
 def _predict(args: argparse.Namespace, inputs: tuple[Any, Any]) -> int:
     from sklearn.base import is_classifier
 
-    from bigkern.io.integrity import open_checked
     from bigkern.predict import predict_scenes, write_predictions
 
     scenes, model = inputs
     features = [str(f) for f in model.feature_names_in_]
     t = time.perf_counter()
-    report = write_predictions(predict_scenes(model, scenes), args.out,
+    pred = predict_scenes(model, scenes)
+    report = write_predictions(pred, args.out,
                                overwrite=args.overwrite, resume=not args.no_resume,
-                               inputs=[args.store, args.model])
+                               inputs=[*args.store, args.model])
     seconds = time.perf_counter() - t
     counts = report.summary
     n, missing = counts.get("pixels", 0), counts.get("no_prediction", 0)
@@ -391,15 +387,32 @@ def _predict(args: argparse.Namespace, inputs: tuple[Any, Any]) -> int:
     if args.png:
         from bigkern.jobs.plot import save_scene_figure
 
-        png = save_scene_figure(scenes, open_checked(report.path), args.png,
+        png = save_scene_figure(scenes, _written(report.path, pred), args.png,
                                 overwrite=args.overwrite)
         print(f"bigkern: figure written to {png}")
     if n == 0 or missing == n:
-        print(f"bigkern: error: no pixel of {args.store} could be predicted (every pixel lacks "
-              f"a finite value of one of the features {features}); the store was written but "
-              f"holds no prediction", file=sys.stderr)
+        print(f"bigkern: error: no pixel of {stores_text(args)} could be predicted (every "
+              f"pixel lacks a finite value of one of the features {features}); the output was "
+              f"written but holds no prediction", file=sys.stderr)
         return 1
     return 0
+
+
+def _written(path: Any, pred: Any) -> Any:
+    """The predictions as written, for the figure: read back from zarr or netCDF; a GeoTIFF
+    (which holds the mask alone) by the lazy prediction, computed for the scene drawn."""
+    from bigkern.io.prediction_files import prediction_file_format
+
+    fmt = prediction_file_format(path)
+    if fmt is None:
+        from bigkern.io.integrity import open_checked
+
+        return open_checked(path)
+    if fmt == "netcdf":
+        import xarray as xr
+
+        return xr.open_dataset(path, engine="h5netcdf")
+    return pred
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -15,7 +15,7 @@ from typing import Any
 
 from bigkern.cli_checks import UsageError, validity_keywords
 
-__all__ = ["check_inputs", "dims_keyword", "open_inputs"]
+__all__ = ["check_inputs", "dims_found_text", "dims_keyword", "open_inputs", "stores_text"]
 
 
 def dims_keyword(args: argparse.Namespace) -> dict[str, str] | None:
@@ -42,8 +42,22 @@ def dims_keyword(args: argparse.Namespace) -> dict[str, str] | None:
     return mapping or None
 
 
+def stores_text(args: argparse.Namespace) -> str:
+    """The command's scene inputs as one string, for messages."""
+    stores = list(args.store)
+    return stores[0] if len(stores) == 1 else f"{stores[0]} … ({len(stores)} inputs)"
+
+
+def _scenes_argument(args: argparse.Namespace) -> Any:
+    """``open_scenes``' ``path``: the one store or file, or the list of them."""
+    stores = list(args.store)
+    return stores[0] if len(stores) == 1 else stores
+
+
 def open_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
     """The scenes (with their derived features) and, for ``predict``, the model: no cluster yet.
+
+    The dims found in the input (where ``--dims`` did not name them) are printed.
 
     Raises
     ------
@@ -54,7 +68,11 @@ def open_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
     from bigkern.features import with_features
     from bigkern.io.scenes import open_scenes
 
-    scenes = open_scenes(args.store, dims=dims_keyword(args), **validity_keywords(args))
+    scenes = open_scenes(_scenes_argument(args), dims=dims_keyword(args),
+                         **validity_keywords(args))
+    found = dims_found_text(scenes)
+    if found:
+        print(f"bigkern: dims of {stores_text(args)}: {found}", flush=True)
     if args.command == "predict":
         from bigkern.models.persistence import load_model
 
@@ -64,29 +82,63 @@ def open_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
     return scenes, None
 
 
+def dims_found_text(scenes: Any) -> str:
+    """``scene=time (its datetime values), y=lat (…), x=lon (…)`` for dims the input declared."""
+    import json
+
+    from bigkern.io.scene_dims import FOUND_ATTR
+
+    raw = scenes.attrs.get(FOUND_ATTR)
+    if not raw:
+        return ""
+    found = json.loads(raw)
+    parts = []
+    for ours in ("scene", "y", "x"):
+        if ours in found:
+            theirs, _, why = str(found[ours]).partition(": ")
+            parts.append(f"{ours}={theirs} ({why})" if why else f"{ours}: {theirs}")
+    return ", ".join(parts)
+
+
 def check_inputs(args: argparse.Namespace) -> None:
     """Refuse a missing store or model, or features the store lacks, from metadata alone.
+
+    Every scene input must exist and be a format bigkern reads (its first bytes
+    are read); the names of ``--features``/``--target`` are checked against a
+    zarr store's metadata (granules are checked once opened).
 
     Raises
     ------
     StoreError
-        No store (or, for ``predict``, no model) at the path given.
+        No store or file (or, for ``predict``, no model) at a path given; a
+        file that is not a format bigkern reads; a glob that matches nothing.
     UsageError
         ``--features`` or ``--target`` names a variable the store lacks.
     """
     from bigkern.errors import StoreError
+    from bigkern.io.granule_formats import expand_paths, granule_format
     from bigkern.io.urls import location
     from bigkern.io.zarr_store import stored_variables
 
-    if not location(args.store).exists():
-        raise StoreError(f"no scene store at {args.store}: the path does not exist")
+    stores = expand_paths(list(args.store))
+    formats = [granule_format(s) for s in stores]
+    if formats[0] == "netcdf":  # dims that cannot be found: said before xarray is loaded
+        from bigkern.io.granule_formats import netcdf_variables
+        from bigkern.io.scene_dims import find_dims
+
+        described = netcdf_variables(stores[0])
+        if described is not None:
+            find_dims(described, dims_keyword(args), where=stores[0])
+            if args.command == "fit":
+                _check_names(args, [k for k, v in described.items() if not v.coordinate])
     if args.command == "predict":
         if not location(args.model).exists():
             raise StoreError(f"no model at {args.model}")
         return
-    stored = stored_variables(args.store)
-    if stored is not None:  # else not a zarr group: open_scenes says what it is
-        _check_names(args, stored)
+    if formats == ["zarr"]:
+        stored = stored_variables(stores[0])
+        if stored is not None:  # else not a zarr group: open_scenes says what it is
+            _check_names(args, stored)
 
 
 def _check_names(args: argparse.Namespace, variables: Iterable[str]) -> None:
@@ -99,5 +151,6 @@ def _check_names(args: argparse.Namespace, variables: Iterable[str]) -> None:
         absent = [n for n in names if n not in stored and DERIVED.get(n, ("",))[0] not in stored]
         if absent:
             derived = ", ".join(f"{k} (from {v[0]})" for k, v in DERIVED.items())
-            raise UsageError(f"{flag}: {args.store} has no variable {', '.join(absent)}; it "
-                             f"has {', '.join(sorted(stored))}, and the derived {derived}")
+            raise UsageError(f"{flag}: {stores_text(args)} has no variable "
+                             f"{', '.join(absent)}; it has {', '.join(sorted(stored))}, and "
+                             f"the derived {derived}")

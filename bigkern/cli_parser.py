@@ -63,8 +63,10 @@ def _add_validity_args(p: argparse.ArgumentParser) -> None:
 def _add_dims_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dims", action="append", default=[], metavar="OURS=THEIRS",
                    help="the store's name of one of bigkern's dims scene, y, x (repeatable), "
-                        "e.g. --dims scene=time for a (time, y, x) store; outputs keep the "
-                        "store's names")
+                        "e.g. --dims scene=time for a (time, y, x) store; needed only where "
+                        "the data do not say (CF axis, standard_name, units, 2-D lat/lon and "
+                        "common names are read, and the dims found are printed); outputs keep "
+                        "the store's names")
 
 
 def _examples(*commands: str) -> dict[str, object]:
@@ -123,23 +125,35 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("ingest", help="convert scene files to a zarr scene store",
                        **_examples("bigkern ingest misr-text image1.txt image2.txt -o "
-                                   "misr.zarr"))
-    p.add_argument("format", choices=("misr-text",), help="input format")
-    p.add_argument("files", nargs="+", help="input files, one scene each")
+                                   "misr.zarr",
+                                   "bigkern ingest auto 'granules/*.nc' -o scenes.zarr",
+                                   "bigkern ingest geotiff a.tif b.tif c.tif -o scenes.zarr"))
+    p.add_argument("format", choices=("auto", "netcdf", "geotiff", "reference", "misr-text"),
+                   help="input format: auto (by content and suffix: zarr, netCDF4/HDF5, "
+                        "GeoTIFF, kerchunk references), netcdf, geotiff, reference, or "
+                        "misr-text (the expert-labelled MISR text files)")
+    p.add_argument("files", nargs="+",
+                   help="input files or globs: misr-text, one scene each; netCDF/GeoTIFF "
+                        "granules, concatenated along their scene dim or each a scene")
     p.add_argument("-o", "--out", required=True, help="zarr store to write")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing store that bigkern wrote (never anything else)")
     _add_validity_args(p)
+    _add_dims_arg(p)
     _add_verbose_arg(p, cluster=False)
 
     p = sub.add_parser("fit", help="fit a binned or reduced-kernel model on a store",
                        **_examples("bigkern fit scenes.zarr -o model.zarr",
                                    "bigkern fit scenes.zarr -o model.zarr --param 'C=[1,3,10]'",
+                                   "bigkern fit mine.nc -o model.zarr --dims scene=time",
                                    "bigkern fit scenes.zarr -o svr.zarr --model reduced-svr "
                                    "--features NDAI CORR --target SD",
                                    "bigkern fit scenes.zarr -o model.zarr --profile slurm "
                                    "--workers 16"))
-    p.add_argument("store", help="zarr scene store")
+    p.add_argument("store", nargs="+", metavar="SCENES",
+                   help="a zarr scene store, or granule files (netCDF4/HDF5, GeoTIFF, kerchunk "
+                        "references; a glob or several files: each a scene, or concatenated "
+                        "along their scene dim)")
     p.add_argument("-o", "--out", required=True, help="model file (.zarr or .nc)")
     p.add_argument("--model", choices=cli_names(), default="svc",
                    help="svc, ridge: binned SVM / kernel ridge on the labels (grid search on "
@@ -178,11 +192,16 @@ def build_parser() -> argparse.ArgumentParser:
                        **_examples("bigkern predict scenes.zarr model.zarr -o masks.zarr",
                                    "bigkern predict scenes.zarr model.zarr -o masks.zarr "
                                    "--png scene0.png",
+                                   "bigkern predict 'granules/*.nc' model.zarr -o masks.nc",
                                    "bigkern predict s3://bucket/scenes.zarr model.zarr -o "
                                    "s3://bucket/masks.zarr --scheduler-file sched.json"))
-    p.add_argument("store", help="zarr scene store")
-    p.add_argument("model", help="model file written by 'bigkern fit'")
-    p.add_argument("-o", "--out", required=True, help="zarr store for the predictions")
+    p.add_argument("store", nargs="+", metavar="SCENES",
+                   help="a zarr scene store, or granule files (as for 'bigkern fit')")
+    p.add_argument("model", help="model file written by 'bigkern fit' (the last positional)")
+    p.add_argument("-o", "--out", required=True,
+                   help="the predictions: a zarr store (resumable, the default), a .nc file "
+                        "(CF netCDF4) or a .tif file (cloud-optimized GeoTIFF, a band per "
+                        "scene, with the input's CRS)")
     p.add_argument("--png", default=None, metavar="PATH.png",
                    help="also draw scene 0 to this PNG (a path ending in .png); an existing "
                         "file is replaced only with --overwrite and only if bigkern drew it")

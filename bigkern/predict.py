@@ -26,7 +26,8 @@ from bigkern.io.scene_dims import (
 from bigkern.io.scenes import validate_scenes
 from bigkern.io.validity import FillValues, ValidRanges, ensure_validity
 
-__all__ = ["mask_codes", "predict_scenes", "prediction_job", "write_predictions"]
+__all__ = ["class_words", "mask_codes", "predict_scenes", "prediction_job",
+           "write_predictions"]
 
 
 def _decision_block(block: np.ndarray, decision_rows: Any) -> np.ndarray:
@@ -241,6 +242,8 @@ def predict_scenes(
         out = xr.Dataset({"prediction": (SCENE_DIMS, decision)}, coords=coords, attrs=attrs)
         out["prediction"].attrs = {"long_name": f"value predicted by {type(model).__name__} "
                                                 f"from {', '.join(features)}"}
+        if _grid_mapping(ds, features):
+            out["prediction"].attrs["grid_mapping"] = _grid_mapping(ds, features)
         out["prediction"].encoding["_FillValue"] = np.float32(np.nan)
         return from_scene_dims(out, mapping)
     neg, pos, none = mask_codes(model.classes_)
@@ -253,17 +256,74 @@ def predict_scenes(
         coords=coords,
         attrs={**attrs, "classes": [neg, pos]},
     )
+    words = class_words(ds, neg, pos)
     out["cloud_mask"].attrs = {
         "long_name": f"class predicted by {type(model).__name__}"
-                     + (" (cloud mask)" if (neg, pos) == (-1, 1) else ""),
+                     + (" (cloud mask)" if words == ("clear", "cloud") else ""),
         "flag_values": np.array([neg, none, pos], dtype=np.int8),
-        "flag_meanings": "negative no_prediction positive" if (neg, pos) != (-1, 1)
-        else "clear no_prediction cloud",
+        "flag_meanings": f"{words[0]} no_prediction {words[1]}",
     }
+    grid_mapping = _grid_mapping(ds, features)
+    if grid_mapping:  # CF: the variables are on the input's projected grid
+        for name in out.data_vars:
+            out[name].attrs["grid_mapping"] = grid_mapping
     out["decision"].attrs = {"long_name": "kernel decision value (> 0: positive class)",
                              "units": "1"}
     out["decision"].encoding["_FillValue"] = np.float32(np.nan)
     return from_scene_dims(out, mapping)
+
+
+def _grid_mapping(ds: xr.Dataset, features: Sequence[str]) -> str | None:
+    """The CF ``grid_mapping`` the features share (rioxarray's ``spatial_ref``), if kept."""
+    names = {ds[f].attrs.get("grid_mapping") or ds[f].encoding.get("grid_mapping")
+             for f in features} - {None}  # a derived feature (logSD) carries none
+    if len(names) == 1:
+        (name,) = names
+        if name and name in ds.coords:
+            return str(name)
+    return None
+
+
+def class_words(ds: xr.Dataset, neg: int, pos: int) -> tuple[str, str]:
+    """Names of a two-class mask's classes, in the words of the data.
+
+    The label's CF ``flag_values``/``flag_meanings`` when it declares both
+    classes; else ``clear``/``cloud`` for −1/1 (bigkern's labels), else
+    ``negative``/``positive``.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> label = xr.DataArray(np.zeros((1, 2, 2), "i1"), dims=("scene", "y", "x"),
+    ...                      attrs={"flag_values": [1, 2], "flag_meanings": "snow cloud"})
+    >>> class_words(xr.Dataset({"label": label}), 1, 2)
+    ('snow', 'cloud')
+    >>> class_words(xr.Dataset(), -1, 1)
+    ('clear', 'cloud')
+    """
+    if "label" in ds:
+        attrs = ds["label"].attrs
+        values = np.asarray(attrs.get("flag_values", [])).ravel().tolist()
+        meanings = str(attrs.get("flag_meanings", "")).split()
+        if len(values) == len(meanings) and neg in values and pos in values:
+            return meanings[values.index(neg)], meanings[values.index(pos)]
+    return ("clear", "cloud") if (neg, pos) == (-1, 1) else ("negative", "positive")
+
+
+def _in_words(summary: dict[str, int], pred: xr.Dataset) -> dict[str, int]:
+    """The counts of each predicted class under its name (``cloud``, ``clear`` …)."""
+    if "cloud_mask" not in pred or "positive" not in summary:
+        return summary
+    attrs = pred["cloud_mask"].attrs
+    words = str(attrs.get("flag_meanings", "")).split()
+    if len(words) != 3:
+        return summary
+    neg, _, pos = words
+    out = {"pixels": summary.get("pixels", 0)}
+    out[pos] = summary["positive"]
+    out[neg] = summary["negative"]
+    out["no_prediction"] = summary.get("no_prediction", 0)
+    return out
 
 
 _OWN_HISTORY = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z (?=bigkern \S+ predict_scenes: )",
@@ -316,7 +376,13 @@ def write_predictions(
     inputs: Sequence[str | Path] = (),
     storage_options: dict[str, Any] | None = None,
 ) -> RegionReport:
-    """Write :func:`predict_scenes` output to zarr region by region, resumably.
+    """Write :func:`predict_scenes` output to zarr region by region, resumably; or to a file.
+
+    A ``path`` ending in ``.nc`` writes a CF netCDF4 file, one ending in
+    ``.tif`` a cloud-optimized GeoTIFF with a band per scene and the input's
+    CRS (the ``formats`` extra; see :mod:`bigkern.io.prediction_files` for what
+    each keeps and guarantees: both are published whole, neither resumes).
+    Any other path is a zarr store:
 
     Each store chunk is one region, computed and written by one task with a
     checksum; an interrupted run leaves a store marked ``writing`` (refused by
@@ -335,9 +401,10 @@ def write_predictions(
     pred : xarray.Dataset
         The lazy output of :func:`predict_scenes`.
     path : str, Path or URL
-        Target store: a local path or an fsspec URL (``s3://bucket/masks.zarr``).
+        Target store (or ``.nc``/``.tif`` file): a local path or an fsspec URL
+        (``s3://bucket/masks.zarr``).
     overwrite : bool
-        Replace an existing prediction store that bigkern wrote.
+        Replace an existing prediction store (or file) that bigkern wrote.
     resume : bool
         Resume an unfinished store of the same prediction (default).
     inputs : sequence of paths
@@ -349,8 +416,9 @@ def write_predictions(
     -------
     RegionReport
         Regions computed, reused and found damaged, and ``summary`` with the
-        counts ``pixels``, ``no_prediction`` and (for a cloud mask) ``positive``
-        and ``negative``.
+        counts ``pixels``, ``no_prediction`` and, for a classifier, the pixels of
+        each class by its name (:func:`class_words`: ``cloud`` and ``clear``
+        for bigkern's labels).
 
     Examples
     --------
@@ -369,9 +437,18 @@ def write_predictions(
     (0, 2)
     >>> tmp.cleanup()
     """
-    return write_regions(
-        pred, path, kind="predictions", job=prediction_job(pred),
-        overwrite=overwrite, resume=resume, inputs=inputs, summarize=_count_predictions,
-        storage_options=storage_options,
-        label=f"predicting and writing {path}",
-    )
+    from bigkern.io.prediction_files import prediction_file_format, write_prediction_file
+
+    if prediction_file_format(path) is not None:
+        report = write_prediction_file(
+            pred, path, overwrite=overwrite, inputs=inputs, storage_options=storage_options,
+            summarize=_count_predictions, label=f"predicting and writing {path}")
+    else:
+        report = write_regions(
+            pred, path, kind="predictions", job=prediction_job(pred),
+            overwrite=overwrite, resume=resume, inputs=inputs, summarize=_count_predictions,
+            storage_options=storage_options,
+            label=f"predicting and writing {path}",
+        )
+    report.summary = _in_words(report.summary, pred)
+    return report

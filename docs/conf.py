@@ -5,7 +5,8 @@ Build it from the repository root (``pip install ".[docs]"`` first)::
     python -m sphinx -W --keep-going -b html docs docs/_build/html
 
 The three notebooks of ``notebooks/`` (copied into ``docs/notebooks/`` at each build)
-are executed at every build, at the small size the test suite uses;
+are executed at every build, at the small size the test suite uses and on the
+real data of ``../shared/data`` where it is (``BIGKERN_SHARED_DATA``);
 ``BIGKERN_DOCS_EXECUTE=0`` skips that for a quick build of the pages alone (the
 notebooks then show without outputs). Where the test suite has just executed them
 and left the executed copies in ``$BIGKERN_EXECUTED_NOTEBOOKS`` (``.ci/run``), the
@@ -120,6 +121,10 @@ nb_merge_streams = True
 # work folders (tempfile.mkdtemp) in a folder of the build's own that is removed at the
 # end, and on a LocalCluster of their own, never on a scheduler named in the environment
 os.environ.setdefault("BIGKERN_NOTEBOOK_SIZE", "small")
+# notebook 02 reads the real MISR scenes of ../shared/data beside the repository where they
+# are: by path, since the notebooks run in temporary folders with the bigkern installed,
+# which does not know where the repository is (it falls back to synthetic scenes, saying so)
+os.environ.setdefault("BIGKERN_SHARED_DATA", str(ROOT.parent / "shared" / "data"))
 os.environ.pop("DASK_SCHEDULER_ADDRESS", None)
 _NOTEBOOK_TMP = tempfile.mkdtemp(prefix="bigkern-docs-") if EXECUTE else None
 if _NOTEBOOK_TMP is not None:

@@ -26,7 +26,7 @@ from bigkern import config
 from bigkern.datasets import make_scenes
 from bigkern.errors import LabelError, StoreError
 from bigkern.io import open_scenes, stack_samples, write_scenes
-from bigkern.io.cf import CF_CONVENTIONS
+from bigkern.io.cf import CF_CONVENTIONS, cf_attrs, cf_conventions
 from bigkern.io.scene_dims import DIMS_ATTR, scene_dims
 from bigkern.io.scene_writer import write_chunks
 from bigkern.io.zarr_store import open_zarr
@@ -77,7 +77,9 @@ def cf_problems(path: Path) -> list[str]:
     ds = open_zarr(path)
     group = zarr.open_group(str(path), mode="r")
     conventions = str(ds.attrs.get("Conventions", ""))
-    if not re.fullmatch(r"CF-1\.\d+", conventions.split()[0] if conventions else ""):
+    # CF: a blank-separated list of conventions (or comma-separated, from CF 1.7), CF's once
+    named = [c for c in re.split(r"[\s,]+", conventions) if c]
+    if len([c for c in named if re.fullmatch(r"CF-1\.\d+", c)]) != 1:
         problems.append(f"Conventions is {conventions!r}")
     for name, var in ds.variables.items():
         attrs, array = var.attrs, group[str(name)]
@@ -255,9 +257,7 @@ def test_a_mapping_naming_an_absent_dim_is_refused_naming_store_and_dim(tmp_path
     with pytest.raises(StoreError, match=rf"store {re.escape(str(store))} has no dimension "
                                          r"'orbit' \(dims maps 'scene' to it\)"):
         open_scenes(store, dims={"scene": "orbit"})
-    with pytest.raises(StoreError, match=r"expected \('scene', 'y', 'x'\).*"
-                                         r"dims=\{'scene': 'time'\}"):
-        open_scenes(store)
+    assert open_scenes(store).attrs["bigkern_dims"] == '{"scene": "time"}'  # found alike
     with pytest.raises(ValueError, match=r"'band', which is not one of bigkern's dims"):
         open_scenes(store, dims={"band": "time"})
     with pytest.raises(StoreError, match="has no dimension 'orbit'"):
@@ -312,6 +312,44 @@ def test_write_chunks_keep_to_the_chunk_guidance():
         assert write_chunks(whole) == {"scene": 1, "y": 10, "x": 48}
 
 
+@pytest.mark.parametrize(("given", "kept"), [
+    (None, "CF-1.10"),
+    ("", "CF-1.10"),
+    ("CF-1.6", "CF-1.10"),
+    ("CF-1.8", "CF-1.10"),
+    ("CF-1.9", "CF-1.10"),  # versions compare as numbers: 1.9 is older than 1.10
+    ("CF-1.10", "CF-1.10"),
+    ("CF-1.11", "CF-1.11"),  # newer than bigkern's: the input's, kept
+    ("CF-1.12", "CF-1.12"),
+    ("CF-1.8 ACDD-1.3", "CF-1.10 ACDD-1.3"),
+    ("CF-1.8, ACDD-1.3", "CF-1.10, ACDD-1.3"),
+    ("ACDD-1.3,CF-1.12", "ACDD-1.3,CF-1.12"),
+    ("COARDS, CF-1.6, ACDD-1.3", "COARDS, CF-1.10, ACDD-1.3"),
+    ("ACDD-1.3", "CF-1.10 ACDD-1.3"),
+    ("ACDD-1.3, IOOS-1.2", "CF-1.10, ACDD-1.3, IOOS-1.2"),
+    ("CF-1.8 CF-1.11 ACDD-1.3", "CF-1.11 ACDD-1.3"),  # CF named once
+    (["CF-1.11", "ACDD-1.3"], "CF-1.11 ACDD-1.3"),
+])
+def test_conventions_raise_cfs_version_to_1_10_and_keep_the_others(given, kept):
+    assert cf_conventions(given) == kept
+    attrs = {} if given is None else {"Conventions": given}
+    assert cf_attrs(attrs, "write_scenes")["Conventions"] == kept
+
+
+def test_a_newer_cf_and_other_conventions_are_kept_through_writing_and_prediction(tmp_path):
+    source = _scenes(n=1)
+    source.attrs["Conventions"] = "CF-1.11, ACDD-1.3"
+    store = write_scenes(source, tmp_path / "s.zarr", dims={"scene": "time"})
+    assert open_zarr(store).attrs["Conventions"] == "CF-1.11, ACDD-1.3"
+    assert cf_problems(store) == []
+    pred = predict_scenes(_fit(source.rename(time="scene")), source, dims={"scene": "time"})
+    assert pred.attrs["Conventions"] == "CF-1.11, ACDD-1.3"
+    # an older CF is raised to bigkern's, the others stay
+    source.attrs["Conventions"] = "CF-1.8 ACDD-1.3"
+    store = write_scenes(source, tmp_path / "t.zarr", dims={"scene": "time"})
+    assert open_zarr(store).attrs["Conventions"] == f"{CF_CONVENTIONS} ACDD-1.3"
+
+
 def test_the_cf_check_finds_what_is_wrong(tmp_path):
     ds = make_scenes(1, (8, 8), seed=0, radiances=False).compute()
     ds["NDAI"].attrs = {"units": "pixels_of_snow"}  # no long_name, and not a unit
@@ -326,6 +364,9 @@ def test_the_cf_check_finds_what_is_wrong(tmp_path):
 def test_a_bad_label_is_named_by_the_stores_own_dim_and_time(tmp_path):
     ds = _scenes(n=2)
     ds["label"][1, 3, 4] = 7
-    store = write_scenes(ds, tmp_path / "s.zarr", dims={"scene": "time"})
-    with pytest.raises(LabelError, match=r"first in time '2013-05-17T19:20:00\.000000000': \[7\]"):
-        open_scenes(store, dims={"scene": "time"})
+    words = r"first in time '2013-05-17T19:20:00\.000000000': \[7\]"
+    with pytest.raises(LabelError, match=words):  # refused before writing, in the same words
+        write_scenes(ds, tmp_path / "s.zarr", dims={"scene": "time"})
+    ds.to_zarr(tmp_path / "theirs.zarr")  # a store written elsewhere
+    with pytest.raises(LabelError, match=words):
+        open_scenes(tmp_path / "theirs.zarr", dims={"scene": "time"})

@@ -37,8 +37,8 @@ from bigkern.models import save_model
 pytestmark = pytest.mark.timeout(300)
 
 #: The line bigkern.connect prints on connecting: the one line allowed beside the error.
-_STATUS = re.compile(r"bigkern: connected to \S+ with \d+ workers "
-                     r"\((dashboard \S+|no dashboard: [^()]*)\)$")
+_STATUS = re.compile(r"bigkern: connected to \S+ with \d+ workers"
+                     r"( \((dashboard \S+|no dashboard: [^()]*)\))?$")
 #: Warnings distributed logs about a loaded machine, whatever the command does.
 _LOAD = re.compile(r"\S+ \S+ - distributed\.[\w.]+ - WARNING - "
                    r"(Event loop was unresponsive|full garbage collections took)")

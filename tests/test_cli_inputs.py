@@ -65,13 +65,26 @@ def test_dims_maps_a_time_store_through_fit_and_predict(tmp_path):
     store = write_scenes(scenes, tmp_path / "t.zarr", dims={"scene": "time"})
     fit = ["fit", store, "-o", tmp_path / "m.zarr", "--no-search", "--param", "omega=0.8",
            "--param", "C=1", "--workers", "1"]
-    refused = _bigkern(*fit, cwd=tmp_path)  # without the mapping: refused, with the hint
-    assert refused.returncode == 1 and "dims={'scene': 'time'}" in refused.stderr
-    assert _bigkern(*fit, "--dims", "scene=time", cwd=tmp_path).returncode == 0
+    found = _bigkern(*fit, cwd=tmp_path)  # without the mapping: found by its name, and said
+    assert found.returncode == 0, found.stderr
+    assert "dims of" in found.stdout and "scene=time (its name)" in found.stdout
+    assert _bigkern(*fit, "--dims", "scene=time", "--overwrite", cwd=tmp_path).returncode == 0
     done = _bigkern("predict", store, tmp_path / "m.zarr", "-o", tmp_path / "p.zarr",
                     "--dims", "scene=time", "--workers", "1", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert open_checked(tmp_path / "p.zarr")["cloud_mask"].dims == ("time", "y", "x")
+
+
+def test_dims_that_cannot_be_found_are_refused_naming_the_flags(tmp_path):
+    from bigkern.datasets import make_scenes
+
+    scenes = make_scenes(2, (16, 24), seed=5, radiances=False)
+    scenes.rename(scene="a", y="b", x="c").to_zarr(tmp_path / "abc.zarr")
+    refused = _bigkern("fit", tmp_path / "abc.zarr", "-o", tmp_path / "m.zarr", cwd=tmp_path)
+    assert refused.returncode == 1
+    assert refused.stderr.count("\n") == 1, refused.stderr  # one line
+    assert "--dims scene=a --dims y=b --dims x=c" in refused.stderr
+    assert not (tmp_path / "m.zarr").exists()
 
 
 @pytest.mark.parametrize("item, words", [

@@ -71,15 +71,33 @@ def test_address_form_leaves_the_cluster_running(cluster):
 def test_the_dashboard_link_is_printed_only_when_the_scheduler_can_serve_it(cluster, capsys):
     import importlib.util
 
-    with connect(cluster.scheduler_address):
+    address = cluster.scheduler_address
+    with connect(address):
         pass
     line = capsys.readouterr().err.strip().splitlines()[-1]
     if importlib.util.find_spec("bokeh") is None:  # the scheduler is in this process
-        assert line.endswith("(no dashboard: the scheduler lacks bokeh; pip install "
+        # no word of a dashboard nobody can open: every command's log would carry it
+        assert line == f"bigkern: connected to {address} with 2 workers"
+    else:
+        assert line.startswith(f"bigkern: connected to {address} with 2 workers (dashboard "
+                               f"http://")
+
+
+def test_verbose_says_why_there_is_no_dashboard(cluster, capsys):
+    import importlib.util
+
+    with connect(cluster.scheduler_address, verbose=True):
+        pass
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    if importlib.util.find_spec("bokeh") is None:
+        assert line.endswith("workers (no dashboard: the scheduler lacks bokeh; pip install "
                              "'bigkern[notebook]')")
         assert "http" not in line
     else:
         assert "(dashboard http://" in line
+    with connect(cluster.scheduler_address, verbose=True, quiet=True):
+        pass
+    assert capsys.readouterr().err == ""  # quiet: nothing at all
 
 
 def test_cluster_object_is_used_and_never_closed(cluster):
@@ -262,10 +280,26 @@ def test_cli_scheduler_file_and_profile_flags(cluster, tmp_path, capsys):
     path.write_text(json.dumps({"type": "Scheduler", "address": cluster.scheduler_address}))
     assert main(["synth", "-o", str(tmp_path / "a.zarr"), "--scenes", "1", "--shape", "16",
                  "16", "--scheduler-file", str(path), "--workers", "2"]) == 0
-    assert f"connected to {cluster.scheduler_address}" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"connected to {cluster.scheduler_address}" in err
+    assert "no dashboard" not in err  # a batch log is told of no dashboard it cannot open
     assert main(["synth", "-o", str(tmp_path / "b.zarr"), "--scenes", "1", "--shape", "16",
                  "16", "--profile", "local", "--workers", "1"]) == 0
     assert cluster.status.name == "running"
+
+
+def test_cli_verbose_says_why_there_is_no_dashboard(cluster, tmp_path, capsys):
+    import importlib.util
+
+    assert main(["synth", "-o", str(tmp_path / "a.zarr"), "--scenes", "1", "--shape", "16",
+                 "16", "--scheduler", cluster.scheduler_address, "--verbose"]) == 0
+    line = next(line for line in capsys.readouterr().err.splitlines()
+                if line.startswith("bigkern: connected to"))
+    if importlib.util.find_spec("bokeh") is None:
+        assert line.endswith("(no dashboard: the scheduler lacks bokeh; pip install "
+                             "'bigkern[notebook]')")
+    else:
+        assert "(dashboard http://" in line
 
 
 def test_cli_connection_flags_are_exclusive(tmp_path, capsys):

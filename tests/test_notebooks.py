@@ -18,6 +18,10 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 # the site builds the notebooks from docs/notebooks, a link to notebooks/: their links are
 # relative to it
 DOCS_NOTEBOOKS = Path(__file__).resolve().parents[1] / "docs" / "notebooks"
+# the real data sets (../shared/data beside the repository), given to the notebooks by path:
+# their kernels run in a temporary folder, and an installed bigkern (pip install ".[test]")
+# does not know where the repository is
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 NAMES = ["01-quickstart.ipynb", "02-misr-cloud-detection.ipynb", "03-at-scale.ipynb"]
 # the public submodules a notebook may import from (or reach through ``bigkern.<name>.``)
 PUBLIC_SUBMODULES = ("datasets", "config")
@@ -30,6 +34,8 @@ def _execute(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> obje
     book = nbformat.read(NOTEBOOKS / name, as_version=4)
     monkeypatch.setenv("BIGKERN_NOTEBOOK_SIZE", "small")
     monkeypatch.setenv("TMPDIR", str(tmp_path))  # the notebooks' work folders go here
+    monkeypatch.setenv("BIGKERN_SHARED_DATA", str(SHARED_DATA))  # as docs/conf.py does
+    monkeypatch.delenv("MISR_DIR", raising=False)
     monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
     client = nbclient.NotebookClient(book, timeout=300, kernel_name="python3",
                                      resources={"metadata": {"path": str(tmp_path)}})
@@ -84,7 +90,12 @@ def test_quickstart_runs_and_predicts_the_labelled_pixels(tmp_path, monkeypatch)
 def test_misr_notebook_runs_with_real_or_synthetic_scenes(tmp_path, monkeypatch):
     book = _execute(NAMES[1], tmp_path, monkeypatch)
     text = _text(book)
-    assert "MISR files:" in text
+    misr = sorted(p.name for p in (SHARED_DATA / "misr").glob("image*.txt"))
+    if misr:  # the real scenes, where the shared data are
+        assert f"MISR files: {misr}" in text
+        assert "synthetic" not in text
+    else:  # else synthetic ones, saying why
+        assert "MISR files: none, so two synthetic scenes: no " in text
     for model in ("BinnedSVC", "BinnedKernelRidgeClassifier", "SVC on m random pixels"):
         assert model in text
     assert "wrong of" in text

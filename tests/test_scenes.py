@@ -56,7 +56,7 @@ def test_missing_path(tmp_path):
 def test_not_a_store(tmp_path):
     (tmp_path / "junk").mkdir()
     (tmp_path / "junk" / "file.txt").write_text("hello")
-    with pytest.raises(StoreError, match="not a readable zarr store"):
+    with pytest.raises(StoreError, match="is a directory but not a zarr store"):
         open_scenes(tmp_path / "junk")
 
 
@@ -82,9 +82,15 @@ def test_mismatched_dims(tmp_path):
 def test_label_outside_allowed_values_names_the_scene(tmp_path):
     ds = _tiny(3)
     ds["label"][2, 3, 4] = 7
-    write_scenes(ds, tmp_path / "s.zarr")
-    with pytest.raises(LabelError, match=r"outside \{-1, 0, 1\}, first in scene 2: \[7\]"):
-        open_scenes(tmp_path / "s.zarr")
+    message = r"outside \{-1, 0, 1\}, first in scene 2: \[7\]"
+    ds.to_zarr(tmp_path / "theirs.zarr")  # a store written by someone else
+    with pytest.raises(LabelError, match=message):
+        open_scenes(tmp_path / "theirs.zarr")
+    # write_scenes refuses what open_scenes would, with the same words, before writing
+    with pytest.raises(LabelError, match=message):
+        write_scenes(ds, tmp_path / "s.zarr")
+    assert not (tmp_path / "s.zarr").exists()
+    assert not list(tmp_path.glob(".s.zarr*"))
 
 
 def test_write_refuses_to_overwrite(tmp_path):

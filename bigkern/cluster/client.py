@@ -128,6 +128,7 @@ def connect(
     adapt: dict[str, int] | None = None,
     timeout: float | None = None,
     quiet: bool = False,
+    verbose: bool = False,
     **options: Any,
 ) -> Any:
     """Return a :class:`distributed.Client` to the cluster bigkern should use.
@@ -166,7 +167,13 @@ def connect(
         ``distributed.comm.timeouts.connect``); workers are waited for up to
         ``bigkern.cluster.worker_timeout`` seconds.
     quiet : bool
-        Do not print where the dashboard is.
+        Print nothing on connecting. By default one line goes to stderr: the
+        scheduler's address, its workers and, when the scheduler can serve
+        dask's dashboard (it has bokeh), the dashboard's link.
+    verbose : bool
+        Also say why there is no dashboard link when the scheduler cannot
+        serve one (``bigkern --verbose``); without it a batch log gets no line
+        about a dashboard nobody asked for.
     **options
         More keyword arguments of the profile's cluster class.
 
@@ -225,8 +232,9 @@ def connect(
         raise
     if not quiet:
         n = len(client.scheduler_info(n_workers=-1).get("workers", {}))
-        print(f"bigkern: connected to {client.scheduler.address} with {n} workers "
-              f"({_dashboard_text(client)})", file=sys.stderr)
+        dashboard = _dashboard_text(client, verbose=verbose)
+        print(f"bigkern: connected to {client.scheduler.address} with {n} workers"
+              + (f" ({dashboard})" if dashboard else ""), file=sys.stderr)
     return client
 
 
@@ -237,11 +245,12 @@ def _scheduler_has_bokeh() -> bool:
     return importlib.util.find_spec("bokeh") is not None
 
 
-def _dashboard_text(client: Any) -> str:
-    """Where the dashboard is, or why there is none: a link only to a page that can serve.
+def _dashboard_text(client: Any, *, verbose: bool = False) -> str:
+    """Where the dashboard is; why there is none only if ``verbose`` (else ``""``).
 
-    Without bokeh the scheduler's dashboard address answers with a page saying
-    that bokeh is missing, so a link to it would be a dead end.
+    A link is given only to a page that can serve: without bokeh the
+    scheduler's dashboard address answers with a page saying that bokeh is
+    missing, so a link to it would be a dead end.
     """
     try:
         serves = bool(client.run_on_scheduler(_scheduler_has_bokeh))
@@ -249,7 +258,9 @@ def _dashboard_text(client: Any) -> str:
         serves = True
     if serves:
         return f"dashboard {client.dashboard_link}"
-    return "no dashboard: the scheduler lacks bokeh; pip install 'bigkern[notebook]'"
+    if verbose:
+        return "no dashboard: the scheduler lacks bokeh; pip install 'bigkern[notebook]'"
+    return ""
 
 
 def _client_of_given(address: Any, scheduler_file: str | os.PathLike[str] | None,

@@ -27,7 +27,7 @@ from bigkern import config
 from bigkern.errors import StoreError
 
 __all__ = ["ArrayMeta", "array_metadata", "check_declared_sizes", "count_blocks",
-           "planned_read_chunks"]
+           "guided_chunks", "planned_read_chunks"]
 
 _DEFAULTS = {"max_elements": 10**12, "max_chunks": 10**6, "max_index_length": 10**8}
 
@@ -176,13 +176,28 @@ def planned_read_chunks(loc: Any, where: str, chunks: Mapping[str, Any] | str | 
     """
     import zarr
 
-    from bigkern.io.chunking import guide_chunks
-    from bigkern.io.task_plans import planned_tasks
     from bigkern.io.zarr_store import _quiet_consolidated
 
     with _quiet_consolidated():
         group = zarr.open_group(loc.zarr_store(read_only=True), mode="r")
-    arrays = array_metadata(group)
+    return guided_chunks(array_metadata(group), where, chunks, features, dims)
+
+
+def guided_chunks(arrays: Mapping[str, ArrayMeta], where: str,
+                  chunks: Mapping[str, Any] | str | None, features: Sequence[str] | None,
+                  dims: tuple[str, ...]) -> Mapping[str, Any] | str | None:
+    """:func:`planned_read_chunks` for arrays described by ``arrays`` (any format's metadata).
+
+    Examples
+    --------
+    >>> meta = {"NDAI": ArrayMeta("NDAI", ("scene", "y", "x"), (4, 100, 100), (4, 100, 100),
+    ...                           np.dtype("f4"))}
+    >>> guided_chunks(meta, "s.nc", None, None, ("scene", "y", "x")) is None  # nothing to do
+    True
+    """
+    from bigkern.io.chunking import guide_chunks
+    from bigkern.io.task_plans import planned_tasks
+
     check_declared_sizes(where, arrays, chunks)
     plans = []
     for name, meta in arrays.items():

@@ -125,17 +125,54 @@ def _netcdf_attrs(path: Location) -> dict[str, object] | None:
         return None
 
 
+# the first bytes of a TIFF (and BigTIFF) file, little- and big-endian
+_TIFF_SIGNATURES = (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")
+
+
+def _geotiff_tags(path: Location) -> dict[str, str] | None:
+    """The metadata tags of the TIFF file ``path``; None if it is not a TIFF.
+
+    A TIFF that cannot be read here (rasterio not installed, or a damaged
+    file) has no tags: ``{}``, so it is never taken for bigkern's.
+    """
+    import warnings
+
+    try:
+        with path.open("rb") as f:
+            if f.read(4) not in _TIFF_SIGNATURES:
+                return None
+    except (OSError, ValueError):
+        return None
+    try:
+        import rasterio
+        from rasterio.errors import NotGeoreferencedWarning
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", NotGeoreferencedWarning)
+            if path.local:
+                with rasterio.open(path.local_path) as src:
+                    return dict(src.tags())
+            with path.open("rb") as f, rasterio.open(f) as src:
+                return dict(src.tags())
+    except Exception:  # rasterio absent, or not a TIFF it reads
+        return {}
+
+
 def store_kind(path: PathOrURL | Location, storage_options: StorageOptions = None) -> str | None:
     """What bigkern wrote at ``path`` (``scenes``, ``predictions``, ``model``), or None.
 
     None when nothing is there or what is there is not bigkern's. A netCDF
-    model file (which carries ``bigkern_format``) is a ``model``.
+    model file (which carries ``bigkern_format``) is a ``model``; a netCDF
+    file or GeoTIFF of predictions carries ``bigkern_kind`` (a root attribute,
+    a TIFF metadata tag).
     """
     loc = location(path, storage_options)
     if loc.isdir():
         attrs = read_root_attrs(loc)
     elif loc.isfile():
-        attrs = _netcdf_attrs(loc)
+        attrs = _geotiff_tags(loc)
+        if attrs is None:
+            attrs = _netcdf_attrs(loc)
     else:
         return None
     if not attrs:
@@ -146,7 +183,7 @@ def store_kind(path: PathOrURL | Location, storage_options: StorageOptions = Non
 
 
 def is_bigkern_store(path: PathOrURL | Location, storage_options: StorageOptions = None) -> bool:
-    """Whether ``path`` is a zarr store or netCDF model file that bigkern wrote."""
+    """Whether ``path`` is a zarr store, netCDF model file or prediction file bigkern wrote."""
     return store_kind(path, storage_options) is not None
 
 

@@ -152,6 +152,8 @@ def _lazy_coords(ds: xr.Dataset) -> dict[str, xr.Variable]:
         if name in ds.dims or not isinstance(coord.data, da.Array) or coord.ndim == 0 \
                 or not set(coord.dims) <= set(by_dim):
             continue
+        if coord.dtype.kind in "mM":  # times are CF-encoded (units, calendar) by xarray when
+            continue  # written with the template; a task would write the raw nanoseconds
         data = coord.data.rechunk(tuple(by_dim[d] for d in coord.dims))
         out[str(name)] = xr.Variable(coord.dims, data, coord.attrs, coord.encoding)
     return out

@@ -21,11 +21,12 @@ from bigkern.io.manifest import MANIFEST_ATTR, manifest_digests, write_manifests
 from bigkern.io.scene_dims import (
     SCENE_DIMS,
     DimMapping,
+    find_scene_dims,
     from_scene_dims,
     scene_dims,
     to_scene_dims,
 )
-from bigkern.io.scenes import LABEL_VALUES, default_chunks
+from bigkern.io.scenes import LABEL_VALUES, default_chunks, validate_scenes
 from bigkern.io.staging import staged_output
 from bigkern.io.urls import Location, PathOrURL, StorageOptions, location
 from bigkern.io.zarr_store import finish_store, to_zarr
@@ -137,7 +138,15 @@ def write_scenes(
     dims : mapping of str to str, optional
         For a dataset whose dims are not named ``(scene, y, x)``: bigkern's dim
         → the dataset's, e.g. ``{"scene": "time"}``; the store keeps the
-        dataset's names (open it with the same ``dims``).
+        dataset's names (open it with the same ``dims``). Dims the data
+        declare are found as :func:`open_scenes` finds them.
+
+    Raises
+    ------
+    StoreError, LabelError
+        What :func:`open_scenes` would refuse in the store (dims that cannot be
+        told apart, an empty dataset, ``label`` values outside {-1, 0, 1}),
+        refused before anything is written, with the same message.
 
     Returns
     -------
@@ -157,7 +166,14 @@ def write_scenes(
     >>> tmp.cleanup()
     """
     loc = location(path, storage_options)
-    ds = to_scene_dims(ds, dims)
+    where = f"the dataset written to {path}"
+    ds = to_scene_dims(ds, dims, where=where)
+    own = {v.dims for v in ds.data_vars.values() if v.ndim == 3}
+    if own and SCENE_DIMS not in own:  # other names: found as open_scenes finds them
+        found, _ = find_scene_dims(ds, where=where)
+        ds = to_scene_dims(ds, found, where=where)
+    # refused here, before anything is written, with the message open_scenes would give
+    validate_scenes(ds, where=where)
     mapping = scene_dims(ds)
     inverse = {theirs: ours for ours, theirs in mapping.items()}
     given = {inverse.get(str(k), str(k)): v for k, v in (chunks or {}).items()}

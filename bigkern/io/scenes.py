@@ -17,6 +17,7 @@ the CF attributes ``Conventions`` and a line appended to ``history``
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,12 +27,16 @@ import xarray as xr
 
 from bigkern import config
 from bigkern.errors import LabelError, StoreError
+from bigkern.io.granule_formats import expand_paths, granule_format
+from bigkern.io.granules import open_granules
 from bigkern.io.integrity import open_checked
-from bigkern.io.limits import planned_read_chunks
+from bigkern.io.limits import ArrayMeta, guided_chunks, planned_read_chunks
 from bigkern.io.scene_dims import (
+    FOUND_ATTR,
     SCENE_DIMS,
     DimMapping,
     _dim_mapping,
+    find_scene_dims,
     scene_dims,
     to_scene_dims,
 )
@@ -79,10 +84,16 @@ def open_scenes(
 
     Parameters
     ----------
-    path : str, Path or URL
-        A zarr store written by :func:`write_scenes` or ``bigkern ingest``: a
-        local path or an fsspec URL (``s3://bucket/scenes.zarr``, ``gs://…``,
-        ``memory://…``).
+    path : str, Path or URL, a glob, or a list of them
+        A zarr store (written by :func:`write_scenes`, ``bigkern ingest`` or
+        anyone), or granules as they come: netCDF4/HDF5 or netCDF classic
+        files, GeoTIFF/COG files, kerchunk/VirtualiZarr reference files (see
+        :mod:`bigkern.io.granules`; all but zarr and netCDF classic need the
+        ``formats`` extra). Local paths or fsspec URLs
+        (``s3://bucket/scenes.zarr``, ``gs://…``, ``memory://…``); a glob
+        (``granules/*.nc``) or a list gives several granules: files with a
+        scene dim (``time`` …) are concatenated along it, files of one 2-D
+        scene each become the scenes (with a ``source_file`` coordinate).
     chunks : dict or "auto", optional
         Dask chunks; by default the store's own zarr chunks, so that each task
         reads whole zarr chunks. Chunks that would make more than ~10⁶ tasks,
@@ -108,7 +119,11 @@ def open_scenes(
         :func:`bigkern.io.urls.location`).
     dims : mapping of str to str, optional
         For a store whose dims are not named ``(scene, y, x)``: bigkern's dim →
-        the store's, e.g. ``{"scene": "time"}`` for ``(time, y, x)``. The
+        the store's, e.g. ``{"scene": "time"}`` for ``(time, y, x)``. The dims
+        not given are found where the data say what they are (CF ``axis``,
+        ``standard_name`` or ``units``, 2-D latitude/longitude, common names;
+        see :func:`~bigkern.io.scene_dims.find_scene_dims`); a store whose dims
+        cannot be told apart is refused naming the ``dims`` to pass. The
         Dataset returned is in bigkern's dims (see :func:`to_scene_dims`) and
         remembers the mapping, so that :func:`bigkern.predict_scenes` and
         :func:`write_scenes` give their outputs the store's names back.
@@ -123,8 +138,9 @@ def open_scenes(
     Raises
     ------
     StoreError
-        The path does not exist, is not a zarr store, or the store is empty
-        or malformed; ``dims`` names a dimension the store lacks; its
+        The path does not exist, is not a format bigkern reads, or the store is
+        empty or malformed; ``dims`` names a dimension the store lacks, or its
+        dims cannot be found; granules of different grids; its
         metadata declares sizes beyond the ``bigkern.store_limits`` settings;
         its chunks make too many tasks and
         ``bigkern.chunk_guidance.too_many_tasks`` is ``error``; a chunk read
@@ -151,24 +167,83 @@ def open_scenes(
     'dask.array.core'
     >>> tmp.cleanup()
     """
-    loc = location(path, storage_options)
-    mapping = _dim_mapping(dims, f"store {path}")
-    if not loc.exists():
-        raise StoreError(f"no scene store at {path}: the path does not exist")
-    store_dims = tuple(mapping.get(d, d) for d in SCENE_DIMS)
-    if isinstance(chunks, Mapping):  # bigkern's dim names or the store's
-        chunks = {mapping.get(str(k), k): v for k, v in chunks.items()}
-    try:
-        chunks = planned_read_chunks(loc, str(path), chunks, features, store_dims)
-        ds = open_checked(loc, chunks=chunks)
-    except StoreError:
-        raise
-    except Exception as err:  # zarr raises several types for "not a store"
-        raise StoreError(f"{path} is not a readable zarr store: {err}") from err
-    ds = to_scene_dims(ds, mapping, where=f"store {path}")
+    if isinstance(path, (list, tuple)) or (isinstance(path, str) and _is_pattern(path)):
+        paths = expand_paths(path, storage_options)
+    else:
+        paths = [path]
+    where = str(paths[0]) if len(paths) == 1 else f"{paths[0]} … ({len(paths)} files)"
+    given = _dim_mapping(dims, f"store {where}")
+    if len(paths) == 1 and granule_format(paths[0], storage_options) == "zarr":
+        ds, mapping, reasons = _open_zarr_scenes(paths[0], chunks, features, storage_options,
+                                                 given)
+    else:
+        ds, mapping, reasons = open_granules(paths, dims=given,
+                                             storage_options=storage_options, where=where)
+    if "scene" not in mapping and "scene" not in ds.dims:  # one 2-D scene
+        ds = ds.expand_dims("scene")
+    ds = to_scene_dims(ds, mapping, where=f"store {where}")
+    if len(paths) > 1 or granule_format(paths[0], storage_options) != "zarr":
+        ds = _granule_chunks(ds, chunks, features, where)
+    if reasons:
+        ds.attrs[FOUND_ATTR] = json.dumps(reasons, sort_keys=True)
     if validate:
-        validate_scenes(ds, features=features, where=str(path))
+        validate_scenes(ds, features=features, where=where)
     return apply_validity(ds, fill_values=fill_values, valid_ranges=valid_ranges)
+
+
+def _is_pattern(text: str) -> bool:
+    return any(c in text for c in "*?[")
+
+
+def _feature_dims(arrays: Mapping[str, Any]) -> set[tuple[str, ...]]:
+    return {tuple(a.dims) for a in arrays.values() if len(a.dims) == 3}
+
+
+def _open_zarr_scenes(
+    path: PathOrURL | Location, chunks: Any, features: Sequence[str] | None,
+    storage_options: StorageOptions, given: dict[str, str],
+) -> tuple[xr.Dataset, dict[str, str], dict[str, str]]:
+    """A zarr store in its own dims, read in guided chunks, and the dims found in it."""
+    loc = location(path, storage_options)
+    mapping, reasons = dict(given), {}
+
+    def opened(mapping: dict[str, str], chunks: Any) -> xr.Dataset:
+        store_dims = tuple(mapping.get(d, d) for d in SCENE_DIMS)
+        if isinstance(chunks, Mapping):  # bigkern's dim names or the store's
+            chunks = {mapping.get(str(k), k): v for k, v in chunks.items()}
+        try:
+            planned = planned_read_chunks(loc, str(path), chunks, features, store_dims)
+            return open_checked(loc, chunks=planned)
+        except StoreError:
+            raise
+        except Exception as err:  # zarr raises several types for "not a store"
+            raise StoreError(f"{path} is not a readable zarr store: {err}") from err
+
+    ds = opened(mapping, chunks)
+    store_dims = tuple(mapping.get(d, d) for d in SCENE_DIMS)
+    own = {tuple(map(str, v.dims)) for v in ds.data_vars.values() if v.ndim == 3}
+    if own and store_dims not in own:  # the store's dims have other names: find them
+        mapping, reasons = find_scene_dims(ds, given, where=f"store {path}")
+        store_dims = tuple(mapping.get(d, d) for d in SCENE_DIMS)
+        if store_dims in own:
+            ds = opened(mapping, chunks)
+    return ds, mapping, reasons
+
+
+def _granule_chunks(ds: xr.Dataset, chunks: Any, features: Sequence[str] | None,
+                    where: str) -> xr.Dataset:
+    """Granules (in bigkern's dims) in the chunks asked for, or as the chunk guidance says."""
+    if isinstance(chunks, Mapping) and chunks:
+        inverse = {theirs: ours for ours, theirs in scene_dims(ds).items()}
+        return ds.chunk({inverse.get(str(k), str(k)): v for k, v in chunks.items()})
+    if isinstance(chunks, str):
+        return ds.chunk(chunks)
+    arrays = {str(k): ArrayMeta(str(k), tuple(map(str, v.dims)), tuple(map(int, v.shape)),
+                                tuple(max(c) if c else 0 for c in v.chunks), np.dtype(v.dtype))
+              for k, v in ds.data_vars.items()
+              if isinstance(v.data, da.Array) and v.dtype != object and v.ndim}
+    better = guided_chunks(arrays, where, None, features, SCENE_DIMS)
+    return ds.chunk(dict(better)) if isinstance(better, Mapping) else ds
 
 
 def validate_scenes(

@@ -9,12 +9,22 @@ pyplot's global figures, so a notebook shows it inline and a script saves it.
 Every map of a mask or of labels uses one colour map, :data:`MASK_COLORS`
 (cloud white, clear blue, no class near-black), with one legend; SD, a heavily
 skewed feature, is drawn on a log scale.
+
+The data may have any dims: bigkern's ``(scene, y, x)``, a store's own names
+given by ``dims=`` or recorded by :func:`bigkern.io.scene_dims.to_scene_dims`
+(scenes opened with a mapping, predictions in the store's names), or else the
+dims of the 3-D variables taken in order as ``(scene, y, x)``. Where the scenes
+have coordinates to place them by — latitude and longitude (1-D, or 2-D drawn as
+a mesh), or a projection's x and y (a rioxarray ``spatial_ref``) — the maps'
+axes show them; otherwise the maps are images without ticks.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import io
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +32,7 @@ import numpy as np
 import xarray as xr
 
 from bigkern.extras import require
+from bigkern.io.scene_dims import SCENE_DIMS, scene_dims
 
 __all__ = ["MASK_COLORS", "mask_colormap", "plot_scene", "save_scene_figure"]
 
@@ -84,18 +95,194 @@ def _agreement(mask: np.ndarray, reference: np.ndarray) -> tuple[int, int]:
     return int(both.sum()), int((both & (mask == reference)).sum())
 
 
-def _agreement_text(mask: np.ndarray, one: xr.Dataset, truth: str | None) -> str:
+def _agreement_text(mask: np.ndarray, layers: Mapping[str, np.ndarray],
+                    truth: str | None) -> str:
     """How the predicted mask agrees with the labels (and the truth), for a panel's title."""
     parts = []
     for name, what in (("label", "labels"), (truth, "truth")):
-        if name and name in one:
-            n, ok = _agreement(mask, np.asarray(one[name].values))
+        if name and name in layers:
+            n, ok = _agreement(mask, layers[name])
             if n:
                 parts.append(f"{ok / n:.1%} agree with the {what} ({n:,} px)")
     return "\n".join(parts)
 
 
-def _value_panel(ax: Any, fig: Any, name: str, values: np.ndarray, cmap: str,
+# what says a coordinate holds latitudes or longitudes: CF's standard_name and units, its name
+_GEO = {"lat": ({"latitude"}, {"degrees_north", "degree_north", "degrees_n"},
+                {"lat", "latitude"}),
+        "lon": ({"longitude"}, {"degrees_east", "degree_east", "degrees_e"},
+                {"lon", "longitude"})}
+_METRES = {"m", "metre", "metres", "meter", "meters"}
+
+
+def _geo_role(name: str, coord: xr.DataArray) -> str | None:
+    """``"lat"`` or ``"lon"`` for a coordinate of latitudes or longitudes, else None."""
+    standard = str(coord.attrs.get("standard_name", "")).lower()
+    units = str(coord.attrs.get("units", "")).lower()
+    for role, (standard_names, unit_names, names) in _GEO.items():
+        if standard in standard_names or units in unit_names or name.lower() in names:
+            return role
+    return None
+
+
+def _axis_label(what: str, coord: xr.DataArray) -> str:
+    units = coord.attrs.get("units")
+    return f"{what} ({units})" if units else what
+
+
+def _regular(c: np.ndarray) -> bool:
+    """Whether 1-D coordinates are evenly spaced (an image's extent places them exactly)."""
+    step = np.diff(c)
+    return c.size < 2 or bool(step[0] != 0 and np.allclose(step, step[0], rtol=1e-3, atol=0))
+
+
+@dataclasses.dataclass(frozen=True)
+class _MapAxes:
+    """Where a scene's pixels are drawn: at their coordinates (1-D or 2-D) or as an image."""
+
+    x: np.ndarray | None = None
+    y: np.ndarray | None = None
+    xlabel: str = ""
+    ylabel: str = ""
+    aspect: float | str = "equal"
+
+    def draw(self, ax: Any, values: np.ndarray, **style: Any) -> Any:
+        """Draw ``values`` (y, x) on ``ax``; return the image or mesh (for a colour bar)."""
+        if self.x is None or self.y is None:  # no coordinates: today's tick-less image
+            ax.set_xticks([])
+            ax.set_yticks([])
+            return ax.imshow(values, interpolation="nearest", **style)
+        if self.x.ndim == 1 and _regular(self.x) and _regular(self.y):
+            (x0, x1), (y0, y1) = (self._edges(c) for c in (self.x, self.y))
+            # the y axis grows upwards: north up for latitudes, whichever way the rows run
+            drawn = ax.imshow(values, interpolation="nearest", aspect=self.aspect,
+                              origin="lower" if y1 >= y0 else "upper",
+                              extent=(x0, x1, min(y0, y1), max(y0, y1)), **style)
+        else:  # 2-D (or irregular) coordinates: each pixel where it is
+            drawn = ax.pcolormesh(self.x, self.y, values, shading="nearest", **style)
+            ax.set_aspect(self.aspect)
+        ax.locator_params(nbins=4)
+        return drawn
+
+    @staticmethod
+    def _edges(c: np.ndarray) -> tuple[float, float]:
+        half = (c[-1] - c[0]) / (2 * (c.size - 1)) if c.size > 1 else 0.5
+        return float(c[0] - half), float(c[-1] + half)
+
+
+def _geo_aspect(lat: np.ndarray) -> float | str:
+    """Degrees of longitude shrink with latitude: the aspect that keeps a map's shapes."""
+    cos = float(np.cos(np.deg2rad(np.nanmean(lat))))
+    return 1 / cos if cos > 0.1 else "auto"
+
+
+def _map_axes(one: xr.Dataset, ydim: str, xdim: str, names: Mapping[str, str]) -> _MapAxes:
+    """The coordinates one scene's maps are drawn at, by what ``one``'s coordinates say.
+
+    ``names`` gives the source's name of a coordinate renamed to one of bigkern's
+    dims (``y`` that was ``lat``).
+    """
+    found: dict[tuple[str, int], tuple[np.ndarray, xr.DataArray]] = {}
+    for name, coord in one.coords.items():
+        grid = set(map(str, coord.dims))
+        if coord.dtype.kind not in "iuf" or not (
+                grid == {ydim, xdim} or (coord.ndim == 1 and grid <= {ydim, xdim})):
+            continue
+        role = _geo_role(names.get(str(name), str(name)), coord)
+        if role is not None:
+            values = np.asarray((coord.transpose(ydim, xdim) if coord.ndim == 2 else coord)
+                                .values, dtype=float)
+            found.setdefault((role, coord.ndim), (values, coord))
+    for ndim in (2, 1):  # 2-D latitudes and longitudes (a swath), else 1-D ones (a grid)
+        if ("lat", ndim) in found and ("lon", ndim) in found:
+            (lat, lat_coord), (lon, lon_coord) = found["lat", ndim], found["lon", ndim]
+            if not (np.isfinite(lat).all() and np.isfinite(lon).all()):
+                continue  # a mesh cannot place pixels without coordinates
+            if np.ptp(lon) > 180 and np.ptp(lon % 360) < 180:  # across the date line: 0..360
+                lon = lon % 360
+            if ndim == 1 and (lat_coord.dims != (ydim,) or lon_coord.dims != (xdim,)):
+                continue
+            return _MapAxes(lon, lat, _axis_label("longitude", lon_coord),
+                            _axis_label("latitude", lat_coord), _geo_aspect(lat))
+    projected = "spatial_ref" in one.coords or any(
+        str(one[d].attrs.get("standard_name", "")).startswith("projection_")
+        for d in (ydim, xdim) if d in one.coords)
+    if projected and all(d in one.coords and one[d].dims == (d,) and one[d].dtype.kind in "iuf"
+                         for d in (ydim, xdim)):
+        units = [str(one[d].attrs.get("units", "m")) for d in (xdim, ydim)]
+        x_units, y_units = ("m" if u.lower() in _METRES else u for u in units)
+        return _MapAxes(np.asarray(one[xdim].values, dtype=float),
+                        np.asarray(one[ydim].values, dtype=float),
+                        f"x ({x_units})", f"y ({y_units})")
+    return _MapAxes()
+
+
+def _dim_mapping(dims: Mapping[str, str] | None, scenes: xr.Dataset,
+                 pred: xr.Dataset) -> dict[str, str]:
+    """bigkern's dim -> the data's: ``dims`` given, else the mapping recorded on the data."""
+    if dims is None:
+        return scene_dims(scenes) or scene_dims(pred)
+    if not isinstance(dims, Mapping) or not all(isinstance(v, str) for v in dims.values()):
+        raise TypeError(f"dims must map bigkern's dims {SCENE_DIMS} to the data's, e.g. "
+                        f"{{'scene': 'time'}}; got {dims!r}")
+    unknown = [k for k in dims if k not in SCENE_DIMS]
+    if unknown:
+        raise ValueError(f"dims maps {unknown[0]!r}, which is not one of bigkern's dims "
+                         f"{SCENE_DIMS}")
+    return dict(dims)
+
+
+def _grid_dims(ds: xr.Dataset, mapping: Mapping[str, str],
+               what: str) -> tuple[str | None, str, str]:
+    """The dims of ``ds`` that play ``scene`` (None: one 2-D scene), ``y`` and ``x``.
+
+    By ``mapping``, or by bigkern's names; the dims left are taken in the
+    order of the gridded variables' dims.
+    """
+    counts: dict[tuple[str, ...], int] = {}
+    for var in ds.data_vars.values():
+        if var.ndim in (2, 3):
+            counts[tuple(map(str, var.dims))] = counts.get(tuple(map(str, var.dims)), 0) + 1
+    if not counts:
+        raise ValueError(f"plot_scene: {what} have no 2-D or 3-D variable to draw")
+    grid = max(counts, key=lambda d: (len(d), counts[d]))  # the scenes' dims before one scene's
+    roles = SCENE_DIMS[-len(grid):]
+    found: dict[str, str] = {}
+    for role in roles:
+        name = next((n for n in (mapping.get(role), role) if n in grid), None)
+        if name is not None and name not in found.values():
+            found[role] = name
+    rest = iter(d for d in grid if d not in found.values())
+    found = {role: found.get(role) or next(rest) for role in roles}
+    return found.get("scene"), found["y"], found["x"]
+
+
+def _one_scene(ds: xr.Dataset, dim: str | None, scene: int, what: str) -> xr.Dataset:
+    if dim is None:
+        if scene not in (0, -1):
+            raise IndexError(f"plot_scene: {what} hold one scene; scene={scene} is out of range")
+        return ds
+    return ds.isel({dim: scene})
+
+
+def _scene_title(ds: xr.Dataset, dim: str | None, scene: int, names: Mapping[str, str]) -> str:
+    """``scene 1``, or by its coordinate's value when it has one (``time 2013-05-17T19:20:00``)."""
+    if dim is None or dim not in ds.coords or ds[dim].ndim != 1:
+        return f"scene {scene}"
+    value = ds[dim].values[scene]
+    position = range(ds.sizes[dim])[scene]
+    if value.dtype.kind in "iu" and int(value) == position:
+        return f"scene {scene}"  # the coordinate only numbers the scenes
+    if value.dtype.kind == "M":
+        text = str(np.datetime_as_string(value, unit="s"))
+    elif value.dtype.kind == "f":
+        text = f"{float(value):g}"
+    else:
+        text = str(value)
+    return f"{names.get(dim, dim)} {text} (scene {position})"
+
+
+def _value_panel(ax: Any, fig: Any, axes: _MapAxes, name: str, values: np.ndarray, cmap: str,
                  log: bool) -> None:
     """A map of values with its colour bar; a log scale for a skewed positive feature."""
     from matplotlib.colors import LogNorm
@@ -105,9 +292,9 @@ def _value_panel(ax: Any, fig: Any, name: str, values: np.ndarray, cmap: str,
     if log and positive.size:
         norm = LogNorm(vmin=float(positive.min()), vmax=float(positive.max()))
         values = np.where(values > 0, values, np.nan)
-    im = ax.imshow(values, interpolation="nearest", cmap=cmap, norm=norm)
+    drawn = axes.draw(ax, values, cmap=cmap, norm=norm)
     ax.set_title(f"{name} (log scale)" if norm is not None else name)
-    fig.colorbar(im, ax=ax, shrink=0.8)
+    fig.colorbar(drawn, ax=ax, shrink=0.8)
 
 
 def plot_scene(
@@ -116,29 +303,53 @@ def plot_scene(
     *,
     scene: int = 0,
     truth: str | None = "cloud_truth",
+    dims: Mapping[str, str] | None = None,
 ) -> Any:
     """Figure of one scene: NDAI, SD, CORR, expert labels, predicted mask (and the truth).
 
     The predicted mask's title says how many of the scene's labelled (and truth)
     pixels it agrees with. For a regressor's predictions (``prediction``, no
     ``cloud_mask``) the predicted values are drawn instead, with a colour bar.
+    The figure's title names the scene by its coordinate's value (its time)
+    when it has one.
+
+    The maps' axes show latitude and longitude where the scenes (or the
+    predictions) have them as coordinates: 1-D ones (a regular grid) or 2-D
+    ones (a swath, each pixel drawn where it is), named ``lat``/``lon``
+    (``latitude``/``longitude``) or declared by CF ``standard_name`` or
+    ``units``; or a projection's x and y in metres (a rioxarray
+    ``spatial_ref``). Without such coordinates the maps have no ticks.
 
     Parameters
     ----------
     scenes : xarray.Dataset
-        The scenes predicted.
+        The scenes predicted: in bigkern's dims ``(scene, y, x)``, in their own
+        dims named by ``dims``, or as :func:`bigkern.open_scenes` returns them
+        with a ``dims=`` mapping (which they record).
     pred : xarray.Dataset
-        Their predictions, with ``cloud_mask`` (or a regressor's ``prediction``).
+        Their predictions, with ``cloud_mask`` (or a regressor's ``prediction``),
+        in bigkern's dims or the scenes' own (as :func:`bigkern.predict_scenes`
+        returns them).
     scene : int
         Index of the scene drawn.
     truth : str or None
         Variable of ``scenes`` drawn as the truth when present.
+    dims : mapping of str to str, optional
+        bigkern's dim -> the data's, e.g. ``{"scene": "time", "y": "lat", "x":
+        "lon"}``, for data in their own dims. By default the mapping recorded by
+        :func:`bigkern.open_scenes`; dims that neither names are taken in the
+        order of the 3-D variables' dims, as ``(scene, y, x)``.
 
     Returns
     -------
     matplotlib.figure.Figure
         A figure of its own (not one of pyplot's; no backend is selected), which
         a notebook shows inline as a PNG.
+
+    Raises
+    ------
+    ValueError
+        No variable to draw, or predictions on another grid than the scenes'.
 
     Examples
     --------
@@ -154,46 +365,80 @@ def plot_scene(
     predicted mask
     100.0% agree with the labels (746 px)
     100.0% agree with the truth (1,024 px)
+
+    In a store's own dims, with latitude and longitude:
+
+    >>> import numpy as np
+    >>> mine = scenes.rename(scene="time", y="lat", x="lon").assign_coords(
+    ...     lat=70 + 0.01 * np.arange(32), lon=-150 + 0.03 * np.arange(32))
+    >>> fig = plot_scene(mine, pred.rename(scene="time", y="lat", x="lon"))
+    >>> fig.axes[0].get_xlabel(), fig.axes[0].get_ylabel()
+    ('', 'latitude')
+    >>> fig.axes[3].get_xlabel()
+    'longitude'
     """
     require("matplotlib", extra="plot", purpose="plot_scene")
     from matplotlib.patches import Patch
 
-    one = scenes.isel(scene=scene)
-    p = pred.isel(scene=scene)
+    mapping = _dim_mapping(dims, scenes, pred)  # also a renamed dim's own name (y: lat)
+    s_dims = _grid_dims(scenes, mapping, "the scenes")
+    p_dims = _grid_dims(pred, mapping, "the predictions")
+    one = _one_scene(scenes, s_dims[0], scene, "the scenes")
+    p = _one_scene(pred, p_dims[0], scene, "the predictions")
+
+    def values(ds: xr.Dataset, name: str, grid: tuple[str | None, str, str]) -> np.ndarray:
+        return np.asarray(ds[name].transpose(*grid[1:]).values)
+
+    layers = {name: values(one, name, s_dims) for name in
+              (*(f for f, _, _ in _FEATURE_PANELS), "label", truth) if name and name in one}
+    predicted = values(p, "cloud_mask" if "cloud_mask" in p else "prediction", p_dims)
+    shape = (one.sizes[s_dims[1]], one.sizes[s_dims[2]])
+    if predicted.shape != shape:
+        raise ValueError(f"plot_scene: the predictions' grid {p_dims[1:]} of {predicted.shape} "
+                         f"pixels is not the scenes' {s_dims[1:]} of {shape}")
     cmap, norm = mask_colormap()
     # title, values, colour map (None: the mask colours) and whether on a log scale
     panels: list[tuple[str, Any, str | None, bool]] = [
-        (name, one[name].values, colours, log) for name, colours, log in _FEATURE_PANELS
-        if name in one]
-    if "label" in one:
-        panels.append(("expert labels", one["label"].values, None, False))
+        (name, layers[name], colours, log) for name, colours, log in _FEATURE_PANELS
+        if name in layers]
+    if "label" in layers:
+        panels.append(("expert labels", layers["label"], None, False))
     if "cloud_mask" in p:
-        mask = np.asarray(p["cloud_mask"].values)
-        agree = _agreement_text(mask, one, truth)
-        panels.append(("predicted mask" + (f"\n{agree}" if agree else ""), mask, None, False))
+        agree = _agreement_text(predicted, layers, truth)
+        panels.append(("predicted mask" + (f"\n{agree}" if agree else ""), predicted, None,
+                       False))
     else:
-        panels.append((f"predicted value ({p.attrs.get('model', 'regressor')})",
-                       p["prediction"].values, "viridis", False))
-    if truth and truth in one:
-        panels.append(("truth", one[truth].values, None, False))
+        panels.append((f"predicted value ({p.attrs.get('model', 'regressor')})", predicted,
+                       "viridis", False))
+    if truth and truth in layers:
+        panels.append(("truth", layers[truth], None, False))
+    axes_of_maps = _map_axes(one, s_dims[1], s_dims[2], mapping)
+    if axes_of_maps.x is None:
+        axes_of_maps = _map_axes(p, p_dims[1], p_dims[2], mapping)
     ncols = 3
     nrows = -(-len(panels) // ncols)
     fig = _figure_class()(figsize=(4.2 * ncols, 3.6 * nrows + 0.6), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
-    for ax, (title, values, colours, log) in zip(axes, panels, strict=False):
-        ax.set_xticks([])
-        ax.set_yticks([])
+    for i, (ax, (title, data, colours, log)) in enumerate(zip(axes, panels, strict=False)):
         if colours is None:
-            ax.imshow(values, interpolation="nearest", cmap=cmap, norm=norm)
+            axes_of_maps.draw(ax, data, cmap=cmap, norm=norm)
             ax.set_title(title)
         else:
-            _value_panel(ax, fig, title, np.asarray(values, dtype=float), colours, log)
+            _value_panel(ax, fig, axes_of_maps, title, np.asarray(data, dtype=float), colours,
+                         log)
+        if i % ncols == 0:  # the axes' names once a row and once a column
+            ax.set_ylabel(axes_of_maps.ylabel)
+        if i + ncols >= len(panels):
+            ax.set_xlabel(axes_of_maps.xlabel)
     for ax in axes[len(panels):]:
         ax.axis("off")
     fig.legend(handles=[Patch(facecolor=color, edgecolor="0.5", label=name)
                         for color, name in (MASK_COLORS[c] for c in (1, -1, 0))],
                loc="outside lower center", ncols=3, frameon=False)
-    fig.suptitle(f"scene {scene}")
+    title = _scene_title(scenes, s_dims[0], scene, mapping)
+    if title == f"scene {scene}":
+        title = _scene_title(pred, p_dims[0], scene, mapping)
+    fig.suptitle(title)
     return fig
 
 
