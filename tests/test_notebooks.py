@@ -22,7 +22,8 @@ DOCS_NOTEBOOKS = Path(__file__).resolve().parents[1] / "docs" / "notebooks"
 # their kernels run in a temporary folder, and an installed bigkern (pip install ".[test]")
 # does not know where the repository is
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-NAMES = ["01-quickstart.ipynb", "02-misr-cloud-detection.ipynb", "03-at-scale.ipynb"]
+NAMES = ["01-quickstart.ipynb", "02-misr-cloud-detection.ipynb", "03-at-scale.ipynb",
+         "04-your-own-granules.ipynb"]
 # the public submodules a notebook may import from (or reach through ``bigkern.<name>.``)
 PUBLIC_SUBMODULES = ("datasets", "config")
 # a cell that calls one of these draws a figure
@@ -114,6 +115,22 @@ def test_at_scale_notebook_times_every_stage(tmp_path, monkeypatch):
     widgets = [out for cell in book.cells for out in cell.get("outputs", [])
                if "application/vnd.jupyter.widget-view+json" in out.get("data", {})]
     assert widgets, "the distributed passes show progress widgets in a notebook"
+    _figures_shown(book)
+
+
+@pytest.mark.slow
+def test_granules_notebook_fits_netcdf_files_and_writes_netcdf_and_geotiff(tmp_path,
+                                                                          monkeypatch):
+    pytest.importorskip("h5netcdf", reason="the notebook reads netCDF with the formats extra")
+    pytest.importorskip("rioxarray", reason="the notebook writes GeoTIFF with the formats extra")
+    book = _execute(NAMES[3], tmp_path, monkeypatch)
+    text = _text(book)
+    assert "dims found:" in text and "its standard_name" in text
+    assert "'cloud':" in text and "'clear':" in text  # the summary in the data's words
+    assert "Greenland overpass" in text  # the user's attributes, read back from the netCDF
+    assert "CRS: EPSG:4326" in text  # the GeoTIFF's CRS, from the granules' grid mapping
+    figure = next(c for c in book.cells if c.cell_type == "code" and "plot_scene(" in c.source)
+    assert any("image/png" in out.get("data", {}) for out in figure.outputs)
     _figures_shown(book)
 
 

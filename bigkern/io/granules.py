@@ -90,14 +90,17 @@ def _open_netcdf(loc: Location) -> xr.Dataset:
         classic = f.read(3) == b"CDF"
     if classic:  # netCDF 3 (classic, 64-bit offset): SciPy reads it, a core dependency
         source: Any = loc.local_path if loc.local else loc.fs.open(loc.path, "rb")
-        return xr.open_dataset(source, engine="scipy", chunks=None, cache=False)
+        return xr.open_dataset(source, engine="scipy", chunks=None, cache=False,
+                               decode_coords="all")
     require("h5netcdf", extra="formats", purpose=f"reading the netCDF4/HDF5 file {loc.url}",
             package="h5netcdf")
     source = str(loc.local_path) if loc.local else loc.fs.open(loc.path, "rb")
     # phony_dims: a plain HDF5 file (no netCDF dimension scales) still opens, its dims named
     # phony_dim_0 … in a stable order, for --dims to map
+    # decode_coords="all": a CF grid mapping (the CRS) and bounds are coordinates, as
+    # rioxarray and the writers of predictions expect, not data variables
     return xr.open_dataset(source, engine="h5netcdf", chunks=None, cache=False,
-                           phony_dims="sort")
+                           phony_dims="sort", decode_coords="all")
 
 
 def _band_names(ds: xr.Dataset) -> dict[str, str]:
@@ -149,7 +152,7 @@ def _open_reference(loc: Location, storage_options: StorageOptions) -> xr.Datase
         store = FsspecStore(fs, read_only=True, path="")
         v3 = isinstance(entries, Mapping) and "zarr.json" in entries
         return xr.open_dataset(store, engine="zarr", chunks=None, consolidated=False,
-                               zarr_format=3 if v3 else 2, cache=False)
+                               zarr_format=3 if v3 else 2, cache=False, decode_coords="all")
 
 
 def _as_dask(ds: xr.Dataset, where: str, chunk_shapes: Mapping[str, tuple[int, ...]],
