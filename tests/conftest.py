@@ -54,7 +54,7 @@ def pytest_xdist_auto_num_workers(config):
 LONG_FILES = (
     "test_container.py", "test_one_writer.py", "test_cli_params.py", "test_s3.py",
     "test_slurm.py", "test_faults.py", "test_lee_huang_table1.py", "test_notebooks.py",
-    "test_deploy.py", "test_cli_errors.py",
+    "test_cli_granules.py", "test_deploy.py", "test_cli_errors.py",
 )
 
 

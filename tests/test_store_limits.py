@@ -128,6 +128,10 @@ def _small_chunked(path, label_value=0):
         "NDAI": (DIMS, np.random.default_rng(0).random((1, 128, 128), dtype=np.float32)),
         "label": (DIMS, np.full((1, 128, 128), label_value, dtype=np.int8)),
     })
+    if label_value not in (-1, 0, 1):  # write_scenes refuses such labels: written elsewhere
+        encoding = {v: {"chunks": (1, 16, 32)} for v in ds.data_vars}
+        ds.to_zarr(path, encoding=encoding, zarr_format=3)
+        return path
     return write_scenes(ds, path, chunks={"scene": 1, "y": 16, "x": 32})
 
 

@@ -18,7 +18,6 @@ descriptions (``NDAI``, ``SD`` …; ``band_1`` … when a band has none).
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
@@ -143,16 +142,16 @@ def _open_reference(loc: Location, storage_options: StorageOptions) -> xr.Datase
                 url = value[0]
                 remote = url.split("://", 1)[0] if "://" in url else "file"
                 break
+    # asynchronous: zarr drives the store from its own event loop; a synchronous filesystem
+    # called from there was seen to hang now and then (zarr warns about it)
     fs = fsspec.filesystem("reference", fo=refs, remote_protocol=remote,
-                           remote_options=dict(storage_options or {}))
+                           remote_options=dict(storage_options or {}), asynchronous=True)
     from zarr.storage import FsspecStore
 
-    with warnings.catch_warnings():  # zarr's note that the filesystem is not asynchronous
-        warnings.filterwarnings("ignore", message=".*not created with `asynchronous=True`")
-        store = FsspecStore(fs, read_only=True, path="")
-        v3 = isinstance(entries, Mapping) and "zarr.json" in entries
-        return xr.open_dataset(store, engine="zarr", chunks=None, consolidated=False,
-                               zarr_format=3 if v3 else 2, cache=False, decode_coords="all")
+    store = FsspecStore(fs, read_only=True, path="")
+    v3 = isinstance(entries, Mapping) and "zarr.json" in entries
+    return xr.open_dataset(store, engine="zarr", chunks=None, consolidated=False,
+                           zarr_format=3 if v3 else 2, cache=False, decode_coords="all")
 
 
 def _as_dask(ds: xr.Dataset, where: str, chunk_shapes: Mapping[str, tuple[int, ...]],

@@ -145,8 +145,8 @@ def check_declared_sizes(where: str, arrays: Mapping[str, ArrayMeta],
 
 
 def planned_read_chunks(loc: Any, where: str, chunks: Mapping[str, Any] | str | None,
-                        features: Sequence[str] | None,
-                        dims: tuple[str, ...]) -> Mapping[str, Any] | str | None:
+                        features: Sequence[str] | None, dims: tuple[str, ...],
+                        stacklevel: int = 4) -> Mapping[str, Any] | str | None:
     """The chunks to read a scene store with, decided from its metadata alone.
 
     The declared sizes are checked (:func:`check_declared_sizes`), the tasks
@@ -180,12 +180,13 @@ def planned_read_chunks(loc: Any, where: str, chunks: Mapping[str, Any] | str | 
 
     with _quiet_consolidated():
         group = zarr.open_group(loc.zarr_store(read_only=True), mode="r")
-    return guided_chunks(array_metadata(group), where, chunks, features, dims)
+    return guided_chunks(array_metadata(group), where, chunks, features, dims,
+                         stacklevel=stacklevel + 1)
 
 
 def guided_chunks(arrays: Mapping[str, ArrayMeta], where: str,
                   chunks: Mapping[str, Any] | str | None, features: Sequence[str] | None,
-                  dims: tuple[str, ...]) -> Mapping[str, Any] | str | None:
+                  dims: tuple[str, ...], stacklevel: int = 3) -> Mapping[str, Any] | str | None:
     """:func:`planned_read_chunks` for arrays described by ``arrays`` (any format's metadata).
 
     Examples
@@ -214,5 +215,5 @@ def guided_chunks(arrays: Mapping[str, ArrayMeta], where: str,
         return chunks
     name, plan = max(plans, key=lambda p: (p[1].n_tasks, -p[1].pixels_per_task_median))
     better = guide_chunks(plan, what=f"scene store {where} (variable {name!r})",
-                          explicit=bool(chunks), stacklevel=4)
+                          explicit=bool(chunks), stacklevel=stacklevel)
     return better if better is not None else chunks

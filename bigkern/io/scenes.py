@@ -212,7 +212,10 @@ def _open_zarr_scenes(
         if isinstance(chunks, Mapping):  # bigkern's dim names or the store's
             chunks = {mapping.get(str(k), k): v for k, v in chunks.items()}
         try:
-            planned = planned_read_chunks(loc, str(path), chunks, features, store_dims)
+            # the chunk warning points at open_scenes' caller: guide_chunks, guided_chunks,
+            # planned_read_chunks, opened, _open_zarr_scenes, open_scenes, the caller
+            planned = planned_read_chunks(loc, str(path), chunks, features, store_dims,
+                                          stacklevel=6)
             return open_checked(loc, chunks=planned)
         except StoreError:
             raise
@@ -242,7 +245,7 @@ def _granule_chunks(ds: xr.Dataset, chunks: Any, features: Sequence[str] | None,
                                 tuple(max(c) if c else 0 for c in v.chunks), np.dtype(v.dtype))
               for k, v in ds.data_vars.items()
               if isinstance(v.data, da.Array) and v.dtype != object and v.ndim}
-    better = guided_chunks(arrays, where, None, features, SCENE_DIMS)
+    better = guided_chunks(arrays, where, None, features, SCENE_DIMS, stacklevel=5)
     return ds.chunk(dict(better)) if isinstance(better, Mapping) else ds
 
 
