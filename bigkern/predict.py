@@ -238,12 +238,12 @@ def predict_scenes(
     coords = {str(k): v.variable for k, v in ds.coords.items() if set(v.dims) <= set(SCENE_DIMS)}
     attrs = {**cf_attrs(ds.attrs, f"predict_scenes: {type(model).__name__}"),
              "model": type(model).__name__, "features": features}
+    # CF: every output variable is on the input's grid mapping (its CRS), when it has one
+    grid = {"grid_mapping": name} if (name := _grid_mapping(ds, features)) else {}
     if is_regressor(model):
         out = xr.Dataset({"prediction": (SCENE_DIMS, decision)}, coords=coords, attrs=attrs)
         out["prediction"].attrs = {"long_name": f"value predicted by {type(model).__name__} "
-                                                f"from {', '.join(features)}"}
-        if _grid_mapping(ds, features):
-            out["prediction"].attrs["grid_mapping"] = _grid_mapping(ds, features)
+                                                f"from {', '.join(features)}", **grid}
         out["prediction"].encoding["_FillValue"] = np.float32(np.nan)
         return from_scene_dims(out, mapping)
     neg, pos, none = mask_codes(model.classes_)
@@ -261,14 +261,10 @@ def predict_scenes(
         "long_name": f"class predicted by {type(model).__name__}"
                      + (" (cloud mask)" if words == ("clear", "cloud") else ""),
         "flag_values": np.array([neg, none, pos], dtype=np.int8),
-        "flag_meanings": f"{words[0]} no_prediction {words[1]}",
+        "flag_meanings": f"{words[0]} no_prediction {words[1]}", **grid,
     }
-    grid_mapping = _grid_mapping(ds, features)
-    if grid_mapping:  # CF: the variables are on the input's projected grid
-        for name in out.data_vars:
-            out[name].attrs["grid_mapping"] = grid_mapping
     out["decision"].attrs = {"long_name": "kernel decision value (> 0: positive class)",
-                             "units": "1"}
+                             "units": "1", **grid}
     out["decision"].encoding["_FillValue"] = np.float32(np.nan)
     return from_scene_dims(out, mapping)
 

@@ -111,7 +111,8 @@ def _check_kept(out: Path, kind: str) -> None:
         np.testing.assert_array_equal(ds["granule_time"].values, gf.TIMES)
     else:
         assert "spatial_ref" in ds.coords
-        assert ds["cloud_mask"].attrs.get("grid_mapping") == "spatial_ref"
+        for name in ("cloud_mask", "decision"):
+            assert ds[name].attrs.get("grid_mapping") == "spatial_ref", name
 
 
 @pytest.mark.parametrize("case", ["unknown", "unmappable", "three_classes"])
