@@ -222,3 +222,24 @@ def test_write_scenes_refuses_before_writing_what_open_scenes_refuses(tmp_path, 
     with pytest.raises(StoreError, match="--dims scene=a --dims y=b --dims x=c"):
         write_scenes(abc, tmp_path / "abc.zarr")
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing written, nothing hidden
+
+
+def test_a_packed_geotiff_band_is_read_in_physical_units(tmp_path):
+    """A band with a scale and an offset of its own is unpacked; nodata stays missing."""
+    rasterio = pytest.importorskip("rasterio", reason="rasterio is in the formats extra")
+    from rasterio.transform import from_origin
+
+    packed = np.arange(2 * 8 * 8, dtype="int16").reshape(2, 8, 8)
+    packed[0, 0, 0] = -1  # nodata
+    path = tmp_path / "packed.tif"
+    with rasterio.open(path, "w", driver="GTiff", height=8, width=8, count=2, dtype="int16",
+                       crs=gf.EPSG, transform=from_origin(0, 80, 10, 10), nodata=-1) as f:
+        f.write(packed)
+        f.scales, f.offsets = (0.01, 1.0), (1.0, 0.0)
+        f.set_band_description(1, "NDAI")
+        f.set_band_description(2, "SD")
+    ds = open_scenes(path, validate=False, valid_ranges=False)
+    ndai = ds["NDAI"].values[0]
+    assert np.isnan(ndai[0, 0])
+    np.testing.assert_allclose(ndai.ravel()[1:], 0.01 * packed[0].ravel()[1:] + 1.0, rtol=1e-6)
+    np.testing.assert_array_equal(ds["SD"].values[0], packed[1])  # scale 1, offset 0: as stored

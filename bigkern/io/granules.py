@@ -124,10 +124,34 @@ def _open_geotiff(loc: Location) -> tuple[xr.Dataset, tuple[int, int]]:
     ds = ds.rename(_band_names(ds))
     for var in ds.data_vars.values():
         var.attrs.pop("long_name", None)  # the band's name is now the variable's
-        for key in ("scale_factor", "add_offset"):
-            if var.attrs.get(key) in (1.0, 0.0) and key in var.attrs:
-                var.attrs.pop(key)  # rasterio's defaults, not packing
+        if var.attrs.get("scale_factor", 1.0) == 1.0:
+            var.attrs.pop("scale_factor", None)  # rasterio's default: no packing
+        if var.attrs.get("add_offset", 0.0) == 0.0:
+            var.attrs.pop("add_offset", None)
     return ds, (block[0], block[1])
+
+
+def _unpacked(ds: xr.Dataset) -> xr.Dataset:
+    """A GeoTIFF's packed bands (a scale or offset of their own) as physical values, lazily.
+
+    rioxarray is opened without ``mask_and_scale`` (the bands keep their dtype, and
+    nodata stays a declared ``_FillValue`` for bigkern's validity rules), so a band's
+    packing is applied here: never a feature in packed units.
+    """
+    out = {}
+    for name, var in ds.data_vars.items():
+        scale = var.attrs.get("scale_factor", 1.0)
+        offset = var.attrs.get("add_offset", 0.0)
+        if scale == 1.0 and offset == 0.0:
+            continue
+        fill = var.attrs.get("_FillValue")
+        values = var.astype(np.float32) * np.float32(scale) + np.float32(offset)
+        if fill is not None:
+            values = values.where(var != fill)
+        values.attrs = {k: v for k, v in var.attrs.items()
+                        if k not in ("scale_factor", "add_offset", "_FillValue")}
+        out[name] = values
+    return ds.assign(out) if out else ds
 
 
 def _open_reference(loc: Location, storage_options: StorageOptions) -> xr.Dataset:
@@ -252,7 +276,8 @@ def open_granule(path: PathOrURL | Location, *, fmt: str | None = None,
                                else np.dtype(object))
              for k, v in ds.variables.items() if v.ndim}
     check_declared_sizes(where, metas)
-    return _as_dask(ds, where, shapes, _stamp(loc))
+    ds = _as_dask(ds, where, shapes, _stamp(loc))
+    return _unpacked(ds) if fmt == "geotiff" else ds
 
 
 def _name(path: str) -> str:
