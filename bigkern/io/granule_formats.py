@@ -33,7 +33,8 @@ from bigkern.errors import StoreError
 from bigkern.io.scene_dims import VariableInfo
 from bigkern.io.urls import Location, PathOrURL, StorageOptions, is_url, location
 
-__all__ = ["GRANULE_FORMATS", "expand_paths", "granule_format", "netcdf_variables"]
+__all__ = ["GRANULE_FORMATS", "expand_paths", "granule_format", "is_pattern",
+           "netcdf_variables"]
 
 #: The formats :func:`granule_format` tells apart.
 GRANULE_FORMATS = ("zarr", "netcdf", "geotiff", "reference")
@@ -147,7 +148,8 @@ def granule_format(path: PathOrURL | Location, storage_options: StorageOptions =
                      f"(its first bytes are {head[:8]!r}): it may be truncated or mislabelled")
 
 
-def _is_pattern(text: str) -> bool:
+def is_pattern(text: str) -> bool:
+    """Whether ``text`` is a glob pattern (``*``, ``?`` or ``[``)."""
     return any(c in text for c in "*?[")
 
 
@@ -187,7 +189,7 @@ def expand_paths(paths: PathOrURL | Sequence[PathOrURL],
     out: list[str] = []
     for item in given:
         text = str(item)
-        if not _is_pattern(text):
+        if not is_pattern(text):
             out.append(text)
             continue
         if is_url(text):

@@ -189,6 +189,9 @@ def write_netcdf(
 
     pred, layout = prediction_layout(pred)
     template = _template(pred, layout, kind)
+    # mode "w" would truncate a file at ``path``: the caller passes the hidden sibling that
+    # staged_output just named with a fresh random tag (or a file in its own temporary
+    # folder), which nothing but this call can have made
     store = H5NetCDFStore.open(str(path), mode="w", invalid_netcdf=False)
     try:
         writer = ArrayWriter()

@@ -27,7 +27,7 @@ import xarray as xr
 
 from bigkern import config
 from bigkern.errors import LabelError, StoreError
-from bigkern.io.granule_formats import expand_paths, granule_format
+from bigkern.io.granule_formats import expand_paths, granule_format, is_pattern
 from bigkern.io.granules import open_granules
 from bigkern.io.integrity import open_checked
 from bigkern.io.limits import ArrayMeta, guided_chunks, planned_read_chunks
@@ -167,13 +167,14 @@ def open_scenes(
     'dask.array.core'
     >>> tmp.cleanup()
     """
-    if isinstance(path, (list, tuple)) or (isinstance(path, str) and _is_pattern(path)):
+    if isinstance(path, (list, tuple)) or (isinstance(path, str) and is_pattern(path)):
         paths = expand_paths(path, storage_options)
     else:
         paths = [path]
     where = str(paths[0]) if len(paths) == 1 else f"{paths[0]} … ({len(paths)} files)"
     given = _dim_mapping(dims, f"store {where}")
-    if len(paths) == 1 and granule_format(paths[0], storage_options) == "zarr":
+    one_zarr = len(paths) == 1 and granule_format(paths[0], storage_options) == "zarr"
+    if one_zarr:
         ds, mapping, reasons = _open_zarr_scenes(paths[0], chunks, features, storage_options,
                                                  given)
     else:
@@ -182,17 +183,13 @@ def open_scenes(
     if "scene" not in mapping and "scene" not in ds.dims:  # one 2-D scene
         ds = ds.expand_dims("scene")
     ds = to_scene_dims(ds, mapping, where=f"store {where}")
-    if len(paths) > 1 or granule_format(paths[0], storage_options) != "zarr":
+    if not one_zarr:  # a zarr store's chunks were guided from its metadata, before opening
         ds = _granule_chunks(ds, chunks, features, where)
     if reasons:
         ds.attrs[FOUND_ATTR] = json.dumps(reasons, sort_keys=True)
     if validate:
         validate_scenes(ds, features=features, where=where)
     return apply_validity(ds, fill_values=fill_values, valid_ranges=valid_ranges)
-
-
-def _is_pattern(text: str) -> bool:
-    return any(c in text for c in "*?[")
 
 
 def _feature_dims(arrays: Mapping[str, Any]) -> set[tuple[str, ...]]:
