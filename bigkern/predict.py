@@ -13,6 +13,7 @@ import numpy as np
 import xarray as xr
 
 from bigkern import config
+from bigkern.features.matching import model_features, stored_sources, with_model_features
 from bigkern.io.cf import cf_attrs
 from bigkern.io.regions import RegionReport, write_regions
 from bigkern.io.samples import as_dask_array
@@ -156,7 +157,10 @@ def predict_scenes(
         Scene dataset with the model's features as ``(scene, y, x)`` variables.
     features : sequence of str, optional
         Feature variables in the model's order; defaults to the names the model
-        was fitted with.
+        was fitted with. Checked against them (names and order, see
+        :func:`bigkern.features.matching.model_features`). A derived feature the
+        model was fitted on (``logSD``) is derived here from its stored source
+        (``SD``) when ``ds`` does not hold it.
     fill_values, valid_ranges : optional
         The validity rules, as for :func:`bigkern.open_scenes`: features that
         have not been through them (a Dataset built in memory) get them here,
@@ -205,19 +209,16 @@ def predict_scenes(
     if not callable(getattr(model, "decision_rows", None)):
         raise TypeError(f"{type(model).__name__} cannot predict scenes: predict_scenes takes "
                         f"a fitted bigkern model with a kernel expansion (decision_rows)")
-    if features is None:
-        names = getattr(model, "feature_names_in_", None)
-        if names is None:
-            raise ValueError("the model has no feature names: pass features=[...]")
-        features = [str(f) for f in names]
-    features = list(features)
-    if len(features) != model.n_features_in_:
-        raise ValueError(f"{len(features)} features given; the model takes "
-                         f"{model.n_features_in_}")
+    features = model_features(model, features)
     ds = to_scene_dims(ds, dims)
     mapping = scene_dims(ds)
+    # the stored variables meet the validity rules before a feature is derived from them,
+    # as in a fit, so a fill of SD never becomes a logSD value
+    sources = [v for v in stored_sources(ds, features) if v in ds.data_vars]
+    ds = ensure_validity(ds, sources, fill_values=fill_values, valid_ranges=valid_ranges)
+    ds = with_model_features(ds, features)
     validate_scenes(ds, features=features, check_labels=False)
-    ds = ensure_validity(ds, features, fill_values=fill_values, valid_ranges=valid_ranges)
+    ds = ensure_validity(ds, features)  # the derived ones: their sources' rules are applied
     arrays = [as_dask_array(ds[f]) for f in features]
     chunks = arrays[0].chunks
     arrays = [a if a.chunks == chunks else a.rechunk(chunks) for a in arrays]
