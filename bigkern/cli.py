@@ -231,6 +231,37 @@ def _run(args: argparse.Namespace) -> int:
         if not available("matplotlib"):
             raise UsageError("--png draws with matplotlib, which is not installed: pip "
                              "install 'bigkern[plot]'")
+    with _claimed_outputs(args):
+        return _work(args, params)
+
+
+@contextlib.contextmanager
+def _claimed_outputs(args: argparse.Namespace) -> Iterator[None]:
+    """Hold the one-writer claim of the command's outputs (``-o``, ``--png``) from the start.
+
+    A second command writing the same output is refused at once, before it reads
+    anything, not after a whole fit; the writers called at the end take the same
+    claim again (claims are reentrant in a process, :mod:`bigkern.io.claims`).
+    """
+    if args.command not in ("fit", "predict", "synth", "ingest"):
+        yield
+        return
+    from bigkern.io.claims import claim_output, shared_claim
+    from bigkern.io.outputs import check_not_input
+
+    inputs = [*getattr(args, "store", []), *getattr(args, "files", [])]
+    if args.command == "predict":
+        inputs.append(args.model)
+    with contextlib.ExitStack() as held:
+        for output in (args.out, getattr(args, "png", None)):
+            if output:
+                check_not_input(output, inputs)  # no claim beside (or inside) an input
+                held.enter_context(shared_claim(held.enter_context(claim_output(output))))
+        yield
+
+
+def _work(args: argparse.Namespace, params: dict[str, object]) -> int:
+    """The command's work, its outputs claimed."""
     if args.command == "ingest":
         from bigkern.cli_ingest import run_ingest
 

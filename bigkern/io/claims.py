@@ -38,9 +38,41 @@ from typing import Any
 from bigkern.errors import StoreError
 from bigkern.io.urls import Location, PathOrURL, StorageOptions, location
 
-__all__ = ["LOCK_SUFFIX", "OutputClaim", "claim_output", "lock_location"]
+__all__ = ["LOCK_SUFFIX", "OutputClaim", "claim_output", "lock_location", "shared_claim"]
 
 LOCK_SUFFIX = ".bigkern-lock"
+
+
+#: Claims shared with the code a command calls (:func:`shared_claim`), by lease file.
+_HELD: dict[str, list[Any]] = {}
+_HELD_LOCK = threading.Lock()
+
+
+@contextmanager
+def shared_claim(claim: OutputClaim) -> Iterator[OutputClaim]:
+    """Within the block, :func:`claim_output` of ``claim``'s output yields ``claim`` itself.
+
+    A command claims its output as it starts (``bigkern fit`` before it reads
+    anything) and shares the claim with the writer it calls at the end
+    (``save_model``), which would otherwise find the output claimed and refuse.
+    Outside such a block a second claim, even from the same process, is refused.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "m.zarr"
+    >>> with claim_output(out) as claim, shared_claim(claim):
+    ...     with claim_output(out) as again:
+    ...         again is claim
+    True
+    """
+    with _HELD_LOCK:
+        _HELD[claim.lock.url] = [claim, 0]
+    try:
+        yield claim
+    finally:
+        with _HELD_LOCK:
+            _HELD.pop(claim.lock.url, None)
 
 
 def lock_location(path: Location) -> Location:
@@ -278,6 +310,12 @@ def claim_output(
     StoreError
         Another live process holds the claim; the message names it.
 
+    Notes
+    -----
+    Inside :func:`shared_claim` of a claim on the same output, the shared claim
+    is yielded (and released by its owner): a command claims its output before
+    its work starts and the writer it calls at the end uses that claim.
+
     Examples
     --------
     >>> import tempfile, pathlib
@@ -289,6 +327,17 @@ def claim_output(
     if loc.local:  # an output in a folder not made yet: made, as mkdir -p would
         loc.local_path.parent.mkdir(parents=True, exist_ok=True)
     lock = lock_location(loc)
+    with _HELD_LOCK:
+        held = _HELD.get(lock.url)
+        if held is not None:
+            held[1] += 1
+    if held is not None:  # the command that called this writer shares its claim
+        try:
+            yield held[0]
+        finally:
+            with _HELD_LOCK:
+                held[1] -= 1
+        return
     lease = _lease_seconds()
     token = uuid.uuid4().hex
     pid = os.getpid()
