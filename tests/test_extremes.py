@@ -172,3 +172,16 @@ def test_small_chunks_get_the_compiled_sweeps_answers_from_numpy(seed):
         np.testing.assert_array_equal(counts, want_counts)
         for got, want in zip(_extremes_small(X, valid), _extremes(X, valid), strict=True):
             np.testing.assert_array_equal(got, want)
+
+
+def test_a_derived_features_suspect_is_declared_on_its_stored_variable():
+    """Issue 40: the fit suggested --fill-value logSD=85.19, the derived value, not SD's."""
+    import math
+
+    from bigkern.reduce.extremes import SuspectedFill
+
+    value = float(np.float32(math.log(9999.0)))
+    text = SuspectedFill("logSD", value, 500, 10_000, "above", -1.0, 3.0).message()
+    assert f"hold the value {value:g} (where SD is about 9999)" in text
+    assert "--fill-value SD=9999," in text and "fill_values={'SD': 9999}" in text
+    assert "--fill-value logSD" not in text

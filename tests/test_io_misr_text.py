@@ -193,7 +193,10 @@ def test_ingest_masks_fills_and_out_of_range_values(tmp_path):
         np.testing.assert_array_equal(np.isnan(ds.NDAI.values[0, 0]), [0, 0, 0, 1])
         np.testing.assert_array_equal(ds.label.values[0, 0], [1, -1, 1, 1])  # labels kept
         sd, corr, ndai = ds.SD.attrs, ds.CORR.attrs, ds.NDAI.attrs
-        assert sd["bigkern_ingest_fill_values"] == [999.0] and sd["bigkern_ingest_n_fill"] == 1
+        # netCDF's default fill (undeclared float variables) comes first, then the given one
+        assert sd["bigkern_ingest_fill_values"] == [float(np.float32(9.969209968386869e36)),
+                                                    999.0]
+        assert sd["bigkern_ingest_n_fill"] == 1
         assert corr["bigkern_ingest_n_out_of_range"] == 1 and corr["bigkern_ingest_n_fill"] == 0
         # -9999 is both a given fill and out of NDAI's range: counted once, as a fill
         assert (ndai["bigkern_ingest_n_fill"], ndai["bigkern_ingest_n_out_of_range"]) == (1, 0)

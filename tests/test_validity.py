@@ -27,12 +27,14 @@ from bigkern.io import (
     validity_rules,
     write_scenes,
 )
+from bigkern.io.validity_sources import NETCDF_DEFAULT_FILL
 from bigkern.jobs.fit import DEFAULT_FEATURES, fit_scenes
 from bigkern.models import BinnedSVC, load_model, save_model
 from bigkern.predict import predict_scenes
 from bigkern.reduce.passes import valid_rows
 
 FEATURES = ("NDAI", "SD", "CORR")
+NETCDF_FILL32 = float(np.float32(NETCDF_DEFAULT_FILL))
 QUARTILES = (0.25, 0.5, 0.75)
 
 
@@ -96,7 +98,9 @@ def test_undeclared_fill_given_with_fill_values_is_masked_and_counted(tmp_path):
     assert int((opened["NDAI"] == -9999).sum()) == 0
     np.testing.assert_array_equal(opened["label"].values, ds["label"].values)  # labels untouched
     report = validity_report(opened)["NDAI"]
-    assert report["fill_values"] == [-9999.0] and report["fill_source"] == "argument"
+    # netCDF's default fill of an undeclared float variable comes with the argument's
+    assert report["fill_values"] == [NETCDF_FILL32, -9999.0]
+    assert report["fill_source"] == "netcdf-default,argument"
     assert report["valid_min"] is None and report["valid_max"] is None
 
     model = _fit(store, fill_values={"NDAI": -9999}, valid_ranges={"NDAI": None})
@@ -204,7 +208,8 @@ def test_misr_default_ranges_mask_an_out_of_range_fill(tmp_path):
     with dask.config.set({"bigkern.valid_ranges.corr": [-1.0, 0.0]}):
         assert not (open_scenes(store)["CORR"].values > 0).any()
     with config.set(fill_values=[-9999.0]):  # fill values for every feature
-        assert validity_report(open_scenes(store))["SD"]["fill_source"] == "config"
+        assert validity_report(open_scenes(store))["SD"]["fill_source"] == \
+            "netcdf-default,config"
     # and range checks can be turned off
     off = open_scenes(store, valid_ranges=False)
     assert int((off["CORR"] == -9999).sum()) == len(idx)

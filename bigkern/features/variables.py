@@ -7,7 +7,9 @@ label files, :mod:`bigkern.datasets.scenes` when it makes synthetic scenes.
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_FEATURES", "DERIVED", "VARIABLE_ATTRS"]
+import math
+
+__all__ = ["DEFAULT_FEATURES", "DERIVED", "VARIABLE_ATTRS", "stored_value"]
 
 _RADIANCE_UNITS = "W m-2 sr-1 um-1"
 
@@ -43,6 +45,22 @@ VARIABLE_ATTRS: dict[str, dict[str, str]] = {
 #: Derived feature name → (source variable, description). ``logSD`` is the
 #: log of the standard deviation of nadir radiances used by Shi & Yu.
 DERIVED: dict[str, tuple[str, str]] = {"logSD": ("SD", "natural log of SD")}
+
+def stored_value(feature: str, value: float) -> float | None:
+    """The stored variable's value behind a derived ``feature``'s ``value`` (None if unknown).
+
+    ``logSD`` is stored as float32, so the value is SD's to about six digits.
+
+    Examples
+    --------
+    >>> round(stored_value("logSD", math.log(9999.0)), 6)
+    9999.0
+    """
+    if feature == "logSD":
+        capped = min(value, 709.0)  # exp overflows float64 past ~709.8
+        return math.exp(capped)
+    return None
+
 
 #: The features a fit uses unless told otherwise: Shi & Yu's three (NDAI, log SD, CORR).
 DEFAULT_FEATURES: tuple[str, ...] = ("NDAI", "logSD", "CORR")

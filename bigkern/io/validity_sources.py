@@ -24,10 +24,12 @@ from bigkern.errors import StoreError
 from bigkern.features import DERIVED
 
 __all__ = [
+    "NETCDF_DEFAULT_FILL",
     "NOT_FEATURES",
     "FillValues",
     "ValidRanges",
     "ValidityRule",
+    "netcdf_default_fill",
     "validity_rules",
 ]
 
@@ -56,7 +58,8 @@ class ValidityRule:
     """What is not data in one feature: fill values and a valid range (None = open bound).
 
     Sources are ``"argument"``, ``"attribute"`` (the variable's CF attributes),
-    ``"encoding"`` (a fill value xarray decoded) or ``"config"``.
+    ``"encoding"`` (a fill value xarray decoded), ``"netcdf-default"`` (netCDF's
+    default fill of a float variable that declares none) or ``"config"``.
     """
 
     feature: str
@@ -100,6 +103,33 @@ class ValidityRule:
         if self.range_source is not None:
             out[ATTR_RANGE_SOURCE] = self.range_source
         return out
+
+
+#: netCDF's default fill of float and double variables (``NC_FILL_FLOAT``/``NC_FILL_DOUBLE``):
+#: what a netCDF library writes where nothing was written and no ``_FillValue`` is declared.
+NETCDF_DEFAULT_FILL = 9.9692099683868690e36
+
+
+def netcdf_default_fill(dtype: Any) -> float | None:
+    """netCDF's default fill value for floating-point ``dtype`` (as stored), else None.
+
+    Applied to a floating-point feature that declares no ``_FillValue``, as the
+    netCDF convention says readers should: ``9.96921e36`` is no physical value,
+    and a scene of it would otherwise be predicted (as "clear", when its log is
+    far out on one side). Integer types keep their data: their default fills
+    (-127, -32767 …) can be values, and the suspected-fill check names them.
+
+    Examples
+    --------
+    >>> netcdf_default_fill("float32") == float(np.float32(9.96921e36))
+    True
+    >>> netcdf_default_fill("int16") is None
+    True
+    """
+    dtype = np.dtype(dtype)
+    if dtype.kind != "f":
+        return None
+    return float(_typed(NETCDF_DEFAULT_FILL, dtype))
 
 
 def _typed(value: float, dtype: np.dtype) -> Any:
@@ -322,6 +352,10 @@ def validity_rules(
                 _number(v, f"setting bigkern.fill_values.{name}", allow_inf=False)
                 for v in _as_list(entry)]
             source = "config"
+        if not fills and (default := netcdf_default_fill(var.dtype)) is not None:
+            # netCDF's convention: a variable that declares no _FillValue has its type's
+            # default fill (never a physical value for floats: 9.97e36)
+            fills, sources = [default], ["netcdf-default"]
         first_source: dict[float, str] = {}
         for f, s in zip([*fills, *extra], [*sources, *[source] * len(extra)], strict=True):
             first_source.setdefault(f, s)

@@ -184,15 +184,25 @@ class SuspectedFill:
     rest_max: float
 
     def message(self) -> str:
-        """The warning's text: what, where, how many, and what to do."""
+        """The warning's text: what, where, how many, and what to do.
+
+        A derived feature's fill is declared on the variable it is derived from
+        (``logSD``'s on ``SD``), with the stored value the message names.
+        """
+        from bigkern.features.variables import DERIVED, stored_value
+
         v = f"{self.value:g}"
+        name, declared, of = self.feature, v, ""
+        if self.feature in DERIVED and (raw := stored_value(self.feature, self.value)) is not None:
+            name, declared = DERIVED[self.feature][0], f"{raw:g}"
+            of = f" (where {name} is about {declared})"
         return (f"feature {self.feature!r}: {self.count:,} of {self.n:,} usable rows "
-                f"({self.count / self.n:.1%}) hold the value {v}, far {self.side} all the "
+                f"({self.count / self.n:.1%}) hold the value {v}{of}, far {self.side} all the "
                 f"others ({self.rest_min:g} … {self.rest_max:g}): the signature of an "
                 f"undeclared fill value. If it is one, declare it (fill_values="
-                f"{{{self.feature!r}: {v}}}, CLI --fill-value {self.feature}={v}, or a CF "
-                f"_FillValue attribute) or give the feature a valid range; if it is data, "
-                f"set bigkern.suspect_fill_fraction higher to silence this")
+                f"{{{name!r}: {declared}}}, CLI --fill-value {name}={declared}, or a CF "
+                f"_FillValue attribute on {name}) or give {name} a valid range; if it is "
+                f"data, set bigkern.suspect_fill_fraction higher to silence this")
 
 
 def check_enabled() -> bool:

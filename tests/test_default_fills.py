@@ -1,0 +1,92 @@
+"""netCDF's default fill, undeclared, is never a value (issue 40, acceptance 2).
+
+A scene whose SD holds 9.96921e36 (netCDF's default ``_FillValue`` for floats,
+written where nothing was, and left undeclared) was labelled "clear" on every
+pixel by ``bigkern predict``, exit 0; the fit warned and still fitted on those
+rows. The netCDF convention says a variable without ``_FillValue`` has its
+type's default fill: the validity rules now mask it at every door.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from bigkern import BinnedSVC, predict_scenes, stack_samples, with_features
+from bigkern.cli import main
+from bigkern.datasets import make_scenes
+from bigkern.io import open_scenes, write_scenes
+from bigkern.io.validity import apply_validity, validity_report
+from bigkern.io.validity_sources import NETCDF_DEFAULT_FILL
+from bigkern.jobs.fit import fit_scenes
+
+FEATURES = ["NDAI", "logSD", "CORR"]
+FILL32 = np.float32(NETCDF_DEFAULT_FILL)
+
+
+@pytest.fixture(scope="module")
+def filled() -> xr.Dataset:
+    """Three scenes; in the middle one, 8 of 32 lines of SD hold netCDF's default fill,
+    undeclared (a twelfth of the pixels: a fit would refuse past a quarter)."""
+    ds = make_scenes(3, (32, 48), seed=6, radiances=False).compute()
+    sd = ds["SD"].values.copy()
+    sd[1, :8] = FILL32
+    ds["SD"] = (ds["SD"].dims, sd, ds["SD"].attrs)
+    assert "_FillValue" not in ds["SD"].attrs and "_FillValue" not in ds["SD"].encoding
+    return ds
+
+
+def test_the_default_fill_is_masked_and_counted(filled: xr.Dataset) -> None:
+    out = apply_validity(filled, ["SD"])
+    assert np.isnan(out["SD"].values[1, :8]).all()
+    was_nan = np.isnan(filled["SD"].values)
+    np.testing.assert_array_equal(np.isnan(out["SD"].values[:, 8:]), was_nan[:, 8:])
+    report = validity_report(out)["SD"]
+    assert report["fill_source"] == "netcdf-default" and report["n_fill"] == 8 * 48
+
+
+def test_a_declared_fill_replaces_the_default(filled: xr.Dataset) -> None:
+    ds = filled.copy()
+    ds["SD"].attrs["_FillValue"] = -1.0
+    assert validity_report(apply_validity(ds, ["SD"]))["SD"]["fill_values"] == [-1.0]
+
+
+def test_integers_keep_their_values() -> None:
+    ds = xr.Dataset({"n": (("scene", "y", "x"), np.full((1, 2, 2), -32767, np.int16))})
+    assert "fill_values" not in validity_report(apply_validity(ds)).get("n", {})
+
+
+def test_predict_gives_no_class_where_the_stored_variable_is_the_default_fill(
+        filled: xr.Dataset) -> None:
+    clean = filled.isel(scene=[0, 2])
+    s = stack_samples(with_features(clean, FEATURES), FEATURES)
+    model = BinnedSVC(omega=0.8, C=1.0).fit(s.as_dataarray(), s.y, mask=s.mask)
+    pred = predict_scenes(model, filled[["NDAI", "SD", "CORR"]]).compute()
+    assert (pred["cloud_mask"].values[1, :8] == 0).all()  # no prediction, not "clear"
+    assert (pred["cloud_mask"].values[1, 8:] != 0).any()
+
+
+def test_the_fit_leaves_the_filled_rows_out(filled: xr.Dataset) -> None:
+    outcome = fit_scenes(filled, search=False, params={"omega": 0.8, "C": 1.0})
+    missing = filled.copy()
+    sd = missing["SD"].values.copy()
+    sd[1, :8] = np.nan  # the same rows, simply missing
+    missing["SD"] = (missing["SD"].dims, sd, missing["SD"].attrs)
+    clean = fit_scenes(missing, search=False, params={"omega": 0.8, "C": 1.0})
+    probe = np.random.default_rng(0).normal(size=(50, 3))
+    np.testing.assert_allclose(outcome.model.decision_function(probe),
+                               clean.model.decision_function(probe), rtol=1e-6, atol=1e-9)
+
+
+def test_bigkern_predict_on_a_store_with_the_fill(filled: xr.Dataset, tmp_path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    store = write_scenes(filled, tmp_path / "s.zarr")
+    model = tmp_path / "m.zarr"
+    assert main(["fit", str(store), "-o", str(model), "--no-search", "--param", "omega=0.8",
+                 "--param", "C=1.0", "--workers", "1"]) == 0
+    assert main(["predict", str(store), str(model), "-o", str(tmp_path / "p.zarr"),
+                 "--workers", "1"]) == 0
+    masks = open_scenes(tmp_path / "p.zarr", validate=False)["cloud_mask"].values
+    assert (masks[1, :8] == 0).all() and (masks[1, 8:] != 0).any()
+    assert "without a prediction" in capsys.readouterr().out
