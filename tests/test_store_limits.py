@@ -45,6 +45,24 @@ def test_misr_text_declaring_a_huge_grid_is_refused_at_once(tmp_path):
     assert elapsed < 1.0 and peak < 50 * 2**20, (elapsed, peak)
 
 
+def test_a_two_line_file_declaring_a_3000_square_grid_allocates_nothing(tmp_path):
+    """Issue 40: under max_grid_pixels (9e6 < 1e8) but 4.5e6 pixels per line."""
+    sparse = tmp_path / "sparse.txt"
+    sparse.write_text("1 1 1 0.1 1 0.5 1 1 1 1 1\n3000 3000 -1 0.1 1 0.5 1 1 1 1 1\n")
+    tracemalloc.start()
+    t = time.perf_counter()
+    with pytest.raises(StoreError, match=r"sparse.txt: .* a grid of 3,000 x 3,000 = 9,000,000 "
+                                         r"pixels for only 2 pixel line\(s\) \(4,500,000 per "
+                                         r"line, more than bigkern.max_grid_pixels_per_line"):
+        read_misr_text(sparse)
+    elapsed = time.perf_counter() - t
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert elapsed < 1.0 and peak < 50 * 2**20, (elapsed, peak)
+    with config.set(max_grid_pixels_per_line=5e6):  # a genuinely sparse file: the setting
+        assert read_misr_text(sparse).sizes == {"scene": 1, "y": 3000, "x": 3000}
+
+
 def test_the_grid_limit_counts_every_scene_and_is_a_setting(tmp_path):
     lines = "".join(f"{y} {x} 1 0.1 1 0.5 1 1 1 1 1\n" for y in range(30) for x in range(40))
     files = [tmp_path / f"s{i}.txt" for i in range(3)]

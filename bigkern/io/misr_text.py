@@ -158,26 +158,40 @@ def _extent(tables: Sequence[np.ndarray]) -> tuple[int, int, int, int]:
             min(int(t[:, 1].min()) for t in tables), max(int(t[:, 1].max()) for t in tables))
 
 
+#: Grids up to this many pixels are never refused as sparse (~33 MB in memory).
+_SPARSE_FLOOR = 1_000_000
+
+
 def _check_grid(where: Location | str, tables: Sequence[np.ndarray]) -> None:
-    """Refuse a pixel grid larger than ``bigkern.max_grid_pixels`` before it is allocated.
+    """Refuse a pixel grid larger than ``bigkern.max_grid_pixels``, or one past
+    ``_SPARSE_FLOOR`` pixels with more than ``bigkern.max_grid_pixels_per_line`` pixels
+    per line of the files, before it is allocated.
 
     The grid spans every ``y`` and ``x`` between the smallest and largest the
     files give, for every file (scene); a few lines with far-apart indices
     declare a huge grid in a few bytes.
     """
     limit = int(config.get("max_grid_pixels"))
+    per_line = float(config.get("max_grid_pixels_per_line"))
     y0, y1, x0, x1 = _extent(tables)
     ny, nx = y1 - y0 + 1, x1 - x0 + 1
     pixels = len(tables) * ny * nx
+    lines = sum(len(t) for t in tables)
+    scenes = f"{len(tables)} scenes of " if len(tables) > 1 else ""
     if pixels > limit:
-        lines = sum(len(t) for t in tables)
-        scenes = f"{len(tables)} scenes of " if len(tables) > 1 else ""
         raise StoreError(
             f"{where}: its pixel indices span y {y0}..{y1} and x {x0}..{x1}, a grid of "
             f"{scenes}{ny:,} x {nx:,} = {pixels:.3g} pixels (~{pixels * 33 / 2**30:.3g} GiB in "
             f"memory) for {lines:,} pixel line(s), more than bigkern.max_grid_pixels "
             f"({limit:.3g}): refused before allocating it; check the y and x columns, or raise "
             f"the limit for a genuinely larger scene")
+    if pixels > _SPARSE_FLOOR and pixels > per_line * lines:
+        raise StoreError(
+            f"{where}: its pixel indices span y {y0}..{y1} and x {x0}..{x1}, a grid of "
+            f"{scenes}{ny:,} x {nx:,} = {pixels:,} pixels for only {lines:,} pixel line(s) "
+            f"({pixels / lines:,.0f} per line, more than bigkern.max_grid_pixels_per_line = "
+            f"{per_line:g}): refused before allocating it; check the y and x columns, or "
+            f"raise that setting for a genuinely sparse file")
 
 
 def read_misr_text(
