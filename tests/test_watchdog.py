@@ -83,6 +83,16 @@ def test_judgement_names_each_cause_after_its_timeout_and_says_it_first():
     _, verdict = dog.observe(ClusterState(0, (), 5), 12.0)
     assert verdict.startswith("no workers for 10 s: it lost all 3 during this computation")
 
+    # no workers: the shorter empty_timeout ends the wait first, naming its setting
+    dog = Watchdog(stall_timeout=300, paused_timeout=30, start=0.0, known_workers=2,
+                   empty_timeout=60)
+    reports, _ = dog.observe(ClusterState(0, (), 5), 1.0)
+    assert reports == ["the cluster has no workers (it lost all 2 during this computation); "
+                       "giving up unless one joins within 60 s"]
+    assert dog.observe(ClusterState(0, (), 5), 59.0) == ([], None)
+    _, verdict = dog.observe(ClusterState(0, (), 5), 61.0)
+    assert verdict.startswith("no workers for 61 s") and "bigkern.empty_timeout" in verdict
+
     dog = Watchdog(stall_timeout=10, paused_timeout=30, start=0.0)
     for t in range(1, 30):  # a task finishing every second keeps it quiet however long it runs
         assert dog.observe(ClusterState(2, (), t), float(t)) == ([], None)
@@ -260,3 +270,29 @@ def test_library_fits_on_a_plain_client_are_watched_too(capfd):
     finally:
         cluster.close()
     assert "1 of 1 worker paused at" in capfd.readouterr().err
+
+
+def _hold_memory(mib: int) -> int:
+    block = np.ones(mib * 2**20 // 8)
+    time.sleep(5)  # the nanny looks every 100 ms
+    return int(block.size)
+
+
+@pytest.mark.timeout(90)
+def test_a_worker_killed_for_memory_is_one_line_naming_the_limit():
+    """Issue 40: a 45-line KilledWorker traceback, where one line naming the limit was due."""
+    from distributed import LocalCluster
+
+    import bigkern
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
+            LocalCluster(n_workers=1, threads_per_worker=1, memory_limit="300MiB",
+                         dashboard_address=":0") as cluster, \
+            bigkern.connect(cluster.scheduler_address, quiet=True):
+        t = time.perf_counter()
+        with pytest.raises(ClusterError, match=r"killed 1 worker, each while running it; the "
+                                               r"last, tcp://.*, had a memory limit of "
+                                               r"300 MiB") as err:
+            dask.compute(dask.delayed(_hold_memory)(600))
+        assert time.perf_counter() - t < 30
+    assert "\n" not in str(err.value)

@@ -79,12 +79,16 @@ class Watchdog:
         When the wait began (``time.monotonic()``).
     known_workers : int
         Workers the cluster had when the wait began, as far as the client knows.
+    empty_timeout : float
+        Seconds the cluster may have no worker before giving up (the shorter
+        of this and ``stall_timeout`` applies).
     """
 
     stall_timeout: float
     paused_timeout: float
     start: float
     known_workers: int = 0
+    empty_timeout: float = float("inf")
     _progress: Any = None
     _progress_since: float = 0.0
     _paused_since: float | None = None
@@ -159,10 +163,15 @@ class Watchdog:
             return "it lost its only worker during this computation"
         return "none has joined during this computation"
 
+    def _empty_limit(self) -> float:
+        return min(self.empty_timeout, self.stall_timeout)
+
     def _empty_verdict(self, now: float) -> str:
         empty = now - (now if self._empty_since is None else self._empty_since)
+        setting = ("bigkern.empty_timeout" if self.empty_timeout < self.stall_timeout
+                   else "--timeout / bigkern.stall_timeout")
         return (f"no workers for {empty:.0f} s: {self._lost()}; restart the workers (or "
-                f"raise --timeout / bigkern.stall_timeout)")
+                f"raise {setting} to wait longer for them)")
 
     def _paused_verdict(self, state: ClusterState, now: float) -> str:
         paused = now - (now if self._paused_since is None else self._paused_since)
@@ -185,8 +194,8 @@ class Watchdog:
             if self._empty_since is None:
                 self._empty_since = first
             once("empty", f"the cluster has no workers ({self._lost()}); giving up unless one "
-                          f"joins within {self.stall_timeout:g} s")
-            if now - self._empty_since >= self.stall_timeout:
+                          f"joins within {self._empty_limit():g} s")
+            if now - self._empty_since >= self._empty_limit():
                 return self._empty_verdict(now)
             return None
         if self._empty_since is not None:

@@ -12,8 +12,8 @@ naming the cause when
 * every worker has been paused for ``bigkern.paused_timeout`` seconds (or
   ``bigkern.stall_timeout``, whichever is shorter): the memory limit and how
   full the workers are;
-* the cluster has had no worker for ``bigkern.stall_timeout`` seconds: how many
-  it lost;
+* the cluster has had no worker for ``bigkern.empty_timeout`` seconds (60; or
+  ``bigkern.stall_timeout``, whichever is shorter): how many it lost;
 * no task has finished for ``bigkern.stall_timeout`` seconds (a stuck task,
   workers that cannot reach each other …);
 * the scheduler has not answered for ``bigkern.stall_timeout`` seconds.
@@ -51,8 +51,8 @@ from bigkern import config
 from bigkern.cluster.stall_rules import ClusterState, Watchdog
 from bigkern.errors import ClusterError
 
-__all__ = ["ClusterState", "Watchdog", "cluster_state", "current_client", "gather", "is_watching",
-           "poll_interval", "watching"]
+__all__ = ["ClusterState", "Watchdog", "cluster_state", "current_client", "describe_killed",
+           "gather", "is_watching", "poll_interval", "watching"]
 
 
 def current_client() -> Any:
@@ -159,7 +159,7 @@ class _Watch(threading.Thread):
         # the workers the client last heard of (its cached scheduler info: no call)
         known = len((getattr(client, "_scheduler_identity", None) or {}).get("workers", {}))
         self.dog = Watchdog(stall, float(config.get("paused_timeout", 30)), time.monotonic(),
-                            known)
+                            known, empty_timeout=float(config.get("empty_timeout", 60)))
         self.verdict: str | None = None
         self.done = threading.Event()
 
@@ -228,13 +228,52 @@ def watching(client: Any = None, futures: Sequence[Any] | None = None, *,
     watch.start()
     try:
         yield
-    except BaseException:
+    except BaseException as err:
         if watch.verdict is not None:
             raise ClusterError(watch.verdict) from None
+        if type(err).__name__ == "KilledWorker":
+            raise ClusterError(describe_killed(err)) from err
         raise
     finally:
         watch.done.set()
         _local.active = False
+
+
+def describe_killed(err: BaseException) -> str:
+    """One line for distributed's ``KilledWorker``: the task, the workers, the memory limit.
+
+    A task whose workers all died running it is, on a cluster with memory limits,
+    almost always a task that needed more memory than a worker may hold: its
+    nanny killed the worker. The message names the limit the last worker had.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> killed = SimpleNamespace(task=("read-sum", 3), allowed_failures=2,
+    ...                          last_worker=SimpleNamespace(address="tcp://10.0.0.5:4000",
+    ...                                                      memory_limit=300 * 2**20))
+    >>> print(describe_killed(killed))  # doctest: +NORMALIZE_WHITESPACE
+    task ('read-sum', 3) killed 3 workers, each while running it; the last, tcp://10.0.0.5:4000,
+    had a memory limit of 300 MiB, which a worker's nanny enforces by killing it: give the
+    workers more memory (dask worker --memory-limit), or make the tasks smaller (smaller
+    chunks: bigkern.chunk_bytes, bigkern.predict_block_pixels)
+    """
+    task = getattr(err, "task", "?")
+    tries = int(getattr(err, "allowed_failures", 0)) + 1
+    worker = getattr(err, "last_worker", None)
+    address = getattr(worker, "address", "?")
+    limit = getattr(worker, "memory_limit", None)
+    said = (f"had a memory limit of {_mib(limit)}, which a worker's nanny enforces by killing "
+            f"it" if limit else "had no memory limit (so something else killed it: the "
+            "operating system's OOM killer, a signal, a crash)")
+    return (f"task {task!r} killed {tries} worker{'s' if tries > 1 else ''}, each while running "
+            f"it; the last, {address}, {said}: give the workers more memory (dask worker "
+            f"--memory-limit), or make the tasks smaller (smaller chunks: bigkern.chunk_bytes, "
+            f"bigkern.predict_block_pixels)")
+
+
+def _mib(nbytes: float) -> str:
+    return f"{nbytes / 2**30:.3g} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:.0f} MiB"
 
 
 def gather(client: Any, futures: Sequence[Any], *, poll: float | None = None) -> list[Any]:
