@@ -110,8 +110,24 @@ def test_a_manifest_for_another_grid_is_refused(store):
     manifest["grid"] = [3, 1, 1]
     arr.attrs[MANIFEST_ATTR] = manifest
     zarr.consolidate_metadata(str(store))
-    with pytest.raises(StoreError, match=r"variable 'CORR': its chunk manifest is for chunks"):
+    with pytest.raises(StoreError, match=r"variable 'CORR': its chunk manifest "
+                                         r"\(bigkern_manifest\) checksums chunks"):
         open_scenes(store)
+
+
+def test_a_store_resaved_by_xarray_in_other_chunks_says_so(tmp_path, store):
+    """Issue 40: it was reported as "the store's metadata was altered"."""
+    resaved = tmp_path / "resaved.zarr"
+    opened = xr.open_zarr(store, consolidated=False)
+    for var in opened.variables.values():
+        var.encoding.pop("chunks", None)
+        var.encoding.pop("preferred_chunks", None)
+    opened.chunk({"scene": 3, "y": 48, "x": 64}).to_zarr(resaved, consolidated=True)
+    with pytest.raises(StoreError, match=r"the array was rewritten after bigkern wrote it "
+                                         r"\(as xarray's to_zarr does in other chunks") as err:
+        open_scenes(resaved)
+    assert "write the data with bigkern.write_scenes" in str(err.value)
+    assert "altered" not in str(err.value)
 
 
 def test_a_store_rewritten_from_an_opened_one_gets_its_own_manifest(tmp_path, store):

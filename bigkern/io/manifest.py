@@ -140,6 +140,10 @@ class ChunkManifest:
                 "grid": list(self.digests.shape), "digests": base64.b64encode(raw).decode()}
 
 
+_REWRITE_HINT = (f"write the data with bigkern.write_scenes (or bigkern ingest) for new "
+                 f"checksums, or delete the {MANIFEST_ATTR} attributes to read it unchecked")
+
+
 def read_manifest(store: str, name: str, attr: Any, shape: Sequence[int],
                   chunks: Sequence[int]) -> ChunkManifest:
     """Parse the ``bigkern_manifest`` attribute of array ``name`` of ``store``.
@@ -158,17 +162,20 @@ def read_manifest(store: str, name: str, attr: Any, shape: Sequence[int],
         raw = base64.b64decode(attr["digests"], validate=True)
     except Exception as err:  # any malformed piece: say so, never guess
         raise StoreError(f"{where}: its chunk manifest ({MANIFEST_ATTR}) is malformed "
-                         f"({type(err).__name__}: {err}): the store's metadata was altered"
-                         ) from None
+                         f"({type(err).__name__}: {err}): the attribute was edited after "
+                         f"bigkern wrote it; {_REWRITE_HINT}") from None
     if fmt != _FORMAT:
         raise StoreError(f"{where}: its chunk manifest has format {fmt}, this bigkern reads "
                          f"format {_FORMAT}: read it with the bigkern that wrote it")
     want = tuple(-(-int(n) // int(c)) if c else 0 for n, c in zip(shape, chunks, strict=True))
     if mchunks != tuple(int(c) for c in chunks) or grid != want or len(raw) != 4 * int(
             np.prod(grid, dtype=np.int64)):
-        raise StoreError(f"{where}: its chunk manifest is for chunks {mchunks} in a grid "
-                         f"{grid}, but the array has chunks {tuple(chunks)} in a grid {want}: "
-                         f"the store's metadata was altered")
+        raise StoreError(f"{where}: its chunk manifest ({MANIFEST_ATTR}) checksums chunks "
+                         f"{mchunks} in a grid {grid}, but the array has chunks "
+                         f"{tuple(chunks)} in a grid {want}: the array was rewritten after "
+                         f"bigkern wrote it (as xarray's to_zarr does in other chunks, "
+                         f"keeping the attributes), or the attribute edited; "
+                         f"{_REWRITE_HINT}")
     digests = np.frombuffer(raw, dtype="<u4").reshape(grid)
     return ChunkManifest(name, mchunks, digests)
 

@@ -287,6 +287,10 @@ def prepare_output(
     """
     check_not_input(path, inputs, storage_options)
     loc = location(path, storage_options)
+    if loc.local and loc.local_path.is_symlink() and not loc.local_path.exists():
+        raise StoreError(f"{path} is a dangling symbolic link (to {os.readlink(loc.path)}, "
+                         f"which does not exist): bigkern never writes through a link; remove "
+                         f"the link or choose another output path")
     if not loc.exists():
         return
     if not overwrite:

@@ -21,6 +21,7 @@ per row chunk on dask.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -85,6 +86,12 @@ def fit_input(est: Any, X: Any, y: Any = None, *, allow_nan: bool,
         elif y is not None and y.ndim == 2 and y.shape[1] == 1:
             _warn_column()
             y = y[:, 0]
+        for what, rows in (("X", arr.shape[0]), ("y", None if y is None else y.shape[0])):
+            if rows is not None and math.isnan(rows):
+                raise ValueError(
+                    f"{what} is a dask array of unknown chunk sizes (as boolean indexing "
+                    f"leaves it): its number of rows is not known; call "
+                    f"{what}.compute_chunk_sizes() first, or keep every row and pass a mask")
         if y is not None and y.shape[0] != arr.shape[0]:
             raise ValueError(f"X has {arr.shape[0]} rows but y has {y.shape[0]} values")
         est.n_features_in_ = int(arr.shape[1])
