@@ -8,10 +8,13 @@ zarr store first; coordinates, CRS and the user's attributes reach every output.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -24,12 +27,32 @@ pytest.importorskip("matplotlib", reason="--png needs the plot extra")
 
 import granule_files as gf  # noqa: E402  (tests/granule_files.py)
 
-FIT_FLAGS = ("--no-search", "--param", "omega=0.8", "--param", "C=1", "--workers", "1")
+FIT_FLAGS = ("--no-search", "--param", "omega=0.8", "--param", "C=1")
 
 
 def _bigkern(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "bigkern", *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, timeout=300, env=dict(os.environ))
+
+
+@pytest.fixture(scope="module")
+def scheduler() -> Iterator[str]:
+    """One worker process for every command of the module (an embedded cluster per command
+    cost 3-4 s of its start and stop, 15 times)."""
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as cluster:
+        yield cluster.scheduler_address
+
+
+def _command(*args: str | Path) -> subprocess.CompletedProcess:
+    """``bigkern ARGS`` run in this process (as the shell would, less the interpreter's start)."""
+    from bigkern.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in args])
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
 
 def _inputs(kind: str, folder: Path) -> list[Path]:
@@ -55,17 +78,18 @@ def _masks(path: Path) -> np.ndarray:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["netcdf", "geotiff", "hdf5"])
-def test_fit_and_predict_granules_into_zarr_netcdf_and_geotiff(tmp_path, kind):
+def test_fit_and_predict_granules_into_zarr_netcdf_and_geotiff(tmp_path, kind, scheduler):
     from bigkern import open_scenes, predict_scenes
     from bigkern.features import with_features
     from bigkern.models.persistence import load_model
 
     files = _inputs(kind, tmp_path)
-    fit = _bigkern("fit", *files, "-o", tmp_path / "m.zarr", *FIT_FLAGS, cwd=tmp_path)
+    fit = _command("fit", *files, "-o", tmp_path / "m.zarr", *FIT_FLAGS, "--scheduler",
+                   scheduler)
     assert fit.returncode == 0, fit.stderr
     assert "dims of" in fit.stdout  # the dims found are said
     # the same data written to zarr first, by `bigkern ingest`: the reference masks
-    ingest = _bigkern("ingest", "auto", *files, "-o", tmp_path / "s.zarr", cwd=tmp_path)
+    ingest = _command("ingest", "auto", *files, "-o", tmp_path / "s.zarr")
     assert ingest.returncode == 0, ingest.stderr
     model = load_model(tmp_path / "m.zarr")
     scenes = open_scenes(tmp_path / "s.zarr")
@@ -74,8 +98,8 @@ def test_fit_and_predict_granules_into_zarr_netcdf_and_geotiff(tmp_path, kind):
     assert (expected != 0).mean() > 0.95
     for suffix in (".zarr", ".nc", ".tif"):
         out, png = tmp_path / f"masks{suffix}", tmp_path / f"p{suffix[1:]}.png"
-        done = _bigkern("predict", *files, tmp_path / "m.zarr", "-o", out, "--png", png,
-                        "--workers", "1", cwd=tmp_path)
+        done = _command("predict", *files, tmp_path / "m.zarr", "-o", out, "--png", png,
+                        "--scheduler", scheduler)
         assert done.returncode == 0, (suffix, done.stderr)
         assert png.stat().st_size > 10_000
         assert f"masks written to {out}" in done.stdout

@@ -138,8 +138,8 @@ def test_an_unexpired_claim_of_another_host_is_respected(tmp_path):
 
 def test_two_predictions_started_together_never_mix(two_models, tmp_path, remote):
     """The probe's race: two real ``bigkern predict --overwrite`` processes (on one running
-    cluster, so that they start within a second of each other), three to ten times, until
-    one was refused while the other wrote (``benchmarks/faults_writers.py`` runs it more)."""
+    cluster, so that they start within a second of each other), up to ten times, until one
+    was refused while the other wrote (``benchmarks/faults_writers.py`` runs it more)."""
     store, models = two_models
     address, _ = remote
     out = tmp_path / "R.zarr"
@@ -150,8 +150,8 @@ def test_two_predictions_started_together_never_mix(two_models, tmp_path, remote
         expected[str(m)] = _decision(tmp_path / f"ref-{m.name}")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     outcomes: list[tuple[int, ...]] = []
-    for _ in range(10):  # until the race happened (one refused, one written), three at least
-        if len(outcomes) >= 3 and any(0 in o and 1 in o for o in outcomes):
+    for _ in range(10):  # until the race happened (one refused, one written)
+        if any(0 in o and 1 in o for o in outcomes):
             break
         procs = [subprocess.Popen(
             [sys.executable, "-m", "bigkern.cli", "predict", str(store), str(m), "-o",
