@@ -26,6 +26,7 @@ from bigkern.io.scene_dims import (
 )
 from bigkern.io.scenes import validate_scenes
 from bigkern.io.validity import FillValues, ValidRanges, ensure_validity
+from bigkern.prediction_fills import attach_inputs
 
 __all__ = ["class_words", "mask_codes", "predict_scenes", "prediction_job",
            "write_predictions"]
@@ -222,6 +223,10 @@ def predict_scenes(
     arrays = [as_dask_array(ds[f]) for f in features]
     chunks = arrays[0].chunks
     arrays = [a if a.chunks == chunks else a.rechunk(chunks) for a in arrays]
+    # the stored variables read (SD for logSD), checked for undeclared fills as they are read
+    read = [arrays[features.index(v)] if v in features else as_dask_array(ds[v])
+            for v in sources]
+    read = [a if a.chunks == chunks else a.rechunk(chunks) for a in read]
     cube = da.stack(arrays, axis=-1).rechunk({3: -1})
     max_pixels = int(config.get("predict_block_pixels"))
     budget = worker_memory_budget()
@@ -246,7 +251,7 @@ def predict_scenes(
         out["prediction"].attrs = {"long_name": f"value predicted by {type(model).__name__} "
                                                 f"from {', '.join(features)}", **grid}
         out["prediction"].encoding["_FillValue"] = np.float32(np.nan)
-        return from_scene_dims(out, mapping)
+        return attach_inputs(from_scene_dims(out, mapping), sources, read)
     neg, pos, none = mask_codes(model.classes_)
     mask = da.where(da.isnan(decision), none, da.where(decision > 0, pos, neg)).astype(np.int8)
     out = xr.Dataset(
@@ -267,7 +272,7 @@ def predict_scenes(
     out["decision"].attrs = {"long_name": "kernel decision value (> 0: positive class)",
                              "units": "1", **grid}
     out["decision"].encoding["_FillValue"] = np.float32(np.nan)
-    return from_scene_dims(out, mapping)
+    return attach_inputs(from_scene_dims(out, mapping), sources, read)
 
 
 def _grid_mapping(ds: xr.Dataset, features: Sequence[str]) -> str | None:
@@ -435,17 +440,31 @@ def write_predictions(
     >>> tmp.cleanup()
     """
     from bigkern.io.prediction_files import prediction_file_format, write_prediction_file
+    from bigkern.prediction_fills import (
+        EXTREMES,
+        inputs_extremes,
+        prediction_inputs,
+        region_summarizer,
+        suspected_fills,
+    )
 
+    read = prediction_inputs(pred)
     if prediction_file_format(path) is not None:
         report = write_prediction_file(
             pred, path, overwrite=overwrite, inputs=inputs, storage_options=storage_options,
             summarize=_count_predictions, label=f"predicting and writing {path}")
+        if read is not None:  # the file's blocks are not written by tasks: a pass of its own
+            report.summary[EXTREMES] = inputs_extremes(read)
     else:
         report = write_regions(
             pred, path, kind="predictions", job=prediction_job(pred),
-            overwrite=overwrite, resume=resume, inputs=inputs, summarize=_count_predictions,
-            storage_options=storage_options,
+            overwrite=overwrite, resume=resume, inputs=inputs,
+            summarize=(_count_predictions if read is None
+                       else region_summarizer(_count_predictions, len(pred.data_vars))),
+            storage_options=storage_options, inspect=read.arrays if read is not None else (),
             label=f"predicting and writing {path}",
         )
+    if read is not None:
+        report.suspects = suspected_fills(report.summary, read)
     report.summary = _in_words(report.summary, pred)
     return report

@@ -90,3 +90,80 @@ def test_bigkern_predict_on_a_store_with_the_fill(filled: xr.Dataset, tmp_path,
     masks = open_scenes(tmp_path / "p.zarr", validate=False)["cloud_mask"].values
     assert (masks[1, :8] == 0).all() and (masks[1, 8:] != 0).any()
     assert "without a prediction" in capsys.readouterr().out
+
+
+# --- a fill no rule knows: SD = 9999 (positive, so SD's range keeps it) ---------------------
+
+@pytest.fixture(scope="module")
+def sentinel() -> xr.Dataset:
+    """Three scenes; in the middle one, 8 of 32 lines of SD hold 9999, undeclared."""
+    ds = make_scenes(3, (32, 48), seed=6, radiances=False).compute()
+    sd = ds["SD"].values.copy()
+    sd[1, :8] = 9999.0
+    ds["SD"] = (ds["SD"].dims, sd, ds["SD"].attrs)
+    return ds
+
+
+@pytest.fixture(scope="module")
+def clean_model(sentinel: xr.Dataset) -> BinnedSVC:
+    clean = sentinel.isel(scene=[0, 2])
+    s = stack_samples(with_features(clean, FEATURES), FEATURES)
+    return BinnedSVC(omega=0.8, C=1.0).fit(s.as_dataarray(), s.y, mask=s.mask)
+
+
+def _predicted_with_9999(ds: xr.Dataset) -> int:
+    stored = np.stack([ds[v].values for v in ("NDAI", "SD", "CORR")])
+    return int((np.isfinite(stored).all(axis=0) & (stored[1] == 9999.0)).sum())
+
+
+@pytest.mark.parametrize("suffix", [".zarr", ".nc"])
+def test_predict_warns_naming_the_stored_variable_the_value_and_the_count(
+        sentinel: xr.Dataset, clean_model: BinnedSVC, tmp_path, suffix: str) -> None:
+    from bigkern import write_predictions
+    from bigkern.reduce.extremes import SuspectedFillWarning
+
+    if suffix == ".nc":
+        pytest.importorskip("h5netcdf", reason="netCDF output needs the formats extra")
+    count = _predicted_with_9999(sentinel)
+    pred = predict_scenes(clean_model, sentinel[["NDAI", "SD", "CORR"]])
+    with pytest.warns(SuspectedFillWarning,
+                      match=rf"feature 'SD': {count:,} of .* hold the value 9999, far above"):
+        report = write_predictions(pred, tmp_path / f"p{suffix}")
+    (suspect,) = report.suspects
+    assert (suspect.feature, suspect.value, suspect.count) == ("SD", 9999.0, count)
+    assert "input_extremes" not in report.summary
+    masks = pred["cloud_mask"].values
+    assert (masks[1, :8] != 0).mean() > 0.9  # the check masks nothing by itself
+
+
+def test_a_clean_prediction_warns_nothing(sentinel: xr.Dataset, clean_model: BinnedSVC,
+                                          tmp_path) -> None:
+    from bigkern import write_predictions
+
+    report = write_predictions(predict_scenes(clean_model, sentinel.isel(scene=[0, 2])),
+                               tmp_path / "p.zarr")  # a warning would fail the test
+    assert report.suspects == []
+
+
+def test_the_commands_on_a_store_with_the_sentinel(sentinel: xr.Dataset, tmp_path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from bigkern.reduce.extremes import SuspectedFillWarning
+
+    clean = write_scenes(sentinel.isel(scene=[0, 2]), tmp_path / "clean.zarr")
+    store = write_scenes(sentinel, tmp_path / "s.zarr")
+    model = tmp_path / "m.zarr"
+    flags = ["--no-search", "--param", "omega=0.8", "--param", "C=1.0", "--workers", "1"]
+    # fit refuses, after its first pass, in one line naming what to declare
+    assert main(["fit", str(store), "-o", str(tmp_path / "refused.zarr"), *flags]) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]  # after "connected to …"
+    assert err.startswith("bigkern: error: refusing to fit on a suspected fill value")
+    assert "--fill-value SD=9999" in err and not (tmp_path / "refused.zarr").exists()
+    # predict warns and says it in its summary
+    assert main(["fit", str(clean), "-o", str(model), *flags]) == 0
+    with pytest.warns(SuspectedFillWarning, match="feature 'SD'"):
+        assert main(["predict", str(store), str(model), "-o", str(tmp_path / "p.zarr"),
+                     "--workers", "1"]) == 0
+    out = capsys.readouterr().out
+    count = _predicted_with_9999(sentinel)
+    assert (f"suspected undeclared fill: {count:,} predicted pixels have SD = 9999, far "
+            f"above its other values (--fill-value SD=9999") in out

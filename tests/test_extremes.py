@@ -120,15 +120,24 @@ def test_threshold_is_a_setting():
         assert not _suspects(lambda: quantile_summary(X))
 
 
-def test_in_memory_scenes_with_a_fill_the_rules_do_not_know_warn():
-    """A variable without a default range: the rules cannot mask it, the warning names it."""
+def test_a_fit_of_scenes_with_a_fill_the_rules_do_not_know_refuses():
+    """A variable without a range: the rules cannot mask it; a fit of scenes (whose model
+    predicts whole scenes) refuses after its first pass, naming what to declare (issue 40:
+    it warned and fitted on those rows)."""
+    from bigkern.errors import DataQualityError
+
     ds = make_scenes(2, (48, 64), seed=3, radiances=False).compute()
     values = ds["CORR"].values.copy()
     values.reshape(-1)[::7] = -9999.0
     ds["CORR"] = (ds["CORR"].dims, values)
-    found = _suspects(lambda: fit_scenes(ds, search=False, params={"omega": 0.8, "C": 1.0},
-                                         valid_ranges={"CORR": None}))
-    assert len(found) == 1 and "feature 'CORR'" in found[0] and "-9999" in found[0]
+    with pytest.raises(DataQualityError, match=r"refusing to fit on a suspected fill value: "
+                                               r"feature 'CORR': .* hold the value -9999") as err:
+        fit_scenes(ds, search=False, params={"omega": 0.8, "C": 1.0},
+                   valid_ranges={"CORR": None})
+    assert "--fill-value CORR=-9999" in str(err.value)
+    outcome = fit_scenes(ds, search=False, params={"omega": 0.8, "C": 1.0},
+                         valid_ranges={"CORR": None}, fill_values={"CORR": -9999})
+    assert outcome.model.n_features_in_ == 3  # declared, it is masked and the fit goes on
 
 
 def test_extremes_add_is_associative():

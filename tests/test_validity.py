@@ -346,7 +346,8 @@ def test_fill_declared_gives_the_accuracy_of_nan(tmp_path):
     acc_nan, rep_nan = accuracy(nan)
     acc_fill, rep_fill = accuracy(fill, fill_values={"NDAI": -9999}, valid_ranges={"NDAI": None})
     acc_default, _ = accuracy(fill)  # the default NDAI range masks -9999 too
-    acc_raw, rep_raw = accuracy(fill, valid_ranges={"NDAI": None})  # the fill taken as data
+    with config.set(suspect_fill_fraction=0):  # the fill taken as data (else: refused)
+        acc_raw, rep_raw = accuracy(fill, valid_ranges={"NDAI": None})
     assert acc_fill == acc_nan == acc_default
     assert rep_fill["n_nonfinite_by_feature"] == rep_nan["n_nonfinite_by_feature"]
     assert rep_fill["n_nonfinite_by_feature"]["NDAI"] > 0
@@ -379,7 +380,8 @@ def test_in_memory_scenes_get_the_store_rules(tmp_path):
     mask = predict_scenes(held.model, with_features(filled, DEFAULT_FEATURES))["cloud_mask"]
     assert (mask.values.reshape(-1)[idx] == 0).all()
     # ... and the arguments of open_scenes are honoured at every door
-    raw = fit_scenes(filled, grid=grid, seed=1, valid_ranges={"NDAI": None})
+    with config.set(suspect_fill_fraction=0):  # taken as data: the check would refuse
+        raw = fit_scenes(filled, grid=grid, seed=1, valid_ranges={"NDAI": None})
     assert raw.model.fit_report_["n_nonfinite_by_feature"]["NDAI"] == 0
     # a Dataset opened from a store keeps the choice made there (no second masking)
     off = open_scenes(write_scenes(filled, tmp_path / "off.zarr"), valid_ranges=False)

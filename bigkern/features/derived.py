@@ -10,7 +10,10 @@ import xarray as xr
 from bigkern.errors import StoreError
 from bigkern.features.variables import DERIVED
 
-__all__ = ["with_features"]
+__all__ = ["DERIVED_FROM_ATTR", "with_features"]
+
+#: The attribute that marks a feature derived here, naming the variable it is derived from.
+DERIVED_FROM_ATTR = "bigkern_derived_from"
 
 
 def with_features(ds: xr.Dataset, features: Sequence[str]) -> xr.Dataset:
@@ -39,5 +42,6 @@ def with_features(ds: xr.Dataset, features: Sequence[str]) -> xr.Dataset:
             raise StoreError(f"feature {name!r} needs variable {source!r}, absent from the store")
         src = out[source]
         logged = np.log(src.where(src > 0))
-        out = out.assign({name: logged.astype(src.dtype).assign_attrs(long_name=description)})
+        out = out.assign({name: logged.astype(src.dtype).assign_attrs(
+            long_name=description, **{DERIVED_FROM_ATTR: source})})
     return out

@@ -86,6 +86,9 @@ def model_features(model: Any, features: Sequence[str] | None = None) -> list[st
 def stored_sources(ds: xr.Dataset, features: Sequence[str]) -> list[str]:
     """The variables of ``ds`` that ``features`` are read from: derived ones by their source.
 
+    A feature is derived when ``ds`` lacks it, or when :func:`~bigkern.with_features`
+    added it (it carries ``bigkern_derived_from``); a store's own ``logSD`` is read as is.
+
     Examples
     --------
     >>> import numpy as np, xarray as xr
@@ -93,9 +96,14 @@ def stored_sources(ds: xr.Dataset, features: Sequence[str]) -> list[str]:
     >>> stored_sources(ds, ["NDAI", "logSD", "CORR"])
     ['NDAI', 'SD', 'CORR']
     """
+    from bigkern.features.derived import DERIVED_FROM_ATTR
+
     out: list[str] = []
     for name in features:
-        source = name if name in ds.data_vars or name not in DERIVED else DERIVED[name][0]
+        if name in ds.data_vars:  # stored, or derived here (and marked so)
+            source = str(ds[name].attrs.get(DERIVED_FROM_ATTR, name))
+        else:
+            source = DERIVED[name][0] if name in DERIVED else name
         if source not in out:
             out.append(source)
     return out

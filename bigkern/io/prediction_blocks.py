@@ -26,11 +26,10 @@ import numpy as np
 import xarray as xr
 
 from bigkern import config
+from bigkern.io.region_records import Summary, add_summary
 
-__all__ = ["BATCH_BYTES", "SOURCE_STORE_ATTRS", "PredictionLayout", "Summary", "add_summary",
+__all__ = ["BATCH_BYTES", "SOURCE_STORE_ATTRS", "PredictionLayout", "Summary",
            "compute_blocks", "netcdf_attr", "prediction_layout", "summarize_region", "tag_text"]
-
-Summary = dict[str, int]
 
 #: Root attributes of the store a prediction was read from or resumed in: that store's
 #: bookkeeping, never a new file's (which records its own kind, status and version).
@@ -119,12 +118,6 @@ def prediction_layout(pred: xr.Dataset) -> tuple[xr.Dataset, PredictionLayout]:
     layout = PredictionLayout(names, (str(dims[0]), str(dims[1]), str(dims[2])),
                               chunks)  # type: ignore[arg-type]
     return out, layout
-
-
-def add_summary(total: Summary, part: Mapping[str, Any]) -> None:
-    """Add the counts of one block to ``total``."""
-    for key, value in part.items():
-        total[key] = total.get(key, 0) + int(value)
 
 
 #: Bytes of computed blocks the client holds at once, at most (one item at least).

@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import os
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from numbers import Number
 from typing import Any
 
 import numpy as np
@@ -22,15 +23,16 @@ from bigkern.errors import StoreError
 from bigkern.io.outputs import REGIONS_FOLDER
 from bigkern.io.urls import Location
 
-__all__ = ["STORE_ID_ATTR", "Summary", "open_region_arrays", "record_location", "region_digest",
-           "region_key", "verify_region", "write_region_block", "write_region_record"]
+__all__ = ["STORE_ID_ATTR", "Summary", "add_summary", "open_region_arrays", "record_location",
+           "region_digest", "region_key", "verify_region", "write_region_block",
+           "write_region_record"]
 
 # a random id given to a store when its template is created: every region task checks it
 # before writing, so a store replaced by another writer (or another store that a worker
 # resolves the same path to) is never written into
 STORE_ID_ATTR = "bigkern_store_id"
 
-Summary = dict[str, int]
+Summary = dict[str, Any]
 
 
 def open_region_arrays(path: Location, names: Sequence[str], store_id: str | None = None
@@ -104,17 +106,40 @@ def write_region_record(path: Location, store_id: str, job: str, index: tuple[in
         where.fs.pipe_file(where.path, data)
 
 
+def add_summary(total: Summary, part: Mapping[str, Any]) -> None:
+    """Add the summary of one region to ``total``: counts as integers, other values (a
+    mergeable partial such as :class:`~bigkern.reduce.extremes.ValueExtremes`) with ``+``.
+
+    Examples
+    --------
+    >>> total = {"pixels": 4}
+    >>> add_summary(total, {"pixels": 6, "no_prediction": 1})
+    >>> total
+    {'pixels': 10, 'no_prediction': 1}
+    """
+    for key, value in part.items():
+        if isinstance(value, (Number, np.number)) and not isinstance(value, (bool, np.bool_)):
+            total[key] = total.get(key, 0) + int(value)
+        else:
+            total[key] = total[key] + value if key in total else value
+
+
 def write_region_block(*blocks: np.ndarray, path: Location, names: tuple[str, ...], job: str,
                  store_id: str, summarize: Callable[..., Summary] | None,
                  block_info: Any = None) -> np.ndarray:
-    """Write one region of every variable; return its summary in a 1-element object array."""
+    """Write one region of every variable; return its summary in a 1-element object array.
+
+    ``blocks`` are the blocks of the variables ``names``, then those of any arrays
+    inspected along (read, not written), all of which ``summarize`` takes.
+    """
     loc = block_info[0]["array-location"]
     index = tuple(block_info[0]["chunk-location"])
     region = tuple(slice(a, b) for a, b in loc)
     arrays = open_region_arrays(path, names, store_id)
-    for name, block in zip(names, blocks, strict=True):
+    written = blocks[:len(names)]
+    for name, block in zip(names, written, strict=True):
         arrays[name][region] = block
-    write_region_record(path, store_id, job, index, names, blocks)
+    write_region_record(path, store_id, job, index, names, written)
     out = np.empty((1,) * blocks[0].ndim, dtype=object)
     out.flat[0] = summarize(*blocks) if summarize else {}
     return out

@@ -60,6 +60,7 @@ from bigkern.io.outputs import (
 from bigkern.io.region_records import (
     STORE_ID_ATTR,
     Summary,
+    add_summary,
     open_region_arrays,
     verify_region,
     write_region_block,
@@ -85,6 +86,8 @@ class RegionReport:
     n_damaged: int = 0
     resumed: bool = False
     summary: Summary = field(default_factory=dict)
+    #: What a check of the inputs suspected (a prediction's undeclared fill values).
+    suspects: list[Any] = field(default_factory=list)
 
 
 def _region_slices(
@@ -97,11 +100,6 @@ def _region_slices(
 def _identity(path: Location) -> str:
     """The store's full identity for task names: resolved local path, or the URL."""
     return str(path.local_path.resolve()) if path.local else f"{path.protocol}://{path.path}"
-
-
-def _add(total: Summary, part: Summary) -> None:
-    for k, v in part.items():
-        total[k] = total.get(k, 0) + int(v)
 
 
 def _mark_writing(path: Location) -> None:
@@ -282,6 +280,7 @@ def write_regions(
     summarize: Callable[..., Summary] | None = None,
     label: str | None = None,
     storage_options: StorageOptions = None,
+    inspect: Sequence[da.Array] = (),
 ) -> RegionReport:
     """Write the dask-backed data variables of ``ds`` region by region, resumably.
 
@@ -311,13 +310,19 @@ def write_regions(
     inputs : sequence of paths
         Inputs of the job: ``path`` may not be, contain or lie inside them.
     summarize : callable, optional
-        ``summarize(*blocks) -> dict[str, int]`` on each region's blocks (in
-        the order of ``ds.data_vars``); the sums over all regions, finished
-        earlier or now, are returned in :attr:`RegionReport.summary`.
+        ``summarize(*blocks) -> dict`` on each region's blocks (in the order of
+        ``ds.data_vars``, then those of ``inspect`` for a region computed now);
+        the sums over all regions, finished earlier or now, are returned in
+        :attr:`RegionReport.summary` (numbers added, other values with ``+``).
     label : str, optional
         Progress label.
     storage_options : mapping, optional
         fsspec options for a URL (see :func:`bigkern.io.urls.location`).
+    inspect : sequence of dask arrays, optional
+        Arrays chunked as the data variables whose blocks the region task reads
+        for ``summarize`` but does not write (the inputs of the prediction, so
+        a check of them shares the prediction's read). A region verified on a
+        resumed run is summarized from its written blocks alone.
     """
     from bigkern.cluster.compute import compute
 
@@ -334,8 +339,10 @@ def write_regions(
         target = _choose_target(ds, path, claim, kind=kind, job=job, overwrite=overwrite,
                                 resume=resume)
         _write_coords(_lazy_coords(ds), target, job)
+        inspected = [a if a.chunks == chunks else a.rechunk(chunks) for a in inspect]
         report = _write_target(arrays, names, chunks, target, job=job, summarize=summarize,
-                               label=label or f"writing {given}", compute=compute)
+                               label=label or f"writing {given}", compute=compute,
+                               inspect=inspected)
         lost = missing_chunks(target.store, [str(k) for k in ds.coords])
         if lost:
             name, idx = next(iter(lost.items()))
@@ -352,7 +359,8 @@ def write_regions(
 def _write_target(arrays: list[da.Array], names: tuple[str, ...],
                   chunks: tuple[tuple[int, ...], ...], target: _Target, *, job: str,
                   summarize: Callable[..., Summary] | None, label: str,
-                  compute: Callable[..., Any]) -> RegionReport:
+                  compute: Callable[..., Any], inspect: Sequence[da.Array] = ()
+                  ) -> RegionReport:
     """Verify the regions a resumed store holds, then compute and write the others."""
     import dask
 
@@ -376,11 +384,11 @@ def _write_target(arrays: list[da.Array], names: tuple[str, ...],
             else:
                 todo.discard(idx)
                 report.n_reused += 1
-                _add(report.summary, result)
+                add_summary(report.summary, result)
 
     if todo:
         written = da.map_blocks(
-            write_region_block, *arrays, path=store, names=names, job=job,
+            write_region_block, *arrays, *inspect, path=store, names=names, job=job,
             store_id=target.store_id, summarize=summarize,
             chunks=tuple((1,) * len(c) for c in chunks), dtype=object,
             name=f"bigkern-write-{tokenize(job, _identity(store), target.store_id)}",
@@ -388,7 +396,7 @@ def _write_target(arrays: list[da.Array], names: tuple[str, ...],
         ordered = sorted(todo)
         results = compute(*[written.blocks[idx] for idx in ordered], label=label)
         for part in results:
-            _add(report.summary, np.asarray(part).flat[0])
+            add_summary(report.summary, np.asarray(part).flat[0])
         report.n_computed = len(ordered)
 
     lost = missing_chunks(store, names)

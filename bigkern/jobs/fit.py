@@ -23,13 +23,16 @@ eligible pixel and scores nothing. The result is one :class:`FitOutcome`;
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
+from bigkern.errors import DataQualityError
 from bigkern.features import DEFAULT_FEATURES, with_features
 from bigkern.io.samples import stack_samples
 from bigkern.io.validity import FillValues, ValidRanges, ensure_validity
@@ -37,6 +40,7 @@ from bigkern.jobs.fit_params import check_param_names, search_grid, split_candid
 from bigkern.jobs.outcome import FitOutcome, params_text, report_text, say, score_text
 from bigkern.models.registry import ModelSpec, cli_spec
 from bigkern.reduce.binning.percentile import percentile_bins
+from bigkern.reduce.extremes import SuspectedFillWarning
 from bigkern.reduce.sampling import random_split
 from bigkern.tuning import grid_search_bins, holdout_score
 
@@ -101,6 +105,10 @@ def fit_scenes(
         An unknown model or parameter, a target for a classifier (or none for a
         regressor), a target among the features, a parameter given both fixed
         and as candidates, or a grid or candidates without a search.
+    DataQualityError
+        (a ``ValueError``) a suspected undeclared fill value in a feature (see
+        :mod:`bigkern.reduce.extremes`): the message names the variable and the
+        ``fill_values``/``--fill-value`` to declare; the fit stops after its first pass.
 
     Examples
     --------
@@ -129,12 +137,30 @@ def fit_scenes(
                          f"it; leave it out of the features")
     ds = ensure_validity(ds, fill_values=fill_values, valid_ranges=valid_ranges)
     ds = with_features(ds, [*features, *([target] if target else [])])
-    if spec.engine == "bins":
-        return _fit_on_bins(spec, ds, features, params, grid, search, seed)
-    if grid is not None:
+    if spec.engine != "bins" and grid is not None:
         raise ValueError(f"{model} is fitted once, not searched over a grid: give its "
                          f"candidates (where it takes some) in params")
-    return _fit_on_rows(spec, ds, features, target, params, search, seed)
+    with _suspected_fills_refused():
+        if spec.engine == "bins":
+            return _fit_on_bins(spec, ds, features, params, grid, search, seed)
+        return _fit_on_rows(spec, ds, features, target, params, search, seed)
+
+
+@contextlib.contextmanager
+def _suspected_fills_refused() -> Iterator[None]:
+    """A suspected undeclared fill ends the fit after its first pass, naming what to declare.
+
+    An estimator warns (:class:`~bigkern.reduce.extremes.SuspectedFillWarning`) and fits
+    on; a fit of scenes, which writes a model that will predict whole scenes, refuses
+    instead: the fill is declared (and masked) or the check's threshold raised.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SuspectedFillWarning)
+        try:
+            yield
+        except SuspectedFillWarning as found:
+            raise DataQualityError(f"refusing to fit on a suspected fill value: {found}"
+                                   ) from None
 
 
 def _fit_on_bins(spec: ModelSpec, ds: xr.Dataset, features: list[str], params: dict[str, Any],
