@@ -33,7 +33,7 @@ from bigkern.reduce.extremes import (
     SuspectedFill,
     ValueExtremes,
     check_enabled,
-    chunk_extremes,
+    columns_extremes,
     warn_suspected_fills,
 )
 
@@ -72,8 +72,7 @@ def prediction_inputs(pred: xr.Dataset) -> PredictionInputs | None:
 
 def _extremes_of(blocks: Sequence[np.ndarray]) -> ValueExtremes:
     """Extremes of the pixels where every input is finite (the pixels predicted)."""
-    X = np.stack([np.asarray(b).reshape(-1) for b in blocks], axis=1)
-    return chunk_extremes(X, np.isfinite(X).all(axis=1))
+    return columns_extremes(blocks)
 
 
 def region_summarizer(count: Callable[..., dict[str, Any]], n_data: int

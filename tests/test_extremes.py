@@ -194,3 +194,29 @@ def test_a_derived_features_suspect_is_declared_on_its_stored_variable():
     assert f"hold the value {value:g} (where SD is about 9999)" in text
     assert "--fill-value SD=9999," in text and "fill_values={'SD': 9999}" in text
     assert "--fill-value logSD" not in text
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_columns_extremes_equal_the_stacked_sweep(seed):
+    """The prediction's sweep over separate columns (no stacked copy) gives the fit's answer
+    on the rows where every column is finite."""
+    from bigkern.reduce.extremes import columns_extremes
+
+    rng = np.random.default_rng(seed)
+    cols = [rng.choice([-9999.0, 0.0, 1.5, 2.0, 7.0, np.nan, np.inf], size=5000).astype(dtype)
+            for dtype in ("f4", "f4", "f8")[: 2 + seed % 2]]
+    X = np.column_stack([c.astype("f8") for c in cols])
+    assert columns_extremes(cols) == chunk_extremes(X, np.isfinite(X).all(axis=1))
+
+
+def test_a_derived_feature_is_judged_in_its_stored_units():
+    """log(9999) = 9.21 lies barely past logSD's span (-1.37 … 3.95), 9999 far past SD's
+    (0.25 … 52): the fill of SD is suspected through logSD (issue 40: it was missed)."""
+    from bigkern.reduce.extremes import ValueExtremes
+
+    extremes = ValueExtremes(low=np.array([[-1.37, -1.34]]), n_low=np.array([1]),
+                             high=np.array([[9.21024, 3.95]]), n_high=np.array([658]),
+                             n=13_346)
+    (suspect,) = extremes.suspects(["logSD"])
+    assert (suspect.feature, suspect.count, suspect.side) == ("logSD", 658, "above")
+    assert extremes.suspects(["NDAI"]) == []  # the same numbers as a feature of its own

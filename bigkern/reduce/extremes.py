@@ -40,6 +40,7 @@ __all__ = [
     "ValueExtremes",
     "check_enabled",
     "chunk_extremes",
+    "columns_extremes",
     "warn_suspected_fills",
 ]
 
@@ -90,6 +91,77 @@ def _extremes_kernel(d: int) -> Callable[..., tuple[np.ndarray, np.ndarray, np.n
         return low, n_low, high, n_high
 
     return extremes
+
+
+@functools.cache
+def _columns_kernel(d: int) -> Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                   np.ndarray, int]]:
+    """:func:`_extremes` over ``d`` separate columns (a tuple of 1-D arrays of one dtype),
+    on the rows where every column is finite: no stacked copy, no mask array."""
+
+    @numba.njit(nogil=True, cache=True)
+    def extremes(cols):
+        n = cols[0].shape[0]
+        low = np.full((d, 2), np.inf)
+        high = np.full((d, 2), -np.inf)
+        n_low = np.zeros(d, np.int64)
+        n_high = np.zeros(d, np.int64)
+        used = 0
+        for i in range(n):
+            finite = True
+            for j in range(d):
+                if not np.isfinite(cols[j][i]):
+                    finite = False
+                    break
+            if not finite:
+                continue
+            used += 1
+            for j in range(d):
+                v = np.float64(cols[j][i])
+                if v <= low[j, 1]:
+                    if v < low[j, 0]:
+                        low[j, 1] = low[j, 0]
+                        low[j, 0] = v
+                        n_low[j] = 1
+                    elif v == low[j, 0]:
+                        n_low[j] += 1
+                    else:
+                        low[j, 1] = v
+                if v >= high[j, 1]:
+                    if v > high[j, 0]:
+                        high[j, 1] = high[j, 0]
+                        high[j, 0] = v
+                        n_high[j] = 1
+                    elif v == high[j, 0]:
+                        n_high[j] += 1
+                    else:
+                        high[j, 1] = v
+        return low, n_low, high, n_high, used
+
+    return extremes
+
+
+def columns_extremes(columns: Sequence[np.ndarray]) -> ValueExtremes:
+    """The :class:`ValueExtremes` of the rows where every one of ``columns`` is finite.
+
+    One compiled sweep over the columns as they are (each raveled, no stacked copy):
+    what a prediction's region task runs on the stored variables it read.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> e = columns_extremes([np.array([1.0, 9999.0, 2.0, 9999.0]),
+    ...                       np.array([0.5, 0.1, np.nan, 0.2])])
+    >>> e.n, e.high[0].tolist(), e.n_high.tolist()
+    (3, [9999.0, 1.0], [2, 1])
+    """
+    cols = [np.ascontiguousarray(c).reshape(-1) for c in columns]
+    kind = np.result_type(*cols)
+    if kind.kind != "f":
+        kind = np.dtype(np.float64)
+    cols = tuple(c if c.dtype == kind else c.astype(kind) for c in cols)
+    low, n_low, high, n_high, used = _columns_kernel(len(cols))(cols)
+    return ValueExtremes(low, n_low, high, n_high, int(used))
 
 
 def _extremes(X: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray,
@@ -154,12 +226,17 @@ class ValueExtremes:
         d = len(names)
         (lo, lo2), (hi, hi2) = self.low[:d].T, self.high[:d].T
         n_low, n_high = self.n_low[:d], self.n_high[:d]
+        # a derived feature is judged in its stored variable's units, where the fill was
+        # written: log(9999) = 9.2 lies barely beyond logSD's span, 9999 far beyond SD's
+        judged = [_stored_units(str(n), np.array([lo[j], lo2[j], hi[j], hi2[j]]))
+                  for j, n in enumerate(names[:d])]
+        slo, slo2, shi, shi2 = np.array(judged).T if d else (lo, lo2, hi, hi2)
         with np.errstate(invalid="ignore"):  # inf − inf where a feature has one value
-            inner = hi2 - lo2  # the span between the extremes' neighbours
+            inner = shi2 - slo2  # the span between the extremes' neighbours
             spread = np.isfinite(inner) & (inner > 0)
             least = max(2, share * self.n)  # repeated, and far from the rest
-            low_hit = spread & (n_low >= least) & (lo2 - lo > inner)
-            high_hit = spread & (n_high >= least) & (hi - hi2 > inner)
+            low_hit = spread & (n_low >= least) & (slo2 - slo > inner)
+            high_hit = spread & (n_high >= least) & (shi - shi2 > inner)
         for j in np.flatnonzero(low_hit | high_hit):  # every feature at once: few hits
             if low_hit[j]:
                 out.append(SuspectedFill(str(names[j]), float(lo[j]), int(n_low[j]),
@@ -168,6 +245,20 @@ class ValueExtremes:
                 out.append(SuspectedFill(str(names[j]), float(hi[j]), int(n_high[j]),
                                          self.n, "above", float(lo[j]), float(hi2[j])))
         return out
+
+
+def _stored_units(feature: str, values: np.ndarray) -> np.ndarray:
+    """``values`` of ``feature`` in its stored variable's units (itself unless derived);
+    the derivations are monotone, so extremes stay extremes. Infinities (no value) stay."""
+    from bigkern.features.variables import DERIVED, stored_value
+
+    if feature not in DERIVED:
+        return values
+    out = values.astype(np.float64).copy()
+    for i, v in enumerate(out):
+        if np.isfinite(v) and (raw := stored_value(feature, float(v))) is not None:
+            out[i] = raw
+    return out
 
 
 @dataclass(frozen=True)
