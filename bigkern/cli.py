@@ -416,9 +416,10 @@ def _predict(args: argparse.Namespace, inputs: tuple[Any, Any]) -> int:
           f"{'masks' if is_classifier(model) else 'predicted values'} written to "
           f"{report.path}")
     for suspect in report.suspects:  # each also warned, with what to do
+        name, value = suspect.stored()
         print(f"bigkern: suspected undeclared fill: {suspect.count:,} predicted pixels have "
-              f"{suspect.feature} = {suspect.value:g}, far {suspect.side} its other values "
-              f"(--fill-value {suspect.feature}={suspect.value:g} to leave them unpredicted)")
+              f"{name} = {value:g}, far {suspect.side} its other values (--fill-value "
+              f"{name}={value:g} to leave them unpredicted)")
     if args.png:
         from bigkern.jobs.plot import save_scene_figure
 

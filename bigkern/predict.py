@@ -223,10 +223,9 @@ def predict_scenes(
     arrays = [as_dask_array(ds[f]) for f in features]
     chunks = arrays[0].chunks
     arrays = [a if a.chunks == chunks else a.rechunk(chunks) for a in arrays]
-    # the stored variables read (SD for logSD), checked for undeclared fills as they are read
-    read = [arrays[features.index(v)] if v in features else as_dask_array(ds[v])
-            for v in sources]
-    read = [a if a.chunks == chunks else a.rechunk(chunks) for a in read]
+    # the stored variables read (SD for logSD), for a check of undeclared fills
+    stored = [arrays[features.index(v)] if v in features else as_dask_array(ds[v])
+              for v in sources]
     cube = da.stack(arrays, axis=-1).rechunk({3: -1})
     max_pixels = int(config.get("predict_block_pixels"))
     budget = worker_memory_budget()
@@ -251,7 +250,7 @@ def predict_scenes(
         out["prediction"].attrs = {"long_name": f"value predicted by {type(model).__name__} "
                                                 f"from {', '.join(features)}", **grid}
         out["prediction"].encoding["_FillValue"] = np.float32(np.nan)
-        return attach_inputs(from_scene_dims(out, mapping), sources, read)
+        return attach_inputs(from_scene_dims(out, mapping), features, cube, sources, stored)
     neg, pos, none = mask_codes(model.classes_)
     mask = da.where(da.isnan(decision), none, da.where(decision > 0, pos, neg)).astype(np.int8)
     out = xr.Dataset(
@@ -272,7 +271,7 @@ def predict_scenes(
     out["decision"].attrs = {"long_name": "kernel decision value (> 0: positive class)",
                              "units": "1", **grid}
     out["decision"].encoding["_FillValue"] = np.float32(np.nan)
-    return attach_inputs(from_scene_dims(out, mapping), sources, read)
+    return attach_inputs(from_scene_dims(out, mapping), features, cube, sources, stored)
 
 
 def _grid_mapping(ds: xr.Dataset, features: Sequence[str]) -> str | None:
@@ -441,11 +440,10 @@ def write_predictions(
     """
     from bigkern.io.prediction_files import prediction_file_format, write_prediction_file
     from bigkern.prediction_fills import (
-        EXTREMES,
         inputs_extremes,
         prediction_inputs,
-        region_summarizer,
         suspected_fills,
+        total_extremes,
     )
 
     read = prediction_inputs(pred)
@@ -453,18 +451,20 @@ def write_predictions(
         report = write_prediction_file(
             pred, path, overwrite=overwrite, inputs=inputs, storage_options=storage_options,
             summarize=_count_predictions, label=f"predicting and writing {path}")
-        if read is not None:  # the file's blocks are not written by tasks: a pass of its own
-            report.summary[EXTREMES] = inputs_extremes(read)
+        extremes = None
     else:
         report = write_regions(
             pred, path, kind="predictions", job=prediction_job(pred),
-            overwrite=overwrite, resume=resume, inputs=inputs,
-            summarize=(_count_predictions if read is None
-                       else region_summarizer(_count_predictions, len(pred.data_vars))),
-            storage_options=storage_options, inspect=read.arrays if read is not None else (),
-            label=f"predicting and writing {path}",
+            overwrite=overwrite, resume=resume, inputs=inputs, summarize=_count_predictions,
+            storage_options=storage_options, label=f"predicting and writing {path}",
+            along=[read.extremes] if read is not None else (),
         )
+        extremes = total_extremes(report.along[0]) if report.along else None
     if read is not None:
-        report.suspects = suspected_fills(report.summary, read)
+        if extremes is None:  # not computed with the regions: a pass of its own
+            extremes, names = inputs_extremes(read), read.names
+        else:
+            names = read.features
+        report.suspects = suspected_fills(extremes, names)
     report.summary = _in_words(report.summary, pred)
     return report

@@ -1,27 +1,29 @@
-"""The suspected-fill check at prediction: the stored inputs looked at as they are read.
+"""The suspected-fill check at prediction: the features looked at where they are read.
 
 A fill value nobody declared (SD = 9999 in a scene, say) is a number like any
 other: a fit's first pass notices it (:mod:`bigkern.reduce.extremes`), but a
 prediction would give those pixels a class in silence. So
-:func:`bigkern.predict_scenes` records which stored variables its features are
-read from (:func:`attach_inputs`: ``SD`` for ``logSD``), and
-:func:`bigkern.write_predictions` looks at them with the same rule as the fit:
-per region, the two smallest and largest values of each variable over the
-pixels it predicts and how many hold the extremes (:func:`region_summarizer`),
-merged exactly; each suspect is a :class:`~bigkern.reduce.extremes.SuspectedFillWarning`
-naming the stored variable, the value and the count, and is in the report.
-Nothing is masked by the check itself: a fill is declared to be masked.
+:func:`bigkern.predict_scenes` attaches to its output a lazy look at the rows it
+predicts (:func:`attach_inputs`): per prediction task, the two smallest and
+largest values of each feature over the rows where every feature is finite and
+how many hold the extremes, merged exactly into one
+:class:`~bigkern.reduce.extremes.ValueExtremes`, judged with the fit's rule (a
+derived feature in its stored variable's units: ``logSD`` as ``SD``).
+:func:`bigkern.write_predictions` computes it with the prediction and warns
+(:class:`~bigkern.reduce.extremes.SuspectedFillWarning`) naming the variable to
+declare, the value and the count. Nothing is masked by the check itself: a fill
+is declared to be masked.
 
-For a zarr output the check runs in the tasks that predict and write each region,
-on the blocks they read anyway (its cost: one compiled sweep of the inputs,
-about 27 ms per 8.4 M × 3 float32 values). A netCDF or GeoTIFF output is
-checked by a separate pass over the inputs (one more read). A resumed store
-checks the regions it computes.
+For a zarr output the look is computed in the same graph as the regions, from
+the blocks the prediction tasks stack anyway (one compiled sweep, ~34 ms per
+8.4 M × 3 values). A netCDF or GeoTIFF output, whose regions are computed a few at
+a time, is checked by a pass of its own over the stored variables (one more
+read), as is a resumed store (over every pixel, not only those it computes).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,28 +40,60 @@ from bigkern.reduce.extremes import (
 )
 
 __all__ = ["INPUTS_KEY", "PredictionInputs", "attach_inputs", "inputs_extremes",
-           "region_summarizer", "suspected_fills"]
+           "prediction_inputs", "suspected_fills", "total_extremes"]
 
 #: The key of a prediction's ``Dataset.encoding`` that holds its :class:`PredictionInputs`.
 INPUTS_KEY = "bigkern_prediction_inputs"
 
-#: The summary key under which a region's :class:`ValueExtremes` travel.
-EXTREMES = "input_extremes"
-
-
 @dataclass(frozen=True)
 class PredictionInputs:
-    """The stored variables a prediction reads (after their validity rules), lazily."""
+    """What a prediction reads, for its fill check: the features' extremes over the rows
+    predicted (``extremes``, a lazy :class:`ValueExtremes` from the prediction's own
+    tasks), and the stored variables they are read from (``names``, ``arrays``: after
+    their validity rules, for a check by a pass of its own)."""
 
+    features: tuple[str, ...]
+    extremes: da.Array  # object blocks, one ValueExtremes per prediction task
     names: tuple[str, ...]
     arrays: tuple[da.Array, ...]
 
 
-def attach_inputs(pred: xr.Dataset, names: Sequence[str],
-                  arrays: Sequence[da.Array]) -> xr.Dataset:
-    """Record on ``pred`` the stored inputs the writers check (in ``pred.encoding``)."""
-    pred.encoding[INPUTS_KEY] = PredictionInputs(tuple(map(str, names)), tuple(arrays))
+def attach_inputs(pred: xr.Dataset, features: Sequence[str], cube: da.Array,
+                  names: Sequence[str], arrays: Sequence[da.Array]) -> xr.Dataset:
+    """Record on ``pred`` (in ``pred.encoding``) what its writers check.
+
+    ``cube`` holds the features as the prediction tasks stack them (scene, y, x,
+    feature); ``names``/``arrays`` are the stored variables they come from.
+    """
+    # an array, not a delayed sum: computed with the prediction's arrays, it is optimized
+    # with them, so the stacked blocks it shares keep their keys and are computed once
+    # (as a delayed it was optimized apart and read everything again: 19 % more time)
+    parts = cube.map_blocks(_cube_extremes, dtype=object, drop_axis=3,
+                            chunks=tuple((1,) * len(c) for c in cube.chunks[:3]),
+                            name=f"bigkern-extremes-{cube.name}")
+    pred.encoding[INPUTS_KEY] = PredictionInputs(tuple(map(str, features)), parts,
+                                                 tuple(map(str, names)), tuple(arrays))
     return pred
+
+
+def total_extremes(parts: np.ndarray) -> ValueExtremes | None:
+    """The computed per-task extremes (an object array) merged into one."""
+    return _sum_extremes(*np.asarray(parts).ravel())
+
+
+def _cube_extremes(block: np.ndarray) -> np.ndarray:
+    out = np.empty((1, 1, 1), dtype=object)
+    rows = block.reshape(-1, block.shape[-1])  # a view: the features are the last axis
+    out.flat[0] = columns_extremes([rows[:, j] for j in range(rows.shape[1])])
+    return out
+
+
+def _sum_extremes(*parts: Any) -> ValueExtremes | None:
+    total = None
+    for part in parts:
+        item = np.asarray(part).flat[0] if isinstance(part, np.ndarray) else part
+        total = item if total is None else total + item
+    return total
 
 
 def prediction_inputs(pred: xr.Dataset) -> PredictionInputs | None:
@@ -73,28 +107,6 @@ def prediction_inputs(pred: xr.Dataset) -> PredictionInputs | None:
 def _extremes_of(blocks: Sequence[np.ndarray]) -> ValueExtremes:
     """Extremes of the pixels where every input is finite (the pixels predicted)."""
     return columns_extremes(blocks)
-
-
-def region_summarizer(count: Callable[..., dict[str, Any]], n_data: int
-                      ) -> Callable[..., dict[str, Any]]:
-    """``count`` of a region's ``n_data`` prediction blocks, plus the extremes of the input
-    blocks that follow them when the region was computed now.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> summarize = region_summarizer(lambda d: {"pixels": d.size}, 1)
-    >>> out = summarize(np.zeros(4), np.array([1.0, 2.0, 9999.0, 9999.0]))
-    >>> out["pixels"], out["input_extremes"].high[0].tolist()
-    (4, [9999.0, 2.0])
-    """
-    def summarize(*blocks: np.ndarray) -> dict[str, Any]:
-        out = dict(count(*blocks[:n_data]))
-        if len(blocks) > n_data:
-            out[EXTREMES] = _extremes_of(blocks[n_data:])
-        return out
-
-    return summarize
 
 
 def inputs_extremes(inputs: PredictionInputs) -> ValueExtremes:
@@ -117,15 +129,14 @@ def _one_block_extremes(*blocks: np.ndarray) -> np.ndarray:
     return out
 
 
-def suspected_fills(summary: dict[str, Any], inputs: PredictionInputs, *,
+def suspected_fills(extremes: ValueExtremes | None, names: Sequence[str], *,
                     stacklevel: int = 4) -> list[SuspectedFill]:
-    """Warn once per suspected fill among the inputs (popping the extremes off ``summary``).
+    """Warn once per suspected fill (:func:`~bigkern.reduce.extremes.warn_suspected_fills`).
 
     Returns
     -------
     list of SuspectedFill
-        Each names the stored variable, the value and how many of the pixels
-        predicted hold it.
+        Each names the feature (its message, the stored variable to declare),
+        the value and how many of the pixels predicted hold it.
     """
-    extremes = summary.pop(EXTREMES, None)
-    return warn_suspected_fills(extremes, inputs.names, stacklevel=stacklevel)
+    return warn_suspected_fills(extremes, names, stacklevel=stacklevel)

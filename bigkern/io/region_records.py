@@ -127,19 +127,14 @@ def add_summary(total: Summary, part: Mapping[str, Any]) -> None:
 def write_region_block(*blocks: np.ndarray, path: Location, names: tuple[str, ...], job: str,
                  store_id: str, summarize: Callable[..., Summary] | None,
                  block_info: Any = None) -> np.ndarray:
-    """Write one region of every variable; return its summary in a 1-element object array.
-
-    ``blocks`` are the blocks of the variables ``names``, then those of any arrays
-    inspected along (read, not written), all of which ``summarize`` takes.
-    """
+    """Write one region of every variable; return its summary in a 1-element object array."""
     loc = block_info[0]["array-location"]
     index = tuple(block_info[0]["chunk-location"])
     region = tuple(slice(a, b) for a, b in loc)
     arrays = open_region_arrays(path, names, store_id)
-    written = blocks[:len(names)]
-    for name, block in zip(names, written, strict=True):
+    for name, block in zip(names, blocks, strict=True):
         arrays[name][region] = block
-    write_region_record(path, store_id, job, index, names, written)
+    write_region_record(path, store_id, job, index, names, blocks)
     out = np.empty((1,) * blocks[0].ndim, dtype=object)
     out.flat[0] = summarize(*blocks) if summarize else {}
     return out

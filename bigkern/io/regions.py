@@ -86,6 +86,8 @@ class RegionReport:
     n_damaged: int = 0
     resumed: bool = False
     summary: Summary = field(default_factory=dict)
+    #: The results of ``along`` (computed with the regions), or empty.
+    along: list[Any] = field(default_factory=list)
     #: What a check of the inputs suspected (a prediction's undeclared fill values).
     suspects: list[Any] = field(default_factory=list)
 
@@ -280,7 +282,7 @@ def write_regions(
     summarize: Callable[..., Summary] | None = None,
     label: str | None = None,
     storage_options: StorageOptions = None,
-    inspect: Sequence[da.Array] = (),
+    along: Sequence[Any] = (),
 ) -> RegionReport:
     """Write the dask-backed data variables of ``ds`` region by region, resumably.
 
@@ -310,19 +312,18 @@ def write_regions(
     inputs : sequence of paths
         Inputs of the job: ``path`` may not be, contain or lie inside them.
     summarize : callable, optional
-        ``summarize(*blocks) -> dict`` on each region's blocks (in the order of
-        ``ds.data_vars``, then those of ``inspect`` for a region computed now);
-        the sums over all regions, finished earlier or now, are returned in
-        :attr:`RegionReport.summary` (numbers added, other values with ``+``).
+        ``summarize(*blocks) -> dict[str, int]`` on each region's blocks (in
+        the order of ``ds.data_vars``); the sums over all regions, finished
+        earlier or now, are returned in :attr:`RegionReport.summary`.
     label : str, optional
         Progress label.
     storage_options : mapping, optional
         fsspec options for a URL (see :func:`bigkern.io.urls.location`).
-    inspect : sequence of dask arrays, optional
-        Arrays chunked as the data variables whose blocks the region task reads
-        for ``summarize`` but does not write (the inputs of the prediction, so
-        a check of them shares the prediction's read). A region verified on a
-        resumed run is summarized from its written blocks alone.
+    along : sequence of dask collections, optional
+        Computed in the same computation as the regions, sharing its tasks (a
+        check of what the data variables are computed from), when every region
+        is computed now; their results are :attr:`RegionReport.along` (empty
+        when a resumed store computed only some regions).
     """
     from bigkern.cluster.compute import compute
 
@@ -339,10 +340,9 @@ def write_regions(
         target = _choose_target(ds, path, claim, kind=kind, job=job, overwrite=overwrite,
                                 resume=resume)
         _write_coords(_lazy_coords(ds), target, job)
-        inspected = [a if a.chunks == chunks else a.rechunk(chunks) for a in inspect]
         report = _write_target(arrays, names, chunks, target, job=job, summarize=summarize,
                                label=label or f"writing {given}", compute=compute,
-                               inspect=inspected)
+                               along=along)
         lost = missing_chunks(target.store, [str(k) for k in ds.coords])
         if lost:
             name, idx = next(iter(lost.items()))
@@ -359,7 +359,7 @@ def write_regions(
 def _write_target(arrays: list[da.Array], names: tuple[str, ...],
                   chunks: tuple[tuple[int, ...], ...], target: _Target, *, job: str,
                   summarize: Callable[..., Summary] | None, label: str,
-                  compute: Callable[..., Any], inspect: Sequence[da.Array] = ()
+                  compute: Callable[..., Any], along: Sequence[Any] = ()
                   ) -> RegionReport:
     """Verify the regions a resumed store holds, then compute and write the others."""
     import dask
@@ -388,15 +388,17 @@ def _write_target(arrays: list[da.Array], names: tuple[str, ...],
 
     if todo:
         written = da.map_blocks(
-            write_region_block, *arrays, *inspect, path=store, names=names, job=job,
+            write_region_block, *arrays, path=store, names=names, job=job,
             store_id=target.store_id, summarize=summarize,
             chunks=tuple((1,) * len(c) for c in chunks), dtype=object,
             name=f"bigkern-write-{tokenize(job, _identity(store), target.store_id)}",
         )
         ordered = sorted(todo)
-        results = compute(*[written.blocks[idx] for idx in ordered], label=label)
-        for part in results:
+        extra = list(along) if len(ordered) == len(regions) else []
+        results = compute(*[written.blocks[idx] for idx in ordered], *extra, label=label)
+        for part in results[:len(ordered)]:
             add_summary(report.summary, np.asarray(part).flat[0])
+        report.along = list(results[len(ordered):])
         report.n_computed = len(ordered)
 
     lost = missing_chunks(store, names)

@@ -144,8 +144,8 @@ def _columns_kernel(d: int) -> Callable[..., tuple[np.ndarray, np.ndarray, np.nd
 def columns_extremes(columns: Sequence[np.ndarray]) -> ValueExtremes:
     """The :class:`ValueExtremes` of the rows where every one of ``columns`` is finite.
 
-    One compiled sweep over the columns as they are (each raveled, no stacked copy):
-    what a prediction's region task runs on the stored variables it read.
+    One compiled sweep over the columns as they are (1-D views, strided or not, are not
+    copied): what a prediction task runs on the features it stacked.
 
     Examples
     --------
@@ -155,7 +155,7 @@ def columns_extremes(columns: Sequence[np.ndarray]) -> ValueExtremes:
     >>> e.n, e.high[0].tolist(), e.n_high.tolist()
     (3, [9999.0, 1.0], [2, 1])
     """
-    cols = [np.ascontiguousarray(c).reshape(-1) for c in columns]
+    cols = [c if c.ndim == 1 else c.reshape(-1) for c in map(np.asarray, columns)]
     kind = np.result_type(*cols)
     if kind.kind != "f":
         kind = np.dtype(np.float64)
@@ -247,6 +247,14 @@ class ValueExtremes:
         return out
 
 
+def _stored_variable(feature: str, value: float) -> tuple[str, float]:
+    from bigkern.features.variables import DERIVED, stored_value
+
+    if feature in DERIVED and (raw := stored_value(feature, value)) is not None:
+        return DERIVED[feature][0], raw
+    return feature, value
+
+
 def _stored_units(feature: str, values: np.ndarray) -> np.ndarray:
     """``values`` of ``feature`` in its stored variable's units (itself unless derived);
     the derivations are monotone, so extremes stay extremes. Infinities (no value) stay."""
@@ -274,19 +282,29 @@ class SuspectedFill:
     rest_min: float
     rest_max: float
 
+    def stored(self) -> tuple[str, float]:
+        """The stored variable to declare the fill on, and its value there: the feature
+        itself, or for a derived feature its source (``SD`` and ``exp(value)`` for
+        ``logSD``, to about six digits).
+
+        Examples
+        --------
+        >>> import math
+        >>> SuspectedFill("logSD", math.log(9999.0), 5, 100, "above", 0.0, 3.0).stored()
+        ('SD', 9999.0...)
+        """
+        return _stored_variable(self.feature, self.value)
+
     def message(self) -> str:
         """The warning's text: what, where, how many, and what to do.
 
         A derived feature's fill is declared on the variable it is derived from
         (``logSD``'s on ``SD``), with the stored value the message names.
         """
-        from bigkern.features.variables import DERIVED, stored_value
-
         v = f"{self.value:g}"
-        name, declared, of = self.feature, v, ""
-        if self.feature in DERIVED and (raw := stored_value(self.feature, self.value)) is not None:
-            name, declared = DERIVED[self.feature][0], f"{raw:g}"
-            of = f" (where {name} is about {declared})"
+        name, raw = self.stored()
+        declared = f"{raw:g}"
+        of = f" (where {name} is about {declared})" if name != self.feature else ""
         return (f"feature {self.feature!r}: {self.count:,} of {self.n:,} usable rows "
                 f"({self.count / self.n:.1%}) hold the value {v}{of}, far {self.side} all the "
                 f"others ({self.rest_min:g} … {self.rest_max:g}): the signature of an "
