@@ -26,15 +26,10 @@ from bigkern.io.scene_dims import (
 )
 from bigkern.io.scenes import validate_scenes
 from bigkern.io.validity import FillValues, ValidRanges, ensure_validity
-from bigkern.prediction_fills import attach_inputs
+from bigkern.prediction_fills import attach_inputs, decide_and_look
 
 __all__ = ["class_words", "mask_codes", "predict_scenes", "prediction_job",
            "write_predictions"]
-
-
-def _decision_block(block: np.ndarray, decision_rows: Any) -> np.ndarray:
-    flat = block.reshape(-1, block.shape[-1])
-    return np.asarray(decision_rows(flat)).astype(np.float32).reshape(block.shape[:-1])
 
 
 def task_chunks(
@@ -234,10 +229,7 @@ def predict_scenes(
                                          max_pixels)
     tasks = task_chunks(chunks, max_pixels)
     cube = cube.rechunk((*tasks, -1))
-    decision = cube.map_blocks(
-        _decision_block, decision_rows=model.decision_rows, drop_axis=3, dtype=np.float32,
-        token="bigkern-decision",
-    )
+    decision, looked = decide_and_look(cube, model.decision_rows)
     if decision.chunks != chunks:
         decision = decision.rechunk(chunks)
     coords = {str(k): v.variable for k, v in ds.coords.items() if set(v.dims) <= set(SCENE_DIMS)}
@@ -250,7 +242,7 @@ def predict_scenes(
         out["prediction"].attrs = {"long_name": f"value predicted by {type(model).__name__} "
                                                 f"from {', '.join(features)}", **grid}
         out["prediction"].encoding["_FillValue"] = np.float32(np.nan)
-        return attach_inputs(from_scene_dims(out, mapping), features, cube, sources, stored)
+        return attach_inputs(from_scene_dims(out, mapping), features, looked, sources, stored)
     neg, pos, none = mask_codes(model.classes_)
     mask = da.where(da.isnan(decision), none, da.where(decision > 0, pos, neg)).astype(np.int8)
     out = xr.Dataset(
@@ -271,7 +263,7 @@ def predict_scenes(
     out["decision"].attrs = {"long_name": "kernel decision value (> 0: positive class)",
                              "units": "1", **grid}
     out["decision"].encoding["_FillValue"] = np.float32(np.nan)
-    return attach_inputs(from_scene_dims(out, mapping), features, cube, sources, stored)
+    return attach_inputs(from_scene_dims(out, mapping), features, looked, sources, stored)
 
 
 def _grid_mapping(ds: xr.Dataset, features: Sequence[str]) -> str | None:
