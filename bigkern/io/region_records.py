@@ -14,7 +14,6 @@ import json
 import os
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from numbers import Number
 from typing import Any
 
 import numpy as np
@@ -32,7 +31,7 @@ __all__ = ["STORE_ID_ATTR", "Summary", "add_summary", "open_region_arrays", "rec
 # resolves the same path to) is never written into
 STORE_ID_ATTR = "bigkern_store_id"
 
-Summary = dict[str, Any]
+Summary = dict[str, int]
 
 
 def open_region_arrays(path: Location, names: Sequence[str], store_id: str | None = None
@@ -107,8 +106,7 @@ def write_region_record(path: Location, store_id: str, job: str, index: tuple[in
 
 
 def add_summary(total: Summary, part: Mapping[str, Any]) -> None:
-    """Add the summary of one region to ``total``: counts as integers, other values (a
-    mergeable partial such as :class:`~bigkern.reduce.extremes.ValueExtremes`) with ``+``.
+    """Add the counts of one region to ``total``.
 
     Examples
     --------
@@ -118,10 +116,7 @@ def add_summary(total: Summary, part: Mapping[str, Any]) -> None:
     {'pixels': 10, 'no_prediction': 1}
     """
     for key, value in part.items():
-        if isinstance(value, (Number, np.number)) and not isinstance(value, (bool, np.bool_)):
-            total[key] = total.get(key, 0) + int(value)
-        else:
-            total[key] = total[key] + value if key in total else value
+        total[key] = total.get(key, 0) + int(value)
 
 
 def write_region_block(*blocks: np.ndarray, path: Location, names: tuple[str, ...], job: str,
