@@ -38,7 +38,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import tracemalloc
 import warnings
 from pathlib import Path
 from typing import Any
@@ -238,21 +237,13 @@ def races(tmp: Path) -> list[dict]:
 
 def tiny_file(tmp: Path) -> dict:
     """A 2-line MISR text file declaring a 3000 x 3000 grid."""
-    from bigkern.errors import StoreError
-    from bigkern.io.misr_text import read_misr_text
+    from faults_stores import misr_text_refusal
 
     path = tmp / "tiny.txt"
     path.write_text("1 1 1 0.1 1 0.5 1 1 1 1 1\n3000 3000 -1 0.1 1 0.5 1 1 1 1 1\n")
-    tracemalloc.start()
-    t = time.perf_counter()
-    try:
-        read_misr_text(path)
-        outcome, ok = "read: a 9 M-pixel grid built", False
-    except StoreError as err:
-        outcome, ok = f"StoreError: {_last(str(err), 110)}", True
-    took = time.perf_counter() - t
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
+    message, took, peak = misr_text_refusal(path)
+    ok = message is not None
+    outcome = f"StoreError: {_last(message, 110)}" if ok else "read: a 9 M-pixel grid built"
     return _row(f"read_misr_text of a {path.stat().st_size}-byte file with pixels at "
                 f"y = x = 1 and 3000", f"{outcome} ({took * 1e3:.1f} ms, peak "
                 f"{peak / 2**20:.2f} MiB)", ok and took < 1 and peak < 100 * 2**20)

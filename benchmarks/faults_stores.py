@@ -99,23 +99,32 @@ def swapped_chunks(tmp: Path) -> list[dict]:
     return rows
 
 
-def ingest_bomb(tmp: Path) -> dict:
-    """A 63-byte MISR text file declaring a 10^10-pixel grid."""
+def misr_text_refusal(path: Path) -> tuple[str | None, float, int]:
+    """``read_misr_text(path)``: the refusal's message (None if it read the file), its
+    seconds and the peak of traced memory."""
     from bigkern.errors import StoreError
     from bigkern.io.misr_text import read_misr_text
 
-    bomb = tmp / "bomb.txt"
-    bomb.write_text("0 0 1 0.1 1 0.5 1 1 1 1 1\n100000 100000 -1 0.1 1 0.5 1 1 1 1 1\n")
     tracemalloc.start()
     t = time.perf_counter()
     try:
-        read_misr_text(bomb)
-        refused = False
-    except StoreError:
-        refused = True
-    took = time.perf_counter() - t
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
+        read_misr_text(path)
+        message = None
+    except StoreError as err:
+        message = str(err)
+    finally:
+        took = time.perf_counter() - t
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return message, took, peak
+
+
+def ingest_bomb(tmp: Path) -> dict:
+    """A 63-byte MISR text file declaring a 10^10-pixel grid."""
+    bomb = tmp / "bomb.txt"
+    bomb.write_text("0 0 1 0.1 1 0.5 1 1 1 1 1\n100000 100000 -1 0.1 1 0.5 1 1 1 1 1\n")
+    message, took, peak = misr_text_refusal(bomb)
+    refused = message is not None
     code, err, wall = _run("ingest", "misr-text", bomb, "-o", tmp / "bomb.zarr", cwd=tmp)
     written = (tmp / "bomb.zarr").exists()
     return {"case": f"bigkern ingest misr-text of a {bomb.stat().st_size}-byte file with "

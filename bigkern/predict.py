@@ -431,12 +431,8 @@ def write_predictions(
     >>> tmp.cleanup()
     """
     from bigkern.io.prediction_files import prediction_file_format, write_prediction_file
-    from bigkern.prediction_fills import (
-        inputs_extremes,
-        prediction_inputs,
-        suspected_fills,
-        total_extremes,
-    )
+    from bigkern.prediction_fills import inputs_extremes, prediction_inputs, total_extremes
+    from bigkern.reduce.extremes import warn_suspected_fills
 
     read = prediction_inputs(pred)
     if prediction_file_format(path) is not None:
@@ -457,6 +453,6 @@ def write_predictions(
             extremes, names = inputs_extremes(read), read.names
         else:
             names = read.features
-        report.suspects = suspected_fills(extremes, names)
+        report.suspects = warn_suspected_fills(extremes, names, stacklevel=3)
     report.summary = _in_words(report.summary, pred)
     return report

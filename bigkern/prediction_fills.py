@@ -31,17 +31,11 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bigkern.reduce.extremes import (
-    SuspectedFill,
-    ValueExtremes,
-    check_enabled,
-    columns_extremes,
-    warn_suspected_fills,
-)
+from bigkern.reduce.extremes import ValueExtremes, check_enabled, columns_extremes
 
 __all__ = ["INPUTS_KEY", "PredictionInputs", "attach_inputs", "decide_and_look",
            "decision_and_extremes", "decision_block", "inputs_extremes",
-           "prediction_inputs", "suspected_fills", "total_extremes"]
+           "prediction_inputs", "total_extremes"]
 
 #: The key of a prediction's ``Dataset.encoding`` that holds its :class:`PredictionInputs`.
 INPUTS_KEY = "bigkern_prediction_inputs"
@@ -79,8 +73,8 @@ def decision_and_extremes(block: np.ndarray, decision_rows: Any) -> tuple[np.nda
                                                                           ValueExtremes]:
     """One prediction task: the decision of a stacked block and its features' extremes."""
     rows = block.reshape(-1, block.shape[-1])  # a view: the features are the last axis
-    decision = np.asarray(decision_rows(rows)).astype(np.float32).reshape(block.shape[:-1])
-    return decision, columns_extremes([rows[:, j] for j in range(rows.shape[1])])
+    return (decision_block(block, decision_rows),
+            columns_extremes([rows[:, j] for j in range(rows.shape[1])]))
 
 
 def decision_block(block: np.ndarray, decision_rows: Any) -> np.ndarray:
@@ -93,9 +87,9 @@ def decide_and_look(cube: da.Array, decision_rows: Any) -> tuple[da.Array, da.Ar
     """The decision of every row of ``cube`` (scene, y, x, feature) and, when the
     suspected-fill check is on, the extremes of its features (one object block per task).
 
-    Both come out of one task per block: a second task reading the stacked block would
-    keep dask from fusing the read, the stacking and the decision into one (it cost 5-20 %
-    of a prediction).
+    Both come out of one task per block, so that the read, the stacking, the decision
+    and the sweep stay one fused task (a second task reading the stacked block would
+    make dask keep the block for it).
     """
     if not check_enabled():
         decision = cube.map_blocks(decision_block, decision_rows=decision_rows, drop_axis=3,
@@ -124,13 +118,8 @@ def _second(both: tuple[np.ndarray, ValueExtremes]) -> np.ndarray:
 
 def total_extremes(parts: np.ndarray) -> ValueExtremes | None:
     """The computed per-task extremes (an object array) merged into one."""
-    return _sum_extremes(*np.asarray(parts).ravel())
-
-
-def _sum_extremes(*parts: Any) -> ValueExtremes | None:
     total = None
-    for part in parts:
-        item = np.asarray(part).flat[0] if isinstance(part, np.ndarray) else part
+    for item in np.asarray(parts).ravel():
         total = item if total is None else total + item
     return total
 
@@ -143,39 +132,18 @@ def prediction_inputs(pred: xr.Dataset) -> PredictionInputs | None:
     return inputs
 
 
-def _extremes_of(blocks: Sequence[np.ndarray]) -> ValueExtremes:
-    """Extremes of the pixels where every input is finite (the pixels predicted)."""
-    return columns_extremes(blocks)
-
-
-def inputs_extremes(inputs: PredictionInputs) -> ValueExtremes:
-    """The extremes of the inputs by a pass of their own (for outputs not written by tasks)."""
+def inputs_extremes(inputs: PredictionInputs) -> ValueExtremes | None:
+    """The extremes of the stored inputs by a pass of their own (outputs whose regions are
+    not all computed by the writer's tasks), over the pixels where every one is finite."""
     from bigkern.cluster.compute import compute
 
     parts = da.map_blocks(_one_block_extremes, *inputs.arrays, dtype=object,
                           chunks=tuple((1,) * len(c) for c in inputs.arrays[0].chunks))
-    found = compute(*parts.to_delayed().ravel(), label="checking the inputs for fills")
-    total = None
-    for part in found:
-        item = np.asarray(part).flat[0]
-        total = item if total is None else total + item
-    return total
+    (found,) = compute(parts, label="checking the inputs for fills")
+    return total_extremes(found)
 
 
 def _one_block_extremes(*blocks: np.ndarray) -> np.ndarray:
     out = np.empty((1,) * blocks[0].ndim, dtype=object)
-    out.flat[0] = _extremes_of(blocks)
+    out.flat[0] = columns_extremes(blocks)
     return out
-
-
-def suspected_fills(extremes: ValueExtremes | None, names: Sequence[str], *,
-                    stacklevel: int = 4) -> list[SuspectedFill]:
-    """Warn once per suspected fill (:func:`~bigkern.reduce.extremes.warn_suspected_fills`).
-
-    Returns
-    -------
-    list of SuspectedFill
-        Each names the feature (its message, the stored variable to declare),
-        the value and how many of the pixels predicted hold it.
-    """
-    return warn_suspected_fills(extremes, names, stacklevel=stacklevel)

@@ -16,6 +16,7 @@ from typing import Any
 
 import xarray as xr
 
+from bigkern.features.derived import DERIVED_FROM_ATTR, with_features
 from bigkern.features.variables import DERIVED
 
 __all__ = ["model_features", "stored_sources", "with_model_features"]
@@ -96,8 +97,6 @@ def stored_sources(ds: xr.Dataset, features: Sequence[str]) -> list[str]:
     >>> stored_sources(ds, ["NDAI", "logSD", "CORR"])
     ['NDAI', 'SD', 'CORR']
     """
-    from bigkern.features.derived import DERIVED_FROM_ATTR
-
     out: list[str] = []
     for name in features:
         if name in ds.data_vars:  # stored, or derived here (and marked so)
@@ -121,8 +120,6 @@ def with_model_features(ds: xr.Dataset, features: Sequence[str]) -> xr.Dataset:
     >>> "logSD" in with_model_features(ds, ["NDAI", "logSD", "CORR"])
     True
     """
-    from bigkern.features.derived import with_features
-
     wanted = [f for f in features if f not in ds.data_vars and f in DERIVED
               and DERIVED[f][0] in ds.data_vars]
     return with_features(ds, wanted) if wanted else ds
