@@ -49,7 +49,7 @@ def _time(argv: list[str], cwd: Path, repeat: int) -> tuple[float, float, int]:
 
 def run(repeat: int) -> None:
     from bigkern.datasets import make_scenes
-    from bigkern.io import write_scenes
+    from bigkern.scenes import write_scenes
 
     C.header("command-line errors: wall time of a refused command, fresh process each")
     with tempfile.TemporaryDirectory() as tmp:

@@ -31,9 +31,9 @@ import scipy.linalg
 from _common import header, print_table
 
 from bigkern import CompactSupport, Gaussian
-from bigkern.criteria import distance_quantile
 from bigkern.datasets import GreenRed
 from bigkern.kernels import gaussian_kernel, row_blocks
+from bigkern.models.criteria import distance_quantile
 from bigkern.reduce.compact.sparse_gram import gram_report, sparse_gram
 from bigkern.solvers.lssvm import solve_lssvm
 from bigkern.solvers.sparse_spd import has_cholmod

@@ -35,10 +35,10 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.svm import SVC
 
 from bigkern import CompactSupport, Gaussian, alignment_sparsity, choose_support_radius
-from bigkern.criteria import distance_quantile
 from bigkern.datasets import GreenRed, make_three_clusters
 from bigkern.kernels import gaussian_kernel
 from bigkern.models.compact import CompactKernelPCA, CompactSVC
+from bigkern.models.criteria import distance_quantile
 from bigkern.reduce.compact.sparse_gram import gram_report, sparse_gram
 from bigkern.solvers.lssvm import solve_lssvm
 from bigkern.solvers.sparse_spd import bandwidth, solve_sparse_spd

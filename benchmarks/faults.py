@@ -24,7 +24,7 @@ written with ``write_scenes`` to real zarr stores in a fresh temporary directory
    the labels with and without it, the bins whose CORR center changed, the OutlierWarning.
 4. Corruption of one CORR chunk (two bits flipped, truncated to half, deleted): seconds
    from ``open_scenes`` until ``StoreError`` for a fit and for a prediction, and the message.
-5. Resume: ``python -m bigkern.cli predict`` in a subprocess (own session, 1 worker) killed
+5. Resume: ``python -m bigkern.cli.commands predict`` in a subprocess (own session, 1 worker) killed
    with SIGKILL once a third of the regions' chunk files exist; the regions finished and
    verified at the kill, what the in-process rerun computes, and whether its output equals
    an uninterrupted run bit for bit. Then one chunk of the finished store is truncated and
@@ -90,7 +90,7 @@ TRUST_CASES = ("faults_writers", "faults_stores", "faults_models", "faults_cli",
 
 def write(ds: Any, path: Path, chunks: dict[str, int]) -> Path:
     """``write_scenes`` of an in-memory dataset (its arrays travel in the graph: fine here)."""
-    from bigkern.io import write_scenes
+    from bigkern.scenes import write_scenes
 
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Sending large graph")
@@ -108,7 +108,7 @@ def fit(ds: Any, **kw: Any) -> Any:
 
 def predicted_mask(model: Any, ds: Any) -> np.ndarray:
     from bigkern.features import with_features
-    from bigkern.predict import predict_scenes
+    from bigkern.jobs.predict import predict_scenes
 
     return predict_scenes(model, with_features(ds, FEATURES))["cloud_mask"].values
 
@@ -139,7 +139,7 @@ def error_counts(msg: str) -> tuple[dict[str, int] | None, int]:
 
 def sweep(base: Any, tmp: Path, chunks: dict[str, int]) -> None:
     from bigkern.errors import DataQualityError
-    from bigkern.io import open_scenes
+    from bigkern.scenes import open_scenes
 
     label = base["label"].values.ravel()
     n_pix = label.size
@@ -208,7 +208,7 @@ def sweep(base: Any, tmp: Path, chunks: dict[str, int]) -> None:
 # 2. -9999 fills
 # ---------------------------------------------------------------------------
 def fills(base: Any, clean: Path, tmp: Path, chunks: dict[str, int]) -> None:
-    from bigkern.io import open_scenes
+    from bigkern.scenes import open_scenes
 
     n_pix = base["label"].size
     rng = np.random.default_rng([SEED, 2])
@@ -267,9 +267,9 @@ def fills(base: Any, clean: Path, tmp: Path, chunks: dict[str, int]) -> None:
 # 3. one wild value
 # ---------------------------------------------------------------------------
 def wild_value(base: Any, tmp: Path, chunks: dict[str, int]) -> Any:
-    from bigkern.io import open_scenes
     from bigkern.reduce import bin_index
     from bigkern.reduce.binning.bins import OutlierWarning
+    from bigkern.scenes import open_scenes
 
     label = base["label"].values.ravel()
     corr = base["CORR"].values.ravel()
@@ -366,8 +366,8 @@ def damage(store: Path, variable: str, chunk: str, how: str) -> None:
 def corruption(clean: Path, model: Any, tmp: Path) -> None:
     from bigkern.errors import StoreError
     from bigkern.features import with_features
-    from bigkern.io import open_scenes
-    from bigkern.predict import predict_scenes, write_predictions
+    from bigkern.jobs.predict import predict_scenes, write_predictions
+    from bigkern.scenes import open_scenes
 
     chunk = "1/1/0"
     hows = {"flip": "two bits flipped", "truncate": "truncated to half", "delete": "deleted"}
@@ -441,7 +441,7 @@ def chunk_files(path: Path) -> dict[str, bytes]:
 
 def same_output(a: Path, b: Path) -> tuple[bool, bool]:
     """(values equal bit for bit, chunk files byte-identical)."""
-    from bigkern.io.integrity import open_checked
+    from bigkern.store.integrity import open_checked
 
     x, y = open_checked(a), open_checked(b)
     values = all(x[n].values.tobytes() == y[n].values.tobytes()
@@ -453,10 +453,10 @@ def resume(size: tuple[int, tuple[int, int], int], tmp: Path) -> None:
     from bigkern.datasets import make_scenes
     from bigkern.errors import StoreError
     from bigkern.features import with_features
-    from bigkern.io import open_scenes, write_scenes
-    from bigkern.io.integrity import open_checked
+    from bigkern.jobs.predict import predict_scenes, write_predictions
     from bigkern.models import load_model, save_model
-    from bigkern.predict import predict_scenes, write_predictions
+    from bigkern.scenes import open_scenes, write_scenes
+    from bigkern.store.integrity import open_checked
 
     n_scene, shape, rows_per = size
     n_y = shape[0] // rows_per
@@ -480,7 +480,7 @@ def resume(size: tuple[int, tuple[int, int], int], tmp: Path) -> None:
     out = tmp / "killed.zarr"
     t = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bigkern.cli", "predict", str(store), str(model_path), "-o",
+        [sys.executable, "-m", "bigkern", "predict", str(store), str(model_path), "-o",
          str(out), "--workers", "1"], cwd=REPO, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL, start_new_session=True)
     finished_first = False

@@ -22,9 +22,9 @@ import tempfile
 import time
 
 from bigkern.datasets import make_scenes
-from bigkern.io import write_scenes
 from bigkern.jobs.fit import fit_scenes
 from bigkern.models import load_model, save_model
+from bigkern.scenes import write_scenes
 
 _USER_BYTES = b"%PDF-1.4 the user's own report"
 

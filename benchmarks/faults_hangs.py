@@ -47,7 +47,7 @@ import _common as C
 
 REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
-CLI = [sys.executable, "-m", "bigkern.cli"]
+CLI = [sys.executable, "-m", "bigkern"]
 #: stderr lines that tell the user what the watchdog sees
 TOLD = re.compile(r"^bigkern: (\d+ of \d+ workers? paused|the cluster has no workers|"
                   r"no task has finished|the scheduler does not answer)")
@@ -55,7 +55,7 @@ TOLD = re.compile(r"^bigkern: (\d+ of \d+ workers? paused|the cluster has no wor
 
 def _setup(tmp: Path) -> tuple[Path, Path]:
     from bigkern.datasets import make_scenes
-    from bigkern.io import write_scenes
+    from bigkern.scenes import write_scenes
 
     store, model = tmp / "s.zarr", tmp / "m.zarr"
     write_scenes(make_scenes(2, (64, 64), seed=3, radiances=False), store,

@@ -132,7 +132,7 @@ def _declare_zarr(path: Path, shape: list[int], chunks: list[int] | None) -> Non
 
 
 def _declare_netcdf(path: Path, size: int) -> None:
-    from bigkern.io.model_limits import netcdf_header_shapes
+    from bigkern.models.persistence.model_limits import netcdf_header_shapes
 
     data = bytearray(path.read_bytes())
     n = netcdf_header_shapes(bytes(data))["coef"][0]

@@ -109,7 +109,7 @@ def features(tmp: Path) -> list[dict]:
 
 def default_fill(tmp: Path) -> list[dict]:
     """netCDF's default fill, undeclared, in 8 lines of one scene."""
-    from bigkern.io import open_scenes, write_scenes
+    from bigkern.scenes import open_scenes, write_scenes
 
     fill = float(np.float32(9.9692099683868690e36))
     ds = _scenes(value=fill)
@@ -135,7 +135,7 @@ def default_fill(tmp: Path) -> list[dict]:
 
 def sentinel(tmp: Path) -> list[dict]:
     """SD = 9999, undeclared and positive (SD's range keeps it)."""
-    from bigkern.io import open_scenes, write_scenes
+    from bigkern.scenes import open_scenes, write_scenes
 
     ds = _scenes(value=9999.0)
     store = write_scenes(ds, tmp / "sentinel.zarr")
@@ -164,7 +164,7 @@ def check_cost(tmp: Path, quick: bool) -> dict:
     import bigkern
     from bigkern import BinnedSVC, predict_scenes, stack_samples, with_features
     from bigkern.datasets import make_scenes
-    from bigkern.io import open_scenes, write_scenes
+    from bigkern.scenes import open_scenes, write_scenes
 
     n, shape = (2, (512, 1024)) if quick else (8, (1024, 2048))
     store = write_scenes(make_scenes(n, shape, seed=0, radiances=False), tmp / "big.zarr")
@@ -199,7 +199,7 @@ def check_cost(tmp: Path, quick: bool) -> dict:
 
 def races(tmp: Path) -> list[dict]:
     """Two writers of one output started together, for fit, synth and ingest."""
-    from bigkern.io import write_scenes
+    from bigkern.scenes import write_scenes
 
     ds = _scenes()
     store = write_scenes(ds, tmp / "s.zarr")

@@ -78,8 +78,8 @@ def swapped_chunks(tmp: Path) -> list[dict]:
     """Two CORR chunks swapped: ``bigkern fit``, and a read in sub-chunk dask chunks."""
     from bigkern.datasets import make_scenes
     from bigkern.errors import StoreError
-    from bigkern.io.integrity import open_checked
-    from bigkern.io.scene_writer import write_scenes
+    from bigkern.scenes.writing import write_scenes
+    from bigkern.store.integrity import open_checked
 
     store = write_scenes(make_scenes(2, (64, 96), seed=1), tmp / "swap.zarr",
                          chunks={"scene": 1, "y": 64, "x": 96})
@@ -102,8 +102,8 @@ def swapped_chunks(tmp: Path) -> list[dict]:
 def misr_text_refusal(path: Path) -> tuple[str | None, float, int]:
     """``read_misr_text(path)``: the refusal's message (None if it read the file), its
     seconds and the peak of traced memory."""
+    from bigkern.datasets.misr_text import read_misr_text
     from bigkern.errors import StoreError
-    from bigkern.io.misr_text import read_misr_text
 
     tracemalloc.start()
     t = time.perf_counter()
@@ -139,7 +139,7 @@ def declared_shape(tmp: Path) -> dict:
     import zarr
 
     from bigkern.errors import StoreError
-    from bigkern.io.scenes import open_scenes
+    from bigkern.scenes.reading import open_scenes
 
     path = tmp / "declared.zarr"
     group = zarr.open_group(str(path), mode="w", zarr_format=3)
@@ -159,7 +159,7 @@ def declared_shape(tmp: Path) -> dict:
 def _many_chunk_store(path: Path, cx: int) -> float:
     """One 1000 x 1000 scene, chunks 1 x 1 x ``cx``, written as bigkern writes (no dask)."""
     from bigkern.datasets import make_scenes
-    from bigkern.io.zarr_store import finish_store, to_zarr
+    from bigkern.store.zarr_store import finish_store, to_zarr
 
     t = time.perf_counter()
     ds = make_scenes(1, (1000, 1000), seed=0)[["NDAI", "SD", "CORR", "label"]].compute()
@@ -178,7 +178,7 @@ def many_chunks(tmp: Path, quick: bool) -> list[dict]:
     built = _many_chunk_store(store, cx)
     from bigkern import config
     from bigkern.errors import StoreError
-    from bigkern.io.scenes import open_scenes
+    from bigkern.scenes.reading import open_scenes
 
     t = time.perf_counter()
     with config.set(**{"chunk_guidance.too_many_tasks": "error"}), \
@@ -204,9 +204,9 @@ def manifest_cost(tmp: Path) -> dict:
     import xarray as xr
     import zarr
 
-    from bigkern.io.integrity import CheckedChunks
-    from bigkern.io.manifest import MANIFEST_ATTR, read_manifest
-    from bigkern.io.scene_writer import write_scenes
+    from bigkern.scenes.writing import write_scenes
+    from bigkern.store.integrity import CheckedChunks
+    from bigkern.store.manifest import MANIFEST_ATTR, read_manifest
 
     values = np.random.default_rng(0).random((1, 5000, 5000), dtype=np.float32)
     path = write_scenes(xr.Dataset({"NDAI": (DIMS, values)}), tmp / "big.zarr",

@@ -43,7 +43,7 @@ import _common as C
 
 REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
-CLI = [sys.executable, "-m", "bigkern.cli"]
+CLI = [sys.executable, "-m", "bigkern"]
 
 
 def _digest(path: Path) -> str:
@@ -63,7 +63,7 @@ def _run(*args: Any, cwd: Path | None = None, timeout: float = 300) -> tuple[int
 
 
 def _decision(path: Path) -> np.ndarray | None:
-    from bigkern.io.integrity import open_checked
+    from bigkern.store.integrity import open_checked
 
     try:
         return open_checked(path)["decision"].values
@@ -93,7 +93,7 @@ def _cluster(cwd: Path) -> Iterator[str]:
 
 def _setup(tmp: Path) -> tuple[Path, list[Path]]:
     from bigkern.datasets import make_scenes
-    from bigkern.io import write_scenes
+    from bigkern.scenes import write_scenes
 
     store = tmp / "s.zarr"
     write_scenes(make_scenes(2, (64, 64), seed=3, radiances=False), store,
@@ -199,7 +199,7 @@ def full_disk(tmp: Path, store: Path, models: list[Path], address: str) -> dict:
 
 def other_kind(tmp: Path, store: Path, models: list[Path], address: str) -> dict:
     from bigkern.datasets import make_scenes
-    from bigkern.io import write_scenes
+    from bigkern.scenes import write_scenes
 
     target = tmp / "S.zarr"
     write_scenes(make_scenes(1, (16, 16), seed=1, radiances=False), target)

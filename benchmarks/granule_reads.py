@@ -229,7 +229,7 @@ def run(args: Any) -> None:
     """Write the layouts (unless present), time the reads, print the ratios."""
     import warnings
 
-    from bigkern.io.chunking import ChunkWarning
+    from bigkern.cluster.chunking import ChunkWarning
 
     warnings.simplefilter("error", ChunkWarning)  # a rechunked read would not be the same chunks
     size = SMALL if args.small else FULL

@@ -10,7 +10,7 @@ paper's figures.
 
 One kernel matrix, one eigendecomposition (RM, ED, ED2) and one pivoted Cholesky
 (GS, GS2) per (training set, width) serve all five methods
-(:func:`bigkern.models.oht.fit_at_width`). Repetitions run in ``--jobs``
+(:func:`bigkern.models.regression.oht.fit_at_width`). Repetitions run in ``--jobs``
 processes, BLAS pinned to one thread each (OpenBLAS threads thrash on a shared
 2-core machine: ``eigh`` of 1000×1000 took 5 s with threads vs 0.4 s without).
 
@@ -59,9 +59,9 @@ def one_rep(name: str, rep: int, n_train: int, n_test: int, widths: tuple[float,
     from sklearn.metrics import mean_squared_error
     from threadpoolctl import threadpool_limits
 
-    from bigkern.io.regression_csv import load_regression
+    from bigkern.datasets.regression_csv import load_regression
     from bigkern.kernels import kernel_expansion
-    from bigkern.models.kernel_regression import fit_at_width, two_fold_width_scores
+    from bigkern.models.regression.kernel_regression import fit_at_width, two_fold_width_scores
 
     t0 = time.perf_counter()
     with threadpool_limits(1):
@@ -198,7 +198,7 @@ def main() -> None:
         a.sets, a.reps, a.max_train, a.max_test = ["kin8nm", "autoMpg"], 2, 300, 300
         a.extra_reps = 2
     header("Hagiwara (2011) Tables 2-3: OHT vs RM on the shared regression sets")
-    from bigkern.io.regression_csv import load_regression
+    from bigkern.datasets.regression_csv import load_regression
 
     sizes = {}
     for n in a.sets:

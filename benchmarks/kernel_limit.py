@@ -6,13 +6,13 @@ same rows for every contender:
 a. numpy's float32 ``exp`` on a 16 MB array in place: the rate the hardware
    gives for the exponential alone, the ceiling of any Gaussian kernel sum;
 b. bigkern's ``GaussianExpansion.decision`` on the fused path (one compiled
-   pass per row, :mod:`bigkern.kernels.fused`) and on the BLAS path (kernel
+   pass per row, :mod:`bigkern.kernels.fused_loops`) and on the BLAS path (kernel
    blocks by ``sgemm``, then ``exp``, then ``sgemv``; the only path before);
 c. scikit-learn ``SVC.decision_function`` with the same support vectors,
    coefficients and γ (libsvm's kernel cache, float64);
 d. for float64 expansions (the regressors'), the exact path (one compiled pass
    per row in float64 with the C library's ``exp``, each row's arithmetic fixed:
-   :func:`bigkern.kernels.fused.exact_expansion`) against the float64 BLAS path
+   :func:`bigkern.kernels.fused_loops.exact_expansion`) against the float64 BLAS path
    it replaced (``dgemm``, ``exp``, ``dgemv``), on a tenth of the rows;
 
 for m = 50, 150, 1,000 basis functions and d = 3, 8 features (and d = 12, 16,
@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> None:
 
 def float32_table(args: argparse.Namespace, results: list[dict[str, Any]], rate: float) -> None:
     """The float32 cases' table and agreement line."""
-    from bigkern.kernels.fused import FUSED_MAX_FEATURES
+    from bigkern.kernels.fused_loops import FUSED_MAX_FEATURES
 
     rows = []
     for r in results:

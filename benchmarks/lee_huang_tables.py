@@ -263,7 +263,7 @@ def load_set(name: str, root: Path | None = None) -> DataSet:
                        f"22 categorical columns one-hot ('?' a category): {keep.sum()} 0/1 "
                        f"columns ({int((~keep).sum())} constant dropped)")
     if name in ("cpu_small", "cpu_small_log"):
-        from bigkern.io.regression_csv import read_regression_csv
+        from bigkern.datasets.regression_csv import read_regression_csv
 
         data = read_regression_csv(path)
         if name == "cpu_small_log":

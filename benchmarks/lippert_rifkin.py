@@ -35,7 +35,7 @@ from pathlib import Path
 import _common as C
 import numpy as np
 
-from bigkern.models.rls import GaussianRLS
+from bigkern.models.regression.rls import GaussianRLS
 from bigkern.solvers.rls import DoublePrecisionWarning
 from bigkern.solvers.rls_extended import extended_backend
 

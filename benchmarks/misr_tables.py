@@ -43,10 +43,10 @@ import bigkern
 from bigkern.datasets import shared_data_dir
 from bigkern.errors import IllConditionedWarning
 from bigkern.features.scaling import robust_standardizer
+from bigkern.jobs.tuning import holdout_accuracy, holdout_grid_search
 from bigkern.kernels import omega_to_gamma
 from bigkern.models import BinnedKernelRidgeClassifier, BinnedSVC, KernelRidgeClassifier
 from bigkern.reduce import percentile_bins
-from bigkern.tuning import holdout_accuracy, holdout_grid_search
 
 SCENES = ("image1.txt", "image2.txt")
 FEATURES = ("logSD", "CORR", "NDAI")

@@ -38,7 +38,7 @@ def make_store(path: Path, n_scenes: int, shape: tuple[int, int]) -> bool:
     """Write the orbit store unless a complete one of the right size exists; True if written."""
     import bigkern
     from bigkern.datasets import make_scenes
-    from bigkern.io import default_chunks
+    from bigkern.scenes import default_chunks
 
     chunks = default_chunks((n_scenes, *shape))  # whole scenes, ~100 MB per variable
     if path.exists():

@@ -1,7 +1,7 @@
 """Prediction throughput of a fitted BinnedSVC over a 10^7-pixel zarr scene store.
 
 Data: ``bigkern.datasets.make_scenes(10, (512, 2048), seed=0, radiances=False)``
-(1.05e7 pixels) written with ``bigkern.io.write_scenes`` to
+(1.05e7 pixels) written with ``bigkern.scenes.write_scenes`` to
 ``--workdir``/scenes.zarr (its default chunks: whole scenes, ~100 MB per
 variable, which for 10 scenes of 4 MB is ONE chunk; ``predict_scenes`` splits it
 into tasks of ~10^6 pixels) and a copy rechunked to one scene per chunk

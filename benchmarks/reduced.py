@@ -83,7 +83,7 @@ def svm(args: Any) -> None:
     import dask
     from sklearn.svm import SVC
 
-    from bigkern.models.reduced import ReducedSVC
+    from bigkern.models.reduced_kernel.reduced import ReducedSVC
 
     X, y = pixels()
     Xtr, ytr, Xte, yte = split(X, y, args.n, args.test, seed=0)
@@ -145,7 +145,7 @@ def nystrom(args: Any) -> None:
     from sklearn.linear_model import RidgeClassifier
     from sklearn.pipeline import make_pipeline
 
-    from bigkern.models.nystrom import NystromKernelRidgeClassifier
+    from bigkern.models.reduced_kernel.nystrom import NystromKernelRidgeClassifier
 
     X, y = pixels()
     Xtr, ytr, Xte, yte = split(X, y, args.n, args.test, seed=1)
@@ -226,7 +226,7 @@ def memory(args: Any) -> None:
     """Part d: peak memory of an out-of-core Nyström fit at 10^6 and 10^7 rows."""
     import dask.array as da
 
-    from bigkern.models.nystrom import NystromKernelRidgeClassifier
+    from bigkern.models.reduced_kernel.nystrom import NystromKernelRidgeClassifier
 
     X, y = pixels()
     sizes = (10**5, 10**6) if args.small else (10**6, 10**7)

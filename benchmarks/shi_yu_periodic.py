@@ -11,7 +11,7 @@ the unbinned fit and for each binning separately, and the mean squared error
 The kernel matrices depend only on the design, so each (ω, m) eigensystem is
 built once (:class:`bigkern.solvers.periodic.SmootherPath`) and all
 repetitions and ridges are evaluated with matrix products; a few repetitions
-are re-run through :class:`bigkern.models.periodic.PeriodicKernelRidge` as a
+are re-run through :class:`bigkern.models.regression.periodic.PeriodicKernelRidge` as a
 check. Cp uses the known noise variance σ² = 1 (the simulation's N(0, 1)
 noise; the paper does not say otherwise); a second table uses the
 successive-difference estimate of σ².
@@ -37,9 +37,9 @@ from threadpoolctl import threadpool_limits
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common
 
-from bigkern.criteria import difference_noise_variance
 from bigkern.errors import BigkernWarning
-from bigkern.models.periodic import PeriodicKernelRidge, shi_yu_grid
+from bigkern.models.criteria import difference_noise_variance
+from bigkern.models.regression.periodic import PeriodicKernelRidge, shi_yu_grid
 from bigkern.solvers.periodic import SmootherPath, equal_bins
 
 N = 120

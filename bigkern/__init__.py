@@ -39,24 +39,24 @@ _SOURCES: dict[str, str] = {
     # bigkern.features
     "with_features": "bigkern.features",
     # bigkern.io
-    "ChunkWarning": "bigkern.io",
-    "Samples": "bigkern.io",
-    "ingest_misr_text": "bigkern.io",
-    "load_regression": "bigkern.io",
-    "open_scenes": "bigkern.io",
-    "read_misr_text": "bigkern.io",
-    "read_regression_csv": "bigkern.io",
-    "stack_samples": "bigkern.io",
-    "validate_scenes": "bigkern.io",
-    "write_scenes": "bigkern.io",
+    "ChunkWarning": "bigkern.cluster.chunking",
+    "Samples": "bigkern.scenes",
+    "ingest_misr_text": "bigkern.datasets",
+    "load_regression": "bigkern.datasets",
+    "open_scenes": "bigkern.scenes",
+    "read_misr_text": "bigkern.datasets",
+    "read_regression_csv": "bigkern.datasets",
+    "stack_samples": "bigkern.scenes",
+    "validate_scenes": "bigkern.scenes",
+    "write_scenes": "bigkern.scenes",
     # bigkern.kernels
     "CompactSupport": "bigkern.kernels",
     "Gaussian": "bigkern.kernels",
     "GaussianBasis": "bigkern.kernels",
     "GaussianExpansion": "bigkern.kernels",
     "gaussian_kernel": "bigkern.kernels",
-    "nystrom_spectrum": "bigkern.kernels",
-    "plot_nystrom_spectrum": "bigkern.kernels",
+    "nystrom_spectrum": "bigkern.jobs.nystrom_spectrum",
+    "plot_nystrom_spectrum": "bigkern.jobs.nystrom_figure",
     # bigkern.models
     "BinnedKernelRidgeClassifier": "bigkern.models",
     "BinnedSVC": "bigkern.models",
@@ -78,9 +78,9 @@ _SOURCES: dict[str, str] = {
     # bigkern.jobs
     "fit_scenes": "bigkern.jobs.fit",
     "plot_scene": "bigkern.jobs.plot",
-    # bigkern.predict
-    "predict_scenes": "bigkern.predict",
-    "write_predictions": "bigkern.predict",
+    # bigkern.jobs.predict
+    "predict_scenes": "bigkern.jobs.predict",
+    "write_predictions": "bigkern.jobs.predict",
     # bigkern.reduce
     "DECILES": "bigkern.reduce",
     "BinningPlan": "bigkern.reduce",
@@ -95,15 +95,15 @@ _SOURCES: dict[str, str] = {
     "sample_rows": "bigkern.reduce",
     "select_reduced_set": "bigkern.reduce",
     "sparse_gram": "bigkern.reduce",
-    # bigkern.criteria
-    "choose_support_radius": "bigkern.criteria",
-    "difference_noise_variance": "bigkern.criteria",
-    "distance_quantile": "bigkern.criteria",
-    "mallows_cp": "bigkern.criteria",
-    # bigkern.tuning
-    "grid_search_bins": "bigkern.tuning",
-    "holdout_accuracy": "bigkern.tuning",
-    "holdout_grid_search": "bigkern.tuning",
+    # bigkern.models.criteria
+    "choose_support_radius": "bigkern.models.criteria",
+    "difference_noise_variance": "bigkern.models.criteria",
+    "distance_quantile": "bigkern.models.criteria",
+    "mallows_cp": "bigkern.models.criteria",
+    # bigkern.jobs.tuning
+    "grid_search_bins": "bigkern.jobs.tuning",
+    "holdout_accuracy": "bigkern.jobs.tuning",
+    "holdout_grid_search": "bigkern.jobs.tuning",
 }
 _SUBMODULES = frozenset({"config", "datasets"})
 
@@ -127,12 +127,13 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from bigkern import config, datasets
+    from bigkern.cluster.chunking import ChunkWarning
     from bigkern.cluster.client import connect
-    from bigkern.criteria import (
-        choose_support_radius,
-        difference_noise_variance,
-        distance_quantile,
-        mallows_cp,
+    from bigkern.datasets import (
+        ingest_misr_text,
+        load_regression,
+        read_misr_text,
+        read_regression_csv,
     )
     from bigkern.errors import (
         BigkernError,
@@ -148,20 +149,14 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
         UnknownSettingError,
     )
     from bigkern.features import with_features
-    from bigkern.io import (
-        ChunkWarning,
-        Samples,
-        ingest_misr_text,
-        load_regression,
-        open_scenes,
-        read_misr_text,
-        read_regression_csv,
-        stack_samples,
-        validate_scenes,
-        write_scenes,
-    )
     from bigkern.jobs.fit import fit_scenes
     from bigkern.jobs.plot import plot_scene
+    from bigkern.jobs.predict import predict_scenes, write_predictions
+    from bigkern.jobs.tuning import (
+        grid_search_bins,
+        holdout_accuracy,
+        holdout_grid_search,
+    )
     from bigkern.kernels import (
         CompactSupport,
         Gaussian,
@@ -190,7 +185,12 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
         load_model,
         save_model,
     )
-    from bigkern.predict import predict_scenes, write_predictions
+    from bigkern.models.criteria import (
+        choose_support_radius,
+        difference_noise_variance,
+        distance_quantile,
+        mallows_cp,
+    )
     from bigkern.reduce import (
         DECILES,
         BinningPlan,
@@ -206,11 +206,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
         select_reduced_set,
         sparse_gram,
     )
-    from bigkern.tuning import (
-        grid_search_bins,
-        holdout_accuracy,
-        holdout_grid_search,
-    )
+    from bigkern.scenes import Samples, open_scenes, stack_samples, validate_scenes, write_scenes
 
 __all__ = [
     "DECILES",

@@ -41,7 +41,7 @@ def warm() -> int:
         bigkern.predict_scenes(model, scenes).compute()
         rng = np.random.default_rng(0)
         for dtype in (np.float32, np.float64):
-            # chunks of 300,000 values: above bigkern.reduce.row_kernels.SMALL_CHUNK_VALUES,
+            # chunks of 300,000 values: above bigkern.reduce.row_loops.SMALL_CHUNK_VALUES,
             # so the rows are checked by the compiled loops (smaller ones, by numpy)
             X = da.from_array(rng.normal(size=(200_000, 3)).astype(dtype), chunks=100_000)
             y = da.from_array(np.where(rng.random(200_000) < 0.5, 1, -1), chunks=100_000)

@@ -104,7 +104,7 @@ def _client_is_current_where_asked(request):
 def scene_store(tmp_path_factory):
     """Three small synthetic scenes written to zarr, chunked two scenes per chunk."""
     from bigkern.datasets import make_scenes
-    from bigkern.io import write_scenes
+    from bigkern.scenes import write_scenes
 
     path = tmp_path_factory.mktemp("stores") / "scenes.zarr"
     write_scenes(make_scenes(3, (96, 128), seed=3), path, chunks={"scene": 2, "y": 96, "x": 128})

@@ -187,9 +187,9 @@ def test_outlier_counts_survive_zarr_and_netcdf(tmp_path):
 def test_one_wild_corr_pixel_keeps_scene_accuracy():
     from bigkern.datasets import make_scenes
     from bigkern.features import with_features
-    from bigkern.io import stack_samples
     from bigkern.models import BinnedKernelRidgeClassifier
     from bigkern.reduce.sampling import random_split
+    from bigkern.scenes import stack_samples
 
     features = ["NDAI", "logSD", "CORR"]
     ds = with_features(make_scenes(2, (192, 256), seed=1), features)

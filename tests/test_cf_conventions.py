@@ -25,12 +25,12 @@ import zarr
 from bigkern import config
 from bigkern.datasets import make_scenes
 from bigkern.errors import LabelError, StoreError
-from bigkern.io import open_scenes, stack_samples, write_scenes
-from bigkern.io.cf import CF_CONVENTIONS, cf_attrs, cf_conventions
-from bigkern.io.scene_dims import DIMS_ATTR, scene_dims
-from bigkern.io.scene_writer import write_chunks
-from bigkern.io.zarr_store import open_zarr
-from bigkern.predict import predict_scenes, prediction_job, write_predictions
+from bigkern.jobs.predict import predict_scenes, prediction_job, write_predictions
+from bigkern.scenes import open_scenes, stack_samples, write_scenes
+from bigkern.scenes.cf import CF_CONVENTIONS, cf_attrs, cf_conventions
+from bigkern.scenes.dims import DIMS_ATTR, scene_dims
+from bigkern.scenes.writing import write_chunks
+from bigkern.store.zarr_store import open_zarr
 from bigkern.version import __version__
 
 FEATURES = ["NDAI", "SD", "CORR"]

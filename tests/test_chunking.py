@@ -14,10 +14,10 @@ import pytest
 import xarray as xr
 
 from bigkern import config
+from bigkern.cluster.chunking import ChunkWarning, check_chunks
+from bigkern.cluster.task_plans import TaskPlan, task_plan
 from bigkern.errors import BigkernWarning
-from bigkern.io import open_scenes, write_scenes
-from bigkern.io.chunking import ChunkWarning, check_chunks
-from bigkern.io.task_plans import TaskPlan, task_plan
+from bigkern.scenes import open_scenes, write_scenes
 
 # 10^7 tasks of 10^4 pixels: a 400 GB float32 array that is never computed
 HUGE = ((1000, 10_000, 10_000), (1, 100, 100))
@@ -206,7 +206,7 @@ def test_the_suite_scene_store_does_not_warn(scene_store):
 
 def test_chunk_warning_is_public():
     import bigkern
-    from bigkern.io.chunking import ChunkWarning
+    from bigkern.cluster.chunking import ChunkWarning
 
     assert bigkern.ChunkWarning is ChunkWarning
     assert issubclass(ChunkWarning, bigkern.BigkernWarning)

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from bigkern.cli import main
+from bigkern.cli.commands import main
 from bigkern.datasets import make_scenes
 from bigkern.errors import StoreError
-from bigkern.io import write_scenes
-from bigkern.io.claims import claim_output, lock_location, shared_claim
-from bigkern.io.outputs import PARTIAL_TAG
-from bigkern.io.urls import location
+from bigkern.scenes import write_scenes
+from bigkern.store.claims import claim_output, lock_location, shared_claim
+from bigkern.store.outputs import PARTIAL_TAG
+from bigkern.store.urls import location
 
 REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -34,7 +34,7 @@ WORKERS = ["--workers", "1"]
 # a writer in another process: claims the output, says so, holds it until stdin closes
 _HOLDER = """
 import sys
-from bigkern.io.claims import claim_output
+from bigkern.store.claims import claim_output
 with claim_output(sys.argv[1]):
     print("held", flush=True)
     sys.stdin.read()
@@ -126,7 +126,7 @@ def test_two_fits_started_together_have_one_winner(inputs: dict[str, Path],
     """The probe's race: two real ``bigkern fit --overwrite`` processes at once."""
     out = tmp_path / "m.zarr"
     started = time.perf_counter()
-    procs = [subprocess.Popen([sys.executable, "-m", "bigkern.cli",
+    procs = [subprocess.Popen([sys.executable, "-m", "bigkern",
                                *_command("fit", inputs, out), "--overwrite", *WORKERS],
                               env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) for _ in range(2)]

@@ -19,10 +19,10 @@ s3fs = pytest.importorskip("s3fs", reason="s3fs is not installed (pip install '.
 
 from bigkern.datasets import make_scenes  # noqa: E402
 from bigkern.errors import StoreError  # noqa: E402
-from bigkern.io import open_scenes, write_scenes  # noqa: E402
-from bigkern.io.claims import claim_output  # noqa: E402
-from bigkern.io.outputs import PARTIAL_TAG  # noqa: E402
-from bigkern.io.staging import finish_interrupted_publish  # noqa: E402
+from bigkern.scenes import open_scenes, write_scenes  # noqa: E402
+from bigkern.store.claims import claim_output  # noqa: E402
+from bigkern.store.outputs import PARTIAL_TAG  # noqa: E402
+from bigkern.store.staging import finish_interrupted_publish  # noqa: E402
 
 BUCKET = "bigkern-claims"
 

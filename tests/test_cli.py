@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bigkern.cli import main
-from bigkern.io import open_scenes
-from bigkern.io.zarr_store import open_zarr
+from bigkern.cli.commands import main
 from bigkern.models import load_model
+from bigkern.scenes import open_scenes
+from bigkern.store.zarr_store import open_zarr
 
 
 def test_demo_small(tmp_path, capsys):

@@ -25,14 +25,14 @@ import pytest
 from distributed import Client, LocalCluster
 from distributed.comm.core import CommClosedError
 
-from bigkern.cli import _parser, main
+from bigkern.cli.commands import _parser, main
 from bigkern.cluster.client import connect, owns_cluster
 from bigkern.cluster.logs import ExpectedErrorFilter, QuietExpectedErrors
 from bigkern.datasets import make_scenes
 from bigkern.errors import DataQualityError, StoreError
-from bigkern.io import write_scenes
 from bigkern.jobs.fit import fit_scenes
 from bigkern.models import save_model
+from bigkern.scenes import write_scenes
 
 pytestmark = pytest.mark.timeout(300)
 

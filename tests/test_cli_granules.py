@@ -47,7 +47,7 @@ def scheduler() -> Iterator[str]:
 
 def _command(*args: str | Path) -> subprocess.CompletedProcess:
     """``bigkern ARGS`` run in this process (as the shell would, less the interpreter's start)."""
-    from bigkern.cli import main
+    from bigkern.cli.commands import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -71,7 +71,7 @@ def _masks(path: Path) -> np.ndarray:
     if path.suffix == ".nc":
         with xr.open_dataset(path, engine="h5netcdf") as ds:
             return ds["cloud_mask"].values
-    from bigkern.io.integrity import open_checked
+    from bigkern.store.integrity import open_checked
 
     return open_checked(path)["cloud_mask"].values
 
@@ -81,7 +81,7 @@ def _masks(path: Path) -> np.ndarray:
 def test_fit_and_predict_granules_into_zarr_netcdf_and_geotiff(tmp_path, kind, scheduler):
     from bigkern import open_scenes, predict_scenes
     from bigkern.features import with_features
-    from bigkern.models.persistence import load_model
+    from bigkern.models.persistence.model_files import load_model
 
     files = _inputs(kind, tmp_path)
     fit = _command("fit", *files, "-o", tmp_path / "m.zarr", *FIT_FLAGS, "--scheduler",
@@ -120,7 +120,7 @@ def _check_kept(out: Path, kind: str) -> None:
     if out.suffix == ".nc":
         ds = xr.open_dataset(out, engine="h5netcdf")
     else:
-        from bigkern.io.integrity import open_checked
+        from bigkern.store.integrity import open_checked
 
         ds = open_checked(out)
     assert ds.attrs["title"] == gf.USER_ATTRS["title"]

@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from bigkern.cli import main
-from bigkern.cli_parser import build_parser
+from bigkern.cli.commands import main
+from bigkern.cli.parser import build_parser
 
 
 def _parsers() -> dict[str, argparse.ArgumentParser]:

@@ -58,8 +58,8 @@ def test_a_missing_model_is_said_before_a_cluster_starts(scene_store, tmp_path):
 
 def test_dims_maps_a_time_store_through_fit_and_predict(tmp_path):
     from bigkern.datasets import make_scenes
-    from bigkern.io.integrity import open_checked
-    from bigkern.io.scene_writer import write_scenes
+    from bigkern.scenes.writing import write_scenes
+    from bigkern.store.integrity import open_checked
 
     scenes = make_scenes(2, (48, 64), seed=5, radiances=False).rename(scene="time")
     store = write_scenes(scenes, tmp_path / "t.zarr", dims={"scene": "time"})
@@ -102,7 +102,7 @@ def test_a_malformed_dims_is_a_usage_error_before_anything_is_read(tmp_path, ite
 _HEAVY = ("sklearn", "scipy", "xarray", "pandas", "dask.array", "distributed", "numba")
 _REPORT_IMPORTS = (
     "import sys\n"
-    "from bigkern.cli import main\n"
+    "from bigkern.cli.commands import main\n"
     "try:\n"
     "    code = main(sys.argv[1:])\n"
     "finally:\n"
@@ -135,7 +135,7 @@ def test_the_early_check_of_widths_and_penalties_is_the_estimators_own():
     """check_magnitudes checks POSITIVE_PARAMS as (0, ∞): every CLI model declares them so."""
     from sklearn.utils._param_validation import Interval
 
-    from bigkern.cli_checks import POSITIVE_PARAMS
+    from bigkern.cli.checks import POSITIVE_PARAMS
     from bigkern.models.registry import specs
 
     assert {"omega", "C", "lam"} <= POSITIVE_PARAMS
@@ -158,8 +158,8 @@ def test_the_variables_read_as_json_are_those_zarr_lists(tmp_path, layout):
     import zarr
 
     from bigkern.datasets import make_scenes
-    from bigkern.io.scene_writer import write_scenes
-    from bigkern.io.zarr_store import _v3_variables, stored_variables
+    from bigkern.scenes.writing import write_scenes
+    from bigkern.store.zarr_store import _v3_variables, stored_variables
 
     scenes = make_scenes(1, (8, 8), seed=0)
     store = tmp_path / "s.zarr"

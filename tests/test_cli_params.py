@@ -29,14 +29,14 @@ import dask.config
 import numpy as np
 import pytest
 
-from bigkern.cli import main
-from bigkern.cli_parser import build_parser
+from bigkern.cli.commands import main
+from bigkern.cli.parser import build_parser
 from bigkern.datasets import make_scenes
-from bigkern.io import write_scenes
-from bigkern.io.figure_files import is_bigkern_png
-from bigkern.io.integrity import open_checked
 from bigkern.jobs.fit import fit_scenes
 from bigkern.models import load_model, save_model
+from bigkern.scenes import write_scenes
+from bigkern.store.figure_files import is_bigkern_png
+from bigkern.store.integrity import open_checked
 
 try:  # the moto S3 server of tests/test_s3.py, a module fixture
     from test_s3 import s3
@@ -178,7 +178,7 @@ def test_a_parameter_both_fixed_and_searched_is_refused():
                                      ["fit", "s.zarr", "-o", "m.zarr"],
                                      ["predict", "s.zarr", "m.zarr", "-o", "p.zarr"]])
 def test_timeout_sets_the_stall_timeout_for_the_command(command):
-    from bigkern.cli import _stall_timeout
+    from bigkern.cli.commands import _stall_timeout
 
     args = build_parser().parse_args([*command, "--timeout", "7.5"])
     before = dask.config.get("bigkern.stall_timeout")
@@ -314,7 +314,7 @@ def test_an_interrupted_predict_resumes(client, tmp_path):
 
     def started(lines: list[str]) -> bool:
         # the store's template is whole (an interruption inside its creation is another
-        # engineer's case: bigkern.io.regions)
+        # engineer's case: bigkern.store.regions)
         if all((out / name / "zarr.json").exists() for name in ("cloud_mask", "decision")):
             time.sleep(0.5)
             return True

@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from bigkern.cli import main
+from bigkern.cli.commands import main
 from bigkern.datasets import make_scenes
 from bigkern.features import with_features
-from bigkern.io import open_scenes, write_scenes
-from bigkern.io.samples import stack_samples
-from bigkern.io.zarr_store import open_zarr
 from bigkern.models import load_model
 from bigkern.reduce.sampling import random_split
+from bigkern.scenes import open_scenes, write_scenes
+from bigkern.scenes.samples import stack_samples
+from bigkern.store.zarr_store import open_zarr
 
 MISR8 = ["NDAI", "logSD", "CORR", "DF", "CF", "BF", "AF", "AN"]
 

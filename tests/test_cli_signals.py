@@ -12,7 +12,7 @@ import types
 
 import pytest
 
-from bigkern.cli_signals import (
+from bigkern.cli.signals import (
     Terminated,
     _AbandonedGather,
     quiet_abandoned_gathers,

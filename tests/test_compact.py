@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.spatial.distance import cdist
 
-from bigkern.criteria import choose_support_radius, distance_quantile
 from bigkern.errors import BigkernWarning, DataQualityError
 from bigkern.kernels import CompactSupport, Gaussian
+from bigkern.models.criteria import choose_support_radius, distance_quantile
 from bigkern.reduce import alignment_sparsity, gram_report, sparse_gram
 
 

@@ -328,9 +328,9 @@ def data_volume(tmp_path) -> Path:
     """The data volume: a small scene store and a model fitted on it, written by the host's
     bigkern, owned by the pods' user."""
     from bigkern.datasets import make_scenes
-    from bigkern.io import write_scenes
     from bigkern.jobs.fit import fit_scenes
     from bigkern.models import save_model
+    from bigkern.scenes import write_scenes
 
     data = tmp_path / "data"
     data.mkdir()
@@ -447,7 +447,7 @@ def test_kubernetes_job_runs_as_the_manifests_say(image, podman, data_volume, tm
     assert len(per_worker) == cluster["worker"]["replicas"], stats
     loaded = {f for counts in per_worker.values() for f, (hit, _) in counts.items() if hit}
     compiled = {f for counts in per_worker.values() for f, (_, miss) in counts.items() if miss}
-    assert "bigkern.kernels.fused._fused_rows" in loaded, per_worker
+    assert "bigkern.kernels.fused_loops._fused_rows" in loaded, per_worker
     assert not compiled, per_worker
     # ... and numba's own log agrees, in the workers and in the job's process: index and
     # data loaded from the cache directory, nothing saved to it

@@ -14,12 +14,12 @@ import pytest
 import xarray as xr
 
 from bigkern import BinnedSVC, predict_scenes, stack_samples, with_features
-from bigkern.cli import main
+from bigkern.cli.commands import main
 from bigkern.datasets import make_scenes
-from bigkern.io import open_scenes, write_scenes
-from bigkern.io.validity import apply_validity, validity_report
-from bigkern.io.validity_sources import NETCDF_DEFAULT_FILL
 from bigkern.jobs.fit import fit_scenes
+from bigkern.scenes import open_scenes, write_scenes
+from bigkern.scenes.validity import apply_validity, validity_report
+from bigkern.scenes.validity_sources import NETCDF_DEFAULT_FILL
 
 FEATURES = ["NDAI", "logSD", "CORR"]
 FILL32 = np.float32(NETCDF_DEFAULT_FILL)

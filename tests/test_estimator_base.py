@@ -165,7 +165,7 @@ def test_dataarray_features_are_matched_by_name():
 def _scenes_and_samples():
     from bigkern.datasets import make_scenes
     from bigkern.features import with_features
-    from bigkern.io import stack_samples
+    from bigkern.scenes import stack_samples
 
     features = ["NDAI", "logSD", "CORR"]
     ds = with_features(make_scenes(1, (32, 48), seed=4, radiances=False), features)
@@ -184,7 +184,7 @@ def _scenes_and_samples():
                          ids=["BinnedSVC", "KernelRidgeClassifier", "CompactLSSVC", "CompactSVC",
                               "ReducedSVC"])
 def test_predict_scenes_works_for_every_classifier_and_never_flags_a_class(model):
-    from bigkern.predict import predict_scenes
+    from bigkern.jobs.predict import predict_scenes
 
     ds, frame, y = _scenes_and_samples()
     model = clone(model).fit(frame.iloc[:400], (y[:400] + 1) // 2)  # classes 0 / 1
@@ -204,7 +204,7 @@ def test_predict_scenes_works_for_every_classifier_and_never_flags_a_class(model
 
 
 def test_predict_scenes_refuses_string_classes_for_an_int8_mask():
-    from bigkern.predict import predict_scenes
+    from bigkern.jobs.predict import predict_scenes
 
     ds, frame, y = _scenes_and_samples()
     model = BinnedSVC(omega=1.0, C=3.0).fit(frame, np.where(y > 0, "cloud", "clear"))
@@ -224,8 +224,8 @@ REGRESSORS = {
 
 @pytest.mark.parametrize("name", list(REGRESSORS))
 def test_predict_scenes_predicts_values_for_every_regressor(name, tmp_path):
-    from bigkern.models.persistence import load_model, save_model
-    from bigkern.predict import predict_scenes, write_predictions
+    from bigkern.jobs.predict import predict_scenes, write_predictions
+    from bigkern.models.persistence.model_files import load_model, save_model
 
     ds, frame, _ = _scenes_and_samples()
     target = frame["NDAI"].to_numpy() * 0.5 + np.sin(frame["CORR"].to_numpy() * 3)
@@ -250,7 +250,7 @@ def test_predict_scenes_predicts_values_for_every_regressor(name, tmp_path):
 
 
 def test_predict_scenes_names_a_model_without_an_expansion():
-    from bigkern.predict import predict_scenes
+    from bigkern.jobs.predict import predict_scenes
 
     ds, frame, _ = _scenes_and_samples()
     pca = CompactKernelPCA(omega=1.0, n_components=2).fit(frame.iloc[:200])

@@ -166,7 +166,7 @@ def test_small_chunks_get_the_compiled_sweeps_answers_from_numpy(seed):
     """Chunks under SMALL_CHUNK_VALUES are checked by numpy (numba's start-up costs a small
     fit 0.4 s): the same rows, counts and extremes as the compiled loops."""
     from bigkern.reduce.extremes import _extremes, _extremes_small
-    from bigkern.reduce.row_kernels import row_status, row_status_small
+    from bigkern.reduce.row_loops import row_status, row_status_small
 
     rng = np.random.default_rng(seed)
     X = rng.choice([-9999.0, 0.0, 1.5, 2.0, 7.0, np.nan, np.inf], size=(300, 1 + seed % 3))

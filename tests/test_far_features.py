@@ -32,7 +32,7 @@ from bigkern.features.scaling import (
     robust_standardizer,
     standardized,
 )
-from bigkern.models.persistence import load_model_dataset
+from bigkern.models.persistence.model_files import load_model_dataset
 
 
 def _data(heavy: bool) -> tuple[pd.DataFrame, np.ndarray]:

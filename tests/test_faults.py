@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from bigkern.cli import main
+from bigkern.cli.commands import main
 from bigkern.datasets import make_scenes
 from bigkern.errors import StoreError
-from bigkern.io import open_scenes, write_scenes
-from bigkern.io.integrity import open_checked
-from bigkern.io.staging import staged_output
+from bigkern.scenes import open_scenes, write_scenes
+from bigkern.store.integrity import open_checked
+from bigkern.store.staging import staged_output
 
 WORKERS = ["--workers", "1"]
 
@@ -183,7 +183,7 @@ def test_unreachable_scheduler_is_one_line(fitted, tmp_path):
     store, _ = fitted
     env = {**os.environ, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"}
     run = subprocess.run(
-        [sys.executable, "-m", "bigkern.cli", "fit", str(store), "-o", str(tmp_path / "m.zarr"),
+        [sys.executable, "-m", "bigkern", "fit", str(store), "-o", str(tmp_path / "m.zarr"),
          "--scheduler", "tcp://127.0.0.1:9"], capture_output=True, text=True, env=env,
         timeout=120)
     assert run.returncode == 1
@@ -199,8 +199,8 @@ def _regions_done(path: Path, n_scene: int, n_y: int) -> set[tuple[int, int]]:
     that is, rightly, computed again)."""
     import zarr
 
-    from bigkern.io.outputs import REGIONS_FOLDER
-    from bigkern.io.region_records import STORE_ID_ATTR, region_key
+    from bigkern.store.outputs import REGIONS_FOLDER
+    from bigkern.store.region_records import STORE_ID_ATTR, region_key
 
     group = zarr.open_group(str(path), mode="r")
     records = path / REGIONS_FOLDER / str(group.attrs[STORE_ID_ATTR])
@@ -222,8 +222,8 @@ def _regions_done(path: Path, n_scene: int, n_y: int) -> set[tuple[int, int]]:
 
 def _predict(store: Path, model: Path, out: Path):
     from bigkern.features import with_features
+    from bigkern.jobs.predict import predict_scenes, write_predictions
     from bigkern.models import load_model
-    from bigkern.predict import predict_scenes, write_predictions
 
     fitted = load_model(model)
     scenes = with_features(open_scenes(store), [str(f) for f in fitted.feature_names_in_])
@@ -249,7 +249,7 @@ def test_killed_prediction_resumes_computing_only_the_rest(tmp_path, client):
     out = tmp_path / "p.zarr"
     n_regions = n_scene * n_y
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bigkern.cli", "predict", str(store), str(model), "-o", str(out),
+        [sys.executable, "-m", "bigkern", "predict", str(store), str(model), "-o", str(out),
          *WORKERS], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True)
     deadline = time.monotonic() + 240
@@ -333,8 +333,8 @@ def test_prediction_tasks_follow_the_workers_memory_limit(fitted):
 
     from bigkern.errors import ClusterError
     from bigkern.features import with_features
+    from bigkern.jobs.predict import _fit_task_to_memory, predict_scenes
     from bigkern.models import load_model
-    from bigkern.predict import _fit_task_to_memory, predict_scenes
 
     store, model_path = fitted
     model = load_model(model_path)

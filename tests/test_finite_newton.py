@@ -23,7 +23,7 @@ from sklearn.exceptions import ConvergenceWarning
 from bigkern import config
 from bigkern.kernels import gaussian_kernel
 from bigkern.kernels.row_sums import RowSums, accumulate_block
-from bigkern.models.reduced import ReducedSVC
+from bigkern.models.reduced_kernel.reduced import ReducedSVC
 from bigkern.solvers.finite_newton import exact_line_search, finite_newton, subset_warm_start
 from bigkern.solvers.smooth_losses import SmoothHinge, SquaredHinge
 

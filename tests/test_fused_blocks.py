@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from bigkern.kernels import GaussianBasis, kernel_blocks
-from bigkern.kernels.fused import fused_kernel_block
+from bigkern.kernels.fused_loops import fused_kernel_block
 from bigkern.reduce.reduced.folds import reduced_normal_equations_folds
 from bigkern.reduce.reduced.normal_equations import reduced_normal_equations
 

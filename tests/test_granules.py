@@ -11,7 +11,7 @@ import xarray as xr
 
 from bigkern import open_scenes, write_scenes
 from bigkern.errors import LabelError, StoreError
-from bigkern.io.granule_formats import expand_paths, granule_format
+from bigkern.scenes.granule_formats import expand_paths, granule_format
 
 h5py = pytest.importorskip("h5py", reason="h5py is in the formats extra")
 pytest.importorskip("h5netcdf", reason="h5netcdf is in the formats extra")

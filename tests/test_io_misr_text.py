@@ -1,4 +1,4 @@
-"""Tests of bigkern.io.misr_text: the MISR expert-label text reader and its zarr ingest."""
+"""Tests of bigkern.datasets.misr_text: the MISR expert-label text reader and its zarr ingest."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 import xarray as xr
 
 from bigkern.datasets import shared_data_dir
+from bigkern.datasets.misr_text import MISR_TEXT_COLUMNS, ingest_misr_text, read_misr_text
 from bigkern.errors import StoreError
-from bigkern.io import apply_validity, open_scenes, validity_report
-from bigkern.io.misr_text import MISR_TEXT_COLUMNS, ingest_misr_text, read_misr_text
+from bigkern.scenes import apply_validity, open_scenes, validity_report
 
 FEATURE_COLUMNS = MISR_TEXT_COLUMNS[3:]
 

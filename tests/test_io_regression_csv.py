@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from bigkern.datasets import shared_data_dir
+from bigkern.datasets.regression_csv import REGRESSION_SETS, load_regression, read_regression_csv
 from bigkern.errors import DataQualityError
-from bigkern.io.regression_csv import REGRESSION_SETS, load_regression, read_regression_csv
 
 
 def _write(tmp_path, text, name="set.csv"):

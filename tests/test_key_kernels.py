@@ -1,4 +1,4 @@
-"""Compiled loops over order-preserving keys (bigkern.reduce.binning._key_kernels) against numpy."""
+"""Compiled loops over order-preserving keys (bigkern.reduce.binning._key_loops) against numpy."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bigkern.reduce.binning._key_kernels import _SCREEN_BITS, group_histograms, select_digits
-from bigkern.reduce.binning._one_read_kernels import one_read_ids, one_read_sums
+from bigkern.reduce.binning._key_loops import _SCREEN_BITS, group_histograms, select_digits
+from bigkern.reduce.binning._one_read_loops import one_read_ids, one_read_sums
 from bigkern.reduce.binning.one_read_sample import summed_limit, window_tables
 from bigkern.reduce.binning.radix_select import GROUP_BITS, KEEP, key_dtype
-from bigkern.reduce.row_kernels import int_label_range, take_rows
+from bigkern.reduce.row_loops import int_label_range, take_rows
 
 
 def _keys(X: np.ndarray) -> np.ndarray:

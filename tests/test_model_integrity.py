@@ -25,14 +25,14 @@ import zarr
 
 from bigkern import CompactLSSVC, GaussianRLS, OHTRegressor, PeriodicKernelRidge, ReducedSVC
 from bigkern.errors import StoreError
-from bigkern.io.model_limits import netcdf_header_shapes
-from bigkern.io.model_store import write_model_dataset
 from bigkern.models import (
     BinnedKernelRidgeClassifier,
     KernelRidgeClassifier,
     load_model,
     save_model,
 )
+from bigkern.models.persistence.model_limits import netcdf_header_shapes
+from bigkern.models.persistence.model_store import write_model_dataset
 
 pytestmark = [
     pytest.mark.timeout(120),
@@ -294,7 +294,7 @@ def test_a_non_finite_intercept_and_a_missing_variable_are_named(tmp_path):
 @pytest.mark.slow
 def test_predict_with_a_tampered_model_prints_one_line(tmp_path):
     from bigkern.datasets import make_scenes
-    from bigkern.io import write_scenes
+    from bigkern.scenes import write_scenes
 
     write_scenes(make_scenes(1, (16, 16), seed=1, radiances=False).compute(),
                  tmp_path / "scenes.zarr")
@@ -320,7 +320,7 @@ def test_a_parameter_this_bigkern_does_not_take_is_an_error_not_a_default(family
     import json
 
     from bigkern.models import CompactLSSVC, GaussianRLS
-    from bigkern.models.persistence import load_model_dataset
+    from bigkern.models.persistence.model_files import load_model_dataset
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40, 2))

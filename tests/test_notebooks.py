@@ -191,15 +191,15 @@ def _non_public_uses(sources: list[str]) -> list[str]:
 
 
 def test_the_public_name_rule_finds_internals():
-    code = ["import bigkern as bk\nfrom bigkern.io.integrity import open_checked",
+    code = ["import bigkern as bk\nfrom bigkern.store.integrity import open_checked",
             "from bigkern.reduce.sampling import random_split\nfrom bigkern import _SOURCES",
             "from bigkern.datasets import make_scenes, _variable_names",
             "model.expansion_.basis._scale\nbk.io.open_checked(p)\nbigkern.jobs.plot.MASK_COLORS",
-            "import bigkern.io.scenes\ngetattr(model, '_solve')\nbigkern.mask_colormap()"]
+            "import bigkern.scenes.reading\ngetattr(model, '_solve')\nbigkern.mask_colormap()"]
     found = _non_public_uses(code)
-    for what in ("from bigkern.io.integrity", "from bigkern.reduce.sampling",
+    for what in ("from bigkern.store.integrity", "from bigkern.reduce.sampling",
                  "from bigkern import _SOURCES", "import _variable_names", "._scale",
-                 "bigkern.io", "bigkern.jobs", "import bigkern.io.scenes", "'_solve'",
+                 "bigkern.io", "bigkern.jobs", "import bigkern.scenes.reading", "'_solve'",
                  "bigkern.mask_colormap"):
         assert any(what in f for f in found), (what, found)
     assert not _non_public_uses([

@@ -12,7 +12,7 @@ import pytest
 
 from bigkern.errors import IllConditionedWarning, LabelError
 from bigkern.kernels import gaussian_kernel
-from bigkern.models.nystrom import NystromKernelRidge, NystromKernelRidgeClassifier
+from bigkern.models.reduced_kernel.nystrom import NystromKernelRidge, NystromKernelRidgeClassifier
 from bigkern.solvers.nystrom import nystrom_solve
 
 
@@ -196,8 +196,8 @@ def _reload_classifier(ds):
 def test_predict_scenes_predicts_values(cls, tmp_path):
     from bigkern.datasets import make_scenes
     from bigkern.features import with_features
-    from bigkern.io import stack_samples
-    from bigkern.predict import predict_scenes
+    from bigkern.jobs.predict import predict_scenes
+    from bigkern.scenes import stack_samples
 
     features = ["NDAI", "logSD", "CORR"]
     ds = with_features(make_scenes(1, (32, 48), seed=4, radiances=False), features)

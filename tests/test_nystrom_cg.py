@@ -270,7 +270,7 @@ def test_a_subset_that_would_be_most_of_the_rows_is_not_drawn():
 @pytest.fixture
 def low_auto_threshold(monkeypatch):
     """Let ``solver="auto"`` try CG from 100 centers, so that a small case shows the choice."""
-    monkeypatch.setattr("bigkern.models._nystrom_fit.AUTO_CG_CENTERS", 100)
+    monkeypatch.setattr("bigkern.models.reduced_kernel._nystrom_fit.AUTO_CG_CENTERS", 100)
 
 
 def test_auto_takes_cg_where_the_subset_says_it_converges(low_auto_threshold):
@@ -376,7 +376,7 @@ def test_a_lam_path_is_the_same_for_any_chunking():
 
 
 def test_auto_runs_a_lam_path_for_several_lam_with_many_centers(monkeypatch):
-    monkeypatch.setattr("bigkern.models._nystrom_fit.AUTO_CG_PATH_CENTERS", 100)
+    monkeypatch.setattr("bigkern.models.reduced_kernel._nystrom_fit.AUTO_CG_PATH_CENTERS", 100)
     X, y = _regression(3000, seed=5)
     kw = {"omega": 1.0, "size": 120, "random_state": 0, "lam": [0.3, 3.0, 30.0], **TIGHT}
     auto = NystromKernelRidge(**kw).fit(X, y)

@@ -275,7 +275,7 @@ def test_bad_input_errors():
 from sklearn.base import clone  # noqa: E402
 
 from bigkern.datasets import shared_data_dir  # noqa: E402
-from bigkern.models.oht import (  # noqa: E402
+from bigkern.models.regression.oht import (  # noqa: E402
     PAPER_LAMS,
     PAPER_OMEGAS,
     LOOKernelRidge,
@@ -462,7 +462,7 @@ def test_real_auto_mpg_pattern_loosely():
     root = shared_data_dir()
     if root is None or not (root / "regression" / "autoMpg.csv").exists():
         pytest.skip("../shared/data/regression is not present: real-data tests need it")
-    from bigkern.io.regression_csv import load_regression
+    from bigkern.datasets.regression_csv import load_regression
 
     d = load_regression("autoMpg")
     models = ("RM", *METHODS)

@@ -22,16 +22,16 @@ import numpy as np
 import pytest
 
 import bigkern
-from bigkern.cli import main
+from bigkern.cli.commands import main
 from bigkern.datasets import make_scenes
 from bigkern.errors import StoreError
-from bigkern.io import open_scenes, write_scenes
-from bigkern.io.claims import claim_output, lock_location
-from bigkern.io.integrity import open_checked
-from bigkern.io.outputs import PARTIAL_TAG, REGIONS_FOLDER
-from bigkern.io.regions import JOB_ATTR, STORE_ID_ATTR
-from bigkern.io.staging import staged_output
-from bigkern.io.urls import location
+from bigkern.scenes import open_scenes, write_scenes
+from bigkern.store.claims import claim_output, lock_location
+from bigkern.store.integrity import open_checked
+from bigkern.store.outputs import PARTIAL_TAG, REGIONS_FOLDER
+from bigkern.store.regions import JOB_ATTR, STORE_ID_ATTR
+from bigkern.store.staging import staged_output
+from bigkern.store.urls import location
 
 WORKERS = ["--workers", "1"]
 REPO = Path(__file__).resolve().parents[1]
@@ -154,7 +154,7 @@ def test_two_predictions_started_together_never_mix(two_models, tmp_path, remote
         if any(0 in o and 1 in o for o in outcomes):
             break
         procs = [subprocess.Popen(
-            [sys.executable, "-m", "bigkern.cli", "predict", str(store), str(m), "-o",
+            [sys.executable, "-m", "bigkern", "predict", str(store), str(m), "-o",
              str(out), "--overwrite", "--scheduler", address],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
             for m in models]
@@ -173,7 +173,7 @@ def test_two_predictions_started_together_never_mix(two_models, tmp_path, remote
 
 
 def test_a_store_replaced_under_a_writer_is_not_written_into(two_models, tmp_path):
-    from bigkern.io.region_records import open_region_arrays as _open_arrays
+    from bigkern.store.region_records import open_region_arrays as _open_arrays
 
     store, (m0, _) = two_models
     out = tmp_path / "R.zarr"
@@ -217,7 +217,7 @@ def test_a_relative_output_is_written_where_the_client_runs(two_models, tmp_path
     assert _predict(store, m1, worker_dir / "victim.zarr") == 0  # someone else's output
     before = _snapshot(worker_dir / "victim.zarr")
     done = subprocess.run(
-        [sys.executable, "-m", "bigkern.cli", "predict", str(store), str(m0), "-o",
+        [sys.executable, "-m", "bigkern", "predict", str(store), str(m0), "-o",
          "victim.zarr", "--scheduler", address, "--workers", "1"],
         cwd=client_dir, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True,
         text=True, timeout=240)
@@ -273,7 +273,7 @@ def test_the_next_writer_removes_partials_of_killed_runs_but_nothing_foreign(tmp
 
 
 def test_a_partial_that_a_late_task_recreated_is_removed_once_the_tasks_are_over(tmp_path):
-    from bigkern.io.staging import remove_abandoned
+    from bigkern.store.staging import remove_abandoned
 
     out = tmp_path / "s.zarr"
     with pytest.raises(KeyboardInterrupt), staged_output(out) as temp:
@@ -292,7 +292,7 @@ def test_a_partial_still_being_written_does_not_hide_the_interrupt(tmp_path, mon
     error replaced the interrupt. That race is played here by the removal failing once."""
     import errno
 
-    from bigkern.io import staging
+    from bigkern.store import staging
 
     real_delete, failures = staging._delete, []
 
@@ -393,7 +393,7 @@ def test_an_unfinished_store_owns_its_half_made_arrays_and_nothing_else(tmp_path
     unfinished store is still bigkern's to replace; a finished one with it is not."""
     import zarr
 
-    from bigkern.io.outputs import check_replaceable
+    from bigkern.store.outputs import check_replaceable
 
     store = write_scenes(make_scenes(1, (8, 8), seed=0, radiances=False), tmp_path / "s.zarr")
     (store / "cloud_mask" / "c").mkdir(parents=True)
@@ -411,7 +411,7 @@ def test_an_output_in_a_folder_not_made_yet_is_written_there(tmp_path):
     """The claim makes the output's parent folders (as ``mkdir -p``): no raw error from
     the lock file of a folder that does not exist."""
     from bigkern.datasets import make_scenes
-    from bigkern.io import open_scenes, write_scenes
+    from bigkern.scenes import open_scenes, write_scenes
 
     store = write_scenes(make_scenes(1, (8, 8), seed=0), tmp_path / "a" / "b" / "s.zarr")
     assert open_scenes(store).sizes["scene"] == 1

@@ -167,7 +167,7 @@ def test_the_command_refuses_what_the_estimator_declares_invalid(spec):
     interval or options is refused before any file is read, naming the flag."""
     from sklearn.utils._param_validation import Interval, generate_invalid_param_val
 
-    from bigkern.cli_checks import UsageError, check_params
+    from bigkern.cli.checks import UsageError, check_params
 
     for name, constraints in spec.cls._parameter_constraints.items():
         for constraint in constraints:

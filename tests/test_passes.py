@@ -9,12 +9,12 @@ import pytest
 from distributed import get_task_stream
 
 from bigkern.features import with_features
-from bigkern.io import open_scenes, stack_samples
+from bigkern.jobs.predict import predict_scenes
+from bigkern.jobs.tuning import grid_search_bins
 from bigkern.models import BinnedSVC
-from bigkern.predict import predict_scenes
 from bigkern.reduce import percentile_bins
 from bigkern.reduce.sampling import random_split
-from bigkern.tuning import grid_search_bins
+from bigkern.scenes import open_scenes, stack_samples
 
 
 @pytest.fixture
@@ -26,7 +26,7 @@ def store_reads(monkeypatch):
     """
     from distributed import Client, LocalCluster
 
-    from bigkern.io.integrity import CheckedChunks
+    from bigkern.store.integrity import CheckedChunks
 
     counts: Counter = Counter()
     original = CheckedChunks.__getitem__

@@ -16,9 +16,9 @@ import scipy.stats
 from sklearn.base import clone
 from threadpoolctl import threadpool_limits
 
-from bigkern.criteria import difference_noise_variance, grid_argmin, mallows_cp
 from bigkern.errors import BigkernWarning, DataQualityError
-from bigkern.models.periodic import PeriodicKernelRidge, shi_yu_grid
+from bigkern.models.criteria import difference_noise_variance, grid_argmin, mallows_cp
+from bigkern.models.regression.periodic import PeriodicKernelRidge, shi_yu_grid
 from bigkern.solvers.periodic import (
     SmootherPath,
     binned_hat_matrix,

@@ -10,7 +10,7 @@ import pytest
 
 from bigkern import BinnedSVC
 from bigkern.errors import StoreError
-from bigkern.io.outputs import prepare_output
+from bigkern.store.outputs import prepare_output
 
 
 def test_a_dangling_link_as_output_is_called_a_link(tmp_path):

@@ -1,4 +1,6 @@
-"""Predictions as one CF netCDF file or cloud-optimized GeoTIFF (bigkern.io.prediction_files).
+"""Predictions as one CF netCDF file or cloud-optimized GeoTIFF.
+
+(:mod:`bigkern.store.formats.prediction_files`)
 
 Predictions of a real fitted model on small scenes, written without a client
 and on the session's LocalCluster, read back with xarray (h5netcdf) and
@@ -25,9 +27,9 @@ rioxarray = pytest.importorskip("rioxarray")
 
 from bigkern import BinnedSVC, NystromKernelRidge, StoreError, predict_scenes, stack_samples  # noqa: E402
 from bigkern.datasets import make_scenes  # noqa: E402
-from bigkern.io.outputs import store_kind  # noqa: E402
-from bigkern.io.prediction_files import prediction_file_format, write_prediction_file  # noqa: E402
-from bigkern.predict import _count_predictions  # noqa: E402
+from bigkern.jobs.predict import _count_predictions  # noqa: E402
+from bigkern.store.formats.prediction_files import prediction_file_format, write_prediction_file  # noqa: E402
+from bigkern.store.outputs import store_kind  # noqa: E402
 
 FEATURES = ["NDAI", "SD", "CORR"]
 SHAPE = (64, 96)

@@ -10,7 +10,7 @@ import pytest
 from distributed import get_task_stream
 
 from bigkern.errors import DataQualityError
-from bigkern.models.oht import OHTRegressor
+from bigkern.models.regression.oht import OHTRegressor
 from bigkern.reduce import reduced_normal_equations, reduced_normal_equations_folds
 from bigkern.reduce.reduced.folds import fold_of_rows, fold_pieces
 

@@ -13,13 +13,13 @@ import pytest
 
 from bigkern.datasets import make_scenes
 from bigkern.errors import LabelError
-from bigkern.io.samples import stack_samples
 from bigkern.models import (
     NystromKernelRidge,
     NystromKernelRidgeClassifier,
     ReducedSVC,
     ReducedSVR,
 )
+from bigkern.scenes.samples import stack_samples
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from scipy.special import expit
 
 from bigkern.errors import DataQualityError, LabelError
 from bigkern.kernels import GaussianExpansion, gaussian_kernel
-from bigkern.models.reduced import ReducedSVC
+from bigkern.models.reduced_kernel.reduced import ReducedSVC
 from bigkern.solvers.in_memory_newton import InMemoryNewtonPasses
 from bigkern.solvers.smooth_svm import (
     SmoothEpsilonInsensitive,

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from bigkern.kernels import gaussian_kernel
-from bigkern.models.reduced_svr import ReducedSVR
+from bigkern.models.reduced_kernel.reduced_svr import ReducedSVR
 from bigkern.solvers.in_memory_newton import InMemoryNewtonPasses
 from bigkern.solvers.smooth_svm import SmoothEpsilonInsensitive, newton_armijo
 

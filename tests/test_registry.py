@@ -9,11 +9,11 @@ import pytest
 
 import bigkern
 import bigkern.models
-from bigkern.cli import main
+from bigkern.cli.commands import main
 from bigkern.datasets import make_scenes
-from bigkern.io import write_scenes
 from bigkern.models import NystromKernelRidgeClassifier, load_model, registry, save_model
 from bigkern.models.registry import ModelSpec
+from bigkern.scenes import write_scenes
 
 
 class ToyNystromClassifier(NystromKernelRidgeClassifier):

@@ -13,7 +13,7 @@ import sklearn.base
 from sklearn.kernel_ridge import KernelRidge
 
 from bigkern.errors import BigkernWarning, DataQualityError, IllConditionedWarning
-from bigkern.models.rls import GaussianRLS
+from bigkern.models.regression.rls import GaussianRLS
 from bigkern.solvers.rls import (
     DoublePrecisionWarning,
     ExtendedPrecisionWarning,

@@ -24,11 +24,12 @@ moto_server = pytest.importorskip("moto.server", reason="moto[server] is not ins
 s3fs = pytest.importorskip("s3fs", reason="s3fs is not installed (pip install '.[s3]')")
 
 import bigkern  # noqa: E402
+from bigkern.datasets import ingest_misr_text  # noqa: E402
+from bigkern.datasets.misr_text import MISR_TEXT_COLUMNS  # noqa: E402
 from bigkern.errors import StoreError  # noqa: E402
-from bigkern.io import ingest_misr_text, open_scenes  # noqa: E402
-from bigkern.io.integrity import open_checked  # noqa: E402
-from bigkern.io.misr_text import MISR_TEXT_COLUMNS  # noqa: E402
 from bigkern.jobs.fit import fit_scenes  # noqa: E402
+from bigkern.scenes import open_scenes  # noqa: E402
+from bigkern.store.integrity import open_checked  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -149,7 +150,7 @@ def test_cli_on_s3_configured_by_environment(s3, tmp_path, local_run):
     env.pop("DASK_SCHEDULER_ADDRESS", None)
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "bigkern.cli", *args], env=env, cwd=tmp_path,
+        return subprocess.run([sys.executable, "-m", "bigkern", *args], env=env, cwd=tmp_path,
                               capture_output=True, text=True, timeout=300, check=False)
 
     steps = [

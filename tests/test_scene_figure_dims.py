@@ -10,14 +10,14 @@ import xarray as xr
 
 pytest.importorskip("matplotlib", reason="matplotlib draws the figures")
 
-from bigkern.cli import main
+from bigkern.cli.commands import main
 from bigkern.datasets import make_scenes
-from bigkern.io import open_scenes, write_scenes
-from bigkern.io.scene_dims import to_scene_dims
-from bigkern.io.zarr_store import open_zarr
 from bigkern.jobs.fit import fit_scenes
 from bigkern.jobs.plot import plot_scene, save_scene_figure
-from bigkern.predict import predict_scenes
+from bigkern.jobs.predict import predict_scenes
+from bigkern.scenes import open_scenes, write_scenes
+from bigkern.scenes.dims import to_scene_dims
+from bigkern.store.zarr_store import open_zarr
 
 TIMES = np.array(["2013-05-01T19:20", "2013-05-17T19:20"], dtype="datetime64[ns]")
 STORE_DIMS = {"scene": "time", "y": "lat", "x": "lon"}

@@ -10,11 +10,11 @@ import xarray as xr
 from bigkern.datasets import make_scenes
 from bigkern.errors import LabelError, StoreError
 from bigkern.features import with_features
-from bigkern.io import open_scenes, stack_samples, write_scenes
-from bigkern.io.zarr_store import open_zarr
+from bigkern.jobs.predict import predict_scenes, write_predictions
 from bigkern.models import BinnedSVC
-from bigkern.predict import predict_scenes, write_predictions
 from bigkern.reduce.sampling import random_split
+from bigkern.scenes import open_scenes, stack_samples, write_scenes
+from bigkern.store.zarr_store import open_zarr
 
 FEATURES = ["NDAI", "SD", "CORR"]
 
@@ -153,7 +153,7 @@ def test_predict_scenes_aligned_and_written(scene_store, tmp_path):
 
 def test_predict_splits_large_chunks_into_tasks_and_keeps_store_chunks(scene_store):
     from bigkern import config
-    from bigkern.predict import task_chunks
+    from bigkern.jobs.predict import task_chunks
 
     features = ["NDAI", "logSD", "CORR"]
     ds = with_features(open_scenes(scene_store), features)

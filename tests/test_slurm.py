@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 
 import bigkern
-from bigkern.cli import main
-from bigkern.io.zarr_store import open_zarr
+from bigkern.cli.commands import main
 from bigkern.models import load_model
+from bigkern.store.zarr_store import open_zarr
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -131,9 +131,9 @@ def test_profile_slurm_gets_two_workers_as_jobs(slurm, scene_store, local_fit, t
                                                 monkeypatch):
     """``connect(profile="slurm")`` with the shipped jobqueue.yaml: 2 workers, 2 jobs."""
     from bigkern.cluster.client import connect
-    from bigkern.io import open_scenes
     from bigkern.jobs.fit import fit_scenes
     from bigkern.models import save_model
+    from bigkern.scenes import open_scenes
 
     monkeypatch.chdir(tmp_path)  # where the worker jobs write their output
     t = time.monotonic()

@@ -21,10 +21,11 @@ import xarray as xr
 import zarr
 
 from bigkern import config
+from bigkern.cluster.chunking import ChunkWarning
+from bigkern.datasets.misr_text import read_misr_text
 from bigkern.errors import LabelError, StoreError
-from bigkern.io import ChunkWarning, open_scenes, write_scenes
-from bigkern.io.integrity import open_checked
-from bigkern.io.misr_text import read_misr_text
+from bigkern.scenes import open_scenes, write_scenes
+from bigkern.store.integrity import open_checked
 
 DIMS = ("scene", "y", "x")
 BOMB = "0 0 1 0.1 1 0.5 1 1 1 1 1\n100000 100000 -1 0.1 1 0.5 1 1 1 1 1\n"

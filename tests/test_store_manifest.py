@@ -19,9 +19,9 @@ import zarr
 
 from bigkern.datasets import make_scenes
 from bigkern.errors import StoreError
-from bigkern.io import open_scenes, write_scenes
-from bigkern.io.integrity import open_checked
-from bigkern.io.manifest import MANIFEST_ATTR, chunk_digest
+from bigkern.scenes import open_scenes, write_scenes
+from bigkern.store.integrity import open_checked
+from bigkern.store.manifest import MANIFEST_ATTR, chunk_digest
 
 DIMS = ("scene", "y", "x")
 

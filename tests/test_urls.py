@@ -17,18 +17,18 @@ import pytest
 import xarray as xr
 
 import bigkern
-from bigkern.cli import main
-from bigkern.datasets import make_scenes
+from bigkern.cli.commands import main
+from bigkern.datasets import ingest_misr_text, make_scenes, read_regression_csv
+from bigkern.datasets.misr_text import MISR_TEXT_COLUMNS
 from bigkern.errors import StoreError
-from bigkern.io import ingest_misr_text, open_scenes, read_regression_csv, write_scenes
-from bigkern.io.integrity import missing_chunks, open_checked
-from bigkern.io.misr_text import MISR_TEXT_COLUMNS
-from bigkern.io.outputs import REGIONS_FOLDER, check_not_input, prepare_output
-from bigkern.io.staging import staged_output
-from bigkern.io.urls import is_url, location
-from bigkern.io.zarr_store import read_root_attrs
 from bigkern.jobs.fit import fit_scenes
 from bigkern.jobs.plot import save_scene_figure
+from bigkern.scenes import open_scenes, write_scenes
+from bigkern.store.integrity import missing_chunks, open_checked
+from bigkern.store.outputs import REGIONS_FOLDER, check_not_input, prepare_output
+from bigkern.store.staging import staged_output
+from bigkern.store.urls import is_url, location
+from bigkern.store.zarr_store import read_root_attrs
 
 FEATURES = ["NDAI", "logSD", "CORR"]
 PARAMS = {"omega": 0.9, "lam": 0.05}

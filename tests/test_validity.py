@@ -19,7 +19,11 @@ from bigkern import config
 from bigkern.datasets import make_scenes
 from bigkern.errors import DataQualityError, StoreError
 from bigkern.features import with_features
-from bigkern.io import (
+from bigkern.jobs.fit import DEFAULT_FEATURES, fit_scenes
+from bigkern.jobs.predict import predict_scenes
+from bigkern.models import BinnedSVC, load_model, save_model
+from bigkern.reduce.passes import valid_rows
+from bigkern.scenes import (
     apply_validity,
     open_scenes,
     stack_samples,
@@ -27,11 +31,7 @@ from bigkern.io import (
     validity_rules,
     write_scenes,
 )
-from bigkern.io.validity_sources import NETCDF_DEFAULT_FILL
-from bigkern.jobs.fit import DEFAULT_FEATURES, fit_scenes
-from bigkern.models import BinnedSVC, load_model, save_model
-from bigkern.predict import predict_scenes
-from bigkern.reduce.passes import valid_rows
+from bigkern.scenes.validity_sources import NETCDF_DEFAULT_FILL
 
 FEATURES = ("NDAI", "SD", "CORR")
 NETCDF_FILL32 = float(np.float32(NETCDF_DEFAULT_FILL))

@@ -33,9 +33,9 @@ WORKERS = ["--workers", "1"]
 @pytest.fixture(scope="module")
 def fitted(tmp_path_factory):
     """A small scene store and a model fitted on it by the CLI (embedded cluster)."""
-    from bigkern.cli import main
+    from bigkern.cli.commands import main
     from bigkern.datasets import make_scenes
-    from bigkern.io import write_scenes
+    from bigkern.scenes import write_scenes
 
     root = tmp_path_factory.mktemp("watchdog")
     store = root / "s.zarr"
@@ -199,7 +199,7 @@ def test_cli_predict_on_a_paused_cluster_exits_with_one_line(fitted, tmp_path):
         env = {**os.environ, "BIGKERN_STALL_TIMEOUT": "5"}
         t = time.perf_counter()
         run = subprocess.run(
-            [sys.executable, "-m", "bigkern.cli", "predict", str(store), str(model),
+            [sys.executable, "-m", "bigkern", "predict", str(store), str(model),
              "-o", str(tmp_path / "p.zarr"), "--scheduler", cluster.scheduler_address],
             capture_output=True, text=True, env=env, timeout=5 + 30 + 30, cwd=tmp_path)
         elapsed = time.perf_counter() - t

@@ -29,9 +29,9 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 
 from bigkern.datasets import make_scenes
 from bigkern.features import with_features
-from bigkern.io import open_scenes, write_scenes
 from bigkern.jobs.fit import DEFAULT_FEATURES, fit_scenes
-from bigkern.predict import predict_scenes, write_predictions
+from bigkern.jobs.predict import predict_scenes, write_predictions
+from bigkern.scenes import open_scenes, write_scenes
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 

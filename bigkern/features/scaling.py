@@ -118,7 +118,7 @@ def standardized(X: Any, offset: Any, scale: Any, clip: float = math.inf) -> np.
     """``clip((X − offset) / scale, −clip, clip)`` in float64, per feature (NaN stays NaN).
 
     The numpy form of the standardization every Gaussian kernel of bigkern applies to raw
-    rows; the compiled kernels (:mod:`bigkern.kernels.fused`) do the same per value.
+    rows; the compiled kernels (:mod:`bigkern.kernels.fused_loops`) do the same per value.
 
     Examples
     --------

@@ -1,8 +1,8 @@
 """What the stored scene variables are: their ``long_name`` and ``units`` attributes.
 
 The MISR variables (features, camera radiances, labels) described once, for every
-package that writes them: :mod:`bigkern.io.misr_text` when it ingests the expert
-label files, :mod:`bigkern.datasets.scenes` when it makes synthetic scenes.
+package that writes them: :mod:`bigkern.datasets.misr_text` when it ingests the expert
+label files, :mod:`bigkern.datasets.synthetic_scenes` when it makes synthetic scenes.
 """
 
 from __future__ import annotations

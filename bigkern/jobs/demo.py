@@ -1,7 +1,7 @@
 """The end-to-end job behind ``bigkern demo``: scenes → bins → model → cloud masks.
 
 It runs the jobs the CLI's ``fit`` and ``predict`` run (:func:`bigkern.jobs.fit.fit_scenes`,
-:func:`bigkern.predict.write_predictions`, :func:`bigkern.jobs.plot.save_scene_figure`).
+:func:`bigkern.jobs.predict.write_predictions`, :func:`bigkern.jobs.plot.save_scene_figure`).
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ import numpy as np
 from bigkern.cluster.compute import compute
 from bigkern.extras import available
 from bigkern.features import with_features
-from bigkern.io.integrity import open_checked
-from bigkern.io.scene_writer import write_scenes
-from bigkern.io.scenes import default_chunks, open_scenes
 from bigkern.jobs.fit import DEFAULT_FEATURES, fit_scenes
 from bigkern.jobs.outcome import say
 from bigkern.jobs.plot import save_scene_figure
-from bigkern.models.persistence import save_model
-from bigkern.predict import predict_scenes, write_predictions
+from bigkern.jobs.predict import predict_scenes, write_predictions
+from bigkern.models.persistence.model_files import save_model
+from bigkern.scenes.reading import default_chunks, open_scenes
+from bigkern.scenes.writing import write_scenes
+from bigkern.store.integrity import open_checked
 
 __all__ = ["run_demo"]
 
@@ -70,8 +70,8 @@ def run_demo(
         An output path holds something bigkern may not replace.
     """
     from bigkern.datasets import make_scenes
-    from bigkern.io.figure_files import check_figure_output
-    from bigkern.io.outputs import prepare_output
+    from bigkern.store.figure_files import check_figure_output
+    from bigkern.store.outputs import prepare_output
 
     out = Path(out)
     figure = out / "scene0.png"

@@ -34,15 +34,15 @@ import xarray as xr
 
 from bigkern.errors import DataQualityError
 from bigkern.features import DEFAULT_FEATURES, with_features
-from bigkern.io.samples import stack_samples
-from bigkern.io.validity import FillValues, ValidRanges, ensure_validity
 from bigkern.jobs.fit_params import check_param_names, search_grid, split_candidates
 from bigkern.jobs.outcome import FitOutcome, params_text, report_text, say, score_text
+from bigkern.jobs.tuning import grid_search_bins, holdout_score
 from bigkern.models.registry import ModelSpec, cli_spec
 from bigkern.reduce.binning.percentile import percentile_bins
 from bigkern.reduce.extremes import SuspectedFillWarning
 from bigkern.reduce.sampling import random_split
-from bigkern.tuning import grid_search_bins, holdout_score
+from bigkern.scenes.samples import stack_samples
+from bigkern.scenes.validity import FillValues, ValidRanges, ensure_validity
 
 __all__ = ["DEFAULT_FEATURES", "fit_scenes"]
 

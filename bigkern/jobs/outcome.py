@@ -15,7 +15,7 @@ from typing import Any
 
 import xarray as xr
 
-from bigkern.tuning import GridSearchResult
+from bigkern.jobs.tuning import GridSearchResult
 
 __all__ = ["FitOutcome", "describe_fit", "params_text", "report_text", "say", "score_text"]
 

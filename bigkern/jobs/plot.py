@@ -11,7 +11,7 @@ Every map of a mask or of labels uses one colour map, :data:`MASK_COLORS`
 skewed feature, is drawn on a log scale.
 
 The data may have any dims: bigkern's ``(scene, y, x)``, a store's own names
-given by ``dims=`` or recorded by :func:`bigkern.io.scene_dims.to_scene_dims`
+given by ``dims=`` or recorded by :func:`bigkern.scenes.dims.to_scene_dims`
 (scenes opened with a mapping, predictions in the store's names), or else the
 dims of the 3-D variables taken in order as ``(scene, y, x)``. Where the scenes
 have coordinates to place them by — latitude and longitude (1-D, or 2-D drawn as
@@ -32,7 +32,7 @@ import numpy as np
 import xarray as xr
 
 from bigkern.extras import require
-from bigkern.io.scene_dims import SCENE_DIMS, scene_dims
+from bigkern.scenes.dims import SCENE_DIMS, scene_dims
 
 __all__ = ["MASK_COLORS", "mask_colormap", "plot_scene", "save_scene_figure"]
 
@@ -461,11 +461,11 @@ def save_scene_figure(
     path : str, Path or URL
         The PNG written: a local path or an fsspec URL (``s3://bucket/scene0.png``).
     storage_options : dict, optional
-        fsspec options for a URL (see :func:`bigkern.io.urls.location`).
+        fsspec options for a URL (see :func:`bigkern.store.urls.location`).
     overwrite : bool
         Replace an existing PNG at ``path`` that bigkern drew; anything else
         there (another file, a directory) is refused even then
-        (:mod:`bigkern.io.figure_files`).
+        (:mod:`bigkern.store.figure_files`).
 
     Returns
     -------
@@ -490,7 +490,7 @@ def save_scene_figure(
     ...     save_scene_figure(scenes, pred, Path(tmp) / "scene0.png").name
     'scene0.png'
     """
-    from bigkern.io.figure_files import check_figure_output, write_png
+    from bigkern.store.figure_files import check_figure_output, write_png
 
     # refused before anything is drawn; checked again when written
     target = check_figure_output(path, overwrite=overwrite, storage_options=storage_options)

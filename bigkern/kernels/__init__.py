@@ -4,15 +4,13 @@
   :func:`kernel_blocks`, the one place Gaussian kernel blocks are formed;
 * :mod:`bigkern.kernels.expansion` — :class:`GaussianExpansion`, what every Gaussian
   model predicts through;
-* :mod:`bigkern.kernels.fused` and :mod:`bigkern.kernels.fused_products` — the compiled
+* :mod:`bigkern.kernels.fused_loops` and :mod:`bigkern.kernels.product_loops` — the compiled
   per-row passes: expansions, kernel blocks, and the products ``Gᵀ(G v)`` of
   conjugate gradients;
 * :mod:`bigkern.kernels.compact` — :class:`CompactSupport` (Zhang, Genton & Liu);
 * :mod:`bigkern.kernels.periodic` — the periodic Gaussian kernel on [0, 1) (Shi & Yu);
 * :mod:`bigkern.kernels.row_sums` — the sums over kernel rows one Newton pass of the
-  reduced SVM returns (Lee & Huang), shared by the distributed pass and the solver;
-* :mod:`bigkern.kernels.nystrom_spectrum` — spectra of the full kernel and its Nyström
-  approximation, and their plot (Lee & Huang, §4).
+  reduced SVM returns (Lee & Huang), shared by the distributed pass and the solver.
 """
 
 from bigkern.kernels.compact import CompactSupport, pairwise_distances
@@ -28,8 +26,6 @@ from bigkern.kernels.gaussian import (
     row_blocks,
     squared_distances,
 )
-from bigkern.kernels.nystrom_plot import plot_nystrom_spectrum
-from bigkern.kernels.nystrom_spectrum import nystrom_spectrum
 from bigkern.kernels.periodic import (
     exact_periodic_kernel,
     periodic_gaussian_kernel,
@@ -48,11 +44,9 @@ __all__ = [
     "gaussian_kernel",
     "kernel_blocks",
     "kernel_expansion",
-    "nystrom_spectrum",
     "omega_to_gamma",
     "pairwise_distances",
     "periodic_gaussian_kernel",
-    "plot_nystrom_spectrum",
     "row_blocks",
     "squared_distances",
     "wrap_error_bound",

@@ -3,7 +3,7 @@
 A :class:`GaussianExpansion` is a :class:`~bigkern.kernels.gaussian.GaussianBasis`
 (centers, width ω, standardization) with coefficients and an intercept:
 ``f(x) = Σ_j coef_j exp(-‖z(x) − c_j‖² / (2 ω²)) + intercept``. It evaluates
-float32 expansions by the compiled per-row pass of :mod:`bigkern.kernels.fused`
+float32 expansions by the compiled per-row pass of :mod:`bigkern.kernels.fused_loops`
 (or kernel blocks, :func:`~bigkern.kernels.gaussian.kernel_blocks`, when asked)
 and float64 ones by the exact per-row pass. :func:`kernel_expansion` is the
 one-call form.
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from bigkern.kernels.fused import exact_expansion, fused_expansion
+from bigkern.kernels.fused_loops import exact_expansion, fused_expansion
 from bigkern.kernels.gaussian import (
     GaussianBasis,
     checked_clip,
@@ -159,9 +159,9 @@ class GaussianExpansion:
             Rows per kernel block of the BLAS path.
         path : {"auto", "fused", "exact", "blas"}
             ``"fused"``: one compiled pass per row in float32
-            (:func:`~bigkern.kernels.fused.fused_expansion`; float32 expansions
+            (:func:`~bigkern.kernels.fused_loops.fused_expansion`; float32 expansions
             only); ``"exact"``: one compiled pass per row in float64 with the C
-            library's ``exp`` (:func:`~bigkern.kernels.fused.exact_expansion`);
+            library's ``exp`` (:func:`~bigkern.kernels.fused_loops.exact_expansion`);
             ``"blas"``: kernel blocks by a matrix product, then ``exp`` and a
             matrix-vector product. ``"auto"`` (the default) is ``"fused"`` for a
             float32 expansion and ``"exact"`` for a float64 one: both evaluate each

@@ -23,7 +23,7 @@ import numpy as np
 
 from bigkern import config
 from bigkern.features.scaling import standardized
-from bigkern.kernels.fused import FUSED_MAX_FEATURES, fused_kernel_block
+from bigkern.kernels.fused_loops import FUSED_MAX_FEATURES, fused_kernel_block
 
 __all__ = [
     "Gaussian",
@@ -250,9 +250,9 @@ def kernel_blocks(
         else float64.
     fused : bool, optional
         Evaluate float32 blocks in one compiled sweep per row
-        (:func:`bigkern.kernels.fused.fused_kernel_block`) instead of a BLAS product
+        (:func:`bigkern.kernels.fused_loops.fused_kernel_block`) instead of a BLAS product
         and three elementwise sweeps. Default: for float32 blocks of at most
-        :data:`~bigkern.kernels.fused.FUSED_MAX_FEATURES` features.
+        :data:`~bigkern.kernels.fused_loops.FUSED_MAX_FEATURES` features.
 
     Yields
     ------

@@ -6,7 +6,7 @@ vocabulary), built from the pieces below, and its ``fit`` validates them first
 (``sklearn.base._fit_context``): a value outside its domain raises scikit-learn's
 ``InvalidParameterError`` (a ``ValueError``) naming the parameter, the estimator
 and the domain, before any data is read. ``bigkern fit --param`` reads the same
-declarations (:mod:`bigkern.cli_checks`).
+declarations (:mod:`bigkern.cli.checks`).
 
 What a declaration cannot say stays a check in ``fit``: each value of a list of
 candidates (:func:`positive_candidates`), rules between two parameters, and bounds

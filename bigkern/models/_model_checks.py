@@ -1,6 +1,6 @@
 """What a loaded model's own attributes must be before an estimator is rebuilt from them.
 
-A model file's digest (:mod:`bigkern.io.model_digest`) proves that the file is
+A model file's digest (:mod:`bigkern.models.persistence.model_digest`) proves that the file is
 the one bigkern wrote, not that what was written is usable: a model saved with
 ``omega = 1e-300`` is intact and still predicts nonsense. :func:`check_model_dataset`
 checks every value the estimators' ``*_from_dataset`` functions would otherwise

@@ -89,7 +89,7 @@ class _BinnedKernelClassifier(_KernelClassifier):
         """Fit on precomputed bins (from :func:`~bigkern.reduce.percentile_bins`).
 
         Reusing one set of bins across a parameter grid is how
-        :func:`~bigkern.tuning.grid_search_bins` avoids re-reading the data.
+        :func:`~bigkern.jobs.tuning.grid_search_bins` avoids re-reading the data.
         """
         if "positive" not in bins:
             raise LabelError("the bins carry no labels: bin with y to fit a classifier")

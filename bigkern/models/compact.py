@@ -29,12 +29,12 @@ from sklearn.base import RegressorMixin, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from bigkern.cluster.compute import compute
-from bigkern.criteria import distance_quantile
 from bigkern.errors import BigkernWarning
 from bigkern.kernels import CompactSupport, Gaussian
 from bigkern.models._base import BigkernEstimator, BinaryClassifierMixin
 from bigkern.models._constraints import COUNT, POSITIVE
 from bigkern.models._input import map_rows
+from bigkern.models.criteria import distance_quantile
 from bigkern.reduce.compact.sparse_gram import gram_report, sparse_gram
 from bigkern.solvers.kpca import centred_projections, kernel_pca
 from bigkern.solvers.lssvm import solve_lssvm

@@ -4,7 +4,7 @@ Each row (:class:`ModelSpec`) says what an estimator is: its class, what it
 predicts (a class, a value, or nothing — a transform), the engine that fits it
 at scale, the family of its saved files, and, for the models ``bigkern fit``
 offers, their ``--model`` name and default search grid. ``bigkern fit --model``
-choices, :func:`~bigkern.models.persistence.load_model`, the default grids and
+choices, :func:`~bigkern.models.persistence.model_files.load_model`, the default grids and
 the scikit-learn conformance tests all read this table; adding a model takes
 its module plus one row (:func:`register` adds a row at run time).
 
@@ -62,7 +62,7 @@ class ModelSpec:
     engine : {"bins", "reduced", "sparse", "direct"}
         How it is fitted at scale (see the module's docstring).
     family : {"expansion", "regressor", "compact"}
-        The layout of its saved files (:mod:`bigkern.models.persistence`).
+        The layout of its saved files (:mod:`bigkern.models.persistence.model_files`).
     cli : str, optional
         Its ``bigkern fit --model`` name; one name may serve a classifier and a
         regressor (then ``--target`` picks the regressor).
@@ -122,21 +122,23 @@ _TABLE: list[ModelSpec] = [
               grid={"omega": _WIDTHS, "C": (0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0)}),
     ModelSpec(_M + "binned:BinnedKernelRidgeClassifier", "class", "bins", "expansion",
               cli="ridge", grid={"omega": _WIDTHS, "lam": tuple(10.0 ** k for k in range(-4, 3))}),
-    ModelSpec(_M + "reduced:ReducedSVC", "class", "reduced", "expansion", cli="reduced-svc",
+    ModelSpec(_M + "reduced_kernel.reduced:ReducedSVC", "class", "reduced", "expansion",
+              cli="reduced-svc",
               grid={"omega": _WIDTHS_REDUCED, "C": tuple(10.0 ** k for k in range(-1, 7))}),
-    ModelSpec(_M + "reduced_svr:ReducedSVR", "value", "reduced", "regressor", cli="reduced-svr",
-              check_params=_SEED0),
-    ModelSpec(_M + "nystrom:NystromKernelRidgeClassifier", "class", "reduced", "expansion",
+    ModelSpec(_M + "reduced_kernel.reduced_svr:ReducedSVR", "value", "reduced", "regressor",
+              cli="reduced-svr", check_params=_SEED0),
+    ModelSpec(_M + "reduced_kernel.nystrom:NystromKernelRidgeClassifier", "class", "reduced",
+              "expansion",
               cli="nystrom-krr", check_params=_SEED0,
               grid={"omega": _WIDTHS_NYSTROM, "lam": tuple(10.0 ** k for k in range(-6, 3))}),
-    ModelSpec(_M + "nystrom:NystromKernelRidge", "value", "reduced", "regressor",
+    ModelSpec(_M + "reduced_kernel.nystrom:NystromKernelRidge", "value", "reduced", "regressor",
               cli="nystrom-krr", check_params=_SEED0),
     ModelSpec(_M + "baselines:KernelRidgeClassifier", "class", "direct", "expansion"),
-    ModelSpec(_M + "oht:OHTRegressor", "value", "reduced", "regressor",
+    ModelSpec(_M + "regression.oht:OHTRegressor", "value", "reduced", "regressor",
               check_params={"random_state": 1}),
-    ModelSpec(_M + "kernel_regression:LOOKernelRidge", "value", "direct", "regressor"),
-    ModelSpec(_M + "rls:GaussianRLS", "value", "direct", "regressor"),
-    ModelSpec(_M + "periodic:PeriodicKernelRidge", "value", "direct", "regressor"),
+    ModelSpec(_M + "regression.kernel_regression:LOOKernelRidge", "value", "direct", "regressor"),
+    ModelSpec(_M + "regression.rls:GaussianRLS", "value", "direct", "regressor"),
+    ModelSpec(_M + "regression.periodic:PeriodicKernelRidge", "value", "direct", "regressor"),
     ModelSpec(_M + "compact:CompactLSSVC", "class", "sparse", "compact"),
     ModelSpec(_M + "compact:CompactKernelRidge", "value", "sparse", "compact"),
     ModelSpec(_M + "compact:CompactSVC", "class", "sparse", "compact"),

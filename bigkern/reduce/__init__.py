@@ -2,7 +2,7 @@
 
 The pass engine is this package's top level: :mod:`~bigkern.reduce.passes` (chunk →
 combine → aggregate reductions over row-chunked samples), :mod:`~bigkern.reduce.row_tasks`,
-:mod:`~bigkern.reduce.row_kernels` (compiled row validity and label loops),
+:mod:`~bigkern.reduce.row_loops` (compiled row validity and label loops),
 :mod:`~bigkern.reduce.sampling` (seeded, chunking-independent row draws and splits) and
 :mod:`~bigkern.reduce.extremes` (suspected fill values). One sub-package per family of
 reductions: :mod:`~bigkern.reduce.binning` (percentile bins),

@@ -1,7 +1,7 @@
 """Undeclared fill values: a large share of a feature's rows at one isolated extreme value.
 
 A sentinel such as ``-9999`` that nobody declared is a number like any other,
-and the validity rules (:mod:`bigkern.io.validity`) mask it only when a valid
+and the validity rules (:mod:`bigkern.scenes.validity`) mask it only when a valid
 range or a fill value says so. Its signature is plain, though: many rows hold
 exactly the smallest (or largest) value of the feature, and that value lies
 far from all the others. The first pass of every fit collects, per feature
@@ -32,7 +32,7 @@ import numpy as np
 
 from bigkern import config
 from bigkern.errors import BigkernWarning
-from bigkern.reduce.row_kernels import SMALL_CHUNK_VALUES
+from bigkern.reduce.row_loops import SMALL_CHUNK_VALUES
 
 __all__ = [
     "SuspectedFill",

@@ -11,7 +11,7 @@ A pass declares its three functions once, as a :class:`RowReduction` recipe
 :func:`reduction_graph` builds the graph (for passes computed together with
 others), :func:`run_reduction` computes it and finalizes. The helpers here
 (:func:`valid_rows`, :func:`add_counts` ...) are public because packages above
-(:mod:`bigkern.tuning`, :mod:`bigkern.models`) declare passes of their own and
+(:mod:`bigkern.jobs.tuning`, :mod:`bigkern.models`) declare passes of their own and
 report the row counts they return.
 """
 
@@ -241,7 +241,7 @@ def valid_rows(
     X = as_float_block(Xb)
     use_mask = mb is not None
     m = np.ascontiguousarray(mb, dtype=bool) if use_mask else np.zeros(0, dtype=bool)
-    from bigkern.reduce.row_kernels import SMALL_CHUNK_VALUES, row_status, row_status_small
+    from bigkern.reduce.row_loops import SMALL_CHUNK_VALUES, row_status, row_status_small
 
     if X.size <= SMALL_CHUNK_VALUES:
         valid, c = row_status_small(X, m if use_mask else None)

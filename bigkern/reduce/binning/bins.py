@@ -27,7 +27,7 @@ import numpy as np
 import xarray as xr
 
 from bigkern.errors import LabelError
-from bigkern.reduce.binning._bin_kernels import bin_ids
+from bigkern.reduce.binning._bin_loops import bin_ids
 from bigkern.reduce.binning.fixed_point import (
     FixedPointGrid,
     exact_means,

@@ -34,8 +34,8 @@ import numpy as np
 
 from bigkern import config
 from bigkern.cluster.compute import compute
-from bigkern.reduce.binning._bin_kernels import bin_ids
-from bigkern.reduce.binning._key_kernels import certain_bin_ids, certain_bin_sums
+from bigkern.reduce.binning._bin_loops import bin_ids
+from bigkern.reduce.binning._key_loops import certain_bin_ids, certain_bin_sums
 from bigkern.reduce.binning.bins import binning_pass
 from bigkern.reduce.binning.fixed_point import FixedPointGrid
 from bigkern.reduce.binning.outliers import histogram_grid
@@ -63,7 +63,7 @@ from bigkern.reduce.binning.radix_select import (
     refine_rows,
 )
 from bigkern.reduce.passes import as_float_block, row_partials, tree_reduce, valid_rows
-from bigkern.reduce.row_kernels import take_rows
+from bigkern.reduce.row_loops import take_rows
 
 __all__ = ["HistogramRun", "histogram_plan_bins"]
 

@@ -18,9 +18,9 @@ import dask
 import numpy as np
 
 from bigkern.errors import LabelError
-from bigkern.reduce.binning._bin_kernels import bin_ids, bin_sums_sparse
-from bigkern.reduce.binning._key_kernels import sparse_histograms
-from bigkern.reduce.binning._one_read_kernels import one_read_ids, one_read_sums
+from bigkern.reduce.binning._bin_loops import bin_ids, bin_sums_sparse
+from bigkern.reduce.binning._key_loops import sparse_histograms
+from bigkern.reduce.binning._one_read_loops import one_read_ids, one_read_sums
 from bigkern.reduce.binning.fixed_point import FixedPointGrid, normalize_limbs
 from bigkern.reduce.binning.one_read_sample import summed_limit
 from bigkern.reduce.binning.partials import (
@@ -43,7 +43,7 @@ from bigkern.reduce.binning.radix_select import (
     refine_rows,
 )
 from bigkern.reduce.passes import as_float_block, tree_reduce, valid_rows
-from bigkern.reduce.row_kernels import take_rows
+from bigkern.reduce.row_loops import take_rows
 
 __all__ = ["certain_bins"]
 

@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 
 from bigkern.errors import LabelError
-from bigkern.reduce.binning._bin_kernels import bin_sums_dense, bin_sums_sparse
+from bigkern.reduce.binning._bin_loops import bin_sums_dense, bin_sums_sparse
 from bigkern.reduce.binning.fixed_point import FixedPointGrid, normalize_limbs
 from bigkern.reduce.passes import add_counts
-from bigkern.reduce.row_kernels import label_flags
+from bigkern.reduce.row_loops import label_flags
 
 __all__ = [
     "accumulate_bins",

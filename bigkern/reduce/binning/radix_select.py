@@ -19,7 +19,7 @@ import numpy as np
 
 from bigkern.cluster.compute import compute
 from bigkern.errors import DataQualityError
-from bigkern.reduce.binning._key_kernels import (
+from bigkern.reduce.binning._key_loops import (
     add_group_counts,
     group_histograms,
     select_digits,
@@ -32,7 +32,7 @@ from bigkern.reduce.passes import (
     run_reduction,
     valid_rows,
 )
-from bigkern.reduce.row_kernels import int_label_range
+from bigkern.reduce.row_loops import int_label_range
 
 GROUP_BITS = 20  # key bits resolved by the first pass
 _DIGIT_BITS = 16  # key bits resolved by a histogram refine pass

@@ -16,8 +16,8 @@ is appended with a column of ones and a column of ``y``, so that one BLAS
 products, rounded once, in float64).
 
 Kernel blocks are evaluated in the data's precision (float32 data → float32
-exponentials; with at most :data:`~bigkern.kernels.fused.FUSED_MAX_FEATURES`
-features in one compiled sweep per row, :func:`~bigkern.kernels.fused.fused_kernel_block`).
+exponentials; with at most :data:`~bigkern.kernels.fused_loops.FUSED_MAX_FEATURES`
+features in one compiled sweep per row, :func:`~bigkern.kernels.fused_loops.fused_kernel_block`).
 They are cast to float64 before the product, so ``GᵀG`` and ``Gᵀy`` are exact
 float64 sums of the products of one and the same (float32-rounded) basis matrix.
 (A float32 product, twice as fast, was tried and dropped: its round-off, about
@@ -42,7 +42,7 @@ import numpy as np
 import xarray as xr
 
 from bigkern import config
-from bigkern.kernels.fused import FUSED_MAX_FEATURES, fused_kernel_block
+from bigkern.kernels.fused_loops import FUSED_MAX_FEATURES, fused_kernel_block
 from bigkern.kernels.gaussian import (
     GaussianBasis,
     block_step,

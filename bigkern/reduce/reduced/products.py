@@ -6,8 +6,8 @@ A conjugate-gradient solve of the Nyström system
 whose pass costs n·m̃² flops where this one costs n·m̃·(d + 2). Each row chunk
 gives ``Gᵀ [G V | y | 1]`` (the last two columns only when ``targets``); the
 chunks' sums are tree-reduced, as every reduced-kernel pass is. Float32 rows of
-at most :data:`~bigkern.kernels.fused.FUSED_MAX_FEATURES` features take the
-compiled per-row loop (:func:`bigkern.kernels.fused_products.fused_kernel_products`),
+at most :data:`~bigkern.kernels.fused_loops.FUSED_MAX_FEATURES` features take the
+compiled per-row loop (:func:`bigkern.kernels.product_loops.fused_kernel_products`),
 which never writes a kernel block to memory; others are turned into kernel blocks
 ``G_b`` (float64, as the direct pass folds them) and two matrix products.
 """
@@ -22,9 +22,9 @@ import numpy as np
 
 from bigkern import config
 from bigkern.cluster.compute import compute, task_threads
-from bigkern.kernels.fused import FUSED_MAX_FEATURES
-from bigkern.kernels.fused_products import fused_kernel_products
+from bigkern.kernels.fused_loops import FUSED_MAX_FEATURES
 from bigkern.kernels.gaussian import GaussianBasis, block_step, kernel_blocks, omega_to_gamma
+from bigkern.kernels.product_loops import fused_kernel_products
 from bigkern.reduce.reduced._row_pass import count_attrs, run_pass, usable_rows
 from bigkern.reduce.sampling import uniform_from_index
 

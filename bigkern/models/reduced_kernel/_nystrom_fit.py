@@ -1,0 +1,228 @@
+"""The fit the Nyström regressor and classifier share: candidates, solver, report.
+
+:class:`_NystromFit` holds what :class:`~bigkern.models.reduced_kernel.nystrom.NystromKernelRidge`
+and :class:`~bigkern.models.reduced_kernel.nystrom.NystromKernelRidgeClassifier` fit alike once
+their targets are a dask array: the direct solve of every (ω, λ) candidate from one
+read of the folds' normal equations, the conjugate-gradient fit
+(:mod:`bigkern.models.reduced_kernel.nystrom_cg`), and ``solver="auto"``'s choice between them.
+"""
+
+from __future__ import annotations
+
+import time
+from numbers import Integral, Real
+from typing import Any, ClassVar
+
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from bigkern.kernels import gaussian_kernel
+from bigkern.models._constraints import POSITIVE, positive_candidates
+from bigkern.models.reduced_kernel._reduced_parts import (
+    REDUCED_SET_CONSTRAINTS,
+    reduced_basis,
+)
+from bigkern.models.reduced_kernel.nystrom_cg import (
+    AUTO_CG_CENTERS,
+    AUTO_CG_PATH_CENTERS,
+    fit_by_cg,
+    fit_by_cg_path,
+)
+from bigkern.reduce.passes import per_feature_counts, without_per_feature
+from bigkern.reduce.reduced.folds import fold_pieces, reduced_normal_equations_folds
+from bigkern.solvers.nystrom import heldout_sse, kernel_penalty_basis, nystrom_solve
+
+__all__: list[str] = []
+
+
+class _NystromFit:
+    """The fit shared by the regressor and the classifier (targets given as a dask array)."""
+
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        **REDUCED_SET_CONSTRAINTS,
+        "omega": [POSITIVE, "array-like"],  # one width, or candidates
+        "lam": [POSITIVE, "array-like"],
+        "penalty": [StrOptions({"rkhs", "coef"})],
+        "n_folds": [Interval(Integral, 2, None, closed="left")],
+        "fit_intercept": ["boolean"],
+        "solver": [StrOptions({"auto", "direct", "cg"})],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "cg_start": [StrOptions({"subset", "zero"})],
+    }
+
+    def _candidates(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """The candidate widths and penalties, each checked (a declaration checks a list's
+        type, not its values)."""
+        return positive_candidates("omega", self.omega), positive_candidates("lam", self.lam)
+
+    def _fit_pieces(self, Xd: Any, yd: Any, md: Any, rs: Any, widths: tuple[float, ...],
+                    lams: tuple[float, ...], t0: float) -> None:
+        choice = f"solver={self.solver!r}"
+        if self.solver == "cg":
+            self._fit_cg(Xd, yd, md, rs, widths, lams, t0)
+            return
+        if self.solver == "auto":
+            choice = self._auto_choice(rs, widths, lams)
+            if choice == _PATH:
+                fit_by_cg_path(self, Xd, yd, md, rs, widths[0], lams, t0,
+                               choice=(f"solver='auto': a λ path of {len(lams)} candidates "
+                                       f"with {rs.size:,} centers, at least "
+                                       f"{AUTO_CG_PATH_CENTERS:,}"))
+                return
+            if choice is None:
+                why = fit_by_cg(self, Xd, yd, md, rs, widths[0], lams[0], t0, probe=True)
+                if why is None:
+                    return
+                choice = why
+        basis, clipped = reduced_basis(rs, widths[0], self.standardize,
+                                       getattr(self, "feature_names_in_", None))
+        many = len(widths) * len(lams) > 1
+        seed = self.random_state if isinstance(self.random_state, int | np.integer) else 0
+        ds = reduced_normal_equations_folds(Xd, yd, basis.centers, widths,
+                                            n_folds=int(self.n_folds) if many else 1,
+                                            seed=int(seed), offset=basis.offset,
+                                            scale=basis.scale, clip=basis.clip, mask=md)
+        t_pass = time.perf_counter() - t0
+        m = basis.n_basis
+        folds = list(range(int(ds.sizes["fold"])))
+        scores = np.full((len(widths), len(lams)), np.nan)
+        kernel = self.penalty == "rkhs"
+        penalties = [kernel_penalty_basis(gaussian_kernel(basis.centers, basis.centers, w))
+                     if kernel else None for w in widths]
+        max_jitter = 0.0
+        if many:
+            for i in range(len(widths)):
+                train = [fold_pieces(ds, i, [g for g in folds if g != f]) for f in folds]
+                test = [fold_pieces(ds, i, f) for f in folds]
+                for j, lam in enumerate(lams):
+                    sse = 0.0
+                    for f in folds:
+                        sol = nystrom_solve(train[f], penalties[i], lam, transform=kernel,
+                                            fit_intercept=self.fit_intercept, warn=False)
+                        max_jitter = max(max_jitter, sol.jitter)
+                        sse += heldout_sse(test[f], sol.coef, sol.intercept)
+                    scores[i, j] = sse / max(1, int(ds["n"].sum()))
+            i, j = np.unravel_index(int(np.nanargmin(scores)), scores.shape)
+        else:
+            i, j = 0, 0
+        sol = nystrom_solve(fold_pieces(ds, int(i), folds), penalties[int(i)], lams[int(j)],
+                            fit_intercept=self.fit_intercept, transform=kernel)
+        names = self._set_expansion(basis, sol.coef, sol.intercept, widths[int(i)],
+                                    lams[int(j)], rs)
+        self.cv_scores_ = scores
+        self.n_iter_ = 1  # one factorization
+        self.solver_ = "direct"
+        counts = {k: int(v) for k, v in ds.attrs.items() if k.startswith("n_")
+                  and k not in ("n_folds",)}
+        self.fit_report_ = {
+            **without_per_feature(counts),
+            "n_nonfinite_by_feature": per_feature_counts(counts, names),
+            "n_basis": m, "n_duplicates": rs.n_duplicates,
+            "n_clipped_in_reduced_set_by_feature": clipped, "reads": 2,
+            "omega": self.omega_, "lam": self.lam_, "jitter": sol.jitter,
+            "max_cv_jitter": max_jitter, "n_candidates": scores.size,
+            "solver": "direct", "solver_choice": choice,
+            "seconds_pass": t_pass, "seconds_total": time.perf_counter() - t0,
+        }
+
+
+    def _auto_choice(self, rs: Any, widths: tuple[float, ...], lams: tuple[float, ...]
+                     ) -> str | None:
+        """Why ``solver="auto"`` takes the direct solve; None to try conjugate gradients (one
+        width and one λ, ``penalty="rkhs"``, at least ``AUTO_CG_CENTERS`` centers); or
+        ``_PATH`` for a λ path (one width, several λ, at least ``AUTO_CG_PATH_CENTERS``)."""
+        if self.penalty != "rkhs":
+            return "solver='auto': penalty='coef' (conjugate gradients take 'rkhs')"
+        if len(widths) == 1 and len(lams) > 1 and rs.size >= AUTO_CG_PATH_CENTERS:
+            return _PATH
+        if len(widths) * len(lams) > 1:
+            return (f"solver='auto': {len(widths)} × {len(lams)} candidates (the direct "
+                    f"solve's one read serves them all)")
+        if rs.size < AUTO_CG_CENTERS:
+            return (f"solver='auto': {rs.size} centers, under {AUTO_CG_CENTERS:,} (the "
+                    f"direct pass is the cheaper)")
+        return None
+
+    def _set_expansion(self, basis: Any, coef: np.ndarray, intercept: float, omega: float,
+                       lam: float, rs: Any) -> list[str]:
+        """The fitted expansion's attributes (either solver); returns the feature names."""
+        self.centers_, self.coef_, self.intercept_ = basis.centers, coef, intercept
+        self.omega_, self.lam_ = omega, lam
+        self.offset_, self.scale_, self.clip_ = basis.offset, basis.scale, basis.clip
+        self.reduced_index_ = rs.index
+        names = getattr(self, "feature_names_in_", None)
+        return [f"f{k}" for k in range(self.n_features_in_)] if names is None else list(names)
+
+    def _fit_cg(self, Xd: Any, yd: Any, md: Any, rs: Any, widths: tuple[float, ...],
+                lams: tuple[float, ...], t0: float) -> None:
+        """``solver="cg"`` (:mod:`bigkern.models.reduced_kernel.nystrom_cg`): one omega,
+        and one lam or a path of them chosen on a held-out fold."""
+        if len(widths) > 1 or self.penalty != "rkhs":
+            raise ValueError(
+                f"solver='cg' fits one omega (and one lam, or a path of lam candidates) with "
+                f"penalty='rkhs' (got {len(widths)} widths, penalty={self.penalty!r}): the "
+                f"direct solver searches widths and takes penalty='coef'")
+        if len(lams) > 1:
+            fit_by_cg_path(self, Xd, yd, md, rs, widths[0], lams, t0)
+        else:
+            fit_by_cg(self, Xd, yd, md, rs, widths[0], lams[0], t0)
+
+
+#: ``_auto_choice``'s answer for a λ path by conjugate gradients
+_PATH = "path"
+
+_PARAMS_DOC = """omega : float or sequence of float
+        Gaussian width ω (scikit-learn's ``gamma = 1 / (2 ω²)``), in standardized
+        units when ``standardize``; a sequence is a set of candidates.
+    lam : float or sequence of float
+        Ridge parameter λ > 0 (scikit-learn's ``alpha``: the penalty on a *sum* of
+        squares); a sequence is a path of candidates.
+    penalty : {"rkhs", "coef"}
+        ``λ cᵀK(Ã, Ã)c`` (Nyström) or ``λ‖c‖²`` (RSVM-style).
+    size, fraction : int or float, optional
+        Centers m̃ (default 10% of the rows, in [2, 500]) or ``ceil(fraction · n)``.
+    standardize : bool
+        Robust standardization (median, 10%/90% quantiles of a sample of up to 2,000
+        usable rows drawn with Ã), clipped to ±5 robust σ, as ReducedSVC.
+    n_folds : int
+        Folds of the cross-validation of the candidates (rows hashed to folds by
+        global row number; unused with one candidate).
+    fit_intercept : bool
+        Fit an unpenalized intercept.
+    random_state : int, RandomState or None
+        Seed of the reduced set (and, when an int, of the folds).
+    solver : {"auto", "direct", "cg"}
+        ``"direct"``: one read accumulates ``GᵀG`` (n·m̃² flops) and the system
+        is factored, for every candidate. ``"cg"``: Falkon-style preconditioned
+        conjugate gradients, one read of ``Gᵀ(G v)`` (n·m̃·(d + 2) flops) per
+        iteration, for one ``omega`` with ``penalty="rkhs"``; several ``lam`` make a
+        path, from the largest, each solve starting from the one before, scored on one
+        held-out fold of ``n_folds`` (one read for all) and the best refitted on all
+        rows from its path solution.
+        ``"auto"`` (the default): ``"cg"`` where it wins — one candidate,
+        ``penalty="rkhs"``, at least 1,000 centers, and the subset start's solve
+        (``cg_start="subset"``) within twice ``tol``, so that the full solve
+        converges; or one width and several ``lam`` with at least 2,000 centers (the
+        λ path) — else ``"direct"``. On 2·10⁵ MISR-like rows
+        (``benchmarks/results/nystrom_solvers_defaults.txt``) CG took 0.13–0.65×
+        the direct fit's time from 1,000 centers where it converged (λ ≥ 1), but
+        did not converge at λ = 10⁻³ and lost up to 3.8 points there. A fallback
+        costs the subset's read and solve (6–9 % of the direct fit there).
+        ``solver_`` and ``fit_report_["solver_choice"]`` say which ran and why.
+    tol : float
+        ``"cg"``: stop at this relative residual of the preconditioned system. The
+        default, 2·10⁻², is where the accuracy stops moving: on 10⁶ MISR-like rows
+        (m̃ = 1,000, λ = 1; ``benchmarks/results/reduced_nystrom_iterations.txt``) CG
+        reached residuals 0.07 / 0.038 / 0.018 / 0.013 in 5 / 10 / 20 / 40 iterations
+        from the subset start, at −0.23 / −0.11 / −0.06 / +0.05 points of the direct
+        solve's accuracy. Ask 10⁻⁷ (and more iterations) for the direct solve's
+        coefficients.
+    max_iter : int
+        ``"cg"``: at most this many iterations over all rows, one read each (a
+        ``ConvergenceWarning`` names the residual reached when they do not suffice);
+        20 by default, Falkon's default too.
+    cg_start : {"subset", "zero"}
+        ``"cg"``: start from the solution on a random subset of about 10 rows per
+        center held in memory (one more read; skipped when that is over half the
+        rows), or from zero."""

@@ -1,0 +1,321 @@
+"""The Nyström models' ``solver="cg"`` fit: conjugate gradients, started from a subset.
+
+Each iteration of :func:`~bigkern.solvers.conjugate_gradients.preconditioned_cg` is
+one read computing ``Gᵀ(G v)``. With ``cg_start="subset"`` (the default) they start
+from the solution on a random subset of about 10 rows per center, gathered by one
+read (which also counts the usable rows ``n``) and held in memory: the same system
+with the subset's rows and λ scaled by its share of the rows, whose preconditioner
+is the full one's (``A`` times ``√(n_s / n)``: no factorization), solved by up to 20
+iterations with no task graph. The read that sums the right-hand side ``Gᵀy``
+(centered for the intercept) also gives ``Gᵀ(G c₀)`` at that start, so the first
+residual costs no read. A fit of ``k`` iterations thus reads the rows ``k + 3``
+times: the draw of the centers, the subset, the right-hand side, the iterations.
+
+Measured at 10⁶ MISR-like rows from zarr with 5,000 centers and 4 full iterations
+(``python benchmarks/nystrom_scale.py --start-sweep 5x20,20x20,10x10``, one run),
+5, 10 and 20 rows per center (20 iterations on them) gave residuals of 0.054,
+0.036 and 0.026 in 38.4, 39.6 and 45.4 s, and 10 rows × 10 iterations 0.083 in
+35.9 s, all within 0.03 points of 96.72 % accuracy; the direct fit with 1,000
+centers took 23.4 s in that run.
+
+Several λ make a path (:func:`fit_by_cg_path`): on all folds but one, from the largest
+λ down, each solve starting from the solution at the λ before it; one read of the
+held-out fold scores them all, and the best is refitted on all rows from its path
+solution. ``solver="auto"`` picks among these and the direct solve
+(:data:`AUTO_CG_CENTERS`, :data:`AUTO_CG_PATH_CENTERS`, :data:`AUTO_CG_RESIDUAL`).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import dask.array as da
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from bigkern.kernels import gaussian_kernel
+from bigkern.models.reduced_kernel._reduced_parts import reduced_basis
+from bigkern.reduce.passes import per_feature_counts, without_per_feature
+from bigkern.reduce.reduced.normal_equations import fold_of_rows
+from bigkern.reduce.reduced.products import (
+    in_memory_products,
+    kernel_products,
+    sample_usable_rows,
+)
+from bigkern.solvers.conjugate_gradients import (
+    CGResult,
+    FalkonPreconditioner,
+    preconditioned_cg,
+)
+
+__all__ = ["AUTO_CG_CENTERS", "AUTO_CG_PATH_CENTERS", "AUTO_CG_RESIDUAL",
+           "START_ROWS_PER_CENTER", "fit_by_cg", "fit_by_cg_path"]
+
+#: Rows of the starting subset per center (at most half of the rows)
+START_ROWS_PER_CENTER = 10
+#: Iterations at most, and the relative residual, of the solve on the subset
+START_MAX_ITER, START_TOL = 20, 1e-3
+#: ``solver="auto"`` tries conjugate gradients from this many centers on: below, the
+#: direct pass (n·m̃² flops) costs less than CG's reads (measured at d = 8, 2·10⁵ rows,
+#: ``benchmarks/results/nystrom_solvers_defaults.txt``: CG 0.58–1.45× the direct fit's
+#: time at m̃ = 500, 0.30–0.65× at m̃ = 1,000 where it converges)
+AUTO_CG_CENTERS = 1000
+#: ``solver="auto"`` runs a λ path by conjugate gradients (one width, several λ) from this
+#: many centers on: on 2·10⁵ MISR-like rows with λ ∈ {100, 1, 10⁻³} the path took 0.99×,
+#: 0.77× and 0.34× the time of the direct solver's 3-fold CV at 1,000, 2,000 and 4,000
+#: centers, within 0.04 points (``benchmarks/results/nystrom_lam_path.txt``)
+AUTO_CG_PATH_CENTERS = 2000
+#: ``solver="auto"`` keeps conjugate gradients when the subset's solve reached a relative
+#: residual of at most this many times ``tol``; else it falls back to the direct solve
+#: (at tol = 0.02 on the rows of ``benchmarks/results/nystrom_solvers_defaults.txt``,
+#: 15 cases: every start at ≤ 0.042 was followed by a converged full solve, every start at
+#: ≥ 0.059 by one that stopped at max_iter)
+AUTO_CG_RESIDUAL = 2.0
+
+
+def _centered(products: dict[str, Any], fit_intercept: bool) -> np.ndarray:
+    """The right-hand side ``Gᵀy − ḡ Σy / n`` (or ``Gᵀy`` without an intercept)."""
+    gsum, n = products["Gsum"], products["n"]
+    return products["Gty"] - gsum * (products["ysum"] / n) if fit_intercept \
+        else products["Gty"]
+
+
+def _less_mean(gtgv: np.ndarray, v: np.ndarray, gsum: np.ndarray, n: int,
+               fit_intercept: bool) -> np.ndarray:
+    """``GᵀG v − ḡ ḡᵀv / n`` from ``GᵀG v`` (unchanged without an intercept)."""
+    return gtgv - gsum * (float(gsum @ v) / n) if fit_intercept else gtgv
+
+
+def _data_product(products: Any, gsum: np.ndarray, n: int, fit_intercept: bool) -> Any:
+    """``v ↦ GᵀG v − ḡ ḡᵀv / n`` from ``products(v)`` = ``GᵀG v``."""
+    def product(v: np.ndarray) -> np.ndarray:
+        return _less_mean(products(v), v, gsum, n, fit_intercept)
+    return product
+
+
+def _read_product(Xd: Any, yd: Any, basis: Any, mask: Any, gsum: np.ndarray, n: int,
+                  fit_intercept: bool, label: str) -> Any:
+    """``v ↦ GᵀG v − ḡ ḡᵀv / n`` over the rows of ``mask``, one read per call."""
+    return _data_product(
+        lambda v: kernel_products(Xd, yd, basis, v[:, None], targets=False, mask=mask,
+                                  label=label)["GtGV"][:, 0],
+        gsum, n, fit_intercept)
+
+
+def _subset_start(est: Any, Xd: Any, yd: Any, md: Any, basis: Any, K: np.ndarray,
+                  n_drawn: int, lam: float) -> tuple[CGResult | None, int, int | None,
+                                                     FalkonPreconditioner | None]:
+    """The solution on a random subset of the rows, the subset's rows, the usable rows ``n``
+    and the preconditioner for ``n`` rows; ``(None, 0, None, None)`` when there is no start
+    (``cg_start="zero"``, or the subset would be over half of the ``n_drawn`` rows that the
+    draw of the centers found usable)."""
+    m = basis.n_basis
+    fraction = START_ROWS_PER_CENTER * m / max(n_drawn, 1)
+    if est.cg_start != "subset" or fraction > 0.5:
+        return None, 0, None, None
+    seed = est.random_state if isinstance(est.random_state, int | np.integer) else 0
+    Xs, ys, n = sample_usable_rows(Xd, yd, fraction=fraction, seed=int(seed), mask=md,
+                                   label="Nyström conjugate gradients: the starting subset")
+    pre = FalkonPreconditioner.from_kernel(K, max(n, 1), lam)
+    if len(Xs) < 2:
+        return None, len(Xs), n, pre
+    first = in_memory_products(Xs, ys, basis, np.zeros((m, 0)))
+    n_s = first["n"]
+    product = _data_product(
+        lambda v: in_memory_products(Xs, ys, basis, v[:, None], targets=False)["GtGV"][:, 0],
+        first["Gsum"], n_s, est.fit_intercept)
+    scaled = FalkonPreconditioner(pre.T, pre.A * np.sqrt(n_s / n), pre.jitter)
+    with warnings.catch_warnings():  # a start need not converge
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        found = preconditioned_cg(product, _centered(first, est.fit_intercept), scaled,
+                                  lam * n_s / n, tol=max(START_TOL, float(est.tol)),
+                                  max_iter=START_MAX_ITER)
+    return found, n_s, n, pre
+
+
+def fit_by_cg(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float, lam: float,
+              t0: float, *, probe: bool = False) -> str | None:
+    """Fit ``est`` (a Nyström model) by conjugate gradients for one ``omega`` and ``lam``.
+
+    With a start from a subset, the read summing the right-hand side also gives the
+    start's product, so the first residual costs no read of its own.
+
+    With ``probe`` (``solver="auto"``) the subset's solve decides first: when there is
+    no subset start, or its residual is over ``AUTO_CG_RESIDUAL × tol`` (CG would not
+    converge in ``max_iter`` reads; its model would be worse than the direct one),
+    nothing is fitted and the reason is returned, for the direct solve to take over.
+    Returns None when ``est`` was fitted.
+    """
+    basis, clipped = reduced_basis(rs, omega, est.standardize,
+                                   getattr(est, "feature_names_in_", None))
+    K = gaussian_kernel(basis.centers, basis.centers, omega)
+    t_begin = time.perf_counter()
+    start, n_start, n, pre = _subset_start(est, Xd, yd, md, basis, K,
+                                           int(rs.counts.get("valid", 0)), lam)
+    if probe:
+        bound = AUTO_CG_RESIDUAL * float(est.tol)
+        if start is None:
+            return ("solver='auto': no subset to try conjugate gradients on (cg_start="
+                    f"{est.cg_start!r}, or the subset would be over half the rows); the direct "
+                    "solve")
+        if not start.residual <= bound:
+            return (f"solver='auto': conjugate gradients on a subset of {n_start:,} rows "
+                    f"reached a relative residual of {start.residual:.3g} in {start.n_iter} "
+                    f"iterations, over {AUTO_CG_RESIDUAL:g} × tol = {bound:.3g} (they would "
+                    f"not converge in max_iter reads); the direct solve")
+    sampled = n is not None  # one read gathered a subset
+    t_start = time.perf_counter()
+    solve = _solve_all_rows(est, Xd, yd, md, basis, K, lam,
+                            None if start is None else start.coef, n, pre)
+    choice = ("solver='auto': conjugate gradients (the subset's solve reached "
+              f"{start.residual:.3g})" if probe and start is not None
+              else f"solver={est.solver!r}")
+    _set_cg_fit(est, rs, basis, clipped, omega, lam, solve, t0, extra={
+        "reads": 2 + solve.found.n_products + sampled, "solver_choice": choice,
+        "start": "zero" if start is None else "subset", "start_rows": n_start,
+        "start_iterations": 0 if start is None else start.n_iter,
+        "start_residual": None if start is None else float(start.residual),
+        "n_candidates": 1, "seconds_start": t_start - t_begin})
+    est.cv_scores_ = np.full((1, 1), np.nan)
+    return None
+
+
+@dataclass
+class _AllRowsSolve:
+    """A conjugate-gradient solve over the usable rows: its result, its right-hand side's
+    read (``first``), preconditioner, intercept and the seconds of that read."""
+
+    found: CGResult
+    first: dict[str, Any]
+    pre: FalkonPreconditioner
+    intercept: float
+    seconds_pass: float
+
+
+def _solve_all_rows(est: Any, Xd: Any, yd: Any, mask: Any, basis: Any, K: np.ndarray,
+                    lam: float, start: np.ndarray | None, n: int | None,
+                    pre: FalkonPreconditioner | None) -> _AllRowsSolve:
+    """Conjugate gradients over the rows of ``mask`` from ``start`` (None: zero); the read of
+    the right-hand side also gives the start's product. ``pre`` is the preconditioner for
+    ``n`` rows (made anew when the read counts other rows, or when None)."""
+    m = basis.n_basis
+    t = time.perf_counter()
+    given = np.zeros((m, 0)) if start is None else start[:, None]
+    first = kernel_products(Xd, yd, basis, given, mask=mask, label="Nyström right-hand side")
+    seconds_pass = time.perf_counter() - t
+    gsum = first["Gsum"]
+    if pre is None or n != first["n"]:  # no start, or its count of the usable rows differs
+        n = first["n"]
+        pre = FalkonPreconditioner.from_kernel(K, n, lam)
+    product = _read_product(Xd, yd, basis, mask, gsum, n, est.fit_intercept,
+                            "Nyström conjugate gradients")
+    start_product = None if start is None else _less_mean(
+        first["GtGV"][:, 0], start, gsum, n, est.fit_intercept)
+    found = preconditioned_cg(product, _centered(first, est.fit_intercept), pre, lam,
+                              tol=float(est.tol), max_iter=int(est.max_iter), start=start,
+                              start_product=start_product)
+    intercept = (first["ysum"] - float(gsum @ found.coef)) / n if est.fit_intercept else 0.0
+    return _AllRowsSolve(found, first, pre, intercept, seconds_pass)
+
+
+def _set_cg_fit(est: Any, rs: Any, basis: Any, clipped: Any, omega: float, lam: float,
+                solve: _AllRowsSolve, t0: float, extra: dict[str, Any]) -> None:
+    """The fitted attributes and the fit report of a conjugate-gradient fit."""
+    found, first = solve.found, solve.first
+    names = est._set_expansion(basis, found.coef, solve.intercept, omega, lam, rs)
+    est.n_iter_ = max(1, found.n_iter)
+    est.solver_ = "cg"
+    est.fit_report_ = {
+        **without_per_feature(first["counts"]),
+        "n_nonfinite_by_feature": per_feature_counts(first["counts"], names),
+        "n_basis": basis.n_basis, "n_duplicates": rs.n_duplicates,
+        "n_clipped_in_reduced_set_by_feature": clipped,
+        "omega": omega, "lam": lam, "jitter": solve.pre.jitter, "solver": "cg",
+        "n_iter": found.n_iter, "residual": found.residual, "converged": found.converged,
+        "residual_recomputed": found.residual_recomputed,
+        **extra,
+        "seconds_pass": solve.seconds_pass,
+        "seconds_total": time.perf_counter() - t0,
+    }
+
+
+def fit_by_cg_path(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float,
+                   lams: tuple[float, ...], t0: float, *, choice: str | None = None) -> None:
+    """Fit ``est`` by conjugate gradients, choosing λ among ``lams`` on a held-out fold.
+
+    The rows are hashed to ``est.n_folds`` folds by global row number (as the direct
+    solver's folds, :func:`~bigkern.reduce.reduced.normal_equations.fold_of_rows`); fold 0
+    is held out. On the others, λ runs down its path from the largest, each solve
+    starting from the solution at the λ before it (one read for the right-hand side
+    serves them all; each solve's first product costs a read). One read of the held-out
+    fold gives every λ's squared error (the products ``Gᵀ(G V)`` of all solutions at
+    once); the best λ is then refitted on all rows, starting from its path solution.
+    """
+    basis, clipped = reduced_basis(rs, omega, est.standardize,
+                                   getattr(est, "feature_names_in_", None))
+    m = basis.n_basis
+    K = gaussian_kernel(basis.centers, basis.centers, omega)
+    seed = est.random_state if isinstance(est.random_state, int | np.integer) else 0
+    held = _held_out(Xd, int(est.n_folds), int(seed))
+    train, test = (~held, held) if md is None else (md & ~held, md & held)
+    fi = est.fit_intercept
+    rhs = kernel_products(Xd, yd, basis, np.zeros((m, 0)), mask=train,
+                          label="Nyström λ path: right-hand side")
+    n_train, gsum = rhs["n"], rhs["Gsum"]
+    if n_train < 2:
+        raise ValueError(f"the λ path needs training rows outside the held-out fold; "
+                         f"{n_train} of the usable rows are (n_folds={est.n_folds})")
+    product = _read_product(Xd, yd, basis, train, gsum, n_train, fi,
+                            "Nyström λ path: conjugate gradients")
+    coef: np.ndarray | None = None
+    path: dict[int, tuple[np.ndarray, float, CGResult]] = {}
+    with warnings.catch_warnings():  # a path solve is judged by its held-out error
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for j in sorted(range(len(lams)), key=lambda j: -lams[j]):  # the largest λ first
+            found = preconditioned_cg(product, _centered(rhs, fi),
+                                      FalkonPreconditioner.from_kernel(K, n_train, lams[j]),
+                                      lams[j], tol=float(est.tol), max_iter=int(est.max_iter),
+                                      start=coef)
+            coef = found.coef
+            b = (rhs["ysum"] - float(gsum @ coef)) / n_train if fi else 0.0
+            path[j] = (coef, b, found)
+    V = np.column_stack([path[j][0] for j in range(len(lams))])
+    te = kernel_products(Xd, yd, basis, V, mask=test, label="Nyström λ path: held-out fold")
+    scores = np.array([_mean_squared_error(te, j, *path[j][:2]) for j in range(len(lams))])
+    best = int(np.argmin(scores))
+    solve = _solve_all_rows(est, Xd, yd, md, basis, K, lams[best], path[best][0], None, None)
+    path_products = sum(found.n_products for _, _, found in path.values())
+    _set_cg_fit(est, rs, basis, clipped, omega, lams[best], solve, t0, extra={
+        "reads": 3 + path_products + 1 + solve.found.n_products,
+        "solver_choice": (choice or f"solver={est.solver!r}") + f": a λ path on "
+                         f"{n_train:,} rows, {te['n']:,} held out",
+        "start": "path", "n_candidates": len(lams),
+        "path_iterations": {float(lams[j]): path[j][2].n_iter for j in path},
+        "path_converged": all(found.converged for _, _, found in path.values()),
+        "n_held_out": int(te["n"])})
+    est.cv_scores_ = scores[None, :]
+
+
+def _mean_squared_error(products: dict[str, Any], j: int, coef: np.ndarray,
+                        intercept: float) -> float:
+    """``Σ (y − G c − b)² / n`` over the rows of ``products`` (a :func:`kernel_products`
+    result whose ``GtGV[:, j]`` is ``GᵀG c``), expanded into its sums."""
+    c, b = coef, intercept
+    sse = (products["yty"] - 2.0 * c @ products["Gty"] - 2.0 * b * products["ysum"]
+           + c @ products["GtGV"][:, j] + 2.0 * b * (c @ products["Gsum"])
+           + products["n"] * b * b)
+    return float(sse / max(products["n"], 1))
+
+
+def _held_out(Xd: Any, n_folds: int, seed: int) -> Any:
+    """Whether each row (by global row number) is in fold 0 of ``n_folds``, as ``Xd``'s rows
+    are chunked."""
+    rows = da.arange(Xd.shape[0], chunks=(Xd.chunks[0],), dtype=np.int64)
+    return rows.map_blocks(_in_first_fold, n_folds, seed, dtype=bool)
+
+
+def _in_first_fold(rows: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
+    return fold_of_rows(rows, n_folds, seed) == 0

@@ -1,0 +1,177 @@
+"""The smooth reduced support vector regressor (ε-SSVR on a reduced kernel, Lee & Huang).
+
+:class:`ReducedSVR` shares :class:`~bigkern.models.reduced_kernel.reduced.ReducedSVC`'s machinery
+(:mod:`bigkern.models.reduced_kernel._reduced_parts`): a reduced set Ã drawn uniformly in one
+read, then Newton–Armijo on the smooth ε-insensitive loss over every usable row,
+in memory when the kernel rows fit, else one distributed read per iteration.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import Any, ClassVar
+
+import dask.array as da
+import numpy as np
+from sklearn.base import _fit_context
+
+from bigkern.cluster.compute import task_threads
+from bigkern.models._constraints import NON_NEGATIVE
+from bigkern.models.reduced_kernel._reduced_parts import (
+    NEWTON_CONSTRAINTS,
+    default_size,
+    expansion_regressor_dataset,
+    fit_report,
+    masked_targets,
+    newton_fit,
+    reduced_basis,
+    scale_sample_rows,
+)
+from bigkern.models.regression.kernel_regression import _KernelRegressor
+from bigkern.reduce.passes import as_row_chunked
+from bigkern.reduce.reduced.reduced_set import select_reduced_set
+from bigkern.solvers.smooth_losses import SmoothEpsilonInsensitive
+
+__all__ = ["ReducedSVR"]
+
+
+class ReducedSVR(_KernelRegressor):
+    """Smooth reduced support vector regression (ε-SSVR on the reduced kernel).
+
+    Minimizes over ``u = (v, γ)``::
+
+        C/2 Σ_i [p(e_i − ε, α)² + p(−e_i − ε, α)²] + ½ (‖v‖² + γ²),
+        e_i = y_i − (K(A_i, Ã) v − γ),
+
+    the smooth squared ε-insensitive loss (→ ``½ (|e| − ε)₊²`` as α → ∞) over every
+    usable row, by the Newton–Armijo of :class:`ReducedSVC`: one read of the data
+    per Newton iteration, Ã a uniform random draw of the rows.
+
+    Parameters
+    ----------
+    omega, C, smoothing, size, fraction, standardize, tol, max_iter, hessian, random_state
+        As for :class:`ReducedSVC` (no stratification: there are no classes).
+    epsilon : float
+        Half-width ε ≥ 0 of the insensitive tube, in the units of ``y``.
+
+    Attributes
+    ----------
+    centers_, coef_, intercept_, omega_, offset_, scale_, clip_
+        The fitted expansion ``f(x) = Σ_j coef_j k(z(x), c_j) + intercept``,
+        ``z(x) = clip((x − offset_) / scale_, ±clip_)`` (``expansion_``, a float64
+        :class:`~bigkern.kernels.GaussianExpansion`).
+    reduced_index_ : ndarray of int
+        Global row numbers of the centers.
+    n_iter_ : int
+        Newton iterations.
+    fit_report_ : dict
+        As for :class:`ReducedSVC`. Not saved with the model.
+
+    Notes
+    -----
+    Rows with a non-finite feature or target are left out and counted (over
+    ``bigkern.max_nonfinite_fraction`` of the present rows is an error); at
+    predict time such a row gets NaN.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern import ReducedSVR
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0, 1, size=(300, 1))
+    >>> truth = np.sin(2 * np.pi * X[:, 0])
+    >>> y = truth + 0.1 * rng.standard_normal(300)
+    >>> model = ReducedSVR(omega=0.5, C=100.0, epsilon=0.05, size=30, random_state=0).fit(X, y)
+    >>> model.n_basis_, model.fit_report_["converged"]
+    (30, True)
+    >>> bool(np.abs(model.predict(X) - truth).mean() < 0.1)  # close to the noiseless curve
+    True
+    """
+
+    _allow_nan = True
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        **NEWTON_CONSTRAINTS,
+        "epsilon": [NON_NEGATIVE],
+    }
+
+    def __init__(
+        self,
+        omega: float = 1.0,
+        C: float = 1.0,
+        *,
+        epsilon: float = 0.1,
+        smoothing: float = 5.0,
+        size: int | None = None,
+        fraction: float | None = None,
+        standardize: bool = True,
+        tol: float = 1e-8,
+        max_iter: int = 50,
+        hessian: str = "float64",
+        random_state: Any = None,
+    ) -> None:
+        self.omega = omega
+        self.C = C
+        self.epsilon = epsilon
+        self.smoothing = smoothing
+        self.size = size
+        self.fraction = fraction
+        self.standardize = standardize
+        self.tol = tol
+        self.max_iter = max_iter
+        self.hessian = hessian
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X: Any, y: Any, *, mask: Any = None) -> ReducedSVR:
+        """Fit on ``X`` (n, d) — numpy, dask or a DataArray — and real targets ``y`` (n,).
+
+        ``mask`` (n,) of bool, optional, keeps the rows to fit on (as for
+        :meth:`ReducedSVC.fit`); the others are counted as ``n_masked``.
+
+        Returns
+        -------
+        self
+        """
+        t0 = time.perf_counter()
+        loss = SmoothEpsilonInsensitive(float(self.smoothing), float(self.epsilon))
+        arr, y = self._fit_input(X, masked_targets(y, mask), y_numeric=True)
+        if not isinstance(y, da.Array):
+            y = np.asarray(y, dtype=np.float64)
+        n_rows = int(arr.shape[0])
+        if n_rows < 2:
+            raise ValueError(f"{type(self).__name__} needs at least 2 samples to fit; got "
+                             f"n_samples={n_rows}")
+
+        @functools.cache
+        def chunked() -> tuple[Any, Any, Any]:  # (X, y, mask) as dask arrays, when needed
+            Xc, yc, mc = as_row_chunked(arr, y, mask, min_chunks=task_threads())
+            return Xc, yc.astype(np.float64), mc
+
+        held = not isinstance(y, da.Array) and isinstance(arr, np.ndarray)
+        rs = select_reduced_set(arr if held else chunked()[0], None,
+                                size=default_size(n_rows, self.size, self.fraction),
+                                fraction=self.fraction, random_state=self.random_state,
+                                mask=mask if held else chunked()[2],
+                                features=getattr(self, "feature_names_in_", None),
+                                scale_rows=scale_sample_rows(self))
+        t_draw = time.perf_counter() - t0
+        basis, clipped = reduced_basis(rs, self.omega, self.standardize,
+                                       getattr(self, "feature_names_in_", None))
+        rows = None if isinstance(y, da.Array) else (arr, y, mask)
+        res, counts, extra = newton_fit(self, chunked, basis, loss, in_memory=rows)
+        self.centers_, self.coef_ = basis.centers, res.u[:-1].copy()
+        self.intercept_ = -float(res.u[-1])
+        self.omega_, self.offset_, self.scale_ = float(self.omega), basis.offset, basis.scale
+        self.clip_ = basis.clip
+        self.cv_scores_ = np.full(1, np.nan)
+        self.reduced_index_ = rs.index
+        self.n_iter_ = res.iterations
+        self.fit_report_ = fit_report(self, rs, res, counts, basis.n_basis, t0, t_draw, extra,
+                                      clipped=clipped)
+        return self
+
+    def to_dataset(self) -> Any:
+        """The fitted model as a small :class:`xarray.Dataset` (the OHT/RM regressors' layout:
+        ``basis``, ``coef``, ``offset``, ``scale``, attrs ``omega`` and ``intercept``)."""
+        return expansion_regressor_dataset(self, n_iter_=int(self.n_iter_))
