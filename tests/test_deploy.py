@@ -206,12 +206,12 @@ def test_warm_numba_caches_the_compiled_functions(tmp_path):
                           text=True, timeout=280, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     index = {p.name.split("-")[0] for p in (tmp_path / "cache").rglob("*.nbi")}
-    for name in ("_bin_kernels.bin_ids", "row_kernels._row_status_kernel.locals.row_status",
-                 "fused._fused_rows", "fused._exact_rows",
+    for name in ("_bin_loops.bin_ids", "row_loops._row_status_kernel.locals.row_status",
+                 "fused_loops._fused_rows", "fused_loops._exact_rows",
                  "extremes._extremes_kernel.locals.extremes",
-                 "_one_read_kernels._one_read_kernels.locals.sums_kernel",
-                 "_key_kernels._key_histograms_kernel.locals.key_histograms_d",
+                 "_one_read_loops._one_read_kernels.locals.sums_kernel",
+                 "_key_loops._key_histograms_kernel.locals.key_histograms_d",
                  "sparse_gram._pair_distances",
                  "sparse_svm._smo", "sparse_spd._symmetric_matvec",
-                 "fused_products._fused_products"):
+                 "product_loops._fused_products"):
         assert name in index, sorted(index)
