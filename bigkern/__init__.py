@@ -1,119 +1,137 @@
 """bigkern: out-of-core, distributed Gaussian-kernel learning on satellite scenes.
 
-Scenes in zarr → exact percentile bins on Dask → a small kernel solve →
-lazy cloud masks written back to zarr.
+Scenes in zarr, netCDF or GeoTIFF → exact percentile bins on Dask → a small kernel
+solve → lazy cloud masks written back.
 
 Every public name is importable from here (``bigkern.BinnedSVC``,
 ``from bigkern import open_scenes``), and each is imported on first use: ``import
-bigkern`` loads only the settings, so the command line, a worker and a quick
-``bigkern.__version__`` do not pay for scikit-learn, SciPy, numba and matplotlib
-until they need them.
+bigkern`` loads only the settings and the model registry, so the command line, a
+worker and a quick ``bigkern.__version__`` do not pay for scikit-learn, SciPy,
+numba and matplotlib until they need them.
+
+The names live in one table, :data:`PUBLIC_NAMES`; the estimators' rows are the
+model registry's. ``__all__``, the lazy imports, the type stubs
+(``bigkern/__init__.pyi``) and the API reference (``docs/api/index.md``) are made
+from it, and a test checks that they agree.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from bigkern import config
-from bigkern.version import __version__
+from bigkern import config as config
+from bigkern.lazy import Section, facade_sources
+from bigkern.models.registry import SECTIONS, specs
+from bigkern.version import __version__ as __version__
 
-# the module each public name comes from
-_SOURCES: dict[str, str] = {
-    # bigkern.cluster.client
-    "connect": "bigkern.cluster.client",
-    # bigkern.errors
-    "BigkernError": "bigkern.errors",
-    "BigkernWarning": "bigkern.errors",
-    "ClusterError": "bigkern.errors",
-    "DataQualityError": "bigkern.errors",
-    "DoublePrecisionWarning": "bigkern.errors",
-    "ExtendedPrecisionWarning": "bigkern.errors",
-    "IllConditionedWarning": "bigkern.errors",
-    "LabelError": "bigkern.errors",
-    "MissingExtraError": "bigkern.errors",
-    "NoResidualDegreesOfFreedomError": "bigkern.errors",
-    "StoreError": "bigkern.errors",
-    "UnknownSettingError": "bigkern.errors",
-    # bigkern.features
-    "with_features": "bigkern.features",
-    # bigkern.io
-    "ChunkWarning": "bigkern.cluster.chunking",
-    "Samples": "bigkern.scenes",
-    "ingest_misr_text": "bigkern.datasets",
-    "load_regression": "bigkern.datasets",
-    "open_scenes": "bigkern.scenes",
-    "read_misr_text": "bigkern.datasets",
-    "read_regression_csv": "bigkern.datasets",
-    "stack_samples": "bigkern.scenes",
-    "validate_scenes": "bigkern.scenes",
-    "write_scenes": "bigkern.scenes",
-    # bigkern.kernels
-    "CompactSupport": "bigkern.kernels",
-    "Gaussian": "bigkern.kernels",
-    "GaussianBasis": "bigkern.kernels",
-    "GaussianExpansion": "bigkern.kernels",
-    "gaussian_kernel": "bigkern.kernels",
-    "nystrom_spectrum": "bigkern.jobs.nystrom_spectrum",
-    "plot_nystrom_spectrum": "bigkern.jobs.nystrom_figure",
-    # bigkern.models
-    "BinnedKernelRidgeClassifier": "bigkern.models",
-    "BinnedSVC": "bigkern.models",
-    "CompactKernelPCA": "bigkern.models",
-    "CompactKernelRidge": "bigkern.models",
-    "CompactLSSVC": "bigkern.models",
-    "CompactSVC": "bigkern.models",
-    "GaussianRLS": "bigkern.models",
-    "KernelRidgeClassifier": "bigkern.models",
-    "LOOKernelRidge": "bigkern.models",
-    "NystromKernelRidge": "bigkern.models",
-    "NystromKernelRidgeClassifier": "bigkern.models",
-    "OHTRegressor": "bigkern.models",
-    "PeriodicKernelRidge": "bigkern.models",
-    "ReducedSVC": "bigkern.models",
-    "ReducedSVR": "bigkern.models",
-    "load_model": "bigkern.models",
-    "save_model": "bigkern.models",
-    # bigkern.jobs
-    "fit_scenes": "bigkern.jobs.fit",
-    "plot_scene": "bigkern.jobs.plot",
-    # bigkern.jobs.predict
-    "predict_scenes": "bigkern.jobs.predict",
-    "write_predictions": "bigkern.jobs.predict",
-    # bigkern.reduce
-    "DECILES": "bigkern.reduce",
-    "BinningPlan": "bigkern.reduce",
-    "alignment_sparsity": "bigkern.reduce",
-    "bin_statistics": "bigkern.reduce",
-    "gram_report": "bigkern.reduce",
-    "percentile_bins": "bigkern.reduce",
-    "quantile_edges": "bigkern.reduce",
-    "quantile_summary": "bigkern.reduce",
-    "random_split": "bigkern.reduce",
-    "reduced_normal_equations": "bigkern.reduce",
-    "sample_rows": "bigkern.reduce",
-    "select_reduced_set": "bigkern.reduce",
-    "sparse_gram": "bigkern.reduce",
-    # bigkern.models.criteria
-    "choose_support_radius": "bigkern.models.criteria",
-    "difference_noise_variance": "bigkern.models.criteria",
-    "distance_quantile": "bigkern.models.criteria",
-    "mallows_cp": "bigkern.models.criteria",
-    # bigkern.jobs.tuning
-    "grid_search_bins": "bigkern.jobs.tuning",
-    "holdout_accuracy": "bigkern.jobs.tuning",
-    "holdout_grid_search": "bigkern.jobs.tuning",
-}
-_SUBMODULES = frozenset({"config", "datasets"})
+
+def _estimators(section: str) -> dict[str, str]:
+    """The registry's estimators of one API section: class name → module."""
+    return {spec.name: str(spec.estimator).partition(":")[0]
+            for spec in specs() if spec.section == section}
+
+
+_ERRORS = "bigkern.errors"
+
+#: Every public name, by section of the API reference.
+PUBLIC_NAMES: tuple[Section, ...] = (
+    Section("Scenes and stores", {
+        "open_scenes": "bigkern.scenes.reading",
+        "write_scenes": "bigkern.scenes.writing",
+        "validate_scenes": "bigkern.scenes.reading",
+        "ingest_misr_text": "bigkern.datasets.misr_text",
+        "read_misr_text": "bigkern.datasets.misr_text",
+        "with_features": "bigkern.features.derived",
+        "stack_samples": "bigkern.scenes.samples",
+        "Samples": "bigkern.scenes.samples",
+    }),
+    Section("Jobs: fit, predict, plot", {
+        "fit_scenes": "bigkern.jobs.fit",
+        "predict_scenes": "bigkern.jobs.predict",
+        "write_predictions": "bigkern.jobs.predict",
+        "plot_scene": "bigkern.jobs.plot",
+    }),
+    Section("Clusters", {"connect": "bigkern.cluster.client"}),
+    *(Section(title, _estimators(key)) for key, title in SECTIONS.items()),
+    Section("Model files", {
+        "save_model": "bigkern.models.persistence.model_files",
+        "load_model": "bigkern.models.persistence.model_files",
+    }),
+    Section("Kernels", {
+        "Gaussian": "bigkern.kernels.gaussian",
+        "GaussianBasis": "bigkern.kernels.gaussian",
+        "GaussianExpansion": "bigkern.kernels.expansion",
+        "gaussian_kernel": "bigkern.kernels.gaussian",
+        "CompactSupport": "bigkern.kernels.compact",
+        "nystrom_spectrum": "bigkern.jobs.nystrom_spectrum",
+        "plot_nystrom_spectrum": "bigkern.jobs.nystrom_figure",
+    }),
+    Section("Distributed passes", {
+        "percentile_bins": "bigkern.reduce.binning.percentile",
+        "bin_statistics": "bigkern.reduce.binning.bins",
+        "BinningPlan": "bigkern.reduce.binning.plan",
+        "DECILES": "bigkern.reduce.binning.percentile",
+        "quantile_edges": "bigkern.reduce.binning.quantiles",
+        "quantile_summary": "bigkern.reduce.binning.quantiles",
+        "select_reduced_set": "bigkern.reduce.reduced.reduced_set",
+        "reduced_normal_equations": "bigkern.reduce.reduced.normal_equations",
+        "sample_rows": "bigkern.reduce.sampling",
+        "random_split": "bigkern.reduce.sampling",
+        "sparse_gram": "bigkern.reduce.compact.sparse_gram",
+        "gram_report": "bigkern.reduce.compact.sparse_gram",
+        "alignment_sparsity": "bigkern.reduce.compact.alignment",
+    }, intro="Percentile bins and exact quantiles, the reduced set and its normal equations, "
+             "row\nsamples and splits, the sparse Gram matrix and its alignment curves."),
+    Section("Tuning", {
+        "grid_search_bins": "bigkern.jobs.tuning",
+        "holdout_grid_search": "bigkern.jobs.tuning",
+        "holdout_accuracy": "bigkern.jobs.tuning",
+        "choose_support_radius": "bigkern.models.criteria",
+        "distance_quantile": "bigkern.models.criteria",
+        "mallows_cp": "bigkern.models.criteria",
+        "difference_noise_variance": "bigkern.models.criteria",
+    }),
+    Section("Regression data files", {
+        "read_regression_csv": "bigkern.datasets.regression_csv",
+        "load_regression": "bigkern.datasets.regression_csv",
+    }),
+    Section("Errors and warnings", {
+        **dict.fromkeys(("BigkernError", "StoreError", "LabelError", "DataQualityError",
+                         "ClusterError", "NoResidualDegreesOfFreedomError",
+                         "UnknownSettingError", "MissingExtraError", "BigkernWarning"),
+                        _ERRORS),
+        "ChunkWarning": "bigkern.cluster.chunking",
+        **dict.fromkeys(("IllConditionedWarning", "DoublePrecisionWarning",
+                         "ExtendedPrecisionWarning"), _ERRORS),
+    }),
+    Section("Settings: `bigkern.config`", dict.fromkeys(("get", "set", "known_settings"),
+                                                        "bigkern.config"),
+            intro="The [settings page](../user-guide/settings.md) lists every setting and "
+                  "its default.", module="bigkern.config"),
+    Section("Synthetic data: `bigkern.datasets`", {
+        "make_scenes": "bigkern.datasets.synthetic_scenes",
+        "GreenRed": "bigkern.datasets.kernel_examples",
+        "make_three_clusters": "bigkern.datasets.kernel_examples",
+        "shared_data_dir": "bigkern.datasets.shared",
+    }, module="bigkern.datasets"),
+)
+
+#: Submodules that are public names themselves.
+SUBMODULES = ("config", "datasets")
+
+_SOURCES = facade_sources(PUBLIC_NAMES)
+
+__all__ = sorted([*_SOURCES, *SUBMODULES, "__version__"])
 
 
 def __getattr__(name: str) -> Any:
-    """Import a public name, or a submodule (``bigkern.io``), on first use; keep it here."""
+    """Import a public name, or a submodule (``bigkern.scenes``), on first use; keep it here."""
     if name in _SOURCES:
         value: Any = getattr(importlib.import_module(_SOURCES[name]), name)
-    elif name in _SUBMODULES or (not name.startswith("__")
-                                 and importlib.util.find_spec(f"bigkern.{name}") is not None):
+    elif name in SUBMODULES or (not name.startswith("__")
+                                and importlib.util.find_spec(f"bigkern.{name}") is not None):
         value = importlib.import_module(f"bigkern.{name}")
     else:
         raise AttributeError(f"module 'bigkern' has no attribute {name!r}")
@@ -123,165 +141,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
-
-
-if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
-    from bigkern import config, datasets
-    from bigkern.cluster.chunking import ChunkWarning
-    from bigkern.cluster.client import connect
-    from bigkern.datasets import (
-        ingest_misr_text,
-        load_regression,
-        read_misr_text,
-        read_regression_csv,
-    )
-    from bigkern.errors import (
-        BigkernError,
-        BigkernWarning,
-        ClusterError,
-        DataQualityError,
-        DoublePrecisionWarning,
-        ExtendedPrecisionWarning,
-        IllConditionedWarning,
-        LabelError,
-        NoResidualDegreesOfFreedomError,
-        StoreError,
-        UnknownSettingError,
-    )
-    from bigkern.features import with_features
-    from bigkern.jobs.fit import fit_scenes
-    from bigkern.jobs.plot import plot_scene
-    from bigkern.jobs.predict import predict_scenes, write_predictions
-    from bigkern.jobs.tuning import (
-        grid_search_bins,
-        holdout_accuracy,
-        holdout_grid_search,
-    )
-    from bigkern.kernels import (
-        CompactSupport,
-        Gaussian,
-        GaussianBasis,
-        GaussianExpansion,
-        gaussian_kernel,
-        nystrom_spectrum,
-        plot_nystrom_spectrum,
-    )
-    from bigkern.models import (
-        BinnedKernelRidgeClassifier,
-        BinnedSVC,
-        CompactKernelPCA,
-        CompactKernelRidge,
-        CompactLSSVC,
-        CompactSVC,
-        GaussianRLS,
-        KernelRidgeClassifier,
-        LOOKernelRidge,
-        NystromKernelRidge,
-        NystromKernelRidgeClassifier,
-        OHTRegressor,
-        PeriodicKernelRidge,
-        ReducedSVC,
-        ReducedSVR,
-        load_model,
-        save_model,
-    )
-    from bigkern.models.criteria import (
-        choose_support_radius,
-        difference_noise_variance,
-        distance_quantile,
-        mallows_cp,
-    )
-    from bigkern.reduce import (
-        DECILES,
-        BinningPlan,
-        alignment_sparsity,
-        bin_statistics,
-        gram_report,
-        percentile_bins,
-        quantile_edges,
-        quantile_summary,
-        random_split,
-        reduced_normal_equations,
-        sample_rows,
-        select_reduced_set,
-        sparse_gram,
-    )
-    from bigkern.scenes import Samples, open_scenes, stack_samples, validate_scenes, write_scenes
-
-__all__ = [
-    "DECILES",
-    "BigkernError",
-    "BigkernWarning",
-    "BinnedKernelRidgeClassifier",
-    "BinnedSVC",
-    "BinningPlan",
-    "ChunkWarning",
-    "ClusterError",
-    "CompactKernelPCA",
-    "CompactKernelRidge",
-    "CompactLSSVC",
-    "CompactSVC",
-    "CompactSupport",
-    "DataQualityError",
-    "DoublePrecisionWarning",
-    "ExtendedPrecisionWarning",
-    "Gaussian",
-    "GaussianBasis",
-    "GaussianExpansion",
-    "GaussianRLS",
-    "IllConditionedWarning",
-    "KernelRidgeClassifier",
-    "LOOKernelRidge",
-    "LabelError",
-    "MissingExtraError",
-    "NoResidualDegreesOfFreedomError",
-    "NystromKernelRidge",
-    "NystromKernelRidgeClassifier",
-    "OHTRegressor",
-    "PeriodicKernelRidge",
-    "ReducedSVC",
-    "ReducedSVR",
-    "Samples",
-    "StoreError",
-    "UnknownSettingError",
-    "__version__",
-    "alignment_sparsity",
-    "bin_statistics",
-    "choose_support_radius",
-    "config",
-    "connect",
-    "datasets",
-    "difference_noise_variance",
-    "distance_quantile",
-    "fit_scenes",
-    "gaussian_kernel",
-    "gram_report",
-    "grid_search_bins",
-    "holdout_accuracy",
-    "holdout_grid_search",
-    "ingest_misr_text",
-    "load_model",
-    "load_regression",
-    "mallows_cp",
-    "nystrom_spectrum",
-    "open_scenes",
-    "percentile_bins",
-    "plot_nystrom_spectrum",
-    "plot_scene",
-    "predict_scenes",
-    "quantile_edges",
-    "quantile_summary",
-    "random_split",
-    "read_misr_text",
-    "read_regression_csv",
-    "reduced_normal_equations",
-    "sample_rows",
-    "save_model",
-    "select_reduced_set",
-    "sparse_gram",
-    "stack_samples",
-    "validate_scenes",
-    "with_features",
-    "write_predictions",
-    "write_scenes",
-]

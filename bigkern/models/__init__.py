@@ -38,52 +38,20 @@ In memory, as a peer for the others: :class:`KernelRidgeClassifier`.
 from __future__ import annotations
 
 from bigkern.lazy import lazy_names
+from bigkern.models.registry import specs
 
-#: Each public name and the module it lives in: imported on first use, so that reading
-#: the registry (``bigkern --help``) or one estimator's module loads no other.
+#: Each public name and the module it lives in: every estimator of the registry, and the
+#: model files' functions. Imported on first use, so that reading the registry
+#: (``bigkern --help``) or one estimator's module loads no other.
 _HOMES = {
-    "BinnedKernelRidgeClassifier": "binned",
-    "BinnedSVC": "binned",
-    "CompactKernelPCA": "compact",
-    "CompactKernelRidge": "compact",
-    "CompactLSSVC": "compact",
-    "CompactSVC": "compact",
-    "GaussianRLS": "regression.rls",
-    "KernelRidgeClassifier": "baselines",
-    "LOOKernelRidge": "regression.kernel_regression",
-    "NystromKernelRidge": "reduced_kernel.nystrom",
-    "NystromKernelRidgeClassifier": "reduced_kernel.nystrom",
-    "OHTRegressor": "regression.oht",
-    "PeriodicKernelRidge": "regression.periodic",
-    "ReducedSVC": "reduced_kernel.reduced",
-    "ReducedSVR": "reduced_kernel.reduced_svr",
+    **{spec.name: str(spec.estimator).partition(":")[0].removeprefix(f"{__name__}.")
+       for spec in specs()},
     "load_model": "persistence.model_files",
     "load_model_dataset": "persistence.model_files",
     "save_model": "persistence.model_files",
     "shi_yu_grid": "regression.periodic",
 }
 
+__all__ = sorted(_HOMES)
 
 __getattr__, __dir__ = lazy_names(__name__, _HOMES)
-
-__all__ = [
-    "BinnedKernelRidgeClassifier",
-    "BinnedSVC",
-    "CompactKernelPCA",
-    "CompactKernelRidge",
-    "CompactLSSVC",
-    "CompactSVC",
-    "GaussianRLS",
-    "KernelRidgeClassifier",
-    "LOOKernelRidge",
-    "NystromKernelRidge",
-    "NystromKernelRidgeClassifier",
-    "OHTRegressor",
-    "PeriodicKernelRidge",
-    "ReducedSVC",
-    "ReducedSVR",
-    "load_model",
-    "load_model_dataset",
-    "save_model",
-    "shi_yu_grid",
-]

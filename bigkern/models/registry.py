@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
-__all__ = ["ModelSpec", "check_instances", "cli_names", "cli_spec", "default_grid",
+__all__ = ["SECTIONS", "ModelSpec", "check_instances", "cli_names", "cli_spec", "default_grid",
            "model_class", "reference_width", "register", "spec_of", "specs"]
 
 Target = Literal["class", "value", "none"]
@@ -75,6 +75,9 @@ class ModelSpec:
         scikit-learn on rows in memory.
     check_params : mapping
         Constructor arguments of the instance scikit-learn's checks run on.
+    section : str
+        The section of the API reference that lists it (a key of
+        :data:`SECTIONS`); empty for a model registered from outside bigkern.
     """
 
     estimator: type | str
@@ -84,6 +87,7 @@ class ModelSpec:
     cli: str | None = None
     grid: Mapping[str, tuple[Any, ...]] | None = None
     check_params: Mapping[str, Any] = field(default_factory=dict)
+    section: str = ""
 
     @cached_property
     def cls(self) -> type:
@@ -115,34 +119,46 @@ _WIDTHS_NYSTROM = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 #: Shorthands of the table: where each of bigkern's estimators lives, and the seed of the
 #: instances scikit-learn's checks run on.
 _M = "bigkern.models."
+
+#: The API reference's sections of estimators, by key of :attr:`ModelSpec.section`.
+SECTIONS = {
+    "bins": "Models on percentile bins",
+    "reduced": "Reduced-kernel models",
+    "compact": "Compactly supported kernel models",
+    "regression": "Regression family",
+}
 _SEED0 = {"random_state": 0}
 
 _TABLE: list[ModelSpec] = [
-    ModelSpec(_M + "binned:BinnedSVC", "class", "bins", "expansion", cli="svc",
+    ModelSpec(_M + "binned:BinnedSVC", "class", "bins", "expansion", cli="svc", section="bins",
               grid={"omega": _WIDTHS, "C": (0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0)}),
     ModelSpec(_M + "binned:BinnedKernelRidgeClassifier", "class", "bins", "expansion",
-              cli="ridge", grid={"omega": _WIDTHS, "lam": tuple(10.0 ** k for k in range(-4, 3))}),
+              cli="ridge", section="bins",
+              grid={"omega": _WIDTHS, "lam": tuple(10.0 ** k for k in range(-4, 3))}),
+    ModelSpec(_M + "baselines:KernelRidgeClassifier", "class", "direct", "expansion",
+              section="bins"),
     ModelSpec(_M + "reduced_kernel.reduced:ReducedSVC", "class", "reduced", "expansion",
-              cli="reduced-svc",
+              cli="reduced-svc", section="reduced",
               grid={"omega": _WIDTHS_REDUCED, "C": tuple(10.0 ** k for k in range(-1, 7))}),
     ModelSpec(_M + "reduced_kernel.reduced_svr:ReducedSVR", "value", "reduced", "regressor",
-              cli="reduced-svr", check_params=_SEED0),
+              cli="reduced-svr", check_params=_SEED0, section="reduced"),
     ModelSpec(_M + "reduced_kernel.nystrom:NystromKernelRidgeClassifier", "class", "reduced",
-              "expansion",
-              cli="nystrom-krr", check_params=_SEED0,
+              "expansion", cli="nystrom-krr", check_params=_SEED0, section="reduced",
               grid={"omega": _WIDTHS_NYSTROM, "lam": tuple(10.0 ** k for k in range(-6, 3))}),
     ModelSpec(_M + "reduced_kernel.nystrom:NystromKernelRidge", "value", "reduced", "regressor",
-              cli="nystrom-krr", check_params=_SEED0),
-    ModelSpec(_M + "baselines:KernelRidgeClassifier", "class", "direct", "expansion"),
+              cli="nystrom-krr", check_params=_SEED0, section="reduced"),
+    ModelSpec(_M + "compact:CompactSVC", "class", "sparse", "compact", section="compact"),
+    ModelSpec(_M + "compact:CompactLSSVC", "class", "sparse", "compact", section="compact"),
+    ModelSpec(_M + "compact:CompactKernelRidge", "value", "sparse", "compact", section="compact"),
+    ModelSpec(_M + "compact:CompactKernelPCA", "none", "sparse", "compact", section="compact"),
     ModelSpec(_M + "regression.oht:OHTRegressor", "value", "reduced", "regressor",
-              check_params={"random_state": 1}),
-    ModelSpec(_M + "regression.kernel_regression:LOOKernelRidge", "value", "direct", "regressor"),
-    ModelSpec(_M + "regression.rls:GaussianRLS", "value", "direct", "regressor"),
-    ModelSpec(_M + "regression.periodic:PeriodicKernelRidge", "value", "direct", "regressor"),
-    ModelSpec(_M + "compact:CompactLSSVC", "class", "sparse", "compact"),
-    ModelSpec(_M + "compact:CompactKernelRidge", "value", "sparse", "compact"),
-    ModelSpec(_M + "compact:CompactSVC", "class", "sparse", "compact"),
-    ModelSpec(_M + "compact:CompactKernelPCA", "none", "sparse", "compact"),
+              check_params={"random_state": 1}, section="regression"),
+    ModelSpec(_M + "regression.kernel_regression:LOOKernelRidge", "value", "direct",
+              "regressor", section="regression"),
+    ModelSpec(_M + "regression.rls:GaussianRLS", "value", "direct", "regressor",
+              section="regression"),
+    ModelSpec(_M + "regression.periodic:PeriodicKernelRidge", "value", "direct", "regressor",
+              section="regression"),
 ]
 
 
