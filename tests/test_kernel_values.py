@@ -174,3 +174,24 @@ def test_nystrom_laplacian_is_scikit_learns_nystroem_and_ridge() -> None:
     acc_ours = (ours.predict(Xte) == yte).mean()
     acc_peer = (peer.predict(features.transform(Xte)) == yte).mean()
     assert abs(acc_ours - acc_peer) <= 0.005 + 1e-12, (acc_ours, acc_peer)
+
+
+def test_scenes_predicted_by_a_laplacian_model_are_its_rows_predictions(client) -> None:
+    """Masks of every pixel through predict_scenes, from a model fitted on the stacked
+    pixels with ``kernel="laplacian"``, equal the model's own row by row; NaN pixels get
+    no class."""
+    from bigkern import predict_scenes, stack_samples, with_features
+    from bigkern.datasets import make_scenes
+
+    features = ["NDAI", "logSD", "CORR"]
+    ds = with_features(make_scenes(2, (48, 64), seed=3, radiances=False).compute(), features)
+    ds["NDAI"][0, :2, :3] = np.nan
+    s = stack_samples(ds, features)
+    X, y, mask = (np.asarray(v) for v in (s.X, s.y, s.mask))
+    model = ReducedSVC(omega=2.0, C=10.0, kernel="laplacian", size=40,
+                       random_state=0).fit(X[mask], y[mask])
+    out = predict_scenes(model, ds, features).compute()
+    rows = np.column_stack([ds[f].values.ravel() for f in features])
+    expected = model.decision_function(rows).reshape(ds["NDAI"].shape)
+    np.testing.assert_array_equal(out["decision"].values, expected.astype(out["decision"].dtype))
+    assert np.isnan(out["decision"].values[0, :2, :3]).all()
