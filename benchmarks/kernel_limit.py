@@ -5,7 +5,7 @@ same rows for every contender:
 
 a. numpy's float32 ``exp`` on a 16 MB array in place: the rate the hardware
    gives for the exponential alone, the ceiling of any Gaussian kernel sum;
-b. bigkern's ``GaussianExpansion.decision`` on the fused path (one compiled
+b. bigkern's ``KernelExpansion.decision`` on the fused path (one compiled
    pass per row, :mod:`bigkern.kernels.fused_loops`) and on the BLAS path (kernel
    blocks by ``sgemm``, then ``exp``, then ``sgemv``; the only path before);
 c. scikit-learn ``SVC.decision_function`` with the same support vectors,
@@ -70,13 +70,13 @@ def case(d: int, m: int, rows: int, repeat: int, with_svc: bool) -> dict[str, An
     """One (d, m): rates of the fused and BLAS paths and of SVC, and the agreement checks."""
     from sklearn.svm import SVC
 
-    from bigkern.kernels import GaussianExpansion, omega_to_gamma
+    from bigkern.kernels import KernelExpansion, omega_to_gamma
 
     rng = np.random.default_rng(d * 1000 + m)
     omega = 1.0 * np.sqrt(d / 3)  # a width that keeps the sum informative as d grows
     centers = rng.normal(size=(m, d))
     coef = rng.normal(size=m)
-    exp = GaussianExpansion.from_parts(centers, coef, 0.1, omega)
+    exp = KernelExpansion.from_parts(centers, coef, 0.1, omega)
     X = rng.normal(size=(rows, d)).astype(np.float32)  # pixels are float32 in the stores
     t_fused, fused = best(lambda: exp.decision(X, path="fused"), repeat)
     t_blas, blas = best(lambda: exp.decision(X, path="blas"), repeat)
@@ -106,10 +106,10 @@ def case(d: int, m: int, rows: int, repeat: int, with_svc: bool) -> dict[str, An
 
 def case64(d: int, m: int, rows: int, repeat: int) -> dict[str, Any]:
     """One (d, m) of a float64 expansion: the exact per-row path against float64 BLAS."""
-    from bigkern.kernels import GaussianExpansion
+    from bigkern.kernels import KernelExpansion
 
     rng = np.random.default_rng(d * 1000 + m + 7)
-    exp = GaussianExpansion.from_parts(rng.normal(size=(m, d)), rng.normal(size=m), 0.1,
+    exp = KernelExpansion.from_parts(rng.normal(size=(m, d)), rng.normal(size=m), 0.1,
                                        np.sqrt(d / 3), dtype="float64")
     X = rng.normal(size=(rows, d))
     t_exact, exact = best(lambda: exp.decision(X, path="exact"), repeat)

@@ -30,11 +30,15 @@ from bigkern.jobs.predict import write_predictions as write_predictions
 from bigkern.jobs.tuning import grid_search_bins as grid_search_bins
 from bigkern.jobs.tuning import holdout_accuracy as holdout_accuracy
 from bigkern.jobs.tuning import holdout_grid_search as holdout_grid_search
+from bigkern.kernels.basis import Basis as Basis
 from bigkern.kernels.compact import CompactSupport as CompactSupport
-from bigkern.kernels.expansion import GaussianExpansion as GaussianExpansion
-from bigkern.kernels.gaussian import Gaussian as Gaussian
-from bigkern.kernels.gaussian import GaussianBasis as GaussianBasis
-from bigkern.kernels.gaussian import gaussian_kernel as gaussian_kernel
+from bigkern.kernels.expansion import KernelExpansion as KernelExpansion
+from bigkern.kernels.kernel import Gaussian as Gaussian
+from bigkern.kernels.kernel import Kernel as Kernel
+from bigkern.kernels.kernel import Laplacian as Laplacian
+from bigkern.kernels.kernel import Matern32 as Matern32
+from bigkern.kernels.kernel import Matern52 as Matern52
+from bigkern.kernels.kernel import gaussian_kernel as gaussian_kernel
 from bigkern.models.baselines import KernelRidgeClassifier as KernelRidgeClassifier
 from bigkern.models.binned import BinnedKernelRidgeClassifier as BinnedKernelRidgeClassifier
 from bigkern.models.binned import BinnedSVC as BinnedSVC
@@ -77,6 +81,7 @@ from bigkern.scenes.writing import write_scenes as write_scenes
 from bigkern.version import __version__ as __version__
 
 __all__ = [
+    "Basis",
     "BigkernError",
     "BigkernWarning",
     "BinnedKernelRidgeClassifier",
@@ -94,13 +99,16 @@ __all__ = [
     "DoublePrecisionWarning",
     "ExtendedPrecisionWarning",
     "Gaussian",
-    "GaussianBasis",
-    "GaussianExpansion",
     "GaussianRLS",
     "IllConditionedWarning",
+    "Kernel",
+    "KernelExpansion",
     "KernelRidgeClassifier",
     "LOOKernelRidge",
     "LabelError",
+    "Laplacian",
+    "Matern32",
+    "Matern52",
     "MissingExtraError",
     "NoResidualDegreesOfFreedomError",
     "NystromKernelRidge",

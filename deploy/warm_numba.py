@@ -53,6 +53,10 @@ def warm() -> int:
         bigkern.CompactSVC(omega=0.42, lam=1e-3, tau=0.7).fit(X, y).predict(X)
         # a regressor: float64 expansions predict by the exact per-row pass
         bigkern.OHTRegressor(omegas=(1.0,)).fit(X, X[:, 0]).predict(X)
+        # the other kernels' per-row loops: an L1 and an L2 kernel, blocks and expansions
+        for kernel in ("laplacian", "matern52"):
+            bigkern.NystromKernelRidgeClassifier(size=40, kernel=kernel).fit(
+                X.astype(np.float32), y).predict(X)
         # Nyström by conjugate gradients on float32 rows: the compiled kernel products (a
         # few iterations: compiling is the point, not converging)
         with warnings.catch_warnings():

@@ -4,7 +4,7 @@ A prediction is a sum over the centers for each row. Computed through BLAS, the
 order of that sum depends on the kernels OpenBLAS picks, and it picks them by
 the block's shape and the processor: a dask chunk of 20 rows and a numpy call
 on 50 took other kernels on an Intel Xeon (SkylakeX) and differed by 1e-16.
-:meth:`GaussianExpansion.decision` therefore evaluates each row by itself, in
+:meth:`KernelExpansion.decision` therefore evaluates each row by itself, in
 a fixed order, so its value cannot depend on the block around it. These tests
 check that promise directly, row by row against whole arrays and random
 chunkings; ``.ci/run`` runs every ``determinism`` test again under other
@@ -21,15 +21,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bigkern.kernels import GaussianExpansion
+from bigkern.kernels import KernelExpansion
 from bigkern.models import BinnedSVC, OHTRegressor, ReducedSVC
 
 pytestmark = pytest.mark.determinism
 
 
-def _expansion(dtype: str, d: int, m: int, seed: int) -> GaussianExpansion:
+def _expansion(dtype: str, d: int, m: int, seed: int) -> KernelExpansion:
     rng = np.random.default_rng(seed)
-    return GaussianExpansion.from_parts(rng.normal(size=(m, d)), rng.normal(size=m),
+    return KernelExpansion.from_parts(rng.normal(size=(m, d)), rng.normal(size=m),
                                         rng.normal(), omega=1.3, offset=rng.normal(size=d),
                                         scale=rng.uniform(0.5, 2, size=d), dtype=dtype)
 

@@ -260,12 +260,12 @@ def test_predict_scenes_names_a_model_without_an_expansion():
 
 @pytest.mark.parametrize("name", ["OHTRegressor", "LOOKernelRidge", "GaussianRLS"])
 def test_gaussian_regressors_predict_through_the_one_expansion_type(name):
-    from bigkern.kernels import GaussianExpansion
+    from bigkern.kernels import KernelExpansion
 
     _, frame, _ = _scenes_and_samples()
     model = REGRESSORS[name]().fit(frame.iloc[:200], frame["NDAI"].to_numpy()[:200])
     exp = model.expansion_
-    assert isinstance(exp, GaussianExpansion)
+    assert isinstance(exp, KernelExpansion)
     X = frame.iloc[200:260]
     np.testing.assert_array_equal(model.predict(X), exp.decision(X.to_numpy()))
     assert model.n_basis_ == exp.n_basis

@@ -6,7 +6,7 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from bigkern.kernels import GaussianBasis, kernel_blocks
+from bigkern.kernels import Basis, kernel_blocks
 from bigkern.kernels.fused_loops import fused_kernel_block
 from bigkern.reduce.reduced.folds import reduced_normal_equations_folds
 from bigkern.reduce.reduced.normal_equations import reduced_normal_equations
@@ -26,7 +26,7 @@ def test_fused_kernel_block_equals_the_blas_block(d: int) -> None:
     X[7, 0] = np.nan  # not among the rows asked for
     centers = rng.normal(size=(40, d))
     offset, scale = rng.normal(size=d), rng.uniform(0.5, 2, size=d)
-    basis = GaussianBasis.checked(centers, 0.8, d, offset, scale)
+    basis = Basis.checked(centers, 0.8, d, offset, scale)
     rows = np.flatnonzero(np.isfinite(X).all(axis=1))
     wide = np.full((len(rows), 42), -1.0, dtype=np.float32)  # a column slice, as in the pass
     fused_kernel_block(X, rows, np.ascontiguousarray(centers.T, dtype=np.float32),
@@ -55,7 +55,7 @@ def test_kernel_blocks_fused_by_default_for_float32_and_few_features() -> None:
     rng = np.random.default_rng(9)
     X = rng.normal(size=(3000, 4)).astype(np.float32)
     X[::17, 2] = np.nan
-    basis = GaussianBasis.checked(rng.normal(size=(25, 4)), 1.3, 4, np.zeros(4), np.ones(4))
+    basis = Basis.checked(rng.normal(size=(25, 4)), 1.3, 4, np.zeros(4), np.ones(4))
     auto = [(r.copy(), G.copy()) for r, G in kernel_blocks(X, basis, block_rows=700)]
     blas = [(r.copy(), G.copy()) for r, G in kernel_blocks(X, basis, block_rows=700,
                                                            fused=False)]

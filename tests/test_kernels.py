@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics.pairwise import rbf_kernel
 
-from bigkern.kernels import GaussianExpansion, gaussian_kernel, kernel_expansion, omega_to_gamma
+from bigkern.kernels import KernelExpansion, gaussian_kernel, kernel_expansion, omega_to_gamma
 
 
 def _problem(n=500, m=40, d=3, seed=0):
@@ -73,7 +73,7 @@ def test_empty_input_and_bad_width():
 # -- the fused expansion ------------------------------------------------------------------------
 
 
-def _exact(X: np.ndarray, exp: GaussianExpansion) -> np.ndarray:
+def _exact(X: np.ndarray, exp: KernelExpansion) -> np.ndarray:
     """The expansion in float64 with a direct distance (no exponent clipping, no float32);
     the standardized values clipped to ``±exp.basis.clip``."""
     Z = np.clip((X - exp.offset) / exp.scale, -exp.basis.clip, exp.basis.clip)
@@ -88,7 +88,7 @@ def _exact(X: np.ndarray, exp: GaussianExpansion) -> np.ndarray:
 def test_fused_path_equals_the_exact_expansion_and_the_blas_path(d, m, n, omega, spread, seed,
                                                                  clip):
     rng = np.random.default_rng(seed)
-    exp = GaussianExpansion.from_parts(rng.normal(size=(m, d)), rng.normal(size=m),
+    exp = KernelExpansion.from_parts(rng.normal(size=(m, d)), rng.normal(size=m),
                                        float(rng.normal()), omega, rng.normal(size=d),
                                        rng.uniform(0.5, 2.0, size=d), clip=clip)
     X = rng.normal(size=(n, d)) * spread  # far rows too: exponents clipped at log(tiny)
@@ -96,7 +96,7 @@ def test_fused_path_equals_the_exact_expansion_and_the_blas_path(d, m, n, omega,
     blas = exp.decision(X, path="blas")
     exact = _exact(X, exp)
     np.testing.assert_allclose(
-        GaussianExpansion(exp.basis, exp.coef, exp.intercept, "float64").decision(X), exact,
+        KernelExpansion(exp.basis, exp.coef, exp.intercept, "float64").decision(X), exact,
         rtol=1e-12, atol=1e-12 * (np.abs(exp.coef).sum() + abs(exp.intercept)))
     # float32 rounding of z and c moves the exponent γ‖z − c‖² by about γ (|z| + |c|)² 2^-24
     # per term: the tolerance is that error (and float32 round-off) on the size of f's terms
@@ -110,7 +110,7 @@ def test_fused_path_equals_the_exact_expansion_and_the_blas_path(d, m, n, omega,
 
 def test_fused_path_rows_do_not_depend_on_their_neighbours_and_nan_rows_are_nan():
     rng = np.random.default_rng(5)
-    exp = GaussianExpansion.from_parts(rng.normal(size=(150, 3)), rng.normal(size=150), 0.3,
+    exp = KernelExpansion.from_parts(rng.normal(size=(150, 3)), rng.normal(size=150), 0.3,
                                        0.8)
     X = rng.normal(size=(70_000, 3)).astype(np.float32)  # more than one standardized slab
     X[[3, 69_999], [0, 2]] = [np.nan, np.inf]
@@ -123,11 +123,11 @@ def test_fused_path_rows_do_not_depend_on_their_neighbours_and_nan_rows_are_nan(
 
 def test_auto_path_choice_and_errors():
     rng = np.random.default_rng(1)
-    wide = GaussianExpansion.from_parts(rng.normal(size=(20, 30)), rng.normal(size=20), 0, 1.0)
+    wide = KernelExpansion.from_parts(rng.normal(size=(20, 30)), rng.normal(size=20), 0, 1.0)
     X = rng.normal(size=(50, 30))
     # every width and precision evaluates row by row: fused in float32, exact in float64
     np.testing.assert_array_equal(wide.decision(X), wide.decision(X, path="fused"))
-    double = GaussianExpansion.from_parts(rng.normal(size=(5, 2)), np.ones(5), 0, 1.0,
+    double = KernelExpansion.from_parts(rng.normal(size=(5, 2)), np.ones(5), 0, 1.0,
                                           dtype="float64")
     Z = rng.normal(size=(40, 2))
     np.testing.assert_array_equal(double.decision(Z), double.decision(Z, path="exact"))

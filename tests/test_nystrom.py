@@ -178,7 +178,7 @@ def _reload_classifier(ds):
     """What persistence.load_model_dataset does for the registry's "expansion" family."""
     import json
 
-    from bigkern.kernels import GaussianExpansion
+    from bigkern.kernels import KernelExpansion
 
     params = json.loads(ds.attrs["params_json"])
     valid = NystromKernelRidgeClassifier().get_params()
@@ -186,7 +186,7 @@ def _reload_classifier(ds):
     model.classes_ = np.asarray(ds.attrs["classes"])
     model.n_features_in_ = int(ds.sizes["feature"])
     model.feature_names_in_ = np.asarray([str(f) for f in ds["feature"].values], dtype=object)
-    model.expansion_ = GaussianExpansion.from_parts(
+    model.expansion_ = KernelExpansion.from_parts(
         ds["basis"].values, ds["coef"].values, float(ds.attrs["intercept"]),
         float(ds.attrs["omega"]), ds["offset"].values, ds["scale"].values)
     return model

@@ -15,7 +15,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from bigkern import NystromKernelRidge, NystromKernelRidgeClassifier
-from bigkern.kernels import GaussianBasis, gaussian_kernel, kernel_blocks
+from bigkern.kernels import Basis, gaussian_kernel, kernel_blocks
 from bigkern.reduce.reduced.products import kernel_products
 from bigkern.solvers.conjugate_gradients import FalkonPreconditioner, preconditioned_cg
 
@@ -114,7 +114,7 @@ def test_kernel_products_are_the_products_of_the_kernel_matrix():
     rng = np.random.default_rng(2)
     X, y = rng.standard_normal((700, 2)), rng.standard_normal(700)
     mask = rng.uniform(size=700) < 0.8
-    basis = GaussianBasis.checked(X[:30], omega=0.7, d=2)
+    basis = Basis.checked(X[:30], omega=0.7, d=2)
     V = rng.standard_normal((30, 2))
     got = kernel_products(da.from_array(X, chunks=(123, 2)), da.from_array(y, chunks=123),
                           basis, V, mask=da.from_array(mask, chunks=123))
@@ -135,7 +135,7 @@ def test_the_compiled_products_of_float32_rows_are_the_kernel_blocks_products(ta
     X[[7, 400], 2] = np.nan
     y = rng.standard_normal(900)
     mask = rng.uniform(size=900) < 0.9
-    basis = GaussianBasis.checked(X[10:50].astype(np.float64), omega=1.3, d=5,
+    basis = Basis.checked(X[10:50].astype(np.float64), omega=1.3, d=5,
                                   offset=np.full(5, 1.0), scale=np.full(5, 3.0))
     V = 1e3 * rng.standard_normal((40, 2))  # large, of both signs: float32 sums would fail
     got = kernel_products(da.from_array(X, chunks=(250, 5)), da.from_array(y, chunks=250),

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from scipy.special import expit
 
 from bigkern.errors import DataQualityError, LabelError
-from bigkern.kernels import GaussianExpansion, gaussian_kernel
+from bigkern.kernels import KernelExpansion, gaussian_kernel
 from bigkern.models.reduced_kernel.reduced import ReducedSVC
 from bigkern.solvers.in_memory_newton import InMemoryNewtonPasses
 from bigkern.solvers.smooth_svm import (
@@ -162,7 +162,7 @@ def test_exact_against_a_direct_newton_solve_with_all_samples_as_centers():
                             tol=1e-12)
     Xt, _ = _xor(500, seed=2)
     ref = gaussian_kernel(Xt, exp.centers, omega) @ u_ref[:-1] - u_ref[-1]
-    got = GaussianExpansion.from_parts(exp.centers, exp.coef, exp.intercept, omega,
+    got = KernelExpansion.from_parts(exp.centers, exp.coef, exp.intercept, omega,
                                        dtype="float64").decision(Xt)
     np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6 * np.abs(ref).max())
     # the float32 kernel blocks of prediction agree to float32 round-off

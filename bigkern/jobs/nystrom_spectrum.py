@@ -30,7 +30,7 @@ import xarray as xr
 from bigkern import config
 from bigkern.errors import DataQualityError
 from bigkern.features.scaling import CLIP_SCALED, robust_standardizer, standardized
-from bigkern.kernels.gaussian import gaussian_kernel
+from bigkern.kernels.kernel import gaussian_kernel
 
 __all__ = ["nystrom_spectrum"]
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bigkern.errors import BigkernWarning
-from bigkern.kernels.gaussian import Gaussian
+from bigkern.kernels.basis import Gaussian
 
 __all__ = ["CompactSupport", "pairwise_distances"]
 

@@ -1,12 +1,13 @@
-"""The fitted Gaussian kernel expansion every Gaussian model predicts through.
+"""The fitted kernel expansion every kernel model predicts through.
 
-A :class:`GaussianExpansion` is a :class:`~bigkern.kernels.gaussian.GaussianBasis`
-(centers, width ω, standardization) with coefficients and an intercept:
-``f(x) = Σ_j coef_j exp(-‖z(x) − c_j‖² / (2 ω²)) + intercept``. It evaluates
-float32 expansions by the compiled per-row pass of :mod:`bigkern.kernels.fused_loops`
-(or kernel blocks, :func:`~bigkern.kernels.gaussian.kernel_blocks`, when asked)
-and float64 ones by the exact per-row pass. :func:`kernel_expansion` is the
-one-call form.
+A :class:`KernelExpansion` is a :class:`~bigkern.kernels.basis.Basis`
+(centers, a kernel of width ω, standardization) with coefficients and an
+intercept: ``f(x) = Σ_j coef_j k(z(x), c_j) + intercept``. It evaluates Gaussian
+float32 expansions by the compiled per-row pass of
+:mod:`bigkern.kernels.fused_loops` (or kernel blocks,
+:func:`~bigkern.kernels.basis.kernel_blocks`, when asked), Gaussian float64 ones
+by the exact per-row pass, and the other kernels row by row in float64
+(:mod:`bigkern.kernels.radial_loops`). :func:`kernel_expansion` is the one-call form.
 """
 
 from __future__ import annotations
@@ -16,15 +17,17 @@ from typing import Any
 
 import numpy as np
 
-from bigkern.kernels.fused_loops import exact_expansion, fused_expansion
-from bigkern.kernels.gaussian import (
-    GaussianBasis,
+from bigkern.kernels.basis import (
+    Basis,
     checked_clip,
     kernel_blocks,
     omega_to_gamma,
 )
+from bigkern.kernels.fused_loops import exact_expansion, fused_expansion
+from bigkern.kernels.kernel import Kernel, as_kernel
+from bigkern.kernels.radial_loops import radial_expansion
 
-__all__ = ["GaussianExpansion", "kernel_expansion"]
+__all__ = ["KernelExpansion", "kernel_expansion"]
 
 
 def kernel_expansion(
@@ -50,13 +53,13 @@ def kernel_expansion(
     float32 halves it) and folded into a float64 result. Rows with a
     non-finite feature give NaN.
     """
-    expansion = GaussianExpansion.from_parts(basis, coef, intercept, omega, offset, scale,
+    expansion = KernelExpansion.from_parts(basis, coef, intercept, omega, offset, scale,
                                              clip=clip, dtype=np.dtype(dtype).name)
     return expansion.decision(X, block_rows=block_rows)
 
 
 @dataclass(frozen=True, eq=False)
-class GaussianExpansion:
+class KernelExpansion:
     """A fitted Gaussian kernel expansion: everything a model needs to predict.
 
     ``f(x) = Σ_j coef_j exp(-‖z(x) − c_j‖² / (2 ω²)) + intercept``,
@@ -66,7 +69,7 @@ class GaussianExpansion:
 
     Parameters
     ----------
-    basis : GaussianBasis
+    basis : Basis
         Centers, width ω and standardization.
     coef : ndarray, shape (m,)
         One coefficient per center.
@@ -81,8 +84,8 @@ class GaussianExpansion:
     ``f(x) = exp(-x² / 2) - exp(-(x - 2)² / 2) + 0.5``:
 
     >>> import numpy as np
-    >>> from bigkern import GaussianExpansion
-    >>> f = GaussianExpansion.from_parts([[0.0], [2.0]], coef=[1.0, -1.0], intercept=0.5,
+    >>> from bigkern import KernelExpansion
+    >>> f = KernelExpansion.from_parts([[0.0], [2.0]], coef=[1.0, -1.0], intercept=0.5,
     ...                                  omega=1.0, dtype="float64")
     >>> f.n_basis, f.n_features
     (2, 1)
@@ -90,7 +93,7 @@ class GaussianExpansion:
     array([1.365, 0.5  ,   nan])
     """
 
-    basis: GaussianBasis
+    basis: Basis
     coef: np.ndarray
     intercept: float = 0.0
     dtype: str = "float32"
@@ -98,8 +101,13 @@ class GaussianExpansion:
     @classmethod
     def from_parts(cls, centers: Any, coef: Any, intercept: float, omega: float,
                    offset: Any = None, scale: Any = None, *, clip: float | None = None,
-                   dtype: str = "float32") -> GaussianExpansion:
-        """Build and validate from arrays; ``centers`` may have no rows when ``coef`` is empty."""
+                   dtype: str = "float32",
+                   kernel: str | Kernel | type[Kernel] = "gaussian") -> KernelExpansion:
+        """Build and validate from arrays; ``centers`` may have no rows when ``coef`` is empty.
+
+        ``kernel`` is a name, a :class:`~bigkern.kernels.Kernel` class or an instance; its
+        width is ``omega``.
+        """
         C = np.asarray(centers, dtype=np.float64)
         c = np.asarray(coef, dtype=np.float64).ravel()
         if C.ndim != 2 or C.shape[0] != len(c):
@@ -107,12 +115,11 @@ class GaussianExpansion:
                              f"shape {C.shape} and {len(c)} coefficients")
         d = C.shape[1]
         if len(c):
-            basis = GaussianBasis.checked(C, omega, d, offset, scale, clip)
+            basis = Basis.checked(C, omega, d, offset, scale, clip, kernel)
         else:  # every basis function thresholded away: f is the intercept
-            omega_to_gamma(float(omega))
             off = np.zeros(d) if offset is None else np.asarray(offset, dtype=np.float64)
             sc = np.ones(d) if scale is None else np.asarray(scale, dtype=np.float64)
-            basis = GaussianBasis(C, float(omega), off, sc, checked_clip(clip))
+            basis = Basis(C, as_kernel(kernel, float(omega)), off, sc, checked_clip(clip))
         if np.dtype(dtype) not in (np.float32, np.float64):
             raise ValueError(f"dtype must be float32 or float64; got {dtype!r}")
         return cls(basis, c, float(intercept), np.dtype(dtype).name)
@@ -136,6 +143,11 @@ class GaussianExpansion:
     def omega(self) -> float:
         """Kernel width ω."""
         return self.basis.omega
+
+    @property
+    def kernel(self) -> Kernel:
+        """The kernel (with its width ω)."""
+        return self.basis.kernel
 
     @property
     def offset(self) -> np.ndarray:
@@ -174,8 +186,8 @@ class GaussianExpansion:
         Examples
         --------
         >>> import numpy as np
-        >>> from bigkern import GaussianExpansion
-        >>> e = GaussianExpansion.from_parts(np.zeros((1, 2)), [2.0], 0.5, omega=1.0,
+        >>> from bigkern import KernelExpansion
+        >>> e = KernelExpansion.from_parts(np.zeros((1, 2)), [2.0], 0.5, omega=1.0,
         ...                                  dtype="float64")
         >>> X = np.array([[0.0, 0.0], [1.0, 1.0], [np.nan, 0.0]])
         >>> e.decision(X).round(6).tolist()
@@ -190,6 +202,8 @@ class GaussianExpansion:
         if not self.n_basis:
             out[np.isfinite(X).all(axis=1)] = self.intercept
             return out
+        if not self.basis.is_gaussian and path != "blas":
+            return self._radial(X, out)
         if path == "fused" and self.dtype != "float32":
             raise ValueError("the fused path evaluates float32 kernels; this expansion is "
                              f"{self.dtype}")
@@ -206,6 +220,18 @@ class GaussianExpansion:
                                      fused=False):
             out[rows] = G @ c
         out += self.intercept
+        return out
+
+    def _radial(self, X: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """A kernel other than the Gaussian, each row by itself in float64."""
+        b = self.basis
+        if b.kernel.code > 0:
+            out[:] = radial_expansion(X, b.centers, self.coef, b.kernel, self.intercept,
+                                      b.offset, b.scale, b.clip)
+            return out
+        for rows, G in kernel_blocks(X, b, dtype=np.float64):  # a kernel of one's own
+            out[rows] = G @ self.coef
+        out[np.isfinite(out)] += self.intercept
         return out
 
     def _fused(self, X: np.ndarray, out: np.ndarray) -> np.ndarray:

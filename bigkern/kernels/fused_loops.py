@@ -304,7 +304,7 @@ def exact_expansion(X: np.ndarray, centers: np.ndarray, coef: np.ndarray, gamma:
     chunk, thread or worker it is computed. A BLAS product cannot promise this:
     OpenBLAS picks kernels, and summation orders, by the block's shape and the
     processor. This is the float64 path of
-    :meth:`~bigkern.kernels.GaussianExpansion.decision` (the regressors').
+    :meth:`~bigkern.kernels.KernelExpansion.decision` (the regressors').
 
     Parameters
     ----------

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from bigkern.kernels.gaussian import syrk_product
+from bigkern.kernels.basis import syrk_product
 
 __all__ = ["RowSums", "accumulate_block"]
 

@@ -3,7 +3,7 @@
 ``fit`` accepts numpy arrays, dask arrays or an ``xarray.DataArray`` with dims
 ``(sample, feature)``; the ``feature`` coordinate of a DataArray is remembered
 and checked when predicting. Every Gaussian model predicts through one
-:class:`~bigkern.kernels.GaussianExpansion`, ``f(x) = Σ_j c_j k(z(x), b_j) + b``
+:class:`~bigkern.kernels.KernelExpansion`, ``f(x) = Σ_j c_j k(z(x), b_j) + b``
 in robustly standardized features ``z``; a classifier's class is the positive
 one where ``f > 0``. :func:`save_model` / :func:`load_model` write and read any
 of them (zarr or netCDF, checksummed).

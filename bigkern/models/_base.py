@@ -13,7 +13,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from bigkern import config
 from bigkern.errors import DataQualityError, LabelError
-from bigkern.models._format import format_attrs
+from bigkern.models._format import format_attrs, saved_kernel
 from bigkern.models._input import fit_input, map_rows, predict_input, refuse_nonfinite
 from bigkern.models._regressor_dataset import clip_attrs
 from bigkern.reduce.passes import per_feature_counts
@@ -205,6 +205,9 @@ class _KernelClassifier(BinaryClassifierMixin, BigkernEstimator):
                   if isinstance(v, (int, float, str, bool)) or v is None}
         if "quantiles" in self.get_params():  # a sequence: saved as a list
             params["quantiles"] = list(map(float, self.quantiles))
+        kernel = saved_kernel(exp.kernel)
+        if "kernel" in self.get_params():
+            params["kernel"] = kernel
         return xr.Dataset(
             {
                 "basis": (("basis", "feature"), exp.centers),
@@ -216,6 +219,7 @@ class _KernelClassifier(BinaryClassifierMixin, BigkernEstimator):
             attrs={
                 "model": type(self).__name__,
                 "omega": float(exp.omega),
+                "kernel": kernel,
                 "intercept": float(exp.intercept),
                 "classes": [c.item() if hasattr(c, "item") else c for c in self.classes_],
                 "params_json": _json(params),

@@ -19,11 +19,12 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 
+from bigkern.kernels import KERNELS, Kernel
 from bigkern.solvers.checks import check_ridges
 
-__all__ = ["COUNT", "FRACTION", "NON_NEGATIVE", "POSITIVE", "REDUCED_SET_SIZE",
+__all__ = ["COUNT", "FRACTION", "KERNEL", "NON_NEGATIVE", "POSITIVE", "REDUCED_SET_SIZE",
            "positive_candidates"]
 
 POSITIVE = Interval(Real, 0, None, closed="neither")
@@ -40,6 +41,10 @@ COUNT = Interval(Integral, 1, None, closed="left")
 
 REDUCED_SET_SIZE = Interval(Integral, 2, None, closed="left")
 """Centers of a reduced set: at least 2 (at most the usable rows, checked by ``fit``)."""
+
+KERNEL = [StrOptions(set(KERNELS)), Kernel, type]
+"""A kernel: a name of :data:`bigkern.kernels.KERNELS`, a :class:`~bigkern.kernels.Kernel`
+or a subclass of it (checked by :func:`bigkern.kernels.as_kernel` in ``fit``)."""
 
 
 def positive_candidates(name: str, value: Any) -> tuple[float, ...]:

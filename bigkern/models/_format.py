@@ -15,9 +15,10 @@ from typing import Any
 import xarray as xr
 
 from bigkern.errors import StoreError
+from bigkern.kernels import KERNELS, Kernel
 from bigkern.version import __version__
 
-__all__ = ["check_format", "format_attrs", "saved_params"]
+__all__ = ["check_format", "format_attrs", "saved_kernel", "saved_params"]
 
 FORMAT_ATTR = "bigkern_format"
 VERSION_ATTR = "bigkern_version"
@@ -69,3 +70,28 @@ def saved_params(ds: xr.Dataset, cls: type, decode: Any = None) -> dict[str, Any
             f"does not take (written by bigkern {ds.attrs.get(VERSION_ATTR, 'unknown')}; "
             f"CHANGELOG.md lists renamed parameters): refit the model with this bigkern")
     return {k: (decode(v) if decode else v) for k, v in params.items()}
+
+
+def saved_kernel(kernel: Any) -> str:
+    """The name a model file records for a ``kernel=`` value (a name, a class or an instance).
+
+    Raises
+    ------
+    ValueError
+        For a kernel of one's own that :data:`bigkern.kernels.KERNELS` does not name: a
+        file could not be read back without it.
+
+    Examples
+    --------
+    >>> from bigkern.kernels import Laplacian
+    >>> saved_kernel("matern32"), saved_kernel(Laplacian), saved_kernel(Laplacian(2.0))
+    ('matern32', 'laplacian', 'laplacian')
+    """
+    name = kernel if isinstance(kernel, str) else getattr(kernel, "name", "")
+    is_kernel = isinstance(kernel, Kernel) or (isinstance(kernel, type)
+                                               and issubclass(kernel, Kernel))
+    if name in KERNELS and (isinstance(kernel, str) or is_kernel):
+        return name
+    raise ValueError(f"a model of the kernel {kernel!r} cannot be saved: a model file names "
+                     f"its kernel, and bigkern.kernels.KERNELS does not know this one (add it "
+                     f"there, under its name, to save and load such models)")

@@ -35,7 +35,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from bigkern.models._format import check_format, format_attrs, saved_params
+from bigkern.kernels import Kernel
+from bigkern.models._format import check_format, format_attrs, saved_kernel, saved_params
 
 __all__ = ["periodic_to_dataset", "regressor_from_dataset", "regressor_to_dataset",
            "rls_to_dataset"]
@@ -58,6 +59,8 @@ def _param_value(v: Any) -> Any:
     """A JSON-able parameter value: scalars as they are, number sequences as float lists."""
     if v is None or isinstance(v, bool | int | float | str):
         return v
+    if isinstance(v, Kernel) or (isinstance(v, type) and issubclass(v, Kernel)):
+        return saved_kernel(v)
     if isinstance(v, np.integer | np.floating):
         return v.item()
     if isinstance(v, Mapping):

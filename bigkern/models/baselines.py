@@ -11,7 +11,7 @@ from sklearn.base import _fit_context
 from bigkern.cluster.compute import compute
 from bigkern.errors import DataQualityError
 from bigkern.features.scaling import robust_standardizer
-from bigkern.kernels import GaussianExpansion, gaussian_kernel
+from bigkern.kernels import KernelExpansion, gaussian_kernel
 from bigkern.models._base import _KernelClassifier
 from bigkern.models._constraints import POSITIVE
 from bigkern.solvers.kernel_ridge import solve_weighted_kernel_ridge
@@ -80,6 +80,6 @@ class KernelRidgeClassifier(_KernelClassifier):
         Z = (arr - offset) / scale
         K = gaussian_kernel(Z, Z, self.omega)
         coef = solve_weighted_kernel_ridge(K, target, self.lam)
-        self.expansion_ = GaussianExpansion.from_parts(Z, coef, -0.5, float(self.omega), offset,
+        self.expansion_ = KernelExpansion.from_parts(Z, coef, -0.5, float(self.omega), offset,
                                                        scale)
         return self

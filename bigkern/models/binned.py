@@ -14,9 +14,9 @@ from sklearn.svm import SVC
 from sklearn.utils._param_validation import StrOptions
 
 from bigkern.errors import LabelError
-from bigkern.kernels import GaussianExpansion, gaussian_kernel, omega_to_gamma
+from bigkern.kernels import Gaussian, KernelExpansion, as_kernel, omega_to_gamma
 from bigkern.models._base import _check_nonfinite, _KernelClassifier
-from bigkern.models._constraints import POSITIVE
+from bigkern.models._constraints import KERNEL, POSITIVE
 from bigkern.reduce.binning.percentile import percentile_bins
 from bigkern.reduce.binning.quantiles import DECILES
 from bigkern.reduce.passes import per_feature_counts, without_per_feature
@@ -41,6 +41,7 @@ class _BinnedKernelClassifier(_KernelClassifier):
     _allow_nan = True
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "omega": [POSITIVE],
+        "kernel": KERNEL,
         "quantiles": ["array-like"],
         "standardize": ["boolean"],
     }
@@ -106,8 +107,9 @@ class _BinnedKernelClassifier(_KernelClassifier):
         scale = bins["scale"].values if self.standardize else np.ones(len(names))
         Z = (bins["center"].values - offset) / scale
         basis, coef, intercept = self._solve(Z, bins)
-        self.expansion_ = GaussianExpansion.from_parts(basis, coef, float(intercept),
-                                                       float(self.omega), offset, scale)
+        self.expansion_ = KernelExpansion.from_parts(basis, coef, float(intercept),
+                                                       float(self.omega), offset, scale,
+                                                       kernel=self.kernel)
         self.n_bins_ = int(bins.sizes["bin"])
         self.fit_report_ = {
             **without_per_feature({k: v for k, v in bins.attrs.items() if k.startswith("n_")}),
@@ -134,6 +136,9 @@ class BinnedKernelRidgeClassifier(_BinnedKernelClassifier):
     ----------
     omega : float
         Gaussian width ω, in standardized feature units.
+    kernel : str, Kernel or Kernel subclass, default "gaussian"
+        The kernel: ``"gaussian"``, ``"laplacian"``, ``"matern32"``, ``"matern52"``
+        or a :class:`~bigkern.kernels.Kernel`; its width is ``omega``.
     lam : float
         Regularization λ.
     bin_target : {"fuzzy", "majority"}
@@ -148,7 +153,7 @@ class BinnedKernelRidgeClassifier(_BinnedKernelClassifier):
     ----------
     classes_ : ndarray (2,)
         (negative, positive) labels.
-    expansion_ : GaussianExpansion
+    expansion_ : KernelExpansion
         The fitted model.
     n_bins_ : int
         Occupied bins.
@@ -184,18 +189,20 @@ class BinnedKernelRidgeClassifier(_BinnedKernelClassifier):
         omega: float = 0.8,
         lam: float = 0.1,
         *,
+        kernel: Any = "gaussian",
         bin_target: str = "fuzzy",
         quantiles: Sequence[float] = DECILES,
         standardize: bool = True,
     ) -> None:
         self.omega = omega
         self.lam = lam
+        self.kernel = kernel
         self.bin_target = bin_target
         self.quantiles = quantiles
         self.standardize = standardize
 
     def _solve(self, Z: np.ndarray, bins: xr.Dataset) -> tuple[np.ndarray, np.ndarray, float]:
-        K = gaussian_kernel(Z, Z, self.omega)
+        K = as_kernel(self.kernel, float(self.omega))(Z, Z)
         if self.bin_target == "fuzzy":
             target = bins["fuzzy_label"].values
             counts = bins["count"].values.astype(np.float64)
@@ -218,6 +225,9 @@ class BinnedSVC(_BinnedKernelClassifier):
     ----------
     omega : float
         Gaussian width ω (scikit-learn's ``gamma = 1 / (2 ω²)``).
+    kernel : str, Kernel or Kernel subclass, default "gaussian"
+        The kernel: ``"gaussian"``, ``"laplacian"``, ``"matern32"``, ``"matern52"``
+        or a :class:`~bigkern.kernels.Kernel`; its width is ``omega``.
     C : float
         SVM cost.
     weighted : bool
@@ -251,12 +261,14 @@ class BinnedSVC(_BinnedKernelClassifier):
         omega: float = 0.8,
         C: float = 1.0,
         *,
+        kernel: Any = "gaussian",
         weighted: bool = True,
         quantiles: Sequence[float] = DECILES,
         standardize: bool = True,
     ) -> None:
         self.omega = omega
         self.C = C
+        self.kernel = kernel
         self.weighted = weighted
         self.quantiles = quantiles
         self.standardize = standardize
@@ -270,8 +282,15 @@ class BinnedSVC(_BinnedKernelClassifier):
             )
         counts = bins["count"].values.astype(np.float64)
         weights = counts / counts.mean() if self.weighted else None
-        svc = SVC(C=self.C, kernel="rbf", gamma=omega_to_gamma(self.omega))
-        svc.fit(Z, labels, sample_weight=weights)
-        sign = 1.0 if svc.classes_[1] == self.classes_[1] else -1.0
+        kernel = as_kernel(self.kernel, float(self.omega))
+        sign = 1.0 if np.unique(labels)[1] == self.classes_[1] else -1.0
+        if type(kernel) is Gaussian:  # libsvm's own rbf
+            svc = SVC(C=self.C, kernel="rbf", gamma=omega_to_gamma(self.omega))
+            svc.fit(Z, labels, sample_weight=weights)
+            support = svc.support_vectors_
+        else:  # the kernel matrix of the bins' centres
+            svc = SVC(C=self.C, kernel="precomputed")
+            svc.fit(kernel(Z, Z), labels, sample_weight=weights)
+            support = Z[svc.support_]
         self.n_support_ = int(svc.support_.size)
-        return svc.support_vectors_, sign * svc.dual_coef_[0], sign * float(svc.intercept_[0])
+        return support, sign * svc.dual_coef_[0], sign * float(svc.intercept_[0])

@@ -28,14 +28,15 @@ __all__ = ["AVOIDED", "PARAMETERS"]
 
 PARAMETERS: dict[str, str] = {
     # the kernel
-    "omega": "Gaussian width ω of exp(−‖x − z‖² / (2ω²)), in feature units",
-    "omegas": "candidate Gaussian widths ω, one chosen by cross-validation",
+    "omega": "kernel width ω (the Gaussian’s exp(−‖x − z‖² / (2ω²))), in feature units",
+    "omegas": "candidate kernel widths ω, one chosen by cross-validation",
     "radius": "support radius of a compactly supported kernel (the paper’s C), in feature "
               "units; None: chosen from tau",
     "tau": "target sparsity τ of a compact kernel’s Gram matrix, used when radius is None",
     "taper_power": "power ν of the compact kernel’s taper (1 − r/radius)₊^ν; None: the "
                    "smallest positive definite one, ⌈(d + 1)/2⌉",
-    "kernel": "which kernel function (as scikit-learn’s kernel)",
+    "kernel": "which kernel function: 'gaussian', 'laplacian', 'matern32', 'matern52' or a "
+              "bigkern.kernels.Kernel, of width omega (as scikit-learn’s kernel)",
     "n_wraps": "wraps J of Shi & Yu’s wrapped periodic kernel G^J",
     "wrap": "take x mod 1 instead of refusing x outside [0, 1)",
     # the penalty

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from bigkern.kernels.gaussian import syrk_product
+from bigkern.kernels.basis import syrk_product
 from bigkern.solvers.smooth_svm import (
     NewtonResult,
     _check_newton_options,

@@ -17,7 +17,7 @@ import numpy as np
 import xarray as xr
 
 from bigkern.errors import StoreError
-from bigkern.kernels import GaussianExpansion
+from bigkern.kernels import KernelExpansion
 from bigkern.models._base import FORMAT
 from bigkern.models._format import check_format, saved_params
 from bigkern.models._model_checks import check_model_dataset
@@ -182,7 +182,7 @@ def _rebuild(ds: xr.Dataset) -> Any:
     model.n_features_in_ = int(ds.sizes["feature"])
     if int(ds.attrs.get("has_feature_names", 1)):
         model.feature_names_in_ = np.asarray([str(f) for f in ds["feature"].values], dtype=object)
-    model.expansion_ = GaussianExpansion.from_parts(
+    model.expansion_ = KernelExpansion.from_parts(
         np.asarray(ds["basis"].values, dtype=np.float64),
         np.asarray(ds["coef"].values, dtype=np.float64),
         float(ds.attrs["intercept"]),
@@ -190,5 +190,6 @@ def _rebuild(ds: xr.Dataset) -> Any:
         np.asarray(ds["offset"].values, dtype=np.float64),
         np.asarray(ds["scale"].values, dtype=np.float64),
         clip=ds.attrs.get("clip"),
+        kernel=str(ds.attrs.get("kernel", "gaussian")),
     )
     return model

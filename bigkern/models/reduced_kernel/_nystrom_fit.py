@@ -16,7 +16,6 @@ from typing import Any, ClassVar
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from bigkern.kernels import gaussian_kernel
 from bigkern.models._constraints import POSITIVE, positive_candidates
 from bigkern.models.reduced_kernel._reduced_parts import (
     REDUCED_SET_CONSTRAINTS,
@@ -76,20 +75,22 @@ class _NystromFit:
                     return
                 choice = why
         basis, clipped = reduced_basis(rs, widths[0], self.standardize,
-                                       getattr(self, "feature_names_in_", None))
+                                       getattr(self, "feature_names_in_", None), self.kernel)
         many = len(widths) * len(lams) > 1
         seed = self.random_state if isinstance(self.random_state, int | np.integer) else 0
         ds = reduced_normal_equations_folds(Xd, yd, basis.centers, widths,
                                             n_folds=int(self.n_folds) if many else 1,
                                             seed=int(seed), offset=basis.offset,
-                                            scale=basis.scale, clip=basis.clip, mask=md)
+                                            scale=basis.scale, clip=basis.clip, mask=md,
+                                            kernel=basis.kernel)
         t_pass = time.perf_counter() - t0
         m = basis.n_basis
         folds = list(range(int(ds.sizes["fold"])))
         scores = np.full((len(widths), len(lams)), np.nan)
-        kernel = self.penalty == "rkhs"
-        penalties = [kernel_penalty_basis(gaussian_kernel(basis.centers, basis.centers, w))
-                     if kernel else None for w in widths]
+        rkhs = self.penalty == "rkhs"
+        penalties = [kernel_penalty_basis(basis.with_width(w).kernel(basis.centers,
+                                                                     basis.centers))
+                     if rkhs else None for w in widths]
         max_jitter = 0.0
         if many:
             for i in range(len(widths)):
@@ -98,7 +99,7 @@ class _NystromFit:
                 for j, lam in enumerate(lams):
                     sse = 0.0
                     for f in folds:
-                        sol = nystrom_solve(train[f], penalties[i], lam, transform=kernel,
+                        sol = nystrom_solve(train[f], penalties[i], lam, transform=rkhs,
                                             fit_intercept=self.fit_intercept, warn=False)
                         max_jitter = max(max_jitter, sol.jitter)
                         sse += heldout_sse(test[f], sol.coef, sol.intercept)
@@ -107,7 +108,7 @@ class _NystromFit:
         else:
             i, j = 0, 0
         sol = nystrom_solve(fold_pieces(ds, int(i), folds), penalties[int(i)], lams[int(j)],
-                            fit_intercept=self.fit_intercept, transform=kernel)
+                            fit_intercept=self.fit_intercept, transform=rkhs)
         names = self._set_expansion(basis, sol.coef, sol.intercept, widths[int(i)],
                                     lams[int(j)], rs)
         self.cv_scores_ = scores
@@ -173,8 +174,11 @@ class _NystromFit:
 _PATH = "path"
 
 _PARAMS_DOC = """omega : float or sequence of float
-        Gaussian width ω (scikit-learn's ``gamma = 1 / (2 ω²)``), in standardized
-        units when ``standardize``; a sequence is a set of candidates.
+        Kernel width ω (the Gaussian's is scikit-learn's ``gamma = 1 / (2 ω²)``), in
+        standardized units when ``standardize``; a sequence is a set of candidates.
+    kernel : str, Kernel or Kernel subclass, default "gaussian"
+        The kernel: ``"gaussian"``, ``"laplacian"``, ``"matern32"``, ``"matern52"``
+        or a :class:`~bigkern.kernels.Kernel`; its width is ``omega``.
     lam : float or sequence of float
         Ridge parameter λ > 0 (scikit-learn's ``alpha``: the penalty on a *sum* of
         squares); a sequence is a path of candidates.

@@ -38,10 +38,11 @@ from bigkern.features.scaling import (
     squashed_features,
     standardized,
 )
-from bigkern.kernels import GaussianBasis
+from bigkern.kernels import Basis
 from bigkern.models._constraints import (
     COUNT,
     FRACTION,
+    KERNEL,
     POSITIVE,
     REDUCED_SET_SIZE,
 )
@@ -80,6 +81,7 @@ DEFAULT_MAX_SIZE = 500
 #: The parameters of a reduced set drawn from the rows (the reduced and Nyström models).
 REDUCED_SET_CONSTRAINTS: dict[str, list[Any]] = {
     "omega": [POSITIVE],
+    "kernel": KERNEL,
     "size": [REDUCED_SET_SIZE, None],
     "fraction": [FRACTION, None],
     "standardize": ["boolean"],
@@ -158,8 +160,9 @@ def scale_sample_rows(est: Any) -> int:
     return SCALE_SAMPLE_ROWS if est.standardize else 0
 
 
-def reduced_basis(rs: Any, omega: float, standardize: bool, features: Any = None
-                  ) -> tuple[GaussianBasis, dict[str, int]]:
+def reduced_basis(rs: Any, omega: float, standardize: bool, features: Any = None,
+                  kernel: Any = "gaussian"
+                  ) -> tuple[Basis, dict[str, int]]:
     """The Gaussian basis on the drawn rows, and the clipped values of Ã per feature.
 
     With ``standardize``, the features are robustly standardized
@@ -203,12 +206,12 @@ def reduced_basis(rs: Any, omega: float, standardize: bool, features: Any = None
             BigkernWarning, stacklevel=3)
     beyond = (np.abs(raw) > clip).sum(axis=0)
     clipped = {names[j]: int(beyond[j]) for j in range(d) if beyond[j]}
-    basis = GaussianBasis.checked(np.clip(raw, -clip, clip), float(omega), d, offset, scale,
-                                  clip)
+    basis = Basis.checked(np.clip(raw, -clip, clip), float(omega), d, offset, scale, clip,
+                          kernel)
     return basis, clipped
 
 
-def newton_fit(est: Any, chunked: Callable[[], tuple[Any, Any, Any]], basis: GaussianBasis,
+def newton_fit(est: Any, chunked: Callable[[], tuple[Any, Any, Any]], basis: Basis,
                loss: Any, *, in_memory: tuple[Any, Any, Any] | None = None
                ) -> tuple[Any, dict[str, int], dict[str, Any]]:
     """Newton–Armijo over the rows; warns when not converged.
@@ -293,7 +296,7 @@ def kernel_rows_fit_in_memory(X: Any, mask: Any, n_rows: int, n_basis: int,
 WARM_START_FLOPS = 4e9
 
 
-def squared_hinge_fit(est: Any, X: Any, labels: Any, mask: Any, basis: GaussianBasis,
+def squared_hinge_fit(est: Any, X: Any, labels: Any, mask: Any, basis: Basis,
                       rs: Any, chunked: Callable[[], tuple[Any, Any, Any]]
                       ) -> tuple[Any, dict[str, int], dict[str, Any]]:
     """The squared-hinge reduced SVM by the finite Newton method.

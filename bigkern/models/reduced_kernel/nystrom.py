@@ -35,7 +35,7 @@ import numpy as np
 from sklearn.base import _fit_context
 
 from bigkern.cluster.compute import task_threads
-from bigkern.kernels import GaussianExpansion
+from bigkern.kernels import KernelExpansion
 from bigkern.models._base import _KernelClassifier
 from bigkern.models.reduced_kernel._nystrom_fit import _PARAMS_DOC, _NystromFit
 from bigkern.models.reduced_kernel._reduced_parts import (
@@ -104,13 +104,15 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
 
     _allow_nan = True
 
-    def __init__(self, omega: Any = 1.0, lam: Any = 1e-3, *, penalty: str = "rkhs",
+    def __init__(self, omega: Any = 1.0, lam: Any = 1e-3, *, kernel: Any = "gaussian",
+                 penalty: str = "rkhs",
                  size: int | None = None, fraction: float | None = None,
                  standardize: bool = True, n_folds: int = 3, fit_intercept: bool = True,
                  random_state: Any = None, solver: str = "auto", tol: float = 2e-2,
                  max_iter: int = 20, cg_start: str = "subset") -> None:
         self.omega = omega
         self.lam = lam
+        self.kernel = kernel
         self.penalty = penalty
         self.size = size
         self.fraction = fraction
@@ -174,7 +176,7 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
     ----------
     classes_ : ndarray (2,)
         (negative, positive) labels.
-    expansion_ : GaussianExpansion
+    expansion_ : KernelExpansion
         The decision function (> 0 → ``classes_[1]``).
     lam_, omega_, cv_scores_, n_iter_, solver_, reduced_index_, fit_report_
         As for :class:`NystromKernelRidge`.
@@ -200,7 +202,8 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
         "stratified": ["boolean"],
     }
 
-    def __init__(self, omega: Any = 1.0, lam: Any = 1e-3, *, penalty: str = "rkhs",
+    def __init__(self, omega: Any = 1.0, lam: Any = 1e-3, *, kernel: Any = "gaussian",
+                 penalty: str = "rkhs",
                  size: int | None = None, fraction: float | None = None,
                  stratified: bool = True, standardize: bool = True, n_folds: int = 3,
                  fit_intercept: bool = True, random_state: Any = None,
@@ -208,6 +211,7 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
                  cg_start: str = "subset") -> None:
         self.omega = omega
         self.lam = lam
+        self.kernel = kernel
         self.penalty = penalty
         self.size = size
         self.fraction = fraction
@@ -249,9 +253,9 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
         ypm = yd.map_blocks(plus_minus, positive=self.classes_[1] if lazy else 1,
                             dtype=np.float64)
         self._fit_pieces(Xd, ypm, md, rs, widths, lams, t0)
-        self.expansion_ = GaussianExpansion.from_parts(self.centers_, self.coef_,
+        self.expansion_ = KernelExpansion.from_parts(self.centers_, self.coef_,
                                                        float(self.intercept_), self.omega_,
                                                        self.offset_, self.scale_,
-                                                       clip=self.clip_)
+                                                       clip=self.clip_, kernel=self.kernel)
         return self
 

@@ -36,7 +36,6 @@ import dask.array as da
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from bigkern.kernels import gaussian_kernel
 from bigkern.models.reduced_kernel._reduced_parts import reduced_basis
 from bigkern.reduce.passes import per_feature_counts, without_per_feature
 from bigkern.reduce.reduced.normal_equations import fold_of_rows
@@ -150,8 +149,8 @@ def fit_by_cg(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float, lam: f
     Returns None when ``est`` was fitted.
     """
     basis, clipped = reduced_basis(rs, omega, est.standardize,
-                                   getattr(est, "feature_names_in_", None))
-    K = gaussian_kernel(basis.centers, basis.centers, omega)
+                                   getattr(est, "feature_names_in_", None), est.kernel)
+    K = basis.kernel(basis.centers, basis.centers)
     t_begin = time.perf_counter()
     start, n_start, n, pre = _subset_start(est, Xd, yd, md, basis, K,
                                            int(rs.counts.get("valid", 0)), lam)
@@ -255,9 +254,9 @@ def fit_by_cg_path(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float,
     once); the best λ is then refitted on all rows, starting from its path solution.
     """
     basis, clipped = reduced_basis(rs, omega, est.standardize,
-                                   getattr(est, "feature_names_in_", None))
+                                   getattr(est, "feature_names_in_", None), est.kernel)
     m = basis.n_basis
-    K = gaussian_kernel(basis.centers, basis.centers, omega)
+    K = basis.kernel(basis.centers, basis.centers)
     seed = est.random_state if isinstance(est.random_state, int | np.integer) else 0
     held = _held_out(Xd, int(est.n_folds), int(seed))
     train, test = (~held, held) if md is None else (md & ~held, md & held)

@@ -24,7 +24,7 @@ from sklearn.utils._param_validation import StrOptions
 
 from bigkern.cluster.compute import task_threads
 from bigkern.errors import LabelError
-from bigkern.kernels import GaussianExpansion
+from bigkern.kernels import KernelExpansion
 from bigkern.models._base import _KernelClassifier
 from bigkern.models._constraints import POSITIVE
 from bigkern.models.reduced_kernel._reduced_parts import (
@@ -75,6 +75,9 @@ class ReducedSVC(_KernelClassifier):
     omega : float
         Gaussian width ω (scikit-learn's ``gamma = 1 / (2 ω²)``), in standardized
         units when ``standardize``.
+    kernel : str, Kernel or Kernel subclass, default "gaussian"
+        The kernel: ``"gaussian"``, ``"laplacian"``, ``"matern32"``, ``"matern52"``
+        or a :class:`~bigkern.kernels.Kernel`; its width is ``omega``.
     C : float
         Weight of the data term (the paper's ν); note it multiplies a *sum* over all
         rows. Lee & Huang suggest a larger value than for a full-kernel SVM.
@@ -119,7 +122,7 @@ class ReducedSVC(_KernelClassifier):
     ----------
     classes_ : ndarray (2,)
         (negative, positive) labels.
-    expansion_ : GaussianExpansion
+    expansion_ : KernelExpansion
         Centers Ã (standardized), coefficients ``v``, intercept ``−γ``.
     reduced_index_ : ndarray of int
         Global row numbers of the centers.
@@ -170,6 +173,7 @@ class ReducedSVC(_KernelClassifier):
         omega: float = 1.0,
         C: float = 1.0,
         *,
+        kernel: Any = "gaussian",
         loss: str = "smooth_hinge",
         smoothing: float | None = None,
         size: int | None = None,
@@ -183,6 +187,7 @@ class ReducedSVC(_KernelClassifier):
     ) -> None:
         self.omega = omega
         self.C = C
+        self.kernel = kernel
         self.loss = loss
         self.smoothing = smoothing
         self.size = size
@@ -246,7 +251,7 @@ class ReducedSVC(_KernelClassifier):
 
         t_draw = time.perf_counter() - t0
         basis, clipped = reduced_basis(rs, self.omega, self.standardize,
-                                       getattr(self, "feature_names_in_", None))
+                                       getattr(self, "feature_names_in_", None), self.kernel)
         if self.loss == "squared_hinge":
             res, counts, extra = squared_hinge_fit(self, arr, labels, mask, basis, rs, chunked)
         else:
@@ -255,9 +260,10 @@ class ReducedSVC(_KernelClassifier):
             res, counts, extra = newton_fit(self, chunked, basis, SmoothHinge(float(smoothing)),
                                             in_memory=rows)
         v, gamma = res.u[:-1], float(res.u[-1])
-        self.expansion_ = GaussianExpansion.from_parts(basis.centers, v, -gamma,
+        self.expansion_ = KernelExpansion.from_parts(basis.centers, v, -gamma,
                                                        float(self.omega), basis.offset,
-                                                       basis.scale, clip=basis.clip)
+                                                       basis.scale, clip=basis.clip,
+                                                       kernel=basis.kernel)
         self.reduced_index_ = rs.index
         self.n_iter_ = res.iterations
         self.fit_report_ = fit_report(self, rs, res, counts, basis.n_basis, t0, t_draw, extra,

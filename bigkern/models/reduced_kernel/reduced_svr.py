@@ -50,8 +50,10 @@ class ReducedSVR(_KernelRegressor):
 
     Parameters
     ----------
-    omega, C, smoothing, size, fraction, standardize, tol, max_iter, hessian, random_state
+    omega, C, kernel, smoothing, size, fraction, standardize, tol, max_iter
         As for :class:`ReducedSVC` (no stratification: there are no classes).
+    hessian, random_state
+        As for :class:`ReducedSVC`.
     epsilon : float
         Half-width ε ≥ 0 of the insensitive tube, in the units of ``y``.
 
@@ -60,7 +62,7 @@ class ReducedSVR(_KernelRegressor):
     centers_, coef_, intercept_, omega_, offset_, scale_, clip_
         The fitted expansion ``f(x) = Σ_j coef_j k(z(x), c_j) + intercept``,
         ``z(x) = clip((x − offset_) / scale_, ±clip_)`` (``expansion_``, a float64
-        :class:`~bigkern.kernels.GaussianExpansion`).
+        :class:`~bigkern.kernels.KernelExpansion`).
     reduced_index_ : ndarray of int
         Global row numbers of the centers.
     n_iter_ : int
@@ -100,6 +102,7 @@ class ReducedSVR(_KernelRegressor):
         omega: float = 1.0,
         C: float = 1.0,
         *,
+        kernel: Any = "gaussian",
         epsilon: float = 0.1,
         smoothing: float = 5.0,
         size: int | None = None,
@@ -112,6 +115,7 @@ class ReducedSVR(_KernelRegressor):
     ) -> None:
         self.omega = omega
         self.C = C
+        self.kernel = kernel
         self.epsilon = epsilon
         self.smoothing = smoothing
         self.size = size
@@ -157,7 +161,7 @@ class ReducedSVR(_KernelRegressor):
                                 scale_rows=scale_sample_rows(self))
         t_draw = time.perf_counter() - t0
         basis, clipped = reduced_basis(rs, self.omega, self.standardize,
-                                       getattr(self, "feature_names_in_", None))
+                                       getattr(self, "feature_names_in_", None), self.kernel)
         rows = None if isinstance(y, da.Array) else (arr, y, mask)
         res, counts, extra = newton_fit(self, chunked, basis, loss, in_memory=rows)
         self.centers_, self.coef_ = basis.centers, res.u[:-1].copy()

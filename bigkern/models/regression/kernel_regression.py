@@ -27,7 +27,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from bigkern.errors import DataQualityError
-from bigkern.kernels import GaussianExpansion, gaussian_kernel, kernel_expansion
+from bigkern.kernels import KernelExpansion, gaussian_kernel, kernel_expansion
 from bigkern.models._base import BigkernRegressor
 from bigkern.models._constraints import POSITIVE, positive_candidates
 from bigkern.solvers.oht import (
@@ -204,13 +204,14 @@ class _KernelRegressor(BigkernRegressor):
     """Prediction by the fitted expansion ``Σ_j coef_j k(z(x), c_j) + intercept``."""
 
     @property
-    def expansion_(self) -> GaussianExpansion:
+    def expansion_(self) -> KernelExpansion:
         """The fitted expansion (float64 kernel blocks); no basis when OHT thresholded every
         component away (then ``f`` is the intercept, the mean of ``y``)."""
         check_is_fitted(self, "coef_")
-        return GaussianExpansion.from_parts(self.centers_, self.coef_, float(self.intercept_),
+        return KernelExpansion.from_parts(self.centers_, self.coef_, float(self.intercept_),
                                             float(self.omega_), self.offset_, self.scale_,
-                                            clip=getattr(self, "clip_", None), dtype="float64")
+                                            clip=getattr(self, "clip_", None), dtype="float64",
+                                            kernel=getattr(self, "kernel", "gaussian"))
 
     @property
     def n_basis_(self) -> int:

@@ -20,7 +20,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from bigkern.errors import BigkernWarning
-from bigkern.kernels import GaussianExpansion, gaussian_kernel
+from bigkern.kernels import KernelExpansion, gaussian_kernel
 from bigkern.models._base import BigkernRegressor
 from bigkern.models._constraints import COUNT, POSITIVE
 from bigkern.solvers.checks import check_ridges
@@ -230,7 +230,7 @@ class GaussianRLS(BigkernRegressor):
         return self._predict_rows(X, self.decision_rows)
 
     @property
-    def expansion_(self) -> GaussianExpansion:
+    def expansion_(self) -> KernelExpansion:
         """The fitted expansion ``Σ_i c_i K(x_i, ·)`` over the training rows (float64 blocks).
 
         Only in double precision: an extended-precision fit predicts through
@@ -240,7 +240,7 @@ class GaussianRLS(BigkernRegressor):
         if self.precision_ != "double":
             raise AttributeError("an extended-precision GaussianRLS has no double-precision "
                                  "expansion: it predicts by yᵀ[(K + λnI)⁻¹ k(x)]")
-        return GaussianExpansion.from_parts(self.X_fit_, self.coef_, 0.0, float(self.omega),
+        return KernelExpansion.from_parts(self.X_fit_, self.coef_, 0.0, float(self.omega),
                                             dtype="float64")
 
     @property

@@ -30,7 +30,7 @@ import xarray as xr
 
 from bigkern import config
 from bigkern.reduce.reduced._row_pass import as_arrays, count_attrs, run_pass
-from bigkern.reduce.reduced.normal_equations import GaussianBasis, _normal_chunk, fold_of_rows
+from bigkern.reduce.reduced.normal_equations import Basis, _normal_chunk, fold_of_rows
 
 __all__ = ["fold_of_rows", "fold_pieces", "reduced_normal_equations_folds"]
 
@@ -56,8 +56,9 @@ def reduced_normal_equations_folds(
     clip: float | None = None,
     split_every: int | None = None,
     mask: Any = None,
+    kernel: Any = "gaussian",
 ) -> xr.Dataset:
-    """Normal equations of a reduced Gaussian basis per width and per fold, in one read.
+    """Normal equations of a reduced kernel basis per width and per fold, in one read.
 
     The pieces are those of :func:`bigkern.reduce.reduced_normal_equations`
     (``GᵀG``, ``Gᵀy``, ``Gᵀ1``, ``yᵀy``, ``Σy``, ``n``) over the usable rows of each
@@ -89,6 +90,9 @@ def reduced_normal_equations_folds(
         Rows to use (e.g. the labelled pixels); the others are left out and
         counted (``n_masked``), their ``y`` never looked at.
 
+    kernel : str, Kernel or Kernel subclass
+        The kernel (default the Gaussian), at each width of ``omegas``.
+
     Returns
     -------
     xarray.Dataset
@@ -108,7 +112,7 @@ def reduced_normal_equations_folds(
     omegas = _check_omegas(omegas)
     if isinstance(n_folds, bool) or not isinstance(n_folds, int | np.integer) or n_folds < 1:
         raise ValueError(f"n_folds must be a positive int; got {n_folds!r}")
-    basis = GaussianBasis.checked(centers, omegas[0], int(X.shape[1]), offset, scale, clip)
+    basis = Basis.checked(centers, omegas[0], int(X.shape[1]), offset, scale, clip, kernel)
     m = basis.n_basis
     partial_mb = (m + 2) ** 2 * len(omegas) * n_folds * 8 / 2**20
     res = run_pass(X, y, _normal_chunk, basis=basis, omegas=omegas, n_folds=int(n_folds),
@@ -138,7 +142,7 @@ def reduced_normal_equations_folds(
         },
         coords={"omega": list(omegas), "fold": np.arange(n_folds), "basis": np.arange(m),
                 "basis_": np.arange(m), **({"feature": names} if names else {})},
-        attrs={"kernel": "gaussian", "n_folds": int(n_folds), "seed": int(seed),
+        attrs={"kernel": basis.kernel.name, "n_folds": int(n_folds), "seed": int(seed),
                **count_attrs(res["counts"])},
     )
 

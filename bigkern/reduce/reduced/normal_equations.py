@@ -42,9 +42,8 @@ import numpy as np
 import xarray as xr
 
 from bigkern import config
-from bigkern.kernels.fused_loops import FUSED_MAX_FEATURES, fused_kernel_block
-from bigkern.kernels.gaussian import (
-    GaussianBasis,
+from bigkern.kernels.basis import (
+    Basis,
     block_step,
     exponent_left,
     exponent_right,
@@ -52,6 +51,7 @@ from bigkern.kernels.gaussian import (
     row_blocks,
     syrk_product,
 )
+from bigkern.kernels.fused_loops import FUSED_MAX_FEATURES, fused_kernel_block
 from bigkern.reduce.reduced._row_pass import as_arrays, count_attrs, run_pass, usable_rows
 from bigkern.reduce.sampling import uniform_from_index
 
@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 
-"""The reduced set's basis functions: :class:`bigkern.kernels.GaussianBasis` (its old name)."""
+"""The reduced set's basis functions: :class:`bigkern.kernels.Basis` (its old name)."""
 
 
 def fold_of_rows(rows: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
@@ -72,7 +72,7 @@ def fold_of_rows(rows: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
 
 
 def _normal_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, *,
-                  basis: GaussianBasis, omegas: tuple[float, ...], n_folds: int, seed: int,
+                  basis: Basis, omegas: tuple[float, ...], n_folds: int, seed: int,
                   start: int, block_rows: int | None) -> dict[str, Any]:
     """Upper triangles of ``[G_w | 1 | y]ᵀ[G_w | 1 | y]`` per width and fold over one chunk.
 
@@ -81,6 +81,10 @@ def _normal_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, 
     :func:`reduced_normal_equations`.
     """
     X, y, valid, counts = usable_rows(Xb, yb, start, mb)
+    if not basis.is_gaussian:
+        return _normal_chunk_rows(X, y, valid, counts, basis=basis, omegas=omegas,
+                                  n_folds=n_folds, seed=seed, start=start,
+                                  block_rows=block_rows)
     m = basis.n_basis
     dtype = np.dtype(np.float32 if X.dtype == np.float32 else np.float64)
     # float32 kernel values of few features: one compiled sweep per row writes them
@@ -134,8 +138,36 @@ def _normal_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, 
     return {"acc": acc, "counts": counts}
 
 
+def _normal_chunk_rows(X: np.ndarray, y: np.ndarray, valid: np.ndarray,
+                       counts: dict[str, Any], *, basis: Basis, omegas: tuple[float, ...],
+                       n_folds: int, seed: int, start: int,
+                       block_rows: int | None) -> dict[str, Any]:
+    """:func:`_normal_chunk` for a kernel other than the Gaussian: its blocks row by row
+    (:func:`~bigkern.kernels.kernel_blocks`), one pass over the chunk per width."""
+    m = basis.n_basis
+    n = len(X)
+    fold = (np.zeros(n, dtype=np.int64) if n_folds == 1
+            else fold_of_rows(start + np.arange(n), n_folds, seed))
+    acc = np.zeros((m + 2, m + 2, len(omegas), n_folds), order="F")
+    step = block_step(n, block_rows)
+    work = np.empty((step, m + 2))
+    for i, omega in enumerate(omegas):
+        for rows, G in kernel_blocks(X, basis.with_width(omega), valid=valid, block_rows=step):
+            for f in range(n_folds):
+                in_fold = fold[rows] == f
+                k = int(in_fold.sum())
+                if k == 0:
+                    continue
+                W = work[:k]
+                W[:, :m] = G[in_fold] if k < len(rows) else G
+                W[:, m] = 1.0
+                W[:, m + 1] = y[rows[in_fold]]
+                acc[:, :, i, f] += syrk_product(W)
+    return {"acc": acc, "counts": counts}
+
+
 def _residual_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, *,
-                    basis: GaussianBasis, start: int,
+                    basis: Basis, start: int,
                     coef: np.ndarray, intercept: float, block_rows: int | None
                     ) -> dict[str, Any]:
     """Σ r², Σ r of the residuals ``r = y − (G coef + intercept)`` over one chunk."""
@@ -164,10 +196,12 @@ def reduced_normal_equations(
     clip: float | None = None,
     split_every: int | None = None,
     mask: Any = None,
+    kernel: Any = "gaussian",
 ) -> xr.Dataset:
-    """The normal equations of least squares on a reduced Gaussian basis, in one read.
+    """The normal equations of least squares on a reduced kernel basis, in one read.
 
-    With ``G = K(A, Ã)`` (n × m̃; ``G_ij = exp(-‖(x_i − offset)/scale − c_j‖² / (2ω²))``)
+    With ``G = K(A, Ã)`` (n × m̃; for the Gaussian
+    ``G_ij = exp(-‖(x_i − offset)/scale − c_j‖² / (2ω²))``)
     this computes ``GᵀG``, ``Gᵀy``, ``Gᵀ1``, ``yᵀy``, ``Σy`` and ``n`` over the
     usable rows without ever forming ``G``: per row chunk and per block of
     ``bigkern.kernel_block_rows`` rows, the block is evaluated, folded into
@@ -192,6 +226,10 @@ def reduced_normal_equations(
     mask : array-like or dask array of bool, shape (n,), optional
         Rows to use (e.g. the labelled pixels); the others are left out and
         counted (``n_masked``), their ``y`` never looked at.
+    kernel : str, Kernel or Kernel subclass
+        The kernel (default the Gaussian); its width is ``omega``
+        (:func:`bigkern.kernels.as_kernel`).
+
     Returns
     -------
     xarray.Dataset
@@ -229,7 +267,7 @@ def reduced_normal_equations(
     True
     """
     X, y, names = as_arrays(X, y)
-    basis = GaussianBasis.checked(centers, omega, int(X.shape[1]), offset, scale, clip)
+    basis = Basis.checked(centers, omega, int(X.shape[1]), offset, scale, clip, kernel)
     m = basis.n_basis
     res = run_pass(X, y, _normal_chunk, basis=basis, omegas=(basis.omega,), n_folds=1, seed=0,
                    name="reduced-normal-equations", label=f"reduced normal equations ({m} centers)",
@@ -253,7 +291,7 @@ def reduced_normal_equations(
         },
         coords={"basis": np.arange(m), "basis_": np.arange(m),
                 **({"feature": names} if names else {})},
-        attrs={"omega": basis.omega, "kernel": "gaussian", **count_attrs(counts)},
+        attrs={"omega": basis.omega, "kernel": basis.kernel.name, **count_attrs(counts)},
     )
 
 
@@ -270,6 +308,7 @@ def reduced_residual_sums(
     clip: float | None = None,
     split_every: int | None = None,
     mask: Any = None,
+    kernel: Any = "gaussian",
 ) -> xr.Dataset:
     """Residual sums of ``f(x) = Σ_j coef_j g_j(x) + intercept`` on the data, in one read.
 
@@ -278,7 +317,7 @@ def reduced_residual_sums(
 
     Parameters
     ----------
-    X, y, centers, omega, offset, scale, clip, split_every, mask
+    X, y, centers, omega, offset, scale, clip, split_every, mask, kernel
         As for :func:`reduced_normal_equations`.
     coef : array-like, shape (m̃,)
         Weights of the basis functions.
@@ -292,7 +331,7 @@ def reduced_residual_sums(
         ``r = y − f(x)``; attrs as for :func:`reduced_normal_equations`.
     """
     X, y, _ = as_arrays(X, y)
-    basis = GaussianBasis.checked(centers, omega, int(X.shape[1]), offset, scale, clip)
+    basis = Basis.checked(centers, omega, int(X.shape[1]), offset, scale, clip, kernel)
     coef = np.asarray(coef, dtype=np.float64)
     if coef.shape != (basis.n_basis,):
         raise ValueError(f"coef must have one entry per center ({basis.n_basis}); got shape "

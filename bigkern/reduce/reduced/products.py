@@ -22,8 +22,8 @@ import numpy as np
 
 from bigkern import config
 from bigkern.cluster.compute import compute, task_threads
+from bigkern.kernels.basis import Basis, block_step, kernel_blocks, omega_to_gamma
 from bigkern.kernels.fused_loops import FUSED_MAX_FEATURES
-from bigkern.kernels.gaussian import GaussianBasis, block_step, kernel_blocks, omega_to_gamma
 from bigkern.kernels.product_loops import fused_kernel_products
 from bigkern.reduce.reduced._row_pass import count_attrs, run_pass, usable_rows
 from bigkern.reduce.sampling import uniform_from_index
@@ -32,7 +32,7 @@ __all__ = ["in_memory_products", "kernel_products", "sample_usable_rows"]
 
 
 def _products_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, *,
-                    basis: GaussianBasis, vectors: np.ndarray, targets: bool, start: int,
+                    basis: Basis, vectors: np.ndarray, targets: bool, start: int,
                     block_rows: int | None) -> dict[str, Any]:
     """``acc[:m̃] = Gᵀ[G V | y | 1]``, ``acc[m̃, k:] = (Σy, n)`` and ``acc[m̃ + 1, k] = Σy²`` over
     one chunk's usable rows (without the ``y`` and ``1`` columns unless ``targets``)."""
@@ -40,7 +40,7 @@ def _products_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None
     m, k = vectors.shape
     e = 2 if targets else 0
     acc = np.zeros((m + 2, k + e))
-    if X.dtype == np.float32 and X.shape[1] <= FUSED_MAX_FEATURES:
+    if basis.is_gaussian and X.dtype == np.float32 and X.shape[1] <= FUSED_MAX_FEATURES:
         rows = np.flatnonzero(valid)
         extra = np.ones((len(rows), e))
         if targets:
@@ -75,7 +75,7 @@ def _products_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None
 def kernel_products(
     X: Any,
     y: Any,
-    basis: GaussianBasis,
+    basis: Basis,
     vectors: np.ndarray,
     *,
     targets: bool = True,
@@ -92,7 +92,7 @@ def kernel_products(
         Samples.
     y : array-like or dask array, shape (n,)
         Targets (float).
-    basis : GaussianBasis
+    basis : Basis
         The reduced set Ã, its width and the standardization of ``X``.
     vectors : ndarray, shape (m̃, k)
         ``V``; ``k = 0`` gives only the right-hand side's pieces.
@@ -116,10 +116,10 @@ def kernel_products(
     Examples
     --------
     >>> import numpy as np
-    >>> from bigkern.kernels import GaussianBasis, gaussian_kernel
+    >>> from bigkern.kernels import Basis, gaussian_kernel
     >>> rng = np.random.default_rng(0)
     >>> X, y = rng.standard_normal((200, 2)), rng.standard_normal(200)
-    >>> basis = GaussianBasis.checked(X[:10], omega=1.0, d=2)
+    >>> basis = Basis.checked(X[:10], omega=1.0, d=2)
     >>> v = np.ones((10, 1))
     >>> got = kernel_products(X, y, basis, v)
     >>> G = gaussian_kernel(X, X[:10], 1.0)
@@ -145,7 +145,7 @@ def _named(acc: np.ndarray, m: int, k: int, targets: bool) -> dict[str, Any]:
             "ysum": float(acc[m, k]), "yty": float(acc[m + 1, k]), "n": int(acc[m, k + 1] + 0.5)}
 
 
-def in_memory_products(X: np.ndarray, y: np.ndarray, basis: GaussianBasis,
+def in_memory_products(X: np.ndarray, y: np.ndarray, basis: Basis,
                        vectors: np.ndarray, *, targets: bool = True) -> dict[str, Any]:
     """:func:`kernel_products` of rows held in memory, with no task graph.
 
@@ -157,10 +157,10 @@ def in_memory_products(X: np.ndarray, y: np.ndarray, basis: GaussianBasis,
     Examples
     --------
     >>> import numpy as np
-    >>> from bigkern.kernels import GaussianBasis
+    >>> from bigkern.kernels import Basis
     >>> rng = np.random.default_rng(0)
     >>> X, y = rng.standard_normal((300, 2)).astype(np.float32), rng.standard_normal(300)
-    >>> basis = GaussianBasis.checked(X[:10].astype(np.float64), omega=1.0, d=2)
+    >>> basis = Basis.checked(X[:10].astype(np.float64), omega=1.0, d=2)
     >>> v = rng.standard_normal((10, 1))
     >>> a, b = in_memory_products(X, y, basis, v), kernel_products(X, y, basis, v)
     >>> bool(np.allclose(a["GtGV"], b["GtGV"])), a["n"] == b["n"] == 300

@@ -30,8 +30,8 @@ import dask
 import numpy as np
 
 from bigkern import config
-from bigkern.kernels import GaussianBasis, kernel_blocks
-from bigkern.kernels.gaussian import block_step
+from bigkern.kernels import Basis, kernel_blocks
+from bigkern.kernels.basis import block_step
 from bigkern.kernels.row_sums import RowSums, accumulate_block
 from bigkern.reduce.passes import as_row_chunked
 from bigkern.reduce.reduced._row_pass import check_counts, run_pass, usable_rows
@@ -40,7 +40,7 @@ __all__ = ["ReducedNewtonPasses", "augmented_kernel_rows", "newton_sums"]
 
 
 def _newton_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, *, start: int,
-                  basis: GaussianBasis, point: dict[str, Any], loss: Any,
+                  basis: Basis, point: dict[str, Any], loss: Any,
                   block_rows: int | None) -> dict[str, Any]:
     """The flat :class:`RowSums` of one chunk at ``point`` (u, d, steps, at), and its counts."""
     X, y, valid, counts = usable_rows(Xb, yb, start, mb)
@@ -58,7 +58,7 @@ def _newton_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, 
     return {"acc": sums.flat, "counts": counts}
 
 
-def augmented_kernel_rows(X: np.ndarray, y: np.ndarray, basis: GaussianBasis,
+def augmented_kernel_rows(X: np.ndarray, y: np.ndarray, basis: Basis,
                           mask: np.ndarray | None = None
                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
     """The rows ``a_i = [K(x_i, Ã), −1]`` of every usable row of in-memory data, in float64.
@@ -74,7 +74,7 @@ def augmented_kernel_rows(X: np.ndarray, y: np.ndarray, basis: GaussianBasis,
         Raw samples.
     y : ndarray, shape (n,)
         Targets (±1 labels for the hinge losses).
-    basis : GaussianBasis
+    basis : Basis
         The reduced set Ã, width and standardization.
     mask : ndarray of bool, shape (n,), optional
         Rows to use; the others are left out and counted (their ``y`` never read).
@@ -92,10 +92,10 @@ def augmented_kernel_rows(X: np.ndarray, y: np.ndarray, basis: GaussianBasis,
     Examples
     --------
     >>> import numpy as np
-    >>> from bigkern.kernels import GaussianBasis
+    >>> from bigkern.kernels import Basis
     >>> from bigkern.reduce.reduced.svm import augmented_kernel_rows
     >>> X = np.array([[0.0, 0.0], [np.nan, 1.0], [1.0, 0.0], [2.0, 0.0], [0.0, 1.0]])
-    >>> basis = GaussianBasis.checked(X[[0]], 1.0, 2, np.zeros(2), np.ones(2))
+    >>> basis = Basis.checked(X[[0]], 1.0, 2, np.zeros(2), np.ones(2))
     >>> A, y, usable, counts = augmented_kernel_rows(X, np.array([1, 1, -1, -1, 1.0]), basis)
     >>> A.round(4).tolist()
     [[1.0, -1.0], [0.6065, -1.0], [0.1353, -1.0], [0.6065, -1.0]]
@@ -114,7 +114,7 @@ def augmented_kernel_rows(X: np.ndarray, y: np.ndarray, basis: GaussianBasis,
     return A, yf[valid], valid, counts
 
 
-def newton_sums(X: Any, y: Any, basis: GaussianBasis, u: np.ndarray, d: np.ndarray,
+def newton_sums(X: Any, y: Any, basis: Basis, u: np.ndarray, d: np.ndarray,
                 steps: Any, at: float, *, loss: Any, split_every: int | None = None,
                 mask: Any = None) -> tuple[RowSums, dict[str, int]]:
     """One pass: the :class:`RowSums` over all usable rows of ``X`` (n, d) and ``y`` (n,).
@@ -142,7 +142,7 @@ class ReducedNewtonPasses:
         Samples, row-chunked (see :func:`bigkern.reduce.passes.as_row_chunked`).
     y : dask array, shape (n,)
         Targets: ±1 labels for the smooth hinge.
-    basis : GaussianBasis
+    basis : Basis
         The reduced set Ã (standardized), width and standardization.
     loss : object
         The row loss (``value``, ``derivatives``), e.g.
@@ -164,7 +164,7 @@ class ReducedNewtonPasses:
         Row counts of the last pass (``valid``, ``absent``, ``nonfinite``, ...).
     """
 
-    def __init__(self, X: Any, y: Any, basis: GaussianBasis, loss: Any, *,
+    def __init__(self, X: Any, y: Any, basis: Basis, loss: Any, *,
                  split_every: int | None = None, hessian_dtype: Any = "float64",
                  mask: Any = None) -> None:
         if np.dtype(hessian_dtype) not in (np.float32, np.float64):

@@ -1,15 +1,15 @@
-"""The Gaussian kernel, and the one place its blocks are formed.
+"""Kernel bases, and the one place their blocks are formed.
 
-The Gaussian kernel is written with the width ω of Shi & Yu:
-``k(s, t) = exp(-‖s − t‖² / (2 ω²))`` (scikit-learn's ``gamma`` is
-``1 / (2 ω²)``; the paper's normalising constant is absorbed into the
-coefficients). A :class:`GaussianBasis` (centers, width, standardization) is
-the basis of every bigkern model with Gaussian basis functions (the expansion
-each predicts through, a basis with coefficients, is
-:class:`bigkern.kernels.expansion.GaussianExpansion`). :func:`kernel_blocks` forms
+A :class:`Basis` (centers, a kernel of width ω, standardization) is the basis of
+every bigkern model with kernel basis functions; the expansion each predicts
+through, a basis with coefficients, is
+:class:`bigkern.kernels.expansion.KernelExpansion`. :func:`kernel_blocks` forms
 the kernel blocks ``K(X_b, centers)`` one block of rows at a time, for
 predictions and for the distributed passes that fold blocks into normal
-equations.
+equations: the Gaussian ``exp(-‖s − t‖² / (2 ω²))`` (Shi & Yu's width; the
+paper's normalising constant is absorbed into the coefficients) by a matrix
+product or its fused loop, the other kernels row by row
+(:mod:`bigkern.kernels.radial_loops`).
 """
 
 from __future__ import annotations
@@ -24,100 +24,24 @@ import numpy as np
 from bigkern import config
 from bigkern.features.scaling import standardized
 from bigkern.kernels.fused_loops import FUSED_MAX_FEATURES, fused_kernel_block
+from bigkern.kernels.kernel import (
+    Gaussian,
+    Kernel,
+    as_kernel,
+    omega_to_gamma,
+    pairwise_distances_of,
+)
+from bigkern.kernels.radial_loops import radial_block
 
 __all__ = [
-    "Gaussian",
-    "GaussianBasis",
+    "Basis",
     "block_step",
     "exponent_left",
     "exponent_right",
-    "gaussian_kernel",
     "kernel_blocks",
-    "omega_to_gamma",
     "row_blocks",
-    "squared_distances",
     "syrk_product",
 ]
-
-
-def omega_to_gamma(omega: float) -> float:
-    """scikit-learn's ``gamma`` for the Gaussian width ``omega``: ``1 / (2 ω²)``."""
-    if not omega > 0:
-        raise ValueError(f"the kernel width omega must be positive; got {omega!r}")
-    return 1.0 / (2.0 * float(omega) ** 2)
-
-
-def squared_distances(X: np.ndarray, Z: np.ndarray) -> np.ndarray:
-    """‖x_i − z_j‖² for all pairs, via one matrix product (clipped at 0).
-
-    ``(‖x‖² + ‖z‖²) − 2 x·z``, with two (n, m) arrays where the expression written
-    out makes four (a 5,000² float64 temporary is 200 MB).
-    """
-    x2 = np.einsum("ij,ij->i", X, X)
-    z2 = np.einsum("ij,ij->i", Z, Z)
-    cross = X @ Z.T
-    cross *= 2.0
-    d2 = np.add(x2[:, None], z2[None, :])
-    d2 -= cross
-    np.maximum(d2, 0, out=d2)
-    return d2
-
-
-def gaussian_kernel(X: np.ndarray, Z: np.ndarray, omega: float) -> np.ndarray:
-    """Gaussian kernel matrix ``exp(-‖x − z‖² / (2 ω²))`` of rows of ``X`` against rows of ``Z``.
-
-    Computed in the dtype of ``X`` (float32 inputs give a float32 matrix).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from bigkern import gaussian_kernel
-    >>> X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]])
-    >>> K = gaussian_kernel(X, X, omega=1.0)
-    >>> K.shape, K.dtype
-    ((3, 3), dtype('float64'))
-    >>> np.round(K[0], 3)  # exp(-r² / 2) at the distances r = 0, 1, 2
-    array([1.   , 0.607, 0.135])
-    >>> gaussian_kernel(X.astype(np.float32), X, omega=1.0).dtype
-    dtype('float32')
-    """
-    dtype = np.result_type(X.dtype, np.float32)
-    X = np.asarray(X, dtype=dtype)
-    Z = np.asarray(Z, dtype=dtype)
-    K = squared_distances(X, Z)
-    K *= dtype.type(-omega_to_gamma(omega))
-    np.exp(K, out=K)
-    return K
-
-
-@dataclass(frozen=True)
-class Gaussian:
-    """The Gaussian kernel ``exp(-r² / (2 ω²))`` as a function of the distance ``r``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from bigkern import Gaussian
-    >>> kernel = Gaussian(omega=0.5)
-    >>> np.round(kernel.radial([0.0, 0.5, 1.0]), 3)
-    array([1.   , 0.607, 0.135])
-    >>> kernel(np.zeros((2, 3)), np.ones((4, 3))).shape  # rows of X against rows of Z
-    (2, 4)
-    """
-
-    omega: float = 1.0
-
-    def __post_init__(self) -> None:
-        omega_to_gamma(self.omega)  # validates
-
-    def radial(self, r: np.ndarray) -> np.ndarray:
-        """Kernel value at distances ``r``."""
-        r = np.asarray(r, dtype=np.float64)
-        return np.exp(-omega_to_gamma(self.omega) * r * r)
-
-    def __call__(self, X: np.ndarray, Z: np.ndarray) -> np.ndarray:
-        """Dense kernel matrix of the rows of ``X`` against the rows of ``Z`` (float64)."""
-        return gaussian_kernel(np.asarray(X, dtype=np.float64), Z, self.omega)
 
 
 def block_step(n: int, block_rows: int | None = None) -> int:
@@ -133,8 +57,8 @@ def row_blocks(n: int, block_rows: int | None = None) -> Iterator[slice]:
 
 
 @dataclass(frozen=True, eq=False)
-class GaussianBasis:
-    """Gaussian basis functions ``g_j(x) = exp(-‖z(x) − c_j‖² / (2 ω²))``.
+class Basis:
+    """Kernel basis functions ``g_j(x) = k(z(x), c_j)`` of one kernel of width ω.
 
     ``z(x) = clip((x − offset) / scale, −clip, clip)`` per feature
     (:func:`bigkern.features.scaling.standardized`).
@@ -144,8 +68,9 @@ class GaussianBasis:
     centers : ndarray, shape (m, d)
         The basis functions' centers (bins, support vectors, a reduced set Ã),
         in the standardized space.
-    omega : float
-        Kernel width ω (> 0).
+    kernel : Kernel
+        The kernel and its width ω (:class:`~bigkern.kernels.Gaussian` for every
+        model unless its ``kernel=`` says otherwise).
     offset, scale : ndarray, shape (d,)
         Standardization applied to the data before the kernel (zeros / ones for none).
     clip : float
@@ -155,26 +80,31 @@ class GaussianBasis:
     --------
     :meth:`checked` builds one, validating each part against the data's ``d``:
 
-    >>> from bigkern import GaussianBasis
-    >>> basis = GaussianBasis.checked([[0.0, 0.0], [1.0, 1.0]], omega=0.5, d=2, scale=[2.0, 2.0])
-    >>> basis.n_basis, basis.offset.tolist(), basis.scale.tolist()
-    (2, [0.0, 0.0], [2.0, 2.0])
-    >>> GaussianBasis.checked([[0.0, 0.0]], omega=0.5, d=3)
+    >>> from bigkern import Basis
+    >>> basis = Basis.checked([[0.0, 0.0], [1.0, 1.0]], omega=0.5, d=2, scale=[2.0, 2.0])
+    >>> basis.n_basis, basis.offset.tolist(), basis.scale.tolist(), basis.kernel
+    (2, [0.0, 0.0], [2.0, 2.0], Gaussian(omega=0.5))
+    >>> Basis.checked([[0.0, 0.0]], omega=0.5, d=3)
     Traceback (most recent call last):
         ...
     ValueError: centers have 2 columns but X has 3 features
     """
 
     centers: np.ndarray
-    omega: float
+    kernel: Kernel
     offset: np.ndarray
     scale: np.ndarray
     clip: float = math.inf
 
     @classmethod
     def checked(cls, centers: Any, omega: float, d: int, offset: Any = None,
-                scale: Any = None, clip: float | None = None) -> GaussianBasis:
-        """Validate the parts for data with ``d`` features; every error names the argument."""
+                scale: Any = None, clip: float | None = None,
+                kernel: str | Kernel | type[Kernel] = "gaussian") -> Basis:
+        """Validate the parts for data with ``d`` features; every error names the argument.
+
+        ``kernel`` is a name, a :class:`~bigkern.kernels.Kernel` class or an instance
+        (:func:`~bigkern.kernels.as_kernel`); its width is ``omega``.
+        """
         C = np.asarray(centers, dtype=np.float64)
         if C.ndim != 2 or C.shape[0] < 1:
             raise ValueError(f"centers must be a non-empty 2-D array (basis, feature); got "
@@ -200,7 +130,22 @@ class GaussianBasis:
                 what = "positive and finite" if name == "scale" else "finite"
                 raise ValueError(f"{name} must be {what}; got {v}")
             vecs.append(v)
-        return cls(C, float(omega), vecs[0], vecs[1], checked_clip(clip))
+        return cls(C, as_kernel(kernel, float(omega)), vecs[0], vecs[1], checked_clip(clip))
+
+    @property
+    def omega(self) -> float:
+        """The kernel's width ω."""
+        return self.kernel.omega
+
+    @property
+    def is_gaussian(self) -> bool:
+        """Whether the kernel is the Gaussian (which has the fused loops)."""
+        return type(self.kernel) is Gaussian
+
+    def with_width(self, omega: float) -> Basis:
+        """The same basis at width ``omega``."""
+        return Basis(self.centers, self.kernel.with_width(omega), self.offset, self.scale,
+                     self.clip)
 
     @property
     def n_basis(self) -> int:
@@ -226,7 +171,7 @@ def checked_clip(clip: Any) -> float:
 
 def kernel_blocks(
     X: np.ndarray,
-    basis: GaussianBasis,
+    basis: Basis,
     *,
     valid: np.ndarray | None = None,
     block_rows: int | None = None,
@@ -239,7 +184,7 @@ def kernel_blocks(
     ----------
     X : ndarray, shape (n, d)
         A chunk of raw (unstandardized) samples.
-    basis : GaussianBasis
+    basis : Basis
         Centers, width and standardization.
     valid : ndarray of bool, shape (n,), optional
         Rows to use (default: rows whose features are all finite).
@@ -277,6 +222,12 @@ def kernel_blocks(
     n = X.shape[0]
     if valid is None:
         valid = np.isfinite(X).all(axis=1)
+    if not basis.is_gaussian:
+        if fused:
+            raise ValueError(f"the fused kernel block is the Gaussian's; the basis's kernel "
+                             f"is {basis.kernel!r}")
+        yield from _radial_blocks(X, basis, valid, block_step(n, block_rows), dtype)
+        return
     gamma = omega_to_gamma(basis.omega)
     right = exponent_right(basis.centers, gamma, dtype)
     lowest = float(np.ceil(np.log(np.finfo(dtype).tiny)))
@@ -303,6 +254,26 @@ def kernel_blocks(
         np.exp(G, out=G)
         yield rows, G
 
+def _radial_blocks(X: np.ndarray, basis: Basis, valid: np.ndarray, step: int,
+                   dtype: np.dtype) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """:func:`kernel_blocks` of a kernel other than the Gaussian: each row by itself, in
+    float64 (a compiled loop for the built-in kernels, NumPy for one's own)."""
+    work = np.empty((step, basis.n_basis), dtype=dtype)
+    for sl in row_blocks(len(X), step):
+        rows = sl.start + np.flatnonzero(valid[sl])
+        if len(rows) == 0:
+            continue
+        G = work[:len(rows)]
+        if basis.kernel.code > 0:
+            radial_block(X, rows, basis.centers, basis.kernel, basis.offset, basis.scale,
+                         basis.clip, G)
+        else:
+            Z = standardized(X[rows], basis.offset, basis.scale, basis.clip)
+            G[...] = basis.kernel.radial(pairwise_distances_of(Z, basis.centers,
+                                                               basis.kernel.metric))
+        yield rows, G
+
+
 def syrk_product(B: np.ndarray) -> np.ndarray:
     """``BᵀB`` (both triangles) of a C-ordered block by BLAS ``syrk``, with the GIL released.
 
@@ -327,7 +298,7 @@ def exponent_right(centers: np.ndarray, gamma: float, dtype: Any) -> np.ndarray:
                       -gamma * np.einsum("ij,ij->i", C, C)]).astype(dtype)
 
 
-def exponent_left(X: np.ndarray, basis: GaussianBasis, gamma: float, dtype: Any) -> np.ndarray:
+def exponent_left(X: np.ndarray, basis: Basis, gamma: float, dtype: Any) -> np.ndarray:
     """Left factor ``[z, −γ‖z‖², 1]`` of raw rows ``X`` standardized to ``z``, (k, d + 2)."""
     Z = standardized(X, basis.offset, basis.scale, basis.clip)
     return np.column_stack([Z, -gamma * np.einsum("ij,ij->i", Z, Z),

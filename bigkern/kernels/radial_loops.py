@@ -1,0 +1,144 @@
+"""Compiled per-row loops of the Laplacian and Matérn kernels: kernel blocks and expansions.
+
+Each row is standardized, its distance to every center accumulated feature by
+feature (L1 for the Laplacian, L2 for the Matérn kernels), and the kernel's
+radial function applied, all in float64 with the C library's ``exp`` and one
+fixed order of operations per row: a row's kernel values and its expansion do
+not depend on the block, chunk or worker around it. The Gaussian has its own
+loops (:mod:`bigkern.kernels.fused_loops`); :attr:`bigkern.kernels.Kernel.code`
+selects the function here.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from bigkern.kernels.kernel import Kernel
+
+__all__ = ["radial_block", "radial_expansion"]
+
+_SQRT3 = math.sqrt(3.0)
+_SQRT5 = math.sqrt(5.0)
+
+
+@numba.njit(inline="always")
+def _radial(code: int, dist: float, inv_omega: float) -> float:  # pragma: no cover - compiled
+    """φ of the accumulated distance: L1 (code 1) or squared L2 (codes 2, 3)."""
+    if code == 1:
+        return math.exp(-dist * inv_omega)
+    r = math.sqrt(dist)
+    if code == 2:
+        a = _SQRT3 * r * inv_omega
+        return (1.0 + a) * math.exp(-a)
+    a = _SQRT5 * r * inv_omega
+    return (1.0 + a + a * a / 3.0) * math.exp(-a)
+
+
+@numba.njit(nogil=True, cache=True)
+def _standardized_row(X: np.ndarray, i: int, offset: np.ndarray, scale_: np.ndarray,
+                      clip: float, z: np.ndarray) -> bool:  # pragma: no cover - compiled
+    finite = True
+    for f in range(X.shape[1]):
+        x = np.float64(X[i, f])
+        if not np.isfinite(x):
+            finite = False
+        z[f] = min(max((x - offset[f]) / scale_[f], -clip), clip)
+    return finite
+
+
+@numba.njit(nogil=True, cache=True)
+def _distances(code: int, z: np.ndarray, centers_t: np.ndarray,
+               dist: np.ndarray) -> None:  # pragma: no cover - compiled
+    dist[:] = 0.0
+    for f in range(centers_t.shape[0]):
+        zf = z[f]
+        for j in range(centers_t.shape[1]):
+            t = zf - centers_t[f, j]
+            dist[j] += abs(t) if code == 1 else t * t
+
+
+@numba.njit(nogil=True, cache=True)
+def _block_rows(X: np.ndarray, rows: np.ndarray, offset: np.ndarray, scale_: np.ndarray,
+                clip: float, centers_t: np.ndarray, code: int, inv_omega: float,
+                out: np.ndarray) -> None:  # pragma: no cover - compiled
+    d, m = centers_t.shape
+    z = np.empty(d, np.float64)
+    dist = np.empty(m, np.float64)
+    for a in range(len(rows)):
+        _standardized_row(X, rows[a], offset, scale_, clip, z)
+        _distances(code, z, centers_t, dist)
+        for j in range(m):
+            out[a, j] = _radial(code, dist[j], inv_omega)
+
+
+@numba.njit(nogil=True, cache=True)
+def _expansion_rows(X: np.ndarray, offset: np.ndarray, scale_: np.ndarray, clip: float,
+                    centers_t: np.ndarray, coef: np.ndarray, code: int, inv_omega: float,
+                    intercept: float, out: np.ndarray) -> None:  # pragma: no cover - compiled
+    d, m = centers_t.shape
+    z = np.empty(d, np.float64)
+    dist = np.empty(m, np.float64)
+    for i in range(X.shape[0]):
+        if not _standardized_row(X, i, offset, scale_, clip, z):
+            out[i] = np.nan
+            continue
+        _distances(code, z, centers_t, dist)
+        s = 0.0
+        for j in range(m):
+            s += coef[j] * _radial(code, dist[j], inv_omega)
+        out[i] = s + intercept
+
+
+def _compiled(kernel: Kernel) -> int:
+    if kernel.code not in (1, 2, 3):
+        raise ValueError(f"no compiled loop for the {kernel.name or type(kernel).__name__} "
+                         f"kernel here (code {kernel.code})")
+    return kernel.code
+
+
+def radial_block(X: np.ndarray, rows: np.ndarray, centers: np.ndarray, kernel: Kernel,
+                 offset: np.ndarray, scale: np.ndarray, clip: float, out: np.ndarray) -> None:
+    """Write ``k(z(X[rows]), centers)`` into ``out`` (len(rows), m), row by row.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern.kernels import Laplacian
+    >>> out = np.empty((1, 2))
+    >>> radial_block(np.array([[0.0, 0.0]]), np.array([0]), np.array([[0.0, 0.0], [1.0, 1.0]]),
+    ...              Laplacian(1.0), np.zeros(2), np.ones(2), np.inf, out)
+    >>> out.round(4).tolist()
+    [[1.0, 0.1353]]
+    """
+    code = _compiled(kernel)
+    centers_t = np.ascontiguousarray(np.asarray(centers, dtype=np.float64).T)
+    _block_rows(X, np.asarray(rows, dtype=np.int64), np.asarray(offset, dtype=np.float64),
+                np.asarray(scale, dtype=np.float64), float(clip), centers_t, code,
+                1.0 / kernel.omega, out)
+
+
+def radial_expansion(X: np.ndarray, centers: np.ndarray, coef: np.ndarray, kernel: Kernel,
+                     intercept: float, offset: np.ndarray, scale: np.ndarray,
+                     clip: float) -> np.ndarray:
+    """``f(x) = Σ_j coef_j k(z(x), c_j) + intercept`` per row (float64; NaN for a row with a
+    non-finite feature).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern.kernels import Matern32
+    >>> radial_expansion(np.array([[0.0], [np.nan]]), np.array([[0.0]]), np.array([2.0]),
+    ...                  Matern32(1.0), 0.5, np.zeros(1), np.ones(1), np.inf).tolist()
+    [2.5, nan]
+    """
+    code = _compiled(kernel)
+    out = np.empty(len(X), dtype=np.float64)
+    centers_t = np.ascontiguousarray(np.asarray(centers, dtype=np.float64).T)
+    _expansion_rows(np.asarray(X), np.asarray(offset, dtype=np.float64),
+                    np.asarray(scale, dtype=np.float64), float(clip), centers_t,
+                    np.asarray(coef, dtype=np.float64), code, 1.0 / kernel.omega,
+                    float(intercept), out)
+    return out
