@@ -213,5 +213,6 @@ def test_warm_numba_caches_the_compiled_functions(tmp_path):
                  "_key_loops._key_histograms_kernel.locals.key_histograms_d",
                  "sparse_gram._pair_distances",
                  "sparse_svm._smo", "sparse_spd._symmetric_matvec",
-                 "product_loops._fused_products"):
+                 "product_loops._fused_products", "radial_loops._block_rows",
+                 "radial_loops._expansion_rows"):
         assert name in index, sorted(index)
