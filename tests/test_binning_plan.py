@@ -3,6 +3,7 @@ or a BinningPlan chooses one, and unknown plans are refused (issue 24)."""
 
 from __future__ import annotations
 
+import dask
 import dask.array as da
 import numpy as np
 import psutil
@@ -11,6 +12,7 @@ import xarray as xr
 
 import bigkern.reduce.binning.plan as plan_module
 from bigkern import config
+from bigkern.cluster.memory import machine_memory, worker_memory
 from bigkern.reduce import percentile_bins
 from bigkern.reduce.binning.one_read_sample import OneReadSample
 from bigkern.reduce.binning.plan import (
@@ -18,7 +20,6 @@ from bigkern.reduce.binning.plan import (
     PLAN_NAMES,
     BinningPlan,
     held_sample_bytes,
-    worker_memory_bytes,
 )
 
 PLAN_ATTRS = ("plan", "passes", "n_kept", "one_read", "sample_rows", "sample_chunks_held")
@@ -73,7 +74,7 @@ def test_a_sample_that_does_not_fit_the_workers_leaves_the_two_read_plans(monkey
     enough = int(np.ceil(held / HELD_MEMORY_SHARE))
     assert BinningPlan.choose(X, Y, memory_bytes=enough).name == "one-read"
     assert BinningPlan.choose(X, Y, memory_bytes=enough - 1).name == "fused-or-three-pass"
-    monkeypatch.setattr(plan_module, "worker_memory_bytes", lambda: enough - 1)
+    monkeypatch.setattr(plan_module, "worker_memory", lambda: enough - 1)
     got = percentile_bins(X, Y)
     assert got.attrs["plan"] == "fused" and "one_read" not in got.attrs
     xr.testing.assert_identical(got, percentile_bins(X, Y, plan="fused-or-three-pass"))
@@ -93,14 +94,17 @@ def test_held_sample_bytes_counts_the_chunks_the_windows_overlap():
         == 10 * 16
 
 
-def test_worker_memory_without_a_client_is_the_machines():
-    assert worker_memory_bytes() == psutil.virtual_memory().total
+def test_worker_memory_without_a_client_is_unknown_and_the_plan_takes_the_machines():
+    assert worker_memory() is None and worker_memory(per_task=True) is None
+    assert machine_memory() == psutil.virtual_memory().total
 
 
 def test_worker_memory_on_a_cluster_is_the_smallest_workers_limit(client):
-    limits = [w["memory_limit"] for w in client.scheduler_info()["workers"].values()]
-    expected = min(m for m in limits if m) if any(limits) else psutil.virtual_memory().total
-    assert worker_memory_bytes() == expected
+    workers = client.scheduler_info()["workers"].values()
+    assert worker_memory() == min(w["memory_limit"] for w in workers)
+    target = dask.config.get("distributed.worker.memory.target")
+    assert worker_memory(per_task=True) == int(
+        min(w["memory_limit"] / w["nthreads"] for w in workers) * target)
 
 
 @pytest.mark.parametrize("name", ["fused", "three-pass", "fused-or-three-pass", "in-memory"])

@@ -13,6 +13,7 @@ import numpy as np
 import xarray as xr
 
 from bigkern import config
+from bigkern.cluster.memory import worker_memory
 from bigkern.features.matching import model_features, stored_sources, with_model_features
 from bigkern.jobs.prediction_fills import attach_inputs, decide_and_look
 from bigkern.scenes.cf import cf_attrs
@@ -55,29 +56,6 @@ def _split(n: int, size: int) -> list[int]:
     k = -(-n // size)
     base, extra = divmod(n, k)
     return [base + 1] * extra + [base] * (k - extra)
-
-
-def worker_memory_budget() -> int | None:
-    """Bytes one task may use on the smallest worker of the current cluster, or None.
-
-    The worker's memory limit per thread, times distributed's ``target``
-    fraction (above it a worker starts spilling; above ``pause`` it stops
-    running tasks, which is how an oversized task hangs a computation).
-    """
-    import dask
-
-    from bigkern.cluster.compute import current_client
-
-    client = current_client()
-    if client is None:
-        return None
-    workers = client.scheduler_info(n_workers=-1).get("workers", {}).values()
-    limits = [w["memory_limit"] / max(1, w.get("nthreads", 1)) for w in workers
-              if w.get("memory_limit")]
-    if not limits:
-        return None
-    fraction = dask.config.get("distributed.worker.memory.target", 0.6) or 0.6
-    return int(min(limits) * float(fraction))
 
 
 def _fit_task_to_memory(arrays: Sequence[da.Array], chunks: tuple[tuple[int, ...], ...],
@@ -223,7 +201,7 @@ def predict_scenes(
               for v in sources]
     cube = da.stack(arrays, axis=-1).rechunk({3: -1})
     max_pixels = int(config.get("predict_block_pixels"))
-    budget = worker_memory_budget()
+    budget = worker_memory(per_task=True)
     if budget is not None:
         max_pixels = _fit_task_to_memory(arrays, chunks, model.n_basis_, budget,
                                          max_pixels)

@@ -40,7 +40,7 @@ import dask
 import numpy as np
 
 from bigkern import config
-from bigkern.cluster.compute import current_client
+from bigkern.cluster.memory import machine_memory, worker_memory
 from bigkern.reduce.binning.fixed_point import FixedPointGrid
 from bigkern.reduce.binning.one_read_sample import OneReadSample, sample_windows
 from bigkern.reduce.binning.quantiles import QuantilePlan
@@ -53,7 +53,6 @@ __all__ = [
     "PlanResult",
     "PlanRun",
     "held_sample_bytes",
-    "worker_memory_bytes",
 ]
 
 #: The plans' names, fastest first (``"in-memory"`` only for small inputs).
@@ -114,7 +113,9 @@ class BinningPlan:
         sample : OneReadSample, optional
             The one-read plan's sample (default ``OneReadSample()``).
         memory_bytes : int, optional
-            Memory of the smallest worker; by default :func:`worker_memory_bytes`.
+            Memory of the smallest worker; by default
+            :func:`~bigkern.cluster.memory.worker_memory`, or this machine's memory
+            without a cluster.
 
         Returns
         -------
@@ -141,8 +142,8 @@ class BinningPlan:
             rows = shape[0] if len(shape) else 0
             if rows <= int(config.get("in_memory_rows")):
                 return cls("in-memory", sample)
-        if memory_bytes is None:
-            memory_bytes = worker_memory_bytes()
+        if memory_bytes is None:  # the smallest worker's, else this machine's
+            memory_bytes = worker_memory() or machine_memory()
         if held_sample_bytes(X, y, mask, sample) <= HELD_MEMORY_SHARE * memory_bytes:
             return cls("one-read", sample)
         return cls("fused-or-three-pass", sample)
@@ -212,29 +213,6 @@ def held_sample_bytes(X: Any, y: Any = None, mask: Any = None,
 def _itemsize(values: Any) -> int:
     dtype = getattr(values, "dtype", None)
     return np.dtype(dtype if dtype is not None else np.asarray(values).dtype).itemsize
-
-
-def worker_memory_bytes() -> int:
-    """Memory limit of the smallest worker of the current client, in bytes.
-
-    Without a client (dask's local schedulers), or when no worker declares a
-    limit, the machine's total memory.
-
-    Examples
-    --------
-    >>> from bigkern.reduce.binning.plan import worker_memory_bytes
-    >>> worker_memory_bytes() > 0
-    True
-    """
-    client = current_client()
-    if client is not None:
-        workers = client.scheduler_info(n_workers=-1).get("workers", {})
-        limits = [int(w.get("memory_limit") or 0) for w in workers.values()]
-        if any(limits):
-            return min(m for m in limits if m > 0)
-    import psutil  # a dependency of distributed
-
-    return int(psutil.virtual_memory().total)
 
 
 class PlanResult(NamedTuple):
