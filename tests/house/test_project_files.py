@@ -9,7 +9,7 @@ import yaml
 
 import bigkern
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_citation_names_this_version_and_the_five_papers():

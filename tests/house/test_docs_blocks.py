@@ -35,7 +35,7 @@ import pytest
 
 import bigkern
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 TIMEOUT = 300  # seconds for every page together
 

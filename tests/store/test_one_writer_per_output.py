@@ -34,7 +34,7 @@ from bigkern.store.staging import staged_output
 from bigkern.store.urls import location
 
 WORKERS = ["--workers", "1"]
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -38,8 +38,8 @@ from bigkern.scenes import write_scenes
 from bigkern.store.figure_files import is_bigkern_png
 from bigkern.store.integrity import open_checked
 
-try:  # the moto S3 server of tests/test_s3.py, a module fixture
-    from test_s3 import s3
+try:  # the moto S3 server of tests/store/test_s3_end_to_end.py, a module fixture
+    from tests.store.test_s3_end_to_end import s3
 except (ImportError, pytest.skip.Exception):
     s3 = None
 

@@ -27,7 +27,7 @@ from bigkern.store.claims import claim_output, lock_location, shared_claim
 from bigkern.store.outputs import PARTIAL_TAG
 from bigkern.store.urls import location
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 WORKERS = ["--workers", "1"]
 

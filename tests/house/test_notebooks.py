@@ -14,14 +14,14 @@ import bigkern
 nbformat = pytest.importorskip("nbformat", reason="nbformat is a test extra")
 nbclient = pytest.importorskip("nbclient", reason="nbclient is a test extra")
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 # the site builds the notebooks from docs/notebooks, a link to notebooks/: their links are
 # relative to it
-DOCS_NOTEBOOKS = Path(__file__).resolve().parents[1] / "docs" / "notebooks"
+DOCS_NOTEBOOKS = Path(__file__).resolve().parents[2] / "docs" / "notebooks"
 # the real data sets (../shared/data beside the repository), given to the notebooks by path:
 # their kernels run in a temporary folder, and an installed bigkern (pip install ".[test]")
 # does not know where the repository is
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 NAMES = ["01-quickstart.ipynb", "02-misr-cloud-detection.ipynb", "03-at-scale.ipynb",
          "04-your-own-granules.ipynb"]
 # the public submodules a notebook may import from (or reach through ``bigkern.<name>.``)

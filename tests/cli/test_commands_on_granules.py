@@ -25,7 +25,7 @@ pytest.importorskip("h5netcdf", reason="h5netcdf is in the formats extra")
 rioxarray = pytest.importorskip("rioxarray", reason="rioxarray is in the formats extra")
 pytest.importorskip("matplotlib", reason="--png needs the plot extra")
 
-import granule_files as gf  # noqa: E402  (tests/granule_files.py)
+from tests import granule_files as gf  # noqa: E402
 
 FIT_FLAGS = ("--no-search", "--param", "omega=0.8", "--param", "C=1")
 

@@ -16,7 +16,7 @@ from bigkern.scenes.granule_formats import expand_paths, granule_format
 h5py = pytest.importorskip("h5py", reason="h5py is in the formats extra")
 pytest.importorskip("h5netcdf", reason="h5netcdf is in the formats extra")
 
-import granule_files as gf  # noqa: E402  (tests/granule_files.py)
+from tests import granule_files as gf  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ from bigkern.store.zarr_store import open_zarr
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SLURM = REPO / "deploy" / "slurm"
 PARAMS = ["--no-search", "--param", "omega=0.8", "--param", "C=3"]
 

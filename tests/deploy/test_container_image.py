@@ -45,7 +45,7 @@ import numpy as np
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 BASE_TAG = "localhost/bigkern-test-base:bookworm"
 IMAGE_REPO = "localhost/bigkern"

@@ -12,7 +12,7 @@ import bigkern
 from bigkern.lazy import Section, api_page, facade_sources, stub_text
 from bigkern.models import registry
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 API_PAGE = ROOT / "docs" / "api" / "index.md"
 STUBS = ROOT / "bigkern" / "__init__.pyi"
 REMAKE = ("remake it: python -c 'import bigkern; from bigkern.lazy import {f}; "

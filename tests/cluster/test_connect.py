@@ -27,7 +27,7 @@ from bigkern.errors import ClusterError
 
 pytestmark = pytest.mark.timeout(180)
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
