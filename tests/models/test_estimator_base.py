@@ -2,7 +2,8 @@
 
 Silent wrong answers (reordered DataFrame columns, a NaN row predicted as a
 real class, string labels) and broken scikit-learn contracts (NotFittedError,
-column-vector y, 1-D X, an xarray.Dataset as X).
+column-vector y, 1-D X, an xarray.Dataset as X), and a dask array of unknown chunk sizes
+named as such.
 """
 
 from __future__ import annotations
@@ -269,3 +270,14 @@ def test_gaussian_regressors_predict_through_the_one_expansion_type(name):
     X = frame.iloc[200:260]
     np.testing.assert_array_equal(model.predict(X), exp.decision(X.to_numpy()))
     assert model.n_basis_ == exp.n_basis
+
+
+def test_rows_of_unknown_count_are_named_as_such():
+    rng = np.random.default_rng(0)
+    X = da.from_array(rng.normal(size=(400, 3)), chunks=100)
+    y = da.from_array(np.where(rng.random(400) < 0.5, 1, -1), chunks=100)
+    keep = X[:, 0] > -1
+    with pytest.raises(ValueError, match=r"X is a dask array of unknown chunk sizes .* call "
+                                         r"X.compute_chunk_sizes\(\) first") as err:
+        BinnedSVC().fit(X[keep], y[keep])
+    assert "nan" not in str(err.value)

@@ -4,7 +4,8 @@ once their replacement is complete (issue 23).
 Each test reproduces a case a probe ran and saw fail: two ``bigkern predict`` processes
 mixing their regions into one store that read as complete, a relative ``-o`` written by
 remote workers into another directory's store, an old output deleted before the new one
-existed, a scenes store replaced by predictions.
+existed, a scenes store replaced by predictions. A dangling symbolic link given as the
+output is called a link.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from bigkern.errors import StoreError
 from bigkern.scenes import open_scenes, write_scenes
 from bigkern.store.claims import claim_output, lock_location
 from bigkern.store.integrity import open_checked
-from bigkern.store.outputs import PARTIAL_TAG, REGIONS_FOLDER
+from bigkern.store.outputs import PARTIAL_TAG, REGIONS_FOLDER, prepare_output
 from bigkern.store.regions import JOB_ATTR, STORE_ID_ATTR
 from bigkern.store.staging import staged_output
 from bigkern.store.urls import location
@@ -415,3 +416,12 @@ def test_an_output_in_a_folder_not_made_yet_is_written_there(tmp_path):
 
     store = write_scenes(make_scenes(1, (8, 8), seed=0), tmp_path / "a" / "b" / "s.zarr")
     assert open_scenes(store).sizes["scene"] == 1
+
+
+def test_a_dangling_link_as_output_is_called_a_link(tmp_path):
+    link = tmp_path / "out.zarr"
+    os.symlink(tmp_path / "gone.zarr", link)
+    with pytest.raises(StoreError, match=r"out.zarr is a dangling symbolic link \(to .*gone.zarr, "
+                                         r"which does not exist\)") as err:
+        prepare_output(link, overwrite=True)
+    assert "exists" not in str(err.value).replace("does not exist", "")
