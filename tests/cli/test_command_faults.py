@@ -25,6 +25,8 @@ from bigkern.scenes import open_scenes, write_scenes
 from bigkern.store.integrity import open_checked
 from bigkern.store.staging import staged_output
 
+pytestmark = pytest.mark.slow_file
+
 WORKERS = ["--workers", "1"]
 
 

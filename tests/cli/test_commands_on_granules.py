@@ -27,6 +27,8 @@ pytest.importorskip("matplotlib", reason="--png needs the plot extra")
 
 from tests import granule_files as gf  # noqa: E402
 
+pytestmark = pytest.mark.slow_file
+
 FIT_FLAGS = ("--no-search", "--param", "omega=0.8", "--param", "C=1")
 
 

@@ -45,6 +45,8 @@ import numpy as np
 import pytest
 import yaml
 
+pytestmark = pytest.mark.slow_file
+
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 BASE_TAG = "localhost/bigkern-test-base:bookworm"

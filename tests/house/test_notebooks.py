@@ -11,6 +11,8 @@ import pytest
 
 import bigkern
 
+pytestmark = pytest.mark.slow_file
+
 nbformat = pytest.importorskip("nbformat", reason="nbformat is a test extra")
 nbclient = pytest.importorskip("nbclient", reason="nbclient is a test extra")
 

@@ -22,6 +22,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.slow_file
+
 # The benchmark's most frequent choices (10-fold nested selection, seed 0): (ω, C).
 MUSHROOM = {"svc": (2.0, 1.0), "rsvm": (4.0, 10.0), "size": 400}
 CPU_SMALL = {"svr": (5.0, 100.0), "rsvr": (8.0, 1e9)}
