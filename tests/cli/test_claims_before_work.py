@@ -1,10 +1,10 @@
-"""Every writing command claims its output before its work starts (issue 40, acceptance 3).
+"""Every writing command claims its output before its work starts.
 
-``fit`` used to claim its model file only when it wrote it: two ``fit --overwrite``
-started together both exited 0 and both said "model written", the last to finish
-silently winning; without ``--overwrite`` the second computed a whole fit before
-"exists". Now ``fit``, ``synth``, ``ingest`` and ``predict`` (and their ``--png``)
-hold the claim from the start, and a second writer is refused at once.
+``fit``, ``synth``, ``ingest`` and ``predict`` (and their ``--png``) hold the claim
+from the start, and a second writer is refused at once: two ``fit --overwrite``
+started together must not both exit 0 saying "model written" (the last to finish
+silently winning), and without ``--overwrite`` the second must not compute a whole
+fit before saying "exists".
 """
 
 from __future__ import annotations

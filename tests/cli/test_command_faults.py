@@ -1,7 +1,7 @@
 """Lose nothing, never lie: outputs never replace inputs or foreign files, damage is named.
 
-Each test reproduces a fault found by trying bigkern as a new user would
-(issue 11) on real zarr stores and the real ``bigkern`` command.
+Each test reproduces a fault found by trying bigkern as a new user would, on real
+zarr stores and the real ``bigkern`` command.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``bigkern fit``, ``predict`` and ``ingest`` on granules as users have them (issue 39).
+"""``bigkern fit``, ``predict`` and ``ingest`` on granules as users have them.
 
 For a netCDF4 file ``(time, lat, lon)``, three one-scene GeoTIFFs and an HDF5 swath
 file with 2-D lat/lon: the command line fits on the files, predicts into zarr, netCDF

@@ -1,4 +1,4 @@
-"""A missing store, model or feature is said before any cluster starts (issue 25, acceptance 5)."""
+"""A missing store, model or feature is said before any cluster starts."""
 
 from __future__ import annotations
 
@@ -120,7 +120,8 @@ _REPORT_IMPORTS = (
     (["predict", "{store}", "none.zarr", "-o", "p.zarr"], 1, "no model at none.zarr"),
 ])
 def test_a_refused_command_loads_no_heavy_library(scene_store, tmp_path, args, code, words):
-    """Issue 25, acceptance 5: refused at once (benchmarks/cli_errors.py times it)."""
+    """Refused at once: none of _HEAVY imported, nothing written (benchmarks/cli_errors.py
+    times it)."""
     argv = [a.format(store=scene_store) for a in args]
     done = subprocess.run([sys.executable, "-c", _REPORT_IMPORTS, *argv], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120, env=dict(os.environ))

@@ -1,4 +1,4 @@
-"""One clean line per expected error (issue 22): no worker log, no traceback above it.
+"""One clean line per expected error: no worker log, no traceback above it.
 
 A corrupt chunk is read by a worker of the embedded cluster, which shares the
 command's terminal: distributed logs the failed task there ("Compute Failed",

@@ -1,5 +1,5 @@
 """The command never ignores a parameter, never leaks a traceback, never destroys a file it did
-not write (issue 23).
+not write.
 
 * Every out-of-range value fails before any file is read, with one line naming the flag and
   exit code 2; a ``--param`` given without ``--no-search`` is fixed while the others are

@@ -1,4 +1,4 @@
-"""Progress as log lines where stderr is not a terminal (issue 25: a batch job's log).
+"""Progress as log lines where stderr is not a terminal (a batch job's log).
 
 On a real LocalCluster and on dask's local scheduler, a computation that runs past
 ``bigkern.progress_delay`` prints ``bigkern: <label>: N% of T tasks, S s`` lines and

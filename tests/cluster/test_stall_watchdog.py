@@ -1,4 +1,4 @@
-"""No silent waits: the watchdog over every computation bigkern waits for (issue 23).
+"""No silent waits: the watchdog over every computation bigkern waits for.
 
 Real clusters throughout: LocalClusters whose workers pause on memory (the
 pause fraction set low, so they pause at once), ``dask worker --no-nanny``
@@ -280,7 +280,7 @@ def _hold_memory(mib: int) -> int:
 
 @pytest.mark.timeout(90)
 def test_a_worker_killed_for_memory_is_one_line_naming_the_limit():
-    """Issue 40: a 45-line KilledWorker traceback, where one line naming the limit was due."""
+    """One line naming the memory limit, not a 45-line KilledWorker traceback."""
     from distributed import LocalCluster
 
     import bigkern

@@ -1,6 +1,6 @@
 """Where a model meets data, its features are checked: names and order, derived ones derived.
 
-Issue 40, acceptance 1: a model fitted on ['NDAI', 'logSD', 'CORR'] refuses
+A model fitted on ['NDAI', 'logSD', 'CORR'] refuses
 reordered, renamed or missing features naming its own; it predicts from
 scenes that store SD only, with the masks it gives scenes that store logSD.
 """

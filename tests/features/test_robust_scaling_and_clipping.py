@@ -1,4 +1,4 @@
-"""A heavy-tailed feature cannot decide the Gaussian kernel alone (issue 26's scaling).
+"""A heavy-tailed feature cannot decide the Gaussian kernel alone: robust scaling, clipped.
 
 What passing proves: the reduced models clip robustly standardized values to
 ±CLIP_SCALED, on every path (fit, numpy and dask, float32 and float64 predictions, a saved

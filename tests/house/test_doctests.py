@@ -1,4 +1,4 @@
-"""The Examples of every public name's docstring run as doctests (issue 25).
+"""The Examples of every public name's docstring run as doctests.
 
 The public names are the keys of ``bigkern._SOURCES``. Each is one test: its
 docstring and, for a class, those of its public methods, run by the standard

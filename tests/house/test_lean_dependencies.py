@@ -1,4 +1,4 @@
-"""Lean dependencies (issue 25, acceptance 6): figures and extended precision are extras.
+"""Lean dependencies: figures and extended precision are extras.
 
 ``pip install bigkern`` pulls in neither matplotlib nor python-flint (nor mpmath);
 whatever needs one of them says which extra to install. The absence is made in a

@@ -1,4 +1,4 @@
-"""The scene figure on any dims (issue 39): bigkern's, a store's own (given, recorded, or in
+"""The scene figure on any dims: bigkern's, a store's own (given, recorded, or in
 order), and the maps' axes placed by latitude/longitude or projected x/y where the data have them.
 """
 

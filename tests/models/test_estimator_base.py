@@ -1,4 +1,4 @@
-"""The estimator base: what users hit before it (issue 12), each a test.
+"""The estimator base: each thing a user could hit without it, a test.
 
 Silent wrong answers (reordered DataFrame columns, a NaN row predicted as a
 real class, string labels) and broken scikit-learn contracts (NotFittedError,

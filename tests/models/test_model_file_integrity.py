@@ -1,4 +1,4 @@
-"""Models checksummed whole and loads that cannot be bombed (issue 23).
+"""Models checksummed whole and loads that cannot be bombed.
 
 Every model file (zarr and netCDF, every family) records a digest of its
 attributes and arrays; a flipped attribute, swapped classes or a changed array

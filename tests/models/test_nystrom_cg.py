@@ -1,4 +1,4 @@
-"""Nyström kernel ridge by preconditioned conjugate gradients (issue 26, a first slice).
+"""Nyström kernel ridge by preconditioned conjugate gradients (``solver="cg"``, ``"auto"``).
 
 ``solver="cg"`` solves the system the direct solver factors, without ``GᵀG``: it must
 give the direct solver's predictions, on numpy or on a cluster, whatever the chunking;

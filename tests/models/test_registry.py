@@ -63,7 +63,7 @@ def test_cli_names_and_classes():
 @pytest.mark.parametrize("cli", ["svc", "ridge", "reduced-svc", "nystrom-krr"])
 def test_default_widths_scale_with_the_square_root_of_the_number_of_features(cli):
     """A squared distance between standardized rows grows as d: the grid's widths are
-    multiples of √(d/2), the rest of the grid does not move (issue 24, acceptance 2)."""
+    multiples of √(d/2), the rest of the grid does not move."""
     units = registry.default_grid(cli)
     for d in (1, 3, 8, 33, 116):
         grid = registry.default_grid(cli, d)

@@ -1,4 +1,4 @@
-"""The regressors on the estimator base: what users hit before it (issue 12), each a test.
+"""The regressors on the estimator base: each thing a user could hit without it, a test.
 
 OHTRegressor (in memory and on a reduced basis), LOOKernelRidge, GaussianRLS and
 PeriodicKernelRidge: DataFrame column names recorded and a reordered or renamed

@@ -1,6 +1,6 @@
 """Lee & Huang's Table 1 pattern (benchmarks/lee_huang_tables.py) on the shared real data.
 
-The acceptance pattern of issue 14 at fixed parameters — the points the benchmark's
+The paper's pattern, checked at fixed parameters — the points the benchmark's
 nested selection chose most often over its 10 outer folds
 (``benchmarks/results/lee_huang_table1.txt``), never a choice made on these folds:
 

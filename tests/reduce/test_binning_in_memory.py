@@ -1,4 +1,4 @@
-"""Issue 12, small inputs: the in-memory binning path gives the dask plans' bins, bit for bit.
+"""Small inputs: the in-memory binning path gives the dask plans' bins, bit for bit.
 
 Only the attrs that describe the plan differ: ``plan`` ("in-memory"),
 ``passes`` (1) and ``n_kept`` (0, as in the three-pass plan; the fused plan

@@ -1,4 +1,4 @@
-"""Issue 11, "lose nothing": a wild value is binned exactly and changes no other bin.
+"""Lose nothing: a wild value is binned exactly and changes no other bin.
 
 The fixed-point grid of the binning sums comes from the values that are not
 outliers; outliers are summed exactly in base-2**32 limbs, counted, and

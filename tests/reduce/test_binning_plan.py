@@ -1,5 +1,5 @@
 """percentile_bins' plan object: the default is the fastest exact plan that fits, a plan name
-or a BinningPlan chooses one, and unknown plans are refused (issue 24)."""
+or a BinningPlan chooses one, and unknown plans are refused."""
 
 from __future__ import annotations
 

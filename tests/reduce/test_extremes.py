@@ -1,4 +1,4 @@
-"""Undeclared fill values (issue 22): a large share of rows at one isolated extreme warns.
+"""Undeclared fill values: a large share of rows at one isolated extreme warns.
 
 The extremes of a feature are collected in the first pass of every fit, chunk
 by chunk, and merged exactly; the tests check them against numpy for any
@@ -122,8 +122,8 @@ def test_threshold_is_a_setting():
 
 def test_a_fit_of_scenes_with_a_fill_the_rules_do_not_know_refuses():
     """A variable without a range: the rules cannot mask it; a fit of scenes (whose model
-    predicts whole scenes) refuses after its first pass, naming what to declare (issue 40:
-    it warned and fitted on those rows)."""
+    predicts whole scenes) refuses after its first pass, naming what to declare, rather
+    than warn and fit on those rows."""
     from bigkern.errors import DataQualityError
 
     ds = make_scenes(2, (48, 64), seed=3, radiances=False).compute()
@@ -184,7 +184,8 @@ def test_small_chunks_get_the_compiled_sweeps_answers_from_numpy(seed):
 
 
 def test_a_derived_features_suspect_is_declared_on_its_stored_variable():
-    """Issue 40: the fit suggested --fill-value logSD=85.19, the derived value, not SD's."""
+    """A suspect found in logSD suggests ``--fill-value SD=9999``, on the stored variable,
+    not a fill of logSD, the derived one."""
     import math
 
     from bigkern.reduce.extremes import SuspectedFill
@@ -211,7 +212,7 @@ def test_columns_extremes_equal_the_stacked_sweep(seed):
 
 def test_a_derived_feature_is_judged_in_its_stored_units():
     """log(9999) = 9.21 lies barely past logSD's span (-1.37 … 3.95), 9999 far past SD's
-    (0.25 … 52): the fill of SD is suspected through logSD (issue 40: it was missed)."""
+    (0.25 … 52): the fill of SD is suspected through logSD, not missed."""
     from bigkern.reduce.extremes import ValueExtremes
 
     extremes = ValueExtremes(low=np.array([[-1.37, -1.34]]), n_low=np.array([1]),

@@ -71,7 +71,7 @@ def test_identical_across_worker_counts(n_workers, tmp_path):
     from distributed import Client, LocalCluster
 
     x, y = _data(30_000, 5)
-    x[[5, 17_000], 2] = [1e12, -3e30]  # outliers: summed in several limbs (issue 11)
+    x[[5, 17_000], 2] = [1e12, -3e30]  # outliers: summed in several limbs
     x[9_001, 1] = 5e9
     X = da.from_array(x, chunks=(1700, 3))
     Y = da.from_array(y, chunks=1700)

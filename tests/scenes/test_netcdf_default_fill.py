@@ -1,10 +1,10 @@
-"""netCDF's default fill, undeclared, is never a value (issue 40, acceptance 2).
+"""netCDF's default fill, undeclared, is never a value.
 
 A scene whose SD holds 9.96921e36 (netCDF's default ``_FillValue`` for floats,
-written where nothing was, and left undeclared) was labelled "clear" on every
-pixel by ``bigkern predict``, exit 0; the fit warned and still fitted on those
-rows. The netCDF convention says a variable without ``_FillValue`` has its
-type's default fill: the validity rules now mask it at every door.
+written where nothing was, and left undeclared) must not be labelled on those
+pixels by ``bigkern predict`` nor fitted on by ``bigkern fit``. The netCDF
+convention says a variable without ``_FillValue`` has its type's default fill:
+the validity rules mask it at every door.
 """
 
 from __future__ import annotations

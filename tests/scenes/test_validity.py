@@ -1,4 +1,4 @@
-"""Fill values and valid ranges (issue 11, "lose nothing"): masked, recorded, counted per feature.
+"""Fill values and valid ranges ("lose nothing"): masked, recorded, counted per feature.
 
 Every store here is a real zarr store on disk. Injected bad values go into
 labelled pixels whose other features are finite, so that each of them costs a
@@ -86,7 +86,7 @@ def test_undeclared_fill_given_with_fill_values_is_masked_and_counted(tmp_path):
     idx = _pick(ds, 0.05, seed=1)
     store = write_scenes(_inject(ds, {"NDAI": idx}, [-9999.0]), tmp_path / "fill.zarr")
 
-    # No fill declared and no range: -9999 is data (the bug of issue 11).
+    # No fill declared and no range: -9999 is data, until fill_values declares it.
     raw = open_scenes(store, valid_ranges={"NDAI": None})
     assert int((raw["NDAI"] == -9999).sum()) == len(idx)
 
@@ -358,7 +358,7 @@ def test_fill_declared_gives_the_accuracy_of_nan(tmp_path):
 @pytest.mark.filterwarnings(  # an undeclared fill, in memory and in a store: said
     "ignore::bigkern.reduce.extremes.SuspectedFillWarning")
 def test_in_memory_scenes_get_the_store_rules(tmp_path):
-    """Issue 22: a Dataset held in memory is masked as the same Dataset through a store."""
+    """A Dataset held in memory is masked as the same Dataset through a store."""
     ds = make_scenes(3, (72, 96), seed=4, radiances=False).compute()
     idx = _pick(ds, 0.2, seed=5)
     filled = _inject(ds, {"NDAI": idx}, [-9999.0])  # undeclared: no _FillValue

@@ -1,4 +1,4 @@
-"""The squared-hinge reduced SVM by the finite Newton method (issue 26).
+"""The squared-hinge reduced SVM by the finite Newton method.
 
 What passing proves: the exact line search finds the minimizer along a line
 (against a dense scan); the finite Newton solution is the minimizer of the

@@ -159,7 +159,7 @@ def test_gaussian_rls_matches_sklearn_kernel_ridge_and_brute_loo():
 
 
 # ---------------------------------------------------------------------------
-# Lippert & Rifkin: the large-σ polynomial limit (acceptance 2)
+# Lippert & Rifkin: the large-σ polynomial limit
 # ---------------------------------------------------------------------------
 
 

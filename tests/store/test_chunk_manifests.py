@@ -1,4 +1,4 @@
-"""Chunk manifests: a valid chunk in the wrong place is an error naming it (issue 23).
+"""Chunk manifests: a valid chunk in the wrong place is an error naming it.
 
 Each chunk of a feature passes its own CRC-32C wherever it lies, so before the
 manifests two chunks swapped in place fitted with exit 0. Real stores on disk,
@@ -116,7 +116,7 @@ def test_a_manifest_for_another_grid_is_refused(store):
 
 
 def test_a_store_resaved_by_xarray_in_other_chunks_says_so(tmp_path, store):
-    """Issue 40: it was reported as "the store's metadata was altered"."""
+    """Said as arrays rewritten in other chunks (xarray's to_zarr), never "altered"."""
     resaved = tmp_path / "resaved.zarr"
     opened = xr.open_zarr(store, consolidated=False)
     for var in opened.variables.values():

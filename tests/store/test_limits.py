@@ -1,4 +1,4 @@
-"""Bounded allocation and a chunk check that comes first (issue 23).
+"""Bounded allocation and a chunk check that comes first.
 
 Small inputs that declare huge sizes are refused from what they declare,
 before anything of that size is allocated, listed or graphed; a store of too
@@ -54,7 +54,7 @@ def _refused_at_once(path, match: str) -> None:
 
 
 def test_a_two_line_file_declaring_a_3000_square_grid_allocates_nothing(tmp_path):
-    """Issue 40: under max_grid_pixels (9e6 < 1e8) but 4.5e6 pixels per line."""
+    """Refused although under max_grid_pixels (9e6 < 1e8): 4.5e6 pixels per line."""
     sparse = tmp_path / "sparse.txt"
     sparse.write_text("1 1 1 0.1 1 0.5 1 1 1 1 1\n3000 3000 -1 0.1 1 0.5 1 1 1 1 1\n")
     _refused_at_once(sparse, r"sparse.txt: .* a grid of 3,000 x 3,000 = 9,000,000 "

@@ -1,5 +1,5 @@
 """One writer per output, paths resolved where they are given, and outputs replaced only
-once their replacement is complete (issue 23).
+once their replacement is complete.
 
 Each test reproduces a case a probe ran and saw fail: two ``bigkern predict`` processes
 mixing their regions into one store that read as complete, a relative ``-o`` written by
