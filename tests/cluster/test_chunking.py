@@ -180,7 +180,7 @@ def _store(path, chunks):
 
 def test_open_scenes_warns_about_a_store_of_tiny_chunks(tmp_path):
     tiny = _store(tmp_path / "tiny.zarr", {"scene": 1, "y": 32, "x": 256})
-    # (the rechunk and error policies: tests/test_store_limits.py)
+    # (the rechunk and error policies: tests/store/test_limits.py)
     with pytest.warns(ChunkWarning) as caught, \
             config.set(**{"chunk_guidance.too_many_tasks": "warn"}):
         ds = open_scenes(tiny, features=["NDAI", "CORR"])

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 API_PAGE = ROOT / "docs" / "api" / "index.md"
 STUBS = ROOT / "bigkern" / "__init__.pyi"
 REMAKE = ("remake it: python -c 'import bigkern; from bigkern.lazy import {f}; "
-          "print({f}(...), end=\"\")' (see tests/test_public_names.py)")
+          "print({f}(...), end=\"\")' (see tests/house/test_public_names.py)")
 
 
 def test_all_is_the_table() -> None:

@@ -2,8 +2,8 @@
 
 fsspec's ``memory://`` filesystem lives in one process, so these tests run
 bigkern's computations on local threads (``scheduler="threads"``), not on the
-session's distributed workers; the S3 tests (tests/test_s3.py) cover workers
-in other processes.
+session's distributed workers; the S3 tests (tests/store/test_s3_end_to_end.py) cover
+workers in other processes.
 """
 
 from __future__ import annotations
