@@ -78,7 +78,7 @@ encoding we do not know); RSVR vs SVR test MSE +9.5% with 410 centers and +3.9% 
 three classification sets (RSVM's fixed cost is ~2 ms of dask graph per Newton pass);
 RSVR is 7-20× faster than SVR on cpu_small.
 
-Not part of the test suite (``tests/test_lee_huang_table1.py`` runs the ``--small``
+Not part of the test suite (``tests/papers/test_lee_huang_table1.py`` runs the ``--small``
 path and checks the acceptance pattern at fixed parameters).
 
 Table 2 and Figures 1-2 (4)
@@ -135,7 +135,7 @@ largest at small k and die out as K's spectrum decays (by k ≈ 200 of 351 on
 ionosphere, ≈ 100 on pima, ≈ 50 on cpu_small), and the faster it decays the closer K̃
 is to K.
 
-``tests/test_lee_huang_table2.py`` runs the ``--small`` path (2 draws).
+``tests/papers/test_lee_huang_table2.py`` runs the ``--small`` path (2 draws).
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ max |prediction − polyfit_k| on 201 grid points of [0, 1] for both precisions,
 digits used, and the wall time of fit + predict for both (one run each; the fit
 includes the exact LOO error of the single λ). A second table checks the even-power
 regime λ = s^−2k, whose limit is the degree-k fit with penalty n·k!·a_k² on its
-leading coefficient (see tests/test_rls.py), not plain polyfit. A last table times the
-two extended backends (python-flint, mpmath) on one solve at n = 30 and 60.
+leading coefficient (see tests/solvers/test_gaussian_rls.py), not plain polyfit. A last
+table times the two extended backends (python-flint, mpmath) on one solve at n = 30 and 60.
 
 Writes the table to ``--out`` (default benchmarks/results/lippert_rifkin.txt) and the
 figure (prediction curves for growing s against the polyfit limit, one panel per k)

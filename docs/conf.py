@@ -79,7 +79,7 @@ def _cell_sources(path: Path) -> list[str]:
 def _executed(sources: dict[str, Path]) -> dict[str, Path] | None:
     """Copies of the notebooks executed by the test suite, if it left one of each.
 
-    ``tests/test_notebooks.py`` writes the notebooks it executes (at the same small
+    ``tests/house/test_notebooks.py`` writes the notebooks it executes (at the same small
     size as here) to ``$BIGKERN_EXECUTED_NOTEBOOKS``; ``.ci/run`` sets it and builds
     the site after the tests, so that CI runs each notebook once. A copy counts only
     if its cells are those of the notebook now in ``notebooks/``.
@@ -117,7 +117,7 @@ nb_execution_raise_on_error = True  # a notebook that fails fails the build
 nb_execution_timeout = 600  # seconds per cell
 nb_execution_show_tb = True
 nb_merge_streams = True
-# the notebooks run as tests/test_notebooks.py runs them: at the small size, with their
+# the notebooks run as tests/house/test_notebooks.py runs them: at the small size, with their
 # work folders (tempfile.mkdtemp) in a folder of the build's own that is removed at the
 # end, and on a LocalCluster of their own, never on a scheduler named in the environment
 os.environ.setdefault("BIGKERN_NOTEBOOK_SIZE", "small")

@@ -24,9 +24,10 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # Worker processes of the suite's clusters (LocalClusters here and in the commands the tests
 # run, which inherit the variable) start from a fork server that has imported distributed
 # once, instead of each importing Python's scientific stack anew (distributed's default,
-# spawn): a cluster's start costs a fork instead of seconds of CPU. tests/test_faults.py alone:
-# 134 s of CPU with spawn, 48 s with forkserver. A worker still runs in a process of its own
-# that imports bigkern when a task needs it; `BIGKERN_TEST_SPAWN=1` keeps spawn.
+# spawn): a cluster's start costs a fork instead of seconds of CPU.
+# tests/cli/test_command_faults.py alone: 134 s of CPU with spawn, 48 s with forkserver. A
+# worker still runs in a process of its own that imports bigkern when a task needs it;
+# `BIGKERN_TEST_SPAWN=1` keeps spawn.
 if os.environ.get("BIGKERN_TEST_SPAWN") != "1":
     os.environ.setdefault("DASK_DISTRIBUTED__WORKER__MULTIPROCESSING_METHOD", "forkserver")
     import dask
@@ -47,29 +48,26 @@ def pytest_xdist_auto_num_workers(config):
     return max(2, min(4, os.cpu_count() or 1))
 
 
-# The files that take longest (minutes: an image build, races of real processes, servers),
-# longest first. With ``--dist loadfile`` each file is one unit of work, dealt out in the
-# order of the collection: these go first, so that no process is left alone with one of
-# them at the end while the others idle (``pytest --durations=0`` shows the times).
-LONG_FILES = (
-    "test_container.py", "test_one_writer.py", "test_cli_params.py", "test_s3.py",
-    "test_slurm.py", "test_faults.py", "test_lee_huang_table1.py", "test_notebooks.py",
-    "test_cli_granules.py", "test_deploy.py", "test_cli_errors.py",
-)
-
-
 def pytest_collection_modifyitems(session, config, items):
-    """Deal the long files out first, then the others by their number of tests (most first).
+    """Deal the slow files out first, then the others; in each group, most tests first.
+
+    With ``--dist loadfile`` each file is one unit of work, dealt out in the order of the
+    collection. A file that takes minutes (an image build, races of real processes, servers;
+    ``pytest --durations=0`` shows the times) says so at module level with
+    ``pytestmark = pytest.mark.slow_file``: those go first, so that no process is left
+    alone with one of them at the end while the others idle.
 
     The sort is stable: tests keep their order within a file. ``pyproject.toml`` passes
     ``--no-loadscope-reorder`` so that pytest-xdist keeps this order.
     """
-    count: dict[str, int] = {}
+    count: dict[Path, int] = {}
+    slow: set[Path] = set()
     for item in items:
-        count[item.path.name] = count.get(item.path.name, 0) + 1
-    rank = {name: i for i, name in enumerate(LONG_FILES)}
-    items.sort(key=lambda item: (rank.get(item.path.name, len(LONG_FILES)),
-                                 -count[item.path.name], str(item.path)))
+        count[item.path] = count.get(item.path, 0) + 1
+        module = item.getparent(pytest.Module)
+        if module is not None and module.get_closest_marker("slow_file"):
+            slow.add(item.path)
+    items.sort(key=lambda item: (item.path not in slow, -count[item.path], str(item.path)))
 
 
 @pytest.fixture(scope="session")

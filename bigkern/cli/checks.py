@@ -65,7 +65,7 @@ PARAM_LIMITS: dict[str, tuple[str, float | None, float | None]] = {
 
 
 #: The parameters :data:`PARAM_LIMITS` bounds away from 0: every estimator declares each of
-#: them a positive real, (0, ∞) (tests/test_cli_inputs.py checks), so their values are
+#: them a positive real, (0, ∞) (tests/cli/test_input_checks.py checks), so their values are
 #: checked by :func:`check_magnitudes` before an estimator (and scikit-learn) is imported.
 POSITIVE_PARAMS = frozenset(name for name, (_, lo, _) in PARAM_LIMITS.items()
                             if name != "random_state" and lo is not None and lo > 0)

@@ -214,7 +214,7 @@ def _is_connection_error(err: BaseException) -> bool:
 def _run(args: argparse.Namespace) -> int:
     # usage errors first, before any file is looked at; then the inputs, from their metadata;
     # none of this loads xarray, Dask arrays or scikit-learn, so a mistyped command is refused
-    # at once (tests/test_cli_inputs.py)
+    # at once (tests/cli/test_input_checks.py)
     check_counts(args)
     params = _fit_flags(args) if args.command == "fit" else {}
     if hasattr(args, "fill_value"):

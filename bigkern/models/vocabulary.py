@@ -2,7 +2,7 @@
 
 :data:`PARAMETERS` is the glossary: each constructor parameter of a public
 estimator is named here once, with the meaning it has in every estimator that
-takes it (``tests/test_vocabulary.py`` checks every signature against it).
+takes it (``tests/models/test_vocabulary.py`` checks every signature against it).
 Where scikit-learn uses the same name, the meaning is the same;
 :data:`AVOIDED` lists the scikit-learn names bigkern does not use because its
 concept differs, and what bigkern calls it instead.

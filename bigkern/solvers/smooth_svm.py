@@ -40,7 +40,7 @@ near the solution, where Newton converges quadratically — they are those of
 ``u_{k+1}``. The first pass, at ``u_0 = 0``, is ``(0, 0, {0}, 0)``. Hence
 ``passes = 1 + iterations + backtracked iterations``, and the iterates, steps
 and stopping point are those of classic Newton–Armijo (the same arithmetic up
-to rounding; ``tests/test_reduced_svm.py`` checks this against a classic
+to rounding; ``tests/models/test_reduced_svc.py`` checks this against a classic
 implementation that evaluates one trial step at a time). Should no step down to
 ``2^-L`` pass the test, the iteration stops and says so; when the Newton
 decrement is then below ``1e4 ε |F|`` (the test failed to round-off in ``F``)

@@ -1,0 +1,1 @@
+"""Tests of bigkern.cli: the bigkern command, its checks, messages and exits."""

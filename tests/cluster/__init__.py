@@ -1,0 +1,1 @@
+"""Tests of bigkern.cluster: connecting, computing with progress and the watchdog, chunk plans."""

@@ -1,0 +1,1 @@
+"""Tests of bigkern.features: feature matching and robust scaling."""

@@ -1,0 +1,1 @@
+"""Tests of bigkern.kernels: the Gaussian kernel, its expansions and fused blocks."""

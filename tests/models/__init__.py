@@ -1,0 +1,1 @@
+"""Tests of bigkern.models: the estimators, their registry, parameters and model files."""

@@ -1,0 +1,1 @@
+"""The papers' tables, reproduced on the shared real data by the benchmark scripts."""

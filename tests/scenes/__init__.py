@@ -1,0 +1,1 @@
+"""Tests of bigkern.scenes: scene stores, granules, CF conventions, validity."""

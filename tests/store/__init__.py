@@ -1,0 +1,1 @@
+"""Tests of bigkern.store: claims, staging, limits, manifests, URLs, prediction files."""
