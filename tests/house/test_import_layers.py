@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import pairwise
@@ -295,6 +296,25 @@ NEVER = {"bigkern.reduce": ("bigkern.solvers",)}
 
 def _layer(package: str) -> int:
     return next(i for i, names in enumerate(LAYERS) if package in names)
+
+
+def _architecture_page_layers() -> list[set[str]]:
+    """The packages of each row of docs/architecture.md's "Packages, top to bottom" table."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    table = text.split("## Packages, top to bottom", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    layers = []
+    for row in rows:
+        names = set()
+        for cell in re.findall(r"`([^`]+)`", row.split("|")[1]):
+            name = cell.removeprefix("bigkern/").removesuffix("/").removesuffix(".py")
+            names.add("bigkern" if name == "__init__" else f"bigkern.{name}")
+        layers.append(names)
+    return layers
+
+
+def test_the_architecture_page_states_the_layers_the_code_has() -> None:
+    assert _architecture_page_layers() == [set(names) for names in LAYERS]
 
 
 def test_every_package_has_a_layer(tree: Tree) -> None:
