@@ -29,12 +29,12 @@ from sklearn.utils._param_validation import StrOptions
 
 from bigkern import config
 from bigkern.errors import BigkernWarning
-from bigkern.features import scaling
 from bigkern.features.scaling import (
     CLIP_SCALED,
     FAR_SCALED,
     SCALE_SAMPLE_ROWS,
     far_features,
+    robust_standardizer,
     squashed_features,
     standardized,
 )
@@ -74,6 +74,7 @@ __all__ = [
     "reduced_basis",
     "scale_sample_rows",
     "squared_hinge_fit",
+    "standardizer",
 ]
 
 DEFAULT_MAX_SIZE = 500
@@ -160,13 +161,47 @@ def scale_sample_rows(est: Any) -> int:
     return SCALE_SAMPLE_ROWS if est.standardize else 0
 
 
+def standardizer() -> Callable[[Any], tuple[np.ndarray, np.ndarray]]:
+    """The function the reduced-kernel models standardize with: ``bigkern.standardizer``.
+
+    :func:`~bigkern.features.scaling.robust_standardizer` unless the setting holds a
+    function of one's own, which takes the scale sample (n, d) and returns each
+    feature's offset and scale.
+
+    Raises
+    ------
+    TypeError
+        The setting holds something other than None or a function (a string from a
+        YAML file or an environment variable, say).
+
+    Examples
+    --------
+    >>> import bigkern.config
+    >>> standardizer() is robust_standardizer
+    True
+    >>> def halves(rows):
+    ...     return np.zeros(rows.shape[1]), np.full(rows.shape[1], 0.5)
+    >>> with bigkern.config.set(standardizer=halves):
+    ...     standardizer()(np.ones((4, 2)))[1].tolist()
+    [0.5, 0.5]
+    """
+    chosen = config.get("standardizer")
+    if chosen is None:
+        return robust_standardizer
+    if not callable(chosen):
+        raise TypeError(f"the setting bigkern.standardizer must be None or a function "
+                        f"(rows -> (offset, scale)); it is {chosen!r}")
+    return chosen
+
+
 def reduced_basis(rs: Any, omega: float, standardize: bool, features: Any = None,
                   kernel: Any = "gaussian"
                   ) -> tuple[Basis, dict[str, int]]:
     """The Gaussian basis on the drawn rows, and the clipped values of Ã per feature.
 
     With ``standardize``, the features are robustly standardized
-    (:func:`~bigkern.features.scaling.robust_standardizer`) from the draw's scale
+    (:func:`~bigkern.features.scaling.robust_standardizer`, or the function of the
+    ``bigkern.standardizer`` setting: :func:`standardizer`) from the draw's scale
     sample (``rs.scale_X``, :data:`~bigkern.features.scaling.SCALE_SAMPLE_ROWS` rows;
     Ã itself when the draw took none) and clipped to
     ``±CLIP_SCALED`` robust σ (the same clipping applies to every row the basis
@@ -182,8 +217,7 @@ def reduced_basis(rs: Any, omega: float, standardize: bool, features: Any = None
     names = [f"f{j}" for j in range(d)] if features is None else [str(f) for f in features]
     if standardize:
         sample = rs.X if rs.scale_X is None else rs.scale_X
-        # looked up at call time: benchmarks/scaling_fallbacks.py puts other rules in place
-        offset, scale = scaling.robust_standardizer(sample)
+        offset, scale = standardizer()(sample)
         clip = CLIP_SCALED
         squashed = squashed_features(sample, offset, scale, names)
         if squashed:
