@@ -303,9 +303,8 @@ IN_MEMORY_FIRST_TRIALS = 4
 
 #: The smooth losses' Newton–Armijo runs in memory up to kernel rows of this size only.
 #: Every iteration reads all of them; past this, forming the float32 kernel blocks anew in
-#: each pass (two threads) costs less than reading the float64 rows. Warm ReducedSVC fits
-#: of MISR-like rows, in memory against by passes: 2×10³ rows × 200 centers 0.09 s against
-#: 0.35 s; 2×10⁴ × 500 about equal; 10⁵ × 500 9.5 s against 8.1 s.
+#: each pass (two threads) costs less than reading the float64 rows. Below it, a fit is
+#: spared the task graph of every pass.
 SMOOTH_IN_MEMORY_BYTES = 2**26
 
 
@@ -324,9 +323,8 @@ def kernel_rows_fit_in_memory(X: Any, mask: Any, n_rows: int, n_basis: int,
 
 
 #: The finite Newton fit starts from a subset's solution only when a Newton step over all
-#: rows, n·(m̃ + 1)² multiply-adds, costs at least this: timed ad hoc on random rows, the
-#: start made fits of 210 × 32 to 10⁴ × 200 kernel rows 2.5–4× slower (0.97 → 3.3 ms;
-#: 23 → 59 ms) and one of 5·10⁴ × 400 faster (291 → 238 ms).
+#: rows, n·(m̃ + 1)² multiply-adds, costs at least this: the start is a fit of its own, and
+#: below this the steps it saves cost less than it does.
 WARM_START_FLOPS = 4e9
 
 
@@ -353,10 +351,10 @@ def squared_hinge_fit(est: Any, X: Any, labels: Any, mask: Any, basis: Basis,
     A, y, _, counts = augmented_kernel_rows(X, np.where(labels == 1, 1.0, -1.0), basis,
                                                  _numpy_mask(mask))
     n, dim = A.shape
-    # a tenth of the rows (at least twice the unknowns), drawn with the draw's seed: on
-    # 10^5 × 500 MISR-like rows the fit then took 6 steps instead of 10, and 0.9 s
-    # instead of 1.5 (Ã's own rows, as the start, saved no step). A small problem's
-    # steps cost less than the start's own: below WARM_START_FLOPS none is made
+    # a tenth of the rows (at least twice the unknowns), drawn with the draw's seed: its
+    # solution lies close to the full one, so the full fit needs fewer of its costly steps
+    # (Ã's own rows, as a start, save none). A small problem's steps cost less than the
+    # start's own: below WARM_START_FLOPS none is made
     size = max(2 * dim, n // 10)
     u0, warm = None, 0
     if size < n and n * dim * dim >= WARM_START_FLOPS:
