@@ -14,8 +14,9 @@ features, the rest of the scaling unchanged (median, (q90 − q10)/2.563, clip �
 * ``offspike``: the median distance from the median of the values away from it, over
   2.563 (the range's σ for a two-valued feature; a few wild values do not move it).
 
-Each fall-back is put in place of the robust standardizer the models call
-(``bigkern.features.scaling.robust_standardizer``) for its run; the scores are
+Each fall-back is set as the models' standardizer for its run (the
+``bigkern.standardizer`` setting, in place of
+``bigkern.features.scaling.robust_standardizer``); the scores are
 ``benchmarks/default_scaling.py``'s (its sets, tuning and outer CV with repeats, the
 ``default`` candidate only), on the sets that have such features: mushroom,
 ionosphere, Boston, auto-mpg, elevators and ailerons (at most 1,000 rows each).
@@ -94,7 +95,7 @@ def _spikes(X: np.ndarray) -> str:
 
 
 def run(args: Any) -> None:
-    from bigkern.features import scaling
+    import bigkern.config
 
     C.header(__doc__.splitlines()[0])
     sets = D.load_sets(args.data, args.max_rows, None, list(args.sets))
@@ -103,11 +104,9 @@ def run(args: Any) -> None:
           f"C {list(grid.Cs)}, lam {list(grid.lams)} (as benchmarks/default_scaling.py)")
     for ds in sets:
         print(f"# set {ds.name}: {len(ds.X)} rows, {_spikes(ds.X)}")
-    original = scaling.robust_standardizer
     scores: dict[tuple[str, str, str], float] = {}
-    try:
-        for kind in args.fallbacks:
-            scaling.robust_standardizer = fallback_standardizer(kind)
+    for kind in args.fallbacks:
+        with bigkern.config.set(standardizer=fallback_standardizer(kind)):
             for ds in sets:
                 for spec in D.CLASSIFIERS if ds.classification else D.REGRESSORS:
                     if args.models is not None and spec.name not in args.models:
@@ -119,8 +118,6 @@ def run(args: Any) -> None:
                     print(f"  [{time.perf_counter() - t0:6.1f} s] {kind:8s} {ds.name:14s} "
                           f"{spec.name:19s} {score:.4f}{' ' + r.error if r.error else ''}",
                           flush=True)
-    finally:
-        scaling.robust_standardizer = original
 
     print("\n## the default's score with each fall-back (accuracy %, or test MSE on z-scored "
           "targets)")

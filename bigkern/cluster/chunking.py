@@ -1,15 +1,15 @@
 """Chunk guidance: warn, refuse or rechunk when a chunking makes too many tasks or too small ones.
 
-Every bigkern pass runs one task per chunk, and the scheduler spends about
-0.35–0.39 s per 1,000 tasks (~2,500 tasks/s; ``benchmarks/scale.py``, part
-(b)), so the chunking decides whether a job's pace is set by its cores or by
-its one scheduler:
+Every bigkern pass runs one task per chunk, and the scheduler spends a fixed
+time on each task whatever its size, so the chunking decides whether a job's
+pace is set by its cores or by its one scheduler:
 
-* bins and prediction run at 3–4 million pixels per second per core, so with
-  tasks of 10⁶ pixels the scheduler keeps ~700 cores busy, with tasks of 10⁵
-  pixels only ~70: below ~10⁶ pixels per task, overhead dominates at scale;
+* a task's work grows with its pixels and the scheduler's share does not: with
+  tasks of 10⁶ pixels one scheduler keeps hundreds of cores busy, with tasks of
+  10⁵ pixels a tenth as many, so below ~10⁶ pixels per task the overhead
+  dominates at scale;
 * a graph of more than ~10⁶ tasks is beyond what one scheduler handles well
-  (several minutes of scheduling per pass, and a graph of gigabytes).
+  (minutes of scheduling per pass, and a graph of gigabytes).
 
 How many tasks a chunking makes, and the chunks to use instead, are
 :mod:`bigkern.cluster.task_plans`' business; this module holds the guidance.
@@ -178,8 +178,8 @@ def _advice(plan: TaskPlan, problems: list[str]) -> str:
     return (
         f"its chunks make {plan.n_tasks:,} tasks of {plan.pixels_per_task_median:,.0f}"
         f" pixels (median; smallest {plan.pixels_per_task_min:,}; largest "
-        f"{_bytes(plan.bytes_per_task)}), {' and '.join(problems)}; at ~0.4 s of scheduler "
-        f"time per 1,000 tasks, the scheduler rather than the cores would set the pace. "
+        f"{_bytes(plan.bytes_per_task)}), {' and '.join(problems)}; the scheduler spends a "
+        f"fixed time on every task, so it rather than the cores would set the pace. "
         f"Recommended chunks: {plan.recommended} ({plan.recommended_tasks:,} "
         f"task{'s' if plan.recommended_tasks != 1 else ''} of up to "
         f"{plan.recommended_pixels_per_task:,} pixels, "

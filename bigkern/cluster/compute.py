@@ -79,9 +79,9 @@ def compute(*collections: Any, label: str | None = None) -> tuple[Any, ...]:
 def _no_client_possible() -> bool:
     """No scheduler is set and distributed was never imported, so no client exists.
 
-    dask then imports distributed to look for one (0.6 s, most of a small fit in a
-    fresh process); bigkern names the threaded scheduler instead, dask's default
-    for its arrays and delayed objects.
+    dask then imports distributed to look for one, which takes longer than the rest
+    of a small fit in a fresh process; bigkern names the threaded scheduler instead,
+    dask's default for its arrays and delayed objects.
     """
     return dask.config.get("scheduler", None) is None and "distributed" not in sys.modules
 
@@ -132,10 +132,10 @@ def _local_blas_limit(collections: Sequence[Any]) -> Iterator[None]:
 
     Its threads run tasks side by side; each task's BLAS call then starting a pool
     of its own (numpy's and scipy's OpenBLAS are two pools) oversubscribes the
-    cores — timed ad hoc here: one Newton pass of the reduced SVM, 10^5 × 501,
-    0.67 s with one BLAS thread and 5.0 s with two, while another process kept a
-    core busy. Distributed workers are pinned by :class:`PinBlasThreads`; the
-    synchronous scheduler is left alone (one task at a time may use every core).
+    cores, and a pass then runs far slower than on one BLAS thread per task, the more
+    so when another process holds a core. Distributed workers are pinned by
+    :class:`PinBlasThreads`; the synchronous scheduler is left alone (one task at a
+    time may use every core).
     """
     if _local_scheduler_threads(collections) <= 1:
         yield
@@ -148,8 +148,8 @@ def _local_blas_limit(collections: Sequence[Any]) -> Iterator[None]:
 def blas_controller() -> Any:
     """One :class:`threadpoolctl.ThreadpoolController` for the process, made once.
 
-    Making one reads the process's loaded libraries (``/proc/self/maps``): 5 ms, as
-    long as a small fit's whole solve. Libraries loaded after the first call are not
+    Making one reads the process's loaded libraries (``/proc/self/maps``), which
+    takes about as long as a small fit's whole solve. Libraries loaded after the first call are not
     seen; numpy's and scipy's BLAS are loaded with bigkern.
     """
     from threadpoolctl import ThreadpoolController  # a dependency of scikit-learn

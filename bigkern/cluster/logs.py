@@ -27,7 +27,7 @@ this terminal but the record their operator keeps.
 The worker plugin is light: this module is pickled by value (cloudpickle), so
 a worker unpickling :class:`QuietExpectedErrors` gets its code without
 importing bigkern — whose package import (numba, scipy, scikit-learn, xarray …)
-took about 190 MiB of a worker's memory. Nothing here refers to
+would add a large share of a worker's memory. Nothing here refers to
 :class:`~bigkern.errors.BigkernError` by name; it is looked up in the process's
 modules when a record is judged (a process that never imported bigkern cannot
 have raised one).

@@ -64,7 +64,7 @@ def current_client() -> Any:
     chosen = dask.config.get("scheduler", None)
     if chosen is not None and chosen not in ("dask.distributed", "distributed"):
         return None
-    if "distributed" not in sys.modules:  # no client can exist: spare its import (0.6 s)
+    if "distributed" not in sys.modules:  # no client can exist: spare its costly import
         return None
     try:
         from distributed import default_client

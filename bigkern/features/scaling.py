@@ -10,20 +10,17 @@ one-hot column, a spike at zero) the models take σ = (max − min) / (2 z₉₀
 instead, which is what the quantiles give a two-valued feature whose rarer value
 is more common than 10 %: every 0/1 column is scaled alike, whatever its
 frequency, and such a feature's values stay within ±2 z₉₀ ≈ ±2.56 of its median.
-(With σ = 1 instead, a 0/1 column weighed 2.56× less in the kernel when its rarer
-value fell under 10 %; on the mushroom set's 117 one-hot columns that cost
-Nyström 0.77 points of accuracy.) The binned models take the same σ from the exact
-range; the binning's outlier check keeps σ = 1 there: its scale must not come from the
-extremes it checks. A constant feature's σ is 1.
+(With σ = 1 instead, a 0/1 column whose rarer value falls under 10 % would weigh
+2 z₉₀ times less in the kernel than one whose rarer value is more common: a
+category's weight would hang on its frequency.) The binned models take the same σ
+from the exact range; the binning's outlier check keeps σ = 1 there: its scale must
+not come from the extremes it checks. A constant feature's σ is 1.
 
 The Gaussian-kernel models (reduced SVMs, Nyström) then clip the standardized
 values to ``±CLIP_SCALED`` (5 robust σ): a heavy-tailed feature whose robust σ is
 a small part of its spread would otherwise reach hundreds of σ and decide every
-kernel distance alone. ``benchmarks/default_scaling.py`` compared it with plain
-robust scaling, z-scores and a quantile transform on every set of
-``../shared/data``: with three repeats of its outer CV it is within 0.5 points of
-accuracy (5 % of MSE) of the best of them on all 28 (set, model) pairs
-(``benchmarks/results/default_scaling_repeats.txt``).
+kernel distance alone. The benchmark pages compare this default with plain robust
+scaling, z-scores and a quantile transform on the project's data sets.
 """
 
 from __future__ import annotations
@@ -55,8 +52,8 @@ FAR_SCALED = 20.0
 #: A feature scaled by its range (q10 = q90) whose values away from its median lie, in
 #: the median, within this many σ of it: a few far values set the range, and the rest
 #: weigh next to nothing in a kernel's distances. (A 0/1 column's lie at 2 z₉₀ ≈ 2.56;
-#: the mostly-zero features of the Delve sets elevators and ailerons at 0.32–0.85:
-#: ``benchmarks/results/scaling_fallbacks.txt``.)
+#: a mostly-zero feature's whose other values spread evenly over its range, at
+#: z₉₀ ≈ 1.28; this bound is far below both.)
 SQUASHED_SCALED = 0.1
 
 

@@ -15,10 +15,11 @@ declare, the value and the count. Nothing is masked by the check itself: a fill
 is declared to be masked.
 
 For a zarr output the look is computed in the same graph as the regions, from
-the blocks the prediction tasks stack anyway (one compiled sweep, ~34 ms per
-8.4 M × 3 values). A netCDF or GeoTIFF output, whose regions are computed a few at
-a time, is checked by a pass of its own over the stored variables (one more
-read), as is a resumed store (over every pixel, not only those it computes).
+the blocks the prediction tasks stack anyway: one compiled sweep over values
+already in memory, with no read of its own. A netCDF or GeoTIFF output, whose
+regions are computed a few at a time, is checked by a pass of its own over the
+stored variables (one more read), as is a resumed store (over every pixel, not
+only those it computes).
 """
 
 from __future__ import annotations

@@ -20,13 +20,13 @@ numba compiles it with ``fastmath`` (reassociation, contraction; not the
 no-NaN/no-inf assumptions: a row with a non-finite feature is found in the
 loop and gives NaN), so LLVM vectorizes each loop over the
 centers (AVX-512 or AVX2 as the CPU has). It releases the GIL, so dask's
-threads run it in parallel. ``benchmarks/kernel_limit.py`` measures it against
-numpy's float32 ``exp`` and the BLAS path; :data:`FUSED_MAX_FEATURES` is the
-crossover for the normal-equation passes' kernel blocks (the distance loop is
-d passes over the centers; a BLAS product wins there when there are many
-features). Predictions take this path for every number of features, because
-it evaluates each row by itself: a pixel's value does not depend on the block,
-chunk or worker around it, which no BLAS product can promise.
+threads run it in parallel. :data:`FUSED_MAX_FEATURES` is the crossover for
+the normal-equation passes' kernel blocks: the distance loop is d passes over
+the centers, and a BLAS product, which computes the distances at its GEMM rate,
+wins there when there are many features. Predictions take this path for every
+number of features, because it evaluates each row by itself: a pixel's value
+does not depend on the block, chunk or worker around it, which no BLAS product
+can promise.
 
 :func:`exact_expansion` is the float64 counterpart for the regressors' float64
 expansions: the same per-row loop without ``fastmath`` and with the C
@@ -42,7 +42,8 @@ import numpy as np
 
 __all__ = ["FUSED_MAX_FEATURES", "exact_expansion", "fused_expansion", "fused_kernel_block"]
 
-#: Above this many features the BLAS path is as fast or faster (benchmarks/kernel_limit.py).
+#: Above this many features the BLAS path is as fast or faster: the distances, whose share
+#: of the work grows with the features, run at its GEMM rate rather than in d passes.
 FUSED_MAX_FEATURES = 12
 
 _LN2 = math.log(2.0)

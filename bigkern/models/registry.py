@@ -107,11 +107,12 @@ class ModelSpec:
 
 #: Width candidates in units of the reference width √(d/2), spaced by √2. A squared distance
 #: between two rows of d standardized features averages 2d, so a width's effect depends on
-#: it only through ω/√(d/2) (the unit is scikit-learn's ``gamma="scale"``). The nested-CV
-#: optima of benchmarks/default_grids.py lie at 0.35-5.3 units (MISR's 3 features: ω ≈ 0.8,
-#: 0.65 units; pima, ionosphere, mushroom: 8-116 features) and those of the reduced models
-#: at 1-4; Nyström's reach 34 on one set, with λ → 0 (near the linear limit; at λ = 10⁻⁷
-#: its system on mushroom is not positive definite, so its grid stops at 10⁻⁶).
+#: it only through ω/√(d/2) (the unit is scikit-learn's ``gamma="scale"``). Each grid spans
+#: the optima that nested cross-validation finds on data sets of 3 to 116 features (the
+#: benchmark page "Default grids against nested cross-validation"); the reduced models'
+#: lie in the middle of the range, and Nyström's go wider only as λ → 0, near the linear
+#: limit (at λ = 10⁻⁷ its system on mushroom is not positive definite, so its λ grid
+#: stops at 10⁻⁶).
 _WIDTHS = tuple(2 ** (k / 2) for k in range(-3, 7))  # 0.354 … 8
 _WIDTHS_REDUCED = (0.5, 1.0, 2.0, 4.0, 8.0)
 _WIDTHS_NYSTROM = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)

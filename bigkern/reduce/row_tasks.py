@@ -4,15 +4,15 @@ Every pass applies a function to each row chunk of ``X`` (and of ``y`` and
 ``mask``). Built from :meth:`dask.array.Array.to_delayed` blocks, the task of
 chunk ``i`` depends on separate tasks that read ``X[i]`` and ``y[i]``: the
 scheduler places those reads independently, so a 100 MB block of ``X`` read by
-one worker is often copied to the worker that read ``y[i]`` (measured on the
-10**8-row binning store: 40-50 ms a copy, and a worker that ends a pass with
-two chunks more than the other).
+one worker is often copied to the worker that read ``y[i]``: a copy of the
+whole block between workers, and chunks shared unevenly between the workers by
+the end of a pass.
 
 :func:`row_partials` builds the tasks as one :func:`dask.array.blockwise`
 layer instead, so that dask's blockwise fusion folds the reads of the chunk
 (zarr, ``from_array`` ...) into the task itself when they are blockwise
 layers: the read and the work on a chunk are one task, on one worker. Inputs
-that do not fuse (a rechunked or persisted array) are depended on as before.
+that do not fuse (a rechunked or persisted array) are depended on as separate tasks.
 The task returns the function's result as is (a dict, a tuple ...): the object
 "array" is never assembled, its blocks are taken one by one with
 :meth:`~dask.array.Array.to_delayed`.

@@ -23,7 +23,7 @@ __all__ = ["extended_backend", "extended_solve"]
 
 def extended_backend() -> str:
     """The default extended-precision backend: "flint" when python-flint is installed
-    (arb ball arithmetic in C, ~50-100x faster here), else "mpmath".
+    (arb ball arithmetic in C, where mpmath computes in Python), else "mpmath".
 
     Raises
     ------
@@ -169,7 +169,7 @@ def extended_solve(
         ``83 + log2(n / r)`` bits and, with python-flint, is doubled until the
         rigorous error radius of every result is below ``1e-13 ×`` its scale.
     backend : {"flint", "mpmath"}, optional
-        Default: python-flint when installed (much faster), else mpmath.
+        Default: python-flint when installed (compiled, so much faster), else mpmath.
 
     Returns
     -------

@@ -291,9 +291,9 @@ def newton_direction(H: np.ndarray, g: np.ndarray, C: float) -> np.ndarray:
 def cholesky_solve(H: np.ndarray, g: np.ndarray) -> np.ndarray:
     """``H⁻¹ g`` for a symmetric positive definite ``H`` by Cholesky, on one BLAS thread.
 
-    A Newton system of (m̃+1)² is too small to share among threads: OpenBLAS's
-    threaded ``potrf`` took 90–115 ms instead of 2 ms at m̃ = 500 on two cores, now
-    and then, right after a large threaded ``syrk`` (timed ad hoc). Raises
+    A Newton system of (m̃+1)² is too small to share among threads, and OpenBLAS's
+    threaded ``potrf`` of one at times takes many times as long as on one thread,
+    right after a large threaded ``syrk``. Raises
     :class:`numpy.linalg.LinAlgError` when ``H`` is not numerically positive definite.
 
     Examples
@@ -303,7 +303,7 @@ def cholesky_solve(H: np.ndarray, g: np.ndarray) -> np.ndarray:
     >>> cholesky_solve(np.array([[4.0, 2.0], [2.0, 3.0]]), np.array([2.0, 1.0])).tolist()
     [0.5, 0.0]
     """
-    if len(H) <= _UNBLOCKED_POTRF:  # one thread anyway: spare the limit's ~20 µs a step
+    if len(H) <= _UNBLOCKED_POTRF:  # one thread anyway: skip setting and undoing the limit
         return scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, lower=False), g)
     with blas_controller().limit(limits=1, user_api="blas"):
         return scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, lower=False), g)

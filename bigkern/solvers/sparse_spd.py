@@ -185,8 +185,8 @@ class SymmetricCSR:
     """A symmetric sparse matrix kept as its strict upper triangle and diagonal.
 
     ``self @ v`` reads each off-diagonal entry once for both of its positions:
-    half the memory traffic of a full CSR product, which is what bounds an
-    iterative solve on this kind of matrix (27% faster at 7.5 M nonzeros).
+    half the memory traffic of a full CSR product, and memory traffic, not
+    arithmetic, is what bounds an iterative solve on this kind of matrix.
     """
 
     def __init__(self, A: sp.spmatrix) -> None:
@@ -238,8 +238,10 @@ def _cg(M: sp.csr_matrix, B: np.ndarray, tol: float) -> tuple[np.ndarray, dict]:
     return X.reshape(B.shape), {"iterations": iterations}
 
 
-# A sparse product runs at ~1/20 of the flop rate of LAPACK's blocked banded Cholesky
-# (measured on this project's 2-core machine: 1.3-1.6 vs 30-36 GFLOP/s).
+# How many times the cost of a flop of LAPACK's blocked banded Cholesky one flop of a
+# sparse product costs: the product waits on memory for every entry it reads, the
+# blocked factorization reuses each block from cache. The ratio depends on the machine;
+# this one is the project's (the benchmark pages give the rates it came from).
 SPMV_SLOWDOWN = 20.0
 
 

@@ -211,3 +211,41 @@ def test_a_mostly_zero_feature_squashed_by_a_wild_value_is_named(chunked):
     assert len(squashed) == 1, messages
     assert ("rain (" if not chunked else "f1 (") in squashed[0]
     assert "hot" not in squashed[0] and "f2" not in squashed[0]
+
+
+def _mean_and_std(rows):
+    rows = np.asarray(rows, dtype=np.float64)
+    return rows.mean(axis=0), rows.std(axis=0)
+
+
+@pytest.mark.parametrize("model", [ReducedSVC(size=40, random_state=0),
+                                   NystromKernelRidgeClassifier(size=40, random_state=0)])
+def test_the_standardizer_setting_replaces_the_robust_standardizer(model):
+    """``bigkern.standardizer`` gives the reduced models their offset and scale (from the
+    scale sample: all 1,500 rows here); the clip to ±CLIP_SCALED still applies. Unset,
+    the models' scaling is the robust standardizer's."""
+    import bigkern.config
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(2.0, 3.0, size=(1500, 3))
+    y = np.where(X[:, 0] > 2.0, 1, -1)
+    fitted = type(model)(**model.get_params()).fit(X, y)
+    offset, scale = robust_standardizer(X)
+    np.testing.assert_allclose(fitted.expansion_.offset, offset)
+    np.testing.assert_allclose(fitted.expansion_.scale, scale)
+    with bigkern.config.set(standardizer=_mean_and_std):
+        fitted = type(model)(**model.get_params()).fit(X, y)
+    offset, scale = _mean_and_std(X)
+    np.testing.assert_allclose(fitted.expansion_.offset, offset)
+    np.testing.assert_allclose(fitted.expansion_.scale, scale)
+    assert fitted.expansion_.basis.clip == CLIP_SCALED
+    assert fitted.score(X, y) > 0.9
+
+
+def test_a_standardizer_setting_that_is_no_function_is_refused():
+    import bigkern.config
+
+    X = np.random.default_rng(5).normal(size=(200, 2))
+    with bigkern.config.set(standardizer="mean_and_std"), \
+            pytest.raises(TypeError, match=r"bigkern\.standardizer"):
+        ReducedSVC(size=20, random_state=0).fit(X, np.where(X[:, 0] > 0, 1, -1))

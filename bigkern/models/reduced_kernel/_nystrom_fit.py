@@ -208,19 +208,15 @@ _PARAMS_DOC = """omega : float or sequence of float
         ``penalty="rkhs"``, at least 1,000 centers, and the subset start's solve
         (``cg_start="subset"``) within twice ``tol``, so that the full solve
         converges; or one width and several ``lam`` with at least 2,000 centers (the
-        λ path) — else ``"direct"``. On 2·10⁵ MISR-like rows
-        (``benchmarks/results/nystrom_solvers_defaults.txt``) CG took 0.13–0.65×
-        the direct fit's time from 1,000 centers where it converged (λ ≥ 1), but
-        did not converge at λ = 10⁻³ and lost up to 3.8 points there. A fallback
-        costs the subset's read and solve (6–9 % of the direct fit there).
+        λ path) — else ``"direct"``. At a small λ a single CG solve does not converge
+        within ``max_iter`` and loses accuracy; the subset's solve shows that first,
+        so a fallback costs only its read and solve, a small part of the direct fit.
         ``solver_`` and ``fit_report_["solver_choice"]`` say which ran and why.
     tol : float
         ``"cg"``: stop at this relative residual of the preconditioned system. The
-        default, 2·10⁻², is where the accuracy stops moving: on 10⁶ MISR-like rows
-        (m̃ = 1,000, λ = 1; ``benchmarks/results/reduced_nystrom_iterations.txt``) CG
-        reached residuals 0.07 / 0.038 / 0.018 / 0.013 in 5 / 10 / 20 / 40 iterations
-        from the subset start, at −0.23 / −0.11 / −0.06 / +0.05 points of the direct
-        solve's accuracy. Ask 10⁻⁷ (and more iterations) for the direct solve's
+        default, 2·10⁻², is where the accuracy stops moving: iterations past it lower
+        the residual but leave the accuracy within a small fraction of a point of the
+        direct solve's. Ask 10⁻⁷ (and more iterations) for the direct solve's
         coefficients.
     max_iter : int
         ``"cg"``: at most this many iterations over all rows, one read each (a

@@ -29,12 +29,12 @@ from sklearn.utils._param_validation import StrOptions
 
 from bigkern import config
 from bigkern.errors import BigkernWarning
-from bigkern.features import scaling
 from bigkern.features.scaling import (
     CLIP_SCALED,
     FAR_SCALED,
     SCALE_SAMPLE_ROWS,
     far_features,
+    robust_standardizer,
     squashed_features,
     standardized,
 )
@@ -74,6 +74,7 @@ __all__ = [
     "reduced_basis",
     "scale_sample_rows",
     "squared_hinge_fit",
+    "standardizer",
 ]
 
 DEFAULT_MAX_SIZE = 500
@@ -160,13 +161,47 @@ def scale_sample_rows(est: Any) -> int:
     return SCALE_SAMPLE_ROWS if est.standardize else 0
 
 
+def standardizer() -> Callable[[Any], tuple[np.ndarray, np.ndarray]]:
+    """The function the reduced-kernel models standardize with: ``bigkern.standardizer``.
+
+    :func:`~bigkern.features.scaling.robust_standardizer` unless the setting holds a
+    function of one's own, which takes the scale sample (n, d) and returns each
+    feature's offset and scale.
+
+    Raises
+    ------
+    TypeError
+        The setting holds something other than None or a function (a string from a
+        YAML file or an environment variable, say).
+
+    Examples
+    --------
+    >>> import bigkern.config
+    >>> standardizer() is robust_standardizer
+    True
+    >>> def halves(rows):
+    ...     return np.zeros(rows.shape[1]), np.full(rows.shape[1], 0.5)
+    >>> with bigkern.config.set(standardizer=halves):
+    ...     standardizer()(np.ones((4, 2)))[1].tolist()
+    [0.5, 0.5]
+    """
+    chosen = config.get("standardizer")
+    if chosen is None:
+        return robust_standardizer
+    if not callable(chosen):
+        raise TypeError(f"the setting bigkern.standardizer must be None or a function "
+                        f"(rows -> (offset, scale)); it is {chosen!r}")
+    return chosen
+
+
 def reduced_basis(rs: Any, omega: float, standardize: bool, features: Any = None,
                   kernel: Any = "gaussian"
                   ) -> tuple[Basis, dict[str, int]]:
     """The Gaussian basis on the drawn rows, and the clipped values of Ã per feature.
 
     With ``standardize``, the features are robustly standardized
-    (:func:`~bigkern.features.scaling.robust_standardizer`) from the draw's scale
+    (:func:`~bigkern.features.scaling.robust_standardizer`, or the function of the
+    ``bigkern.standardizer`` setting: :func:`standardizer`) from the draw's scale
     sample (``rs.scale_X``, :data:`~bigkern.features.scaling.SCALE_SAMPLE_ROWS` rows;
     Ã itself when the draw took none) and clipped to
     ``±CLIP_SCALED`` robust σ (the same clipping applies to every row the basis
@@ -182,8 +217,7 @@ def reduced_basis(rs: Any, omega: float, standardize: bool, features: Any = None
     names = [f"f{j}" for j in range(d)] if features is None else [str(f) for f in features]
     if standardize:
         sample = rs.X if rs.scale_X is None else rs.scale_X
-        # looked up at call time: benchmarks/scaling_fallbacks.py puts other rules in place
-        offset, scale = scaling.robust_standardizer(sample)
+        offset, scale = standardizer()(sample)
         clip = CLIP_SCALED
         squashed = squashed_features(sample, offset, scale, names)
         if squashed:
@@ -269,9 +303,8 @@ IN_MEMORY_FIRST_TRIALS = 4
 
 #: The smooth losses' Newton–Armijo runs in memory up to kernel rows of this size only.
 #: Every iteration reads all of them; past this, forming the float32 kernel blocks anew in
-#: each pass (two threads) costs less than reading the float64 rows. Warm ReducedSVC fits
-#: of MISR-like rows, in memory against by passes: 2×10³ rows × 200 centers 0.09 s against
-#: 0.35 s; 2×10⁴ × 500 about equal; 10⁵ × 500 9.5 s against 8.1 s.
+#: each pass (two threads) costs less than reading the float64 rows. Below it, a fit is
+#: spared the task graph of every pass.
 SMOOTH_IN_MEMORY_BYTES = 2**26
 
 
@@ -290,9 +323,8 @@ def kernel_rows_fit_in_memory(X: Any, mask: Any, n_rows: int, n_basis: int,
 
 
 #: The finite Newton fit starts from a subset's solution only when a Newton step over all
-#: rows, n·(m̃ + 1)² multiply-adds, costs at least this: timed ad hoc on random rows, the
-#: start made fits of 210 × 32 to 10⁴ × 200 kernel rows 2.5–4× slower (0.97 → 3.3 ms;
-#: 23 → 59 ms) and one of 5·10⁴ × 400 faster (291 → 238 ms).
+#: rows, n·(m̃ + 1)² multiply-adds, costs at least this: the start is a fit of its own, and
+#: below this the steps it saves cost less than it does.
 WARM_START_FLOPS = 4e9
 
 
@@ -319,10 +351,10 @@ def squared_hinge_fit(est: Any, X: Any, labels: Any, mask: Any, basis: Basis,
     A, y, _, counts = augmented_kernel_rows(X, np.where(labels == 1, 1.0, -1.0), basis,
                                                  _numpy_mask(mask))
     n, dim = A.shape
-    # a tenth of the rows (at least twice the unknowns), drawn with the draw's seed: on
-    # 10^5 × 500 MISR-like rows the fit then took 6 steps instead of 10, and 0.9 s
-    # instead of 1.5 (Ã's own rows, as the start, saved no step). A small problem's
-    # steps cost less than the start's own: below WARM_START_FLOPS none is made
+    # a tenth of the rows (at least twice the unknowns), drawn with the draw's seed: its
+    # solution lies close to the full one, so the full fit needs fewer of its costly steps
+    # (Ã's own rows, as a start, save none). A small problem's steps cost less than the
+    # start's own: below WARM_START_FLOPS none is made
     size = max(2 * dim, n // 10)
     u0, warm = None, 0
     if size < n and n * dim * dim >= WARM_START_FLOPS:

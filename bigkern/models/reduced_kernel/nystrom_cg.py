@@ -11,12 +11,11 @@ iterations with no task graph. The read that sums the right-hand side ``Gᵀy``
 residual costs no read. A fit of ``k`` iterations thus reads the rows ``k + 3``
 times: the draw of the centers, the subset, the right-hand side, the iterations.
 
-Measured at 10⁶ MISR-like rows from zarr with 5,000 centers and 4 full iterations
-(``python benchmarks/nystrom_scale.py --start-sweep 5x20,20x20,10x10``, one run),
-5, 10 and 20 rows per center (20 iterations on them) gave residuals of 0.054,
-0.036 and 0.026 in 38.4, 39.6 and 45.4 s, and 10 rows × 10 iterations 0.083 in
-35.9 s, all within 0.03 points of 96.72 % accuracy; the direct fit with 1,000
-centers took 23.4 s in that run.
+The subset's size and iterations trade the start's own cost against the residual
+it hands on: more rows per center or more iterations on them start the full solve
+closer, but the subset's solve grows with them while the accuracy reached after the
+full iterations hardly moves. The benchmark page of the reduced-kernel engine gives
+the sweep these defaults were chosen from.
 
 Several λ make a path (:func:`fit_by_cg_path`): on all folds but one, from the largest
 λ down, each solve starting from the solution at the λ before it; one read of the
@@ -58,20 +57,19 @@ START_ROWS_PER_CENTER = 10
 #: Iterations at most, and the relative residual, of the solve on the subset
 START_MAX_ITER, START_TOL = 20, 1e-3
 #: ``solver="auto"`` tries conjugate gradients from this many centers on: below, the
-#: direct pass (n·m̃² flops) costs less than CG's reads (measured at d = 8, 2·10⁵ rows,
-#: ``benchmarks/results/nystrom_solvers_defaults.txt``: CG 0.58–1.45× the direct fit's
-#: time at m̃ = 500, 0.30–0.65× at m̃ = 1,000 where it converges)
+#: direct pass (n·m̃² flops) costs less than CG's reads (n·m̃·(d + 2) flops each, and
+#: several of them), since its cost grows with m̃² and each read's only with m̃
 AUTO_CG_CENTERS = 1000
 #: ``solver="auto"`` runs a λ path by conjugate gradients (one width, several λ) from this
-#: many centers on: on 2·10⁵ MISR-like rows with λ ∈ {100, 1, 10⁻³} the path took 0.99×,
-#: 0.77× and 0.34× the time of the direct solver's 3-fold CV at 1,000, 2,000 and 4,000
-#: centers, within 0.04 points (``benchmarks/results/nystrom_lam_path.txt``)
+#: many centers on: each of the path's solves starts from the one before and reads the
+#: rows at n·m̃·(d + 2) flops a read, while the direct solver's cross-validation pays its
+#: n·m̃² pass, so the path gains as m̃ grows and does not pay at fewer centers
 AUTO_CG_PATH_CENTERS = 2000
 #: ``solver="auto"`` keeps conjugate gradients when the subset's solve reached a relative
-#: residual of at most this many times ``tol``; else it falls back to the direct solve
-#: (at tol = 0.02 on the rows of ``benchmarks/results/nystrom_solvers_defaults.txt``,
-#: 15 cases: every start at ≤ 0.042 was followed by a converged full solve, every start at
-#: ≥ 0.059 by one that stopped at max_iter)
+#: residual of at most this many times ``tol``; else it falls back to the direct solve. The
+#: subset's system is the full one at a smaller scale, so a start that stays far from
+#: ``tol`` marks one that CG would not finish within ``max_iter`` either (a small λ, an
+#: ill-conditioned system), and finding that out costs only the subset's read and solve
 AUTO_CG_RESIDUAL = 2.0
 
 

@@ -110,10 +110,11 @@ class ReducedSVC(_KernelClassifier):
     hessian : {"float64", "float32"}
         Precision of the Hessian's products (``syrk``, ``n·m̃²`` flops per pass, most of
         the work). ``"float32"`` runs them on float32 copies of the scaled kernel
-        blocks (about 2× faster products, 20% faster fits at 10^5 × 500) and switches
-        to float64 for the last iterations; the gradient, hence the solution, stays
-        float64. Its fits then agree across chunkings to the convergence tolerance
-        rather than to round-off, so the default is ``"float64"``.
+        blocks (twice the values per vector instruction; a fit gains less, as the rest
+        of its work is unchanged) and switches to float64 for the last iterations; the
+        gradient, hence the solution, stays float64. Its fits then agree across
+        chunkings to the convergence tolerance rather than to round-off, so the default
+        is ``"float64"``.
     random_state : int, RandomState or None
         Seed of the reduced set (the same seed gives the same Ã, and the same model,
         for any chunking and number of workers).

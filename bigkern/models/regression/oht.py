@@ -198,8 +198,8 @@ class OHTRegressor(_KernelRegressor):
         method, eta = self.method, self.eta
 
         def solve(p: dict[str, Any]) -> OHTSolution:
-            # a formed G'G resolves its eigenvalues only to ~ m̃ ε γ₁ (benchmarks/oht_scale:
-            # with η alone, 993 of 1000 "stable" components and weights of 2e5 at 10^7 rows)
+            # a formed G'G resolves its eigenvalues only to ~ m̃ ε γ₁: with η's test alone,
+            # round-off below that passes as "stable" components with huge weights
             return oht_from_normal_equations(p["GtG"], p["Gty"], float(p["yty"]), int(p["n"]),
                                              method=method, eta=eta, Gsum=p["Gsum"],
                                              ysum=float(p["ysum"]),

@@ -125,7 +125,7 @@ def bin_sums_dense(
             continue
         count[b] += 1
         positive[b] += is_positive[i]
-        for f in range(d):  # written out in each kernel: a helper call here is 10x slower
+        for f in range(d):  # written out in each kernel: a helper call per value costs more
             v = np.float64(X[i, f])
             if (bounds[f, 0] <= v) & (v <= bounds[f, 1]):
                 sums[b, f] += np.int64(np.rint(v * down[f, 0]))

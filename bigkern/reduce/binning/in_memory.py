@@ -4,9 +4,8 @@
 call — building and scheduling two or three task graphs, and per feature
 tables of 2**20 key groups (dense histograms, their cumulative sums, the
 fused plan's cell look-up tables) — that dwarfs the arithmetic on small
-inputs (≈ 40 ms against ≈ 2 ms on 50,000 rows × 3 features). A numpy input
-of at most ``bigkern.in_memory_rows`` rows is binned here instead, in one
-read of the data:
+inputs. A numpy input of at most ``bigkern.in_memory_rows`` rows is binned
+here instead, in one read of the data:
 
 1. :func:`~bigkern.reduce.passes.valid_rows` (the chunk function of every
    pass) gives the usable rows and the row counts, per feature too; the

@@ -250,7 +250,7 @@ def _held_in_memory(X: Any, y: Any, mask: Any) -> bool:
     rows), ``y`` and ``mask`` numpy arrays of its length (or None), ``mask`` boolean.
 
     The draw depends on the rows' hashes, never on the chunks, so this is the dask
-    draw's result without its task graph (a small fit's draw took ~12 ms of graph).
+    draw's result without its task graph, a fixed cost that weighs on a small fit.
     """
     if not isinstance(X, np.ndarray) or X.ndim != 2 \
             or len(X) > int(config.get("in_memory_rows")):
