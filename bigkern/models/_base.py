@@ -13,14 +13,11 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from bigkern import config
 from bigkern.errors import DataQualityError, LabelError
-from bigkern.models._format import format_attrs, saved_kernel
+from bigkern.kernels import KernelExpansion
 from bigkern.models._input import fit_input, map_rows, predict_input, refuse_nonfinite
-from bigkern.models._regressor_dataset import clip_attrs
 from bigkern.reduce.passes import per_feature_counts
 
-__all__ = ["FORMAT", "BigkernEstimator", "BigkernRegressor", "BinaryClassifierMixin"]
-
-FORMAT = 1  # the classifiers' model files (see to_dataset)
+__all__ = ["BigkernEstimator", "BigkernRegressor", "BinaryClassifierMixin", "fitted_expansion"]
 
 
 class BigkernEstimator(BaseEstimator):
@@ -197,37 +194,25 @@ class _KernelClassifier(BinaryClassifierMixin, BigkernEstimator):
 
     # -- persistence ---------------------------------------------------------------------------
     def to_dataset(self) -> xr.Dataset:
-        """The fitted model as a small :class:`xarray.Dataset` (for zarr or netCDF)."""
-        exp = self.expansion_
-        names = list(getattr(self, "feature_names_in_", [f"f{i}" for i in
-                                                          range(self.n_features_in_)]))
-        params = {k: v for k, v in self.get_params().items()
-                  if isinstance(v, (int, float, str, bool)) or v is None}
-        if "quantiles" in self.get_params():  # a sequence: saved as a list
-            params["quantiles"] = list(map(float, self.quantiles))
-        kernel = saved_kernel(exp.kernel)
-        if "kernel" in self.get_params():
-            params["kernel"] = kernel
-        return xr.Dataset(
-            {
-                "basis": (("basis", "feature"), exp.centers),
-                "coef": ("basis", exp.coef),
-                "offset": ("feature", exp.offset),
-                "scale": ("feature", exp.scale),
-            },
-            coords={"feature": names},
-            attrs={
-                "model": type(self).__name__,
-                "omega": float(exp.omega),
-                "kernel": kernel,
-                "intercept": float(exp.intercept),
-                "classes": [c.item() if hasattr(c, "item") else c for c in self.classes_],
-                "params_json": _json(params),
-                "has_feature_names": int(hasattr(self, "feature_names_in_")),
-                **clip_attrs(exp.basis.clip),
-                **format_attrs(FORMAT),
-            },
-        )
+        """The fitted model as a small :class:`xarray.Dataset` (for zarr or netCDF): the one
+        layout of :mod:`bigkern.models.persistence.expansion_files`."""
+        from bigkern.models.persistence.expansion_files import expansion_to_dataset
+
+        return expansion_to_dataset(self)
+
+
+def fitted_expansion(model: Any, centers: Any, coef: Any, intercept: float, omega: float,
+                     offset: Any = None, scale: Any = None, clip: float | None = None
+                     ) -> KernelExpansion:
+    """The ``expansion_`` of a fitted model, in its kernel (``model.kernel``, else the
+    Gaussian) at width ``omega``: float32 kernel blocks for a classifier (the sign is what
+    it predicts), float64 for a regressor."""
+    from sklearn.base import is_classifier
+
+    return KernelExpansion.from_parts(centers, coef, float(intercept), float(omega), offset,
+                                      scale, clip=clip,
+                                      dtype="float32" if is_classifier(model) else "float64",
+                                      kernel=getattr(model, "kernel", "gaussian"))
 
 
 def _check_nonfinite(counts: dict[str, Any], names: Any = None) -> None:
@@ -257,9 +242,3 @@ def _nonfinite_summary(counts: dict[str, Any], names: Any) -> str:
         return ""
     parts = sorted(per.items(), key=lambda kv: -kv[1])
     return " (" + ", ".join(f"{k}: {v}" for k, v in parts) + ")"
-
-
-def _json(obj: Any) -> str:
-    import json
-
-    return json.dumps(obj, sort_keys=True)

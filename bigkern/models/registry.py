@@ -43,7 +43,7 @@ __all__ = ["SECTIONS", "ModelSpec", "check_instances", "cli_names", "cli_spec", 
 
 Target = Literal["class", "value", "none"]
 Engine = Literal["bins", "reduced", "sparse", "direct"]
-Family = Literal["expansion", "regressor", "compact"]
+Family = Literal["expansion", "compact", "rls", "periodic"]
 
 
 @dataclass(frozen=True)
@@ -61,8 +61,10 @@ class ModelSpec:
         (a transformer).
     engine : {"bins", "reduced", "sparse", "direct"}
         How it is fitted at scale (see the module's docstring).
-    family : {"expansion", "regressor", "compact"}
-        The layout of its saved files (:mod:`bigkern.models.persistence.model_files`).
+    family : {"expansion", "compact", "rls", "periodic"}
+        The layout of its saved files: every model with a kernel expansion, classifier
+        or regressor, is ``expansion``
+        (:mod:`bigkern.models.persistence.expansion_files`).
     cli : str, optional
         Its ``bigkern fit --model`` name; one name may serve a classifier and a
         regressor (then ``--target`` picks the regressor).
@@ -141,24 +143,24 @@ _TABLE: list[ModelSpec] = [
     ModelSpec(_M + "reduced_kernel.reduced:ReducedSVC", "class", "reduced", "expansion",
               cli="reduced-svc", section="reduced",
               grid={"omega": _WIDTHS_REDUCED, "C": tuple(10.0 ** k for k in range(-1, 7))}),
-    ModelSpec(_M + "reduced_kernel.reduced_svr:ReducedSVR", "value", "reduced", "regressor",
+    ModelSpec(_M + "reduced_kernel.reduced_svr:ReducedSVR", "value", "reduced", "expansion",
               cli="reduced-svr", check_params=_SEED0, section="reduced"),
     ModelSpec(_M + "reduced_kernel.nystrom:NystromKernelRidgeClassifier", "class", "reduced",
               "expansion", cli="nystrom-krr", check_params=_SEED0, section="reduced",
               grid={"omega": _WIDTHS_NYSTROM, "lam": tuple(10.0 ** k for k in range(-6, 3))}),
-    ModelSpec(_M + "reduced_kernel.nystrom:NystromKernelRidge", "value", "reduced", "regressor",
+    ModelSpec(_M + "reduced_kernel.nystrom:NystromKernelRidge", "value", "reduced", "expansion",
               cli="nystrom-krr", check_params=_SEED0, section="reduced"),
     ModelSpec(_M + "compact:CompactSVC", "class", "sparse", "compact", section="compact"),
     ModelSpec(_M + "compact:CompactLSSVC", "class", "sparse", "compact", section="compact"),
     ModelSpec(_M + "compact:CompactKernelRidge", "value", "sparse", "compact", section="compact"),
     ModelSpec(_M + "compact:CompactKernelPCA", "none", "sparse", "compact", section="compact"),
-    ModelSpec(_M + "regression.oht:OHTRegressor", "value", "reduced", "regressor",
+    ModelSpec(_M + "regression.oht:OHTRegressor", "value", "reduced", "expansion",
               check_params={"random_state": 1}, section="regression"),
     ModelSpec(_M + "regression.kernel_regression:LOOKernelRidge", "value", "direct",
-              "regressor", section="regression"),
-    ModelSpec(_M + "regression.rls:GaussianRLS", "value", "direct", "regressor",
+              "expansion", section="regression"),
+    ModelSpec(_M + "regression.rls:GaussianRLS", "value", "direct", "rls",
               section="regression"),
-    ModelSpec(_M + "regression.periodic:PeriodicKernelRidge", "value", "direct", "regressor",
+    ModelSpec(_M + "regression.periodic:PeriodicKernelRidge", "value", "direct", "periodic",
               section="regression"),
 ]
 

@@ -132,7 +132,8 @@ def test_the_fit_is_the_same_from_numpy_and_from_dask_chunks():
 def test_unstandardized_models_clip_nothing():
     X, y = _data(heavy=True)
     model = ReducedSVR(size=150, standardize=False, random_state=0).fit(X, y)
-    assert model.clip_ == np.inf and model.fit_report_["n_clipped_in_reduced_set_by_feature"] == {}
+    assert model.expansion_.basis.clip == np.inf
+    assert model.fit_report_["n_clipped_in_reduced_set_by_feature"] == {}
     assert "clip" not in model.to_dataset().attrs
 
 

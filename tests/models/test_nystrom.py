@@ -33,7 +33,7 @@ def test_exact_against_a_direct_in_memory_solve(penalty):
     X, y = _wave(800, seed=1)
     model = _fit(NystromKernelRidge, da.from_array(X, chunks=(170, -1)), y, standardize=False,
                  penalty=penalty)
-    C = model.centers_
+    C = model.expansion_.centers
     G = np.hstack([gaussian_kernel(X, C, 0.7), np.ones((len(X), 1))])
     P = np.zeros((61, 61))
     P[:60, :60] = 0.1 * (gaussian_kernel(C, C, 0.7) if penalty == "rkhs" else np.eye(60))
@@ -51,7 +51,7 @@ def test_same_as_sklearn_nystroem_and_ridge():
 
     X, y = _wave(600, seed=3)
     model = _fit(NystromKernelRidge, X, y, standardize=False, lam=0.5)
-    C = model.centers_
+    C = model.expansion_.centers
     feats = Nystroem(gamma=1 / (2 * 0.7**2), n_components=60).fit(C)
     feats.components_, feats.component_indices_ = C, np.arange(60)
     K = gaussian_kernel(C, C, 0.7)
@@ -158,12 +158,12 @@ def test_duplicate_centers_are_dropped_and_a_singular_system_gets_jitter():
 
 
 def test_persistence_round_trip_is_bit_identical(tmp_path):
-    from bigkern.models._regressor_dataset import regressor_from_dataset
+    from bigkern.models.persistence.expansion_files import expansion_from_dataset
 
     X, y = _wave(300, seed=9)
     frame = pd.DataFrame(X, columns=["a", "b"])
     model = _fit(NystromKernelRidge, frame, y)
-    back = regressor_from_dataset(model.to_dataset(), NystromKernelRidge)  # load_model's path
+    back = expansion_from_dataset(model.to_dataset(), NystromKernelRidge)  # load_model's path
     np.testing.assert_array_equal(back.predict(frame), model.predict(frame))
     clf = _fit(NystromKernelRidgeClassifier, frame, np.where(X[:, 0] > 0, 1, -1))
     ds = clf.to_dataset()

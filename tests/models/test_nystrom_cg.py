@@ -43,7 +43,7 @@ def test_cg_gives_the_direct_solvers_predictions():
     kw = {"omega": 1.0, "lam": 1.0, "size": 150, "random_state": 0}
     direct = NystromKernelRidge(**kw).fit(X, y)
     cg = NystromKernelRidge(**kw, solver="cg", **TIGHT).fit(X, y)
-    np.testing.assert_array_equal(cg.centers_, direct.centers_)
+    np.testing.assert_array_equal(cg.expansion_.centers, direct.expansion_.centers)
     assert _relative(cg.predict(X), direct.predict(X)) < 1e-6
     report = cg.fit_report_
     assert report["solver"] == "cg" and report["converged"] and report["residual"] <= 1e-7
@@ -79,7 +79,7 @@ def test_any_chunking_gives_the_same_fit(chunks):
     reference = NystromKernelRidge(**kw).fit(X, y)
     chunked = NystromKernelRidge(**kw).fit(da.from_array(X, chunks=(chunks, 3)),
                                            da.from_array(y, chunks=chunks))
-    np.testing.assert_array_equal(chunked.centers_, reference.centers_)
+    np.testing.assert_array_equal(chunked.expansion_.centers, reference.expansion_.centers)
     # sums in another order: equal to rounding (amplified by the solve), not bit for bit
     assert _relative(chunked.predict(X), reference.predict(X)) < 1e-7
 
@@ -281,7 +281,8 @@ def test_auto_takes_cg_where_the_subset_says_it_converges(low_auto_threshold):
     assert auto.solver_ == "cg" and auto.fit_report_["solver"] == "cg"
     assert "solver='auto': conjugate gradients" in auto.fit_report_["solver_choice"]
     assert auto.fit_report_["start_residual"] <= 2 * auto.tol
-    np.testing.assert_array_equal(auto.coef_, cg.coef_)  # the same fit, not a second one
+    # the same fit, not a second one
+    np.testing.assert_array_equal(auto.expansion_.coef, cg.expansion_.coef)
 
 
 @pytest.mark.parametrize(("kw", "words"), [
@@ -299,7 +300,8 @@ def test_auto_falls_back_to_the_direct_solve_and_says_why(low_auto_threshold, kw
     direct = NystromKernelRidge(**{**base, "solver": "direct"}).fit(X, y)
     assert auto.solver_ == "direct" and auto.fit_report_["solver"] == "direct"
     assert words in auto.fit_report_["solver_choice"]
-    np.testing.assert_array_equal(auto.coef_, direct.coef_)  # the direct fit, whole
+    # the direct fit, whole
+    np.testing.assert_array_equal(auto.expansion_.coef, direct.expansion_.coef)
     assert direct.fit_report_["solver_choice"] == "solver='direct'"
 
 
@@ -318,9 +320,10 @@ def test_auto_is_the_default_and_keeps_the_direct_solve_below_its_threshold():
 def _heldout_mse(model, X, y, lam, train):
     """The held-out error of the exact solution on the training rows, in ``model``'s basis
     (its centers and scaling), by dense numpy algebra."""
-    Z = np.clip((X - model.offset_) / model.scale_, -model.clip_, model.clip_)
-    G = gaussian_kernel(Z, model.centers_, model.omega_)
-    K = gaussian_kernel(model.centers_, model.centers_, model.omega_)
+    e = model.expansion_
+    Z = np.clip((X - e.offset) / e.scale, -e.basis.clip, e.basis.clip)
+    G = gaussian_kernel(Z, e.centers, model.omega_)
+    K = gaussian_kernel(e.centers, e.centers, model.omega_)
     Gt, yt = G[train], y[train]
     g, n = Gt.sum(axis=0), len(yt)
     c = np.linalg.solve(Gt.T @ Gt - np.outer(g, g) / n + lam * K, Gt.T @ yt - g * yt.sum() / n)
@@ -382,7 +385,7 @@ def test_auto_runs_a_lam_path_for_several_lam_with_many_centers(monkeypatch):
     auto = NystromKernelRidge(**kw).fit(X, y)
     path = NystromKernelRidge(**kw, solver="cg").fit(X, y)
     assert auto.solver_ == "cg" and "solver='auto': a λ path" in auto.fit_report_["solver_choice"]
-    np.testing.assert_array_equal(auto.coef_, path.coef_)
+    np.testing.assert_array_equal(auto.expansion_.coef, path.expansion_.coef)
     np.testing.assert_array_equal(auto.cv_scores_, path.cv_scores_)
     fewer = NystromKernelRidge(**{**kw, "size": 99}).fit(X, y)  # under the threshold: direct
     assert fewer.solver_ == "direct" and "1 × 3 candidates" in fewer.fit_report_["solver_choice"]

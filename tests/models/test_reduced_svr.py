@@ -31,7 +31,7 @@ def test_exact_against_a_direct_newton_solve_with_all_samples_as_centers():
     X, y = _wave(500, seed=1)
     model = _fit(da.from_array(X, chunks=(170, -1)), y, size=len(X), standardize=False,
                  tol=1e-12)
-    centers = model.centers_
+    centers = model.expansion_.centers
     A = np.hstack([gaussian_kernel(X, centers, 0.7), -np.ones((len(X), 1))])
     ref = newton_armijo(InMemoryNewtonPasses(A, y, SmoothEpsilonInsensitive(5.0, 0.05),
                                              block_rows=len(A)),
@@ -53,8 +53,8 @@ def test_same_fit_for_any_chunking(chunks):
     assert ref.fit_report_["solver"] == "newton-armijo, in memory"
     assert got.fit_report_["solver"] == "newton-armijo, one pass per step"
     np.testing.assert_array_equal(ref.reduced_index_, got.reduced_index_)
-    np.testing.assert_allclose(got.coef_, ref.coef_, rtol=1e-9,
-                               atol=1e-12 * np.abs(ref.coef_).max())
+    np.testing.assert_allclose(got.expansion_.coef, ref.expansion_.coef, rtol=1e-9,
+                               atol=1e-12 * np.abs(ref.expansion_.coef).max())
 
 
 def test_float32_hessian_reaches_the_same_solution():
@@ -103,13 +103,13 @@ def test_bad_input_is_a_clear_error(kwargs, match):
 
 @pytest.mark.determinism
 def test_persistence_round_trip_is_bit_identical(tmp_path):
-    from bigkern.models._regressor_dataset import regressor_from_dataset
+    from bigkern.models.persistence.expansion_files import expansion_from_dataset
 
     X, y = _wave(300, seed=5)
     frame = pd.DataFrame(X, columns=["a", "b"])
     model = _fit(frame, y)
-    # what load_model does for ReducedSVR (the registry's family "regressor")
-    back = regressor_from_dataset(model.to_dataset(), ReducedSVR)
+    # what load_model does for ReducedSVR (the registry's family "expansion")
+    back = expansion_from_dataset(model.to_dataset(), ReducedSVR)
     assert type(back) is ReducedSVR and back.get_params() == model.get_params()
     np.testing.assert_array_equal(back.predict(frame), model.predict(frame))
     lazy = back.predict(da.from_array(X, chunks=(100, 2)))

@@ -47,7 +47,8 @@ def test_round_trip_predicts_the_same(tmp_path, est, suffix):
     np.testing.assert_array_equal(back.predict(Xt), model.predict(Xt))
     np.testing.assert_array_equal(back.predict(da.from_array(Xt, chunks=20)).compute(),
                                   model.predict(Xt))
-    assert back.omega_ == model.omega_ and back.intercept_ == model.intercept_
+    assert back.omega_ == model.omega_
+    assert back.expansion_.intercept == model.expansion_.intercept
     np.testing.assert_array_equal(back.cv_scores_, model.cv_scores_)
     if isinstance(model, OHTRegressor):
         assert (back.n_components_, back.n_stable_) == (model.n_components_, model.n_stable_)
@@ -175,16 +176,38 @@ def _every_family():
             PeriodicKernelRidge().fit(*_circle())]
 
 
+def _format_of(model) -> int:
+    """The model format of ``model``'s family (the one expansion layout is at format 2)."""
+    from bigkern.models.persistence.model_files import _known_format
+
+    return _known_format(type(model).__name__)
+
+
+def test_a_file_of_the_earlier_expansion_layouts_is_refused_saying_to_refit(tmp_path):
+    from bigkern.models import KernelRidgeClassifier, load_model_dataset
+
+    X, y = _data(120)
+    for model in (KernelRidgeClassifier(omega=1.0).fit(X, (y > np.median(y)).astype(int)),
+                  OHTRegressor(omegas=(1.0,)).fit(X, y)):
+        ds = model.to_dataset()
+        ds.attrs["bigkern_format"] = 1
+        with pytest.raises(StoreError, match=r"layout of an earlier bigkern \(model format 1; "
+                                             r"classifiers and regressors were saved apart\).*"
+                                             r"refit the model"):
+            load_model_dataset(ds)
+
+
 @pytest.mark.parametrize("suffix", ["zarr", "nc"])
 def test_every_model_file_records_the_bigkern_that_wrote_it(tmp_path, suffix):
     for i, model in enumerate(_every_family()):
         ds = model.to_dataset()
-        assert ds.attrs["bigkern_version"] == __version__ and ds.attrs["bigkern_format"] == 1
+        fmt = _format_of(model)
+        assert ds.attrs["bigkern_version"] == __version__ and ds.attrs["bigkern_format"] == fmt
         path = save_model(model, tmp_path / f"m{i}.{suffix}")
         opened = xr.open_zarr(path) if suffix == "zarr" else xr.open_dataset(path)
         with opened:
             assert opened.attrs["bigkern_version"] == __version__
-            assert int(opened.attrs["bigkern_format"]) == 1
+            assert int(opened.attrs["bigkern_format"]) == fmt
             assert all(v.dtype.kind in "fiub" for v in opened.data_vars.values())  # no pickle
 
 
@@ -193,10 +216,11 @@ def test_a_newer_format_names_both_versions_for_every_family(tmp_path):
 
     for model in _every_family():
         ds = model.to_dataset()
-        ds.attrs.update(bigkern_format=2, bigkern_version="9.1.0")
+        fmt = _format_of(model)
+        ds.attrs.update(bigkern_format=fmt + 1, bigkern_version="9.1.0")
         with pytest.raises(StoreError, match=rf"newer bigkern \(bigkern 9\.1\.0, model format "
-                                             rf"2\); this is bigkern {__version__}, which reads "
-                                             rf"model formats up to 1"):
+                                             rf"{fmt + 1}\); this is bigkern {__version__}, "
+                                             rf"which reads model formats up to {fmt}"):
             load_model_dataset(ds)
     ds.to_netcdf(tmp_path / "newer.nc", engine="scipy")  # model files are netCDF classic
     with pytest.raises(StoreError, match="upgrade bigkern"):

@@ -362,8 +362,8 @@ def test_oht_estimator_equals_solver_on_standardized_basis():
                                    atol=1e-6)
         assert est.n_components_ == sol.n_components
     gs2 = OHTRegressor(method="GS2", omegas=(0.25,)).fit(x, y)
-    assert len(gs2.coef_) == gs2.n_components_ < 120  # sparse in the original basis
-    assert gs2.centers_.shape == (len(gs2.coef_), 1)
+    assert len(gs2.expansion_.coef) == gs2.n_components_ < 120  # sparse in the original basis
+    assert gs2.expansion_.centers.shape == (len(gs2.expansion_.coef), 1)
 
 
 def test_width_cv_two_fold_and_unusable_widths():
@@ -435,7 +435,7 @@ def test_reduced_basis_matches_solver_and_is_chunking_independent():
     X = rng.uniform(-2, 2, (1500, 2))
     y = np.sin(X[:, 0]) * X[:, 1] + 0.1 * rng.standard_normal(1500)
     est = OHTRegressor(method="ED", omegas=(1.0,), basis=60, random_state=1).fit(X, y)
-    Z = (X - est.offset_) / est.scale_
+    Z = (X - est.expansion_.offset) / est.expansion_.scale
     G = _gauss(Z, est.reduced_centers_, 1.0)
     ref = oht_from_normal_equations(G.T @ G, G.T @ y, float(y @ y), 1500, method="ED",
                                     Gsum=G.sum(0), ysum=float(y.sum()))

@@ -13,13 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import xarray as xr
 
 from bigkern.errors import StoreError
-from bigkern.kernels import KernelExpansion
-from bigkern.models._base import FORMAT
-from bigkern.models._format import check_format, saved_params
+from bigkern.models._format import check_format
 from bigkern.models._model_checks import check_model_dataset
 from bigkern.models.compact import CompactSVC
 from bigkern.models.persistence.model_digest import verify_model_digest
@@ -125,12 +122,13 @@ def _spec(name: Any) -> ModelSpec | None:
 
 def _known_format(name: Any) -> int:
     """The model format this bigkern reads for the family of the class named ``name``."""
-    from bigkern.models import _compact_dataset, _regressor_dataset
+    from bigkern.models import _compact_dataset
+    from bigkern.models.persistence import expansion_files, regression_files
 
     spec = _spec(name)
     family = spec.family if spec is not None else "expansion"
-    return {"regressor": _regressor_dataset.FORMAT, "compact": _compact_dataset.FORMAT,
-            "expansion": FORMAT}[family]
+    return {"rls": regression_files.FORMAT, "periodic": regression_files.FORMAT,
+            "compact": _compact_dataset.FORMAT, "expansion": expansion_files.FORMAT}[family]
 
 
 def load_model_dataset(ds: xr.Dataset, *, where: str = "dataset") -> Any:
@@ -162,34 +160,16 @@ def load_model_dataset(ds: xr.Dataset, *, where: str = "dataset") -> Any:
 
 def _rebuild(ds: xr.Dataset) -> Any:
     from bigkern.models._compact_dataset import compact_from_dataset
-    from bigkern.models._regressor_dataset import regressor_from_dataset
+    from bigkern.models.persistence.expansion_files import expansion_from_dataset
+    from bigkern.models.persistence.regression_files import regressor_from_dataset
 
     name = ds.attrs.get("model")
     spec = _spec(name)
     if spec is None:
         raise ValueError(f"not a bigkern model dataset (model={name!r})")
-    if spec.family == "regressor":
+    if spec.family in ("rls", "periodic"):
         return regressor_from_dataset(ds, spec.cls)
     if spec.family == "compact":
         return compact_from_dataset(ds, spec.cls,
                                     support_from_coef=issubclass(spec.cls, CompactSVC))
-    check_format(ds, FORMAT)
-    params = saved_params(ds, spec.cls)
-    if "quantiles" in params:
-        params["quantiles"] = tuple(params["quantiles"])
-    model = spec.cls(**params)
-    model.classes_ = np.asarray(ds.attrs["classes"])
-    model.n_features_in_ = int(ds.sizes["feature"])
-    if int(ds.attrs.get("has_feature_names", 1)):
-        model.feature_names_in_ = np.asarray([str(f) for f in ds["feature"].values], dtype=object)
-    model.expansion_ = KernelExpansion.from_parts(
-        np.asarray(ds["basis"].values, dtype=np.float64),
-        np.asarray(ds["coef"].values, dtype=np.float64),
-        float(ds.attrs["intercept"]),
-        float(ds.attrs["omega"]),
-        np.asarray(ds["offset"].values, dtype=np.float64),
-        np.asarray(ds["scale"].values, dtype=np.float64),
-        clip=ds.attrs.get("clip"),
-        kernel=str(ds.attrs.get("kernel", "gaussian")),
-    )
-    return model
+    return expansion_from_dataset(ds, spec.cls)

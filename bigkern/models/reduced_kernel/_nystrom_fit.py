@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from bigkern.models._base import fitted_expansion
 from bigkern.models._constraints import POSITIVE, positive_candidates
 from bigkern.models.reduced_kernel._reduced_parts import (
     REDUCED_SET_CONSTRAINTS,
@@ -36,6 +37,11 @@ __all__: list[str] = []
 
 class _NystromFit:
     """The fit shared by the regressor and the classifier (targets given as a dask array)."""
+
+    #: fitted scalars and arrays a model file keeps (besides the expansion)
+    _saved_fitted: ClassVar[tuple[str, ...]] = ("omega_", "lam_", "n_iter_", "solver_")
+    _saved_arrays: ClassVar[dict[str, str | tuple[str, ...]]] = {
+        "cv_scores_": ("width", "lam")}
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **REDUCED_SET_CONSTRAINTS,
@@ -147,10 +153,10 @@ class _NystromFit:
 
     def _set_expansion(self, basis: Any, coef: np.ndarray, intercept: float, omega: float,
                        lam: float, rs: Any) -> list[str]:
-        """The fitted expansion's attributes (either solver); returns the feature names."""
-        self.centers_, self.coef_, self.intercept_ = basis.centers, coef, intercept
+        """The fitted expansion (either solver); returns the feature names."""
         self.omega_, self.lam_ = omega, lam
-        self.offset_, self.scale_, self.clip_ = basis.offset, basis.scale, basis.clip
+        self.expansion_ = fitted_expansion(self, basis.centers, coef, intercept, omega,
+                                           basis.offset, basis.scale, basis.clip)
         self.reduced_index_ = rs.index
         names = getattr(self, "feature_names_in_", None)
         return [f"f{k}" for k in range(self.n_features_in_)] if names is None else list(names)

@@ -46,7 +46,6 @@ from bigkern.models._constraints import (
     POSITIVE,
     REDUCED_SET_SIZE,
 )
-from bigkern.models._regressor_dataset import _attrs, _feature_names, clip_attrs
 from bigkern.reduce.passes import (
     int_counts,
     per_feature_counts,
@@ -64,7 +63,6 @@ __all__ = [
     "REDUCED_SET_CONSTRAINTS",
     "SMOOTH_IN_MEMORY_BYTES",
     "default_size",
-    "expansion_regressor_dataset",
     "fit_labels",
     "fit_report",
     "kernel_rows_fit_in_memory",
@@ -405,26 +403,3 @@ def fit_report(est: Any, rs: Any, res: Any, counts: dict[str, int], n_basis: int
         "seconds_total": time.perf_counter() - t0,
         **(extra or {}),
     }
-
-
-def expansion_regressor_dataset(model: Any, widths: Any = None, cv_scores: Any = None,
-                                **fitted: Any) -> xr.Dataset:
-    """A fitted expansion regressor in the OHT/RM layout of
-    :mod:`bigkern.models._regressor_dataset` (so ``regressor_from_dataset`` loads it):
-    ``basis``, ``coef``, ``offset``, ``scale``, ``cv_score (width)``, attrs ``omega``,
-    ``intercept``; ``fitted`` scalars go to ``fitted_json``."""
-    import json
-
-    widths = np.atleast_1d(np.asarray(model.omega_ if widths is None else widths, dtype=float))
-    scores = (np.full(widths.shape, np.nan) if cv_scores is None
-              else np.asarray(cv_scores, dtype=np.float64))
-    attrs = _attrs(model, omega=float(model.omega_), intercept=float(model.intercept_),
-                   **clip_attrs(getattr(model, "clip_", None)))
-    attrs["fitted_json"] = json.dumps(fitted, sort_keys=True)
-    return xr.Dataset(
-        {"basis": (("basis", "feature"), np.asarray(model.centers_, dtype=np.float64)),
-         "coef": ("basis", np.asarray(model.coef_, dtype=np.float64)),
-         "offset": ("feature", np.asarray(model.offset_, dtype=np.float64)),
-         "scale": ("feature", np.asarray(model.scale_, dtype=np.float64)),
-         "cv_score": ("width", scores)},
-        coords={"feature": _feature_names(model), "width": widths}, attrs=attrs)

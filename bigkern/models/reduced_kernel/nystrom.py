@@ -35,12 +35,10 @@ import numpy as np
 from sklearn.base import _fit_context
 
 from bigkern.cluster.compute import task_threads
-from bigkern.kernels import KernelExpansion
 from bigkern.models._base import _KernelClassifier
 from bigkern.models.reduced_kernel._nystrom_fit import _PARAMS_DOC, _NystromFit
 from bigkern.models.reduced_kernel._reduced_parts import (
     default_size,
-    expansion_regressor_dataset,
     fit_labels,
     masked_targets,
     plus_minus,
@@ -68,9 +66,9 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
 
     Attributes
     ----------
-    centers_, coef_, intercept_, omega_, offset_, scale_, clip_
+    expansion_ : KernelExpansion
         The expansion ``f(x) = Σ_j coef_j k(z(x), c_j) + intercept``,
-        ``z(x) = clip((x − offset_) / scale_, ±clip_)`` (``expansion_``).
+        ``z(x) = clip((x − offset) / scale, ±clip)`` (float64 kernel blocks).
     lam_ : float
         The λ used.
     cv_scores_ : ndarray, shape (n_widths, n_lams)
@@ -152,10 +150,6 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
                                 scale_rows=scale_sample_rows(self))
         self._fit_pieces(Xd, yd.astype(np.float64), md, rs, widths, lams, t0)
         return self
-
-    def to_dataset(self) -> Any:
-        """The fitted model as a small :class:`xarray.Dataset` (the OHT/RM layout)."""
-        return expansion_regressor_dataset(self, widths=self.omega_, lam_=float(self.lam_))
 
 
 class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
@@ -253,9 +247,5 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
         ypm = yd.map_blocks(plus_minus, positive=self.classes_[1] if lazy else 1,
                             dtype=np.float64)
         self._fit_pieces(Xd, ypm, md, rs, widths, lams, t0)
-        self.expansion_ = KernelExpansion.from_parts(self.centers_, self.coef_,
-                                                       float(self.intercept_), self.omega_,
-                                                       self.offset_, self.scale_,
-                                                       clip=self.clip_, kernel=self.kernel)
         return self
 

@@ -17,11 +17,11 @@ import numpy as np
 from sklearn.base import _fit_context
 
 from bigkern.cluster.compute import task_threads
+from bigkern.models._base import fitted_expansion
 from bigkern.models._constraints import NON_NEGATIVE
 from bigkern.models.reduced_kernel._reduced_parts import (
     NEWTON_CONSTRAINTS,
     default_size,
-    expansion_regressor_dataset,
     fit_report,
     masked_targets,
     newton_fit,
@@ -59,10 +59,11 @@ class ReducedSVR(_KernelRegressor):
 
     Attributes
     ----------
-    centers_, coef_, intercept_, omega_, offset_, scale_, clip_
+    expansion_ : KernelExpansion
         The fitted expansion ``f(x) = Σ_j coef_j k(z(x), c_j) + intercept``,
-        ``z(x) = clip((x − offset_) / scale_, ±clip_)`` (``expansion_``, a float64
-        :class:`~bigkern.kernels.KernelExpansion`).
+        ``z(x) = clip((x − offset) / scale, ±clip)`` (float64 kernel blocks).
+    omega_ : float
+        Its width.
     reduced_index_ : ndarray of int
         Global row numbers of the centers.
     n_iter_ : int
@@ -92,6 +93,8 @@ class ReducedSVR(_KernelRegressor):
     """
 
     _allow_nan = True
+    _saved_fitted: ClassVar[tuple[str, ...]] = ("omega_", "n_iter_")
+
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **NEWTON_CONSTRAINTS,
         "epsilon": [NON_NEGATIVE],
@@ -164,18 +167,13 @@ class ReducedSVR(_KernelRegressor):
                                        getattr(self, "feature_names_in_", None), self.kernel)
         rows = None if isinstance(y, da.Array) else (arr, y, mask)
         res, counts, extra = newton_fit(self, chunked, basis, loss, in_memory=rows)
-        self.centers_, self.coef_ = basis.centers, res.u[:-1].copy()
-        self.intercept_ = -float(res.u[-1])
-        self.omega_, self.offset_, self.scale_ = float(self.omega), basis.offset, basis.scale
-        self.clip_ = basis.clip
+        self.omega_ = float(self.omega)
+        self.expansion_ = fitted_expansion(self, basis.centers, res.u[:-1].copy(),
+                                           -float(res.u[-1]), self.omega_, basis.offset,
+                                           basis.scale, basis.clip)
         self.cv_scores_ = np.full(1, np.nan)
         self.reduced_index_ = rs.index
         self.n_iter_ = res.iterations
         self.fit_report_ = fit_report(self, rs, res, counts, basis.n_basis, t0, t_draw, extra,
                                       clipped=clipped)
         return self
-
-    def to_dataset(self) -> Any:
-        """The fitted model as a small :class:`xarray.Dataset` (the OHT/RM regressors' layout:
-        ``basis``, ``coef``, ``offset``, ``scale``, attrs ``omega`` and ``intercept``)."""
-        return expansion_regressor_dataset(self, n_iter_=int(self.n_iter_))

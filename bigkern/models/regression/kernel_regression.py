@@ -27,8 +27,8 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from bigkern.errors import DataQualityError
-from bigkern.kernels import KernelExpansion, gaussian_kernel, kernel_expansion
-from bigkern.models._base import BigkernRegressor
+from bigkern.kernels import gaussian_kernel, kernel_expansion
+from bigkern.models._base import BigkernRegressor, fitted_expansion
 from bigkern.models._constraints import POSITIVE, positive_candidates
 from bigkern.solvers.oht import (
     METHODS,
@@ -203,20 +203,15 @@ def two_fold_width_scores(
 class _KernelRegressor(BigkernRegressor):
     """Prediction by the fitted expansion ``Σ_j coef_j k(z(x), c_j) + intercept``."""
 
-    @property
-    def expansion_(self) -> KernelExpansion:
-        """The fitted expansion (float64 kernel blocks); no basis when OHT thresholded every
-        component away (then ``f`` is the intercept, the mean of ``y``)."""
-        check_is_fitted(self, "coef_")
-        return KernelExpansion.from_parts(self.centers_, self.coef_, float(self.intercept_),
-                                            float(self.omega_), self.offset_, self.scale_,
-                                            clip=getattr(self, "clip_", None), dtype="float64",
-                                            kernel=getattr(self, "kernel", "gaussian"))
+    #: fitted scalars and arrays a model file keeps (besides the expansion)
+    _saved_fitted: ClassVar[tuple[str, ...]] = ("omega_",)
+    _saved_arrays: ClassVar[dict[str, str]] = {"cv_scores_": "width"}
 
     @property
     def n_basis_(self) -> int:
         """Basis functions of the fitted expansion (its prediction cost per row)."""
-        return len(self.coef_)
+        check_is_fitted(self, "expansion_")
+        return self.expansion_.n_basis
 
     def decision_rows(self, X: np.ndarray) -> np.ndarray:
         """``f`` on a float array of rows in the fitted feature order, unvalidated; NaN for a
@@ -238,17 +233,15 @@ class _KernelRegressor(BigkernRegressor):
             A lazy dask array for dask input (one task per row chunk; a row with a
             non-finite feature raises when its chunk is computed).
         """
+        check_is_fitted(self, "expansion_")
         return self._predict_rows(X, self.expansion_.decision)
 
     def to_dataset(self) -> Any:
-        """The fitted model as a small :class:`xarray.Dataset` (for zarr or netCDF).
+        """The fitted model as a small :class:`xarray.Dataset` (for zarr or netCDF): the one
+        layout of :mod:`bigkern.models.persistence.expansion_files`."""
+        from bigkern.models.persistence.expansion_files import expansion_to_dataset
 
-        Saved and loaded by :func:`bigkern.save_model` / :func:`bigkern.load_model`;
-        see :mod:`bigkern.models._regressor_dataset` for the layout.
-        """
-        from bigkern.models._regressor_dataset import regressor_to_dataset
-
-        return regressor_to_dataset(self)
+        return expansion_to_dataset(self)
 
     def _select(self, Z: np.ndarray, y: np.ndarray, model: str, **kw: Any) -> float:
         omegas = positive_candidates("omegas", self.omegas)
@@ -320,6 +313,8 @@ class LOOKernelRidge(_KernelRegressor):
     True
     """
 
+    _saved_fitted: ClassVar[tuple[str, ...]] = ("omega_", "lam_")
+
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "omegas": [POSITIVE, "array-like"],  # one width (no cross-validation), or candidates
         "lams": [POSITIVE, "array-like"],
@@ -347,11 +342,11 @@ class LOOKernelRidge(_KernelRegressor):
         positive_candidates("omegas", self.omegas)  # before the data are read
         X, y = self._fit_xy(X, y)
         _refuse_constant(y)
-        self.offset_, self.scale_ = _standardizer(X)
-        Z = (X - self.offset_) / self.scale_
+        offset, scale = _standardizer(X)
+        Z = (X - offset) / scale
         kw = {"lams": lams, "penalty": self.penalty}
         self.omega_ = self._select(Z, y, "RM", **kw)
         w, b, (lam, loo) = fit_at_width(Z, y, self.omega_, ("RM",), **kw)["RM"]
         self.lam_, self.loo_mse_ = lam, loo
-        self.coef_, self.intercept_, self.centers_ = w, b, Z
+        self.expansion_ = fitted_expansion(self, Z, w, b, self.omega_, offset, scale)
         return self

@@ -20,6 +20,7 @@ from sklearn.base import _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import StrOptions
 
+from bigkern.models._base import fitted_expansion
 from bigkern.models._constraints import COUNT, POSITIVE, positive_candidates
 from bigkern.models.regression.kernel_regression import (
     DEFAULT_OMEGAS,
@@ -78,10 +79,10 @@ class OHTRegressor(_KernelRegressor):
     solution_ : OHTSolution
         The solver's result at ``omega_`` (weights on all basis functions, kept
         components, σ̂², thresholds, γ).
-    coef_ : ndarray
-        Weights of the basis functions used (nonzero ones for GS/GS2: sparse).
-    centers_ : ndarray
-        Their centers, in standardized units.
+    expansion_ : KernelExpansion
+        The fitted expansion: the basis functions used (nonzero weights for GS/GS2:
+        sparse), their centers in standardized units, the intercept and the input
+        standardization.
     basis_used_ : ndarray of int
         Indices of those basis functions among the training rows / reduced set.
     n_components_, n_stable_ : int
@@ -90,8 +91,8 @@ class OHTRegressor(_KernelRegressor):
         Noise variance estimate (21).
     cv_scores_ : ndarray
         Two-fold CV MSE of every width (inf: unusable, NaN: single width).
-    intercept_, offset_, scale_, n_features_in_
-        Intercept and input standardization.
+    n_features_in_ : int
+        Features seen by ``fit``.
     feature_names_in_ : ndarray of str
         Column names of a DataFrame (or a DataArray's ``feature`` coordinate) given
         to ``fit``; ``predict`` then checks them.
@@ -118,6 +119,10 @@ class OHTRegressor(_KernelRegressor):
     True
     """
 
+    _saved_fitted: ClassVar[tuple[str, ...]] = ("omega_", "n_components_", "n_stable_",
+                                                "sigma2_")
+    _saved_arrays: ClassVar[dict[str, str]] = {"cv_scores_": "width", "basis_used_": "basis"}
+
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "method": [StrOptions(set(METHODS))],
         "omegas": [POSITIVE, "array-like"],  # one width (no cross-validation), or candidates
@@ -135,13 +140,13 @@ class OHTRegressor(_KernelRegressor):
         self.basis = basis
         self.random_state = random_state
 
-    def _store(self, sol: OHTSolution, centers: np.ndarray) -> None:
+    def _store(self, sol: OHTSolution, centers: np.ndarray, offset: np.ndarray,
+               scale: np.ndarray) -> None:
         used = sol.basis_used
         self.solution_ = sol
-        self.coef_ = sol.weights[used]
-        self.centers_ = centers[used]
+        self.expansion_ = fitted_expansion(self, centers[used], sol.weights[used],
+                                           sol.intercept, self.omega_, offset, scale)
         self.basis_used_ = used
-        self.intercept_ = sol.intercept
         self.n_components_ = sol.n_components
         self.n_stable_ = sol.n_stable
         self.sigma2_ = sol.sigma2
@@ -159,15 +164,15 @@ class OHTRegressor(_KernelRegressor):
             return self._fit_reduced(X, y)
         X, y = self._fit_xy(X, y)
         _refuse_constant(y)
-        self.offset_, self.scale_ = _standardizer(X)
-        Z = (X - self.offset_) / self.scale_
+        offset, scale = _standardizer(X)
+        Z = (X - offset) / scale
         self.omega_ = self._select(Z, y, self.method, eta=self.eta)
         fits = fit_at_width(Z, y, self.omega_, (self.method,), eta=self.eta)
         if self.method not in fits:
             raise NoResidualDegreesOfFreedomError(
                 f"at width {self.omega_} the stable set has as many components as samples "
                 f"({len(y)}); the noise variance (21) is undefined: use a wider width")
-        self._store(fits[self.method][2], Z)
+        self._store(fits[self.method][2], Z, offset, scale)
         return self
 
     # -- reduced basis (distributed) -----------------------------------------------------------
@@ -227,9 +232,8 @@ class OHTRegressor(_KernelRegressor):
                 raise ValueError(f"no width in {omegas} gives a usable fit for {method}")
             best = int(np.argmin(scores))
             self.omega_, full = omegas[best], fold_pieces(ds, best, [0, 1])
-        self.offset_, self.scale_ = offset, scale
         self.reduced_centers_ = centers
-        self._store(solve(full), centers)
+        self._store(solve(full), centers, offset, scale)
         return self
 
 

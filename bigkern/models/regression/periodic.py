@@ -148,6 +148,10 @@ class PeriodicKernelRidge(BigkernRegressor):
     True
     """
 
+    #: fitted scalars a model file keeps
+    _saved_fitted: ClassVar[tuple[str, ...]] = ("omega_", "lam_", "lam_b_", "sigma2_", "trace_",
+                                                "n_bins_", "n_empty_bins_")
+
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "omega": [POSITIVE],
         "lam": [POSITIVE],
@@ -297,8 +301,8 @@ class PeriodicKernelRidge(BigkernRegressor):
         """The fitted model as a small :class:`xarray.Dataset` (for zarr or netCDF).
 
         Saved and loaded by :func:`bigkern.save_model` / :func:`bigkern.load_model`;
-        see :mod:`bigkern.models._regressor_dataset` for the layout.
+        see :mod:`bigkern.models.persistence.regression_files` for the layout.
         """
-        from bigkern.models._regressor_dataset import periodic_to_dataset
+        from bigkern.models.persistence.regression_files import periodic_to_dataset
 
         return periodic_to_dataset(self)

@@ -106,6 +106,9 @@ class GaussianRLS(BigkernRegressor):
     True
     """
 
+    #: fitted scalars a model file keeps
+    _saved_fitted: ClassVar[tuple[str, ...]] = ("lam_", "condition_", "precision_", "dps_")
+
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "omega": [POSITIVE],
         "lam": [POSITIVE],
@@ -266,8 +269,8 @@ class GaussianRLS(BigkernRegressor):
         """The fitted model as a small :class:`xarray.Dataset` (for zarr or netCDF).
 
         Saved and loaded by :func:`bigkern.save_model` / :func:`bigkern.load_model`;
-        see :mod:`bigkern.models._regressor_dataset` for the layout.
+        see :mod:`bigkern.models.persistence.regression_files` for the layout.
         """
-        from bigkern.models._regressor_dataset import rls_to_dataset
+        from bigkern.models.persistence.regression_files import rls_to_dataset
 
         return rls_to_dataset(self)
