@@ -150,7 +150,8 @@ def test_no_search_fits_on_every_labelled_pixel(store, on_cluster, tmp_path, cap
     (["--model", "nystrom-krr", "--target", "NDAI"], "features (NDAI logSD CORR)"),
     (["--model", "reduced-svc", "--features", "NDAI", "NDAI"], "more than once"),
     (["--model", "reduced-svc", "--param", "sise=10"], "did you mean size"),
-    (["--model", "nystrom-krr", "--param", "C=1"], "fit_intercept, fraction, kernel, lam, max_iter"),
+    (["--model", "nystrom-krr", "--param", "C=1"],
+     "fit_intercept, fraction, kernel, lam, max_iter"),
     (["--model", "svc", "--param", "lam=1"], "of BinnedSVC"),
 ])
 def test_usage_errors_exit_2(args, message, store, tmp_path, capsys):
