@@ -54,20 +54,23 @@ def pytest_collection_modifyitems(session, config, items):
     With ``--dist loadfile`` each file is one unit of work, dealt out in the order of the
     collection. A file that takes minutes (an image build, races of real processes, servers;
     ``pytest --durations=0`` shows the times) says so at module level with
-    ``pytestmark = pytest.mark.slow_file``: those go first, so that no process is left
-    alone with one of them at the end while the others idle.
+    ``pytestmark = pytest.mark.slow_file(seconds=...)``, its measured duration: those go
+    first, longest first, so that no process is left alone with one of them at the end
+    while the others idle.
 
     The sort is stable: tests keep their order within a file. ``pyproject.toml`` passes
     ``--no-loadscope-reorder`` so that pytest-xdist keeps this order.
     """
     count: dict[Path, int] = {}
-    slow: set[Path] = set()
+    seconds: dict[Path, float] = {}
     for item in items:
         count[item.path] = count.get(item.path, 0) + 1
         module = item.getparent(pytest.Module)
-        if module is not None and module.get_closest_marker("slow_file"):
-            slow.add(item.path)
-    items.sort(key=lambda item: (item.path not in slow, -count[item.path], str(item.path)))
+        marker = None if module is None else module.get_closest_marker("slow_file")
+        if marker is not None:
+            seconds[item.path] = float(marker.kwargs.get("seconds", 60))
+    items.sort(key=lambda item: (item.path not in seconds, -seconds.get(item.path, 0.0),
+                                 -count[item.path], str(item.path)))
 
 
 @pytest.fixture(scope="session")

@@ -27,7 +27,7 @@ pytest.importorskip("matplotlib", reason="--png needs the plot extra")
 
 from tests import granule_files as gf  # noqa: E402
 
-pytestmark = pytest.mark.slow_file
+pytestmark = pytest.mark.slow_file(seconds=180)
 
 FIT_FLAGS = ("--no-search", "--param", "omega=0.8", "--param", "C=1")
 
@@ -161,13 +161,18 @@ def test_what_cannot_be_used_is_one_line_in_under_a_second_and_nothing_is_writte
         words = "outside {-1, 0, 1}"
     before = sorted(p.name for p in tmp_path.iterdir())
     start = time.perf_counter()
+    _bigkern("--version", cwd=tmp_path)  # the command's start alone, under the same load
+    startup = time.perf_counter() - start
+    start = time.perf_counter()
     done = _bigkern(*args, cwd=tmp_path)
     elapsed = time.perf_counter() - start
     assert done.returncode == 1, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and words in lines[0], done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == before
-    # the process's start (Python, imports) counts too: the unknown and unmappable files are
-    # refused from their first bytes and metadata; the labels must be read to be refused
-    # (measured 0.5 s on an idle machine; the bound leaves room for a loaded CI)
-    assert elapsed < (2.0 if case != "three_classes" else 6.0), elapsed
+    # the unknown and unmappable files are refused from their first bytes and metadata, at
+    # little more than the cost of starting the command (Python, imports), which a loaded
+    # machine can stretch several times over: the refusal is measured against it; the
+    # labels must be read to be refused
+    assert elapsed < 1.5 * startup + (1.0 if case != "three_classes" else 4.0), \
+        (elapsed, startup)

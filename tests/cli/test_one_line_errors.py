@@ -34,7 +34,7 @@ from bigkern.jobs.fit import fit_scenes
 from bigkern.models import save_model
 from bigkern.scenes import write_scenes
 
-pytestmark = [pytest.mark.slow_file, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.slow_file(seconds=40), pytest.mark.timeout(300)]
 
 #: The line bigkern.connect prints on connecting: the one line allowed beside the error.
 _STATUS = re.compile(r"bigkern: connected to \S+ with \d+ workers"

@@ -45,7 +45,7 @@ import numpy as np
 import pytest
 import yaml
 
-pytestmark = pytest.mark.slow_file
+pytestmark = pytest.mark.slow_file(seconds=400)
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"

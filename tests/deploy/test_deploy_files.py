@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-pytestmark = pytest.mark.slow_file
+pytestmark = pytest.mark.slow_file(seconds=110)
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"

@@ -25,7 +25,7 @@ from bigkern.cli.commands import main
 from bigkern.models import load_model
 from bigkern.store.zarr_store import open_zarr
 
-pytestmark = [pytest.mark.slow, pytest.mark.slow_file, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.slow, pytest.mark.slow_file(seconds=85), pytest.mark.timeout(300)]
 
 REPO = Path(__file__).resolve().parents[2]
 SLURM = REPO / "deploy" / "slurm"

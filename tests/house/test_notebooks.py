@@ -11,7 +11,7 @@ import pytest
 
 import bigkern
 
-pytestmark = pytest.mark.slow_file
+pytestmark = pytest.mark.slow_file(seconds=95)
 
 nbformat = pytest.importorskip("nbformat", reason="nbformat is a test extra")
 nbclient = pytest.importorskip("nbclient", reason="nbclient is a test extra")

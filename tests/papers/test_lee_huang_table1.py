@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.slow_file
+pytestmark = pytest.mark.slow_file(seconds=95)
 
 # The benchmark's most frequent choices (10-fold nested selection, seed 0): (ω, C).
 MUSHROOM = {"svc": (2.0, 1.0), "rsvm": (4.0, 10.0), "size": 400}

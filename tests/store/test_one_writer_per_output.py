@@ -34,7 +34,7 @@ from bigkern.store.regions import JOB_ATTR, STORE_ID_ATTR
 from bigkern.store.staging import staged_output
 from bigkern.store.urls import location
 
-pytestmark = pytest.mark.slow_file
+pytestmark = pytest.mark.slow_file(seconds=170)
 
 WORKERS = ["--workers", "1"]
 REPO = Path(__file__).resolve().parents[2]
