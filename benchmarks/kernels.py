@@ -18,8 +18,8 @@ Gaussian's timings against a checkout from before ``kernel=``.
    before the kernel became a value, e.g. ``git worktree add /tmp/base <commit>``):
    the Gaussian ``NystromKernelRidgeClassifier`` fit from a dask array and its
    ``predict`` (the fused float32 path), each run ``--pairs`` times alternately with this
-   checkout and the baseline in fresh processes (predict: the training rows, in memory);
-   the ratio of medians is this / baseline.
+   checkout and the baseline in fresh processes (predict: the ``--test`` rows, in
+   memory); the ratio of medians is this / baseline.
 
     python benchmarks/kernels.py [--small] [--n 1000000] [--size 500]
         [--baseline DIR] [--pairs 5]
@@ -156,7 +156,7 @@ with C.cluster():
     fit = time.perf_counter() - t
 model.predict(Xte[:1000])
 t = time.perf_counter()
-model.predict(Xtr)
+model.predict(Xte)
 predict = time.perf_counter() - t
 print(json.dumps({{"fit": fit, "predict": predict}}))
 """

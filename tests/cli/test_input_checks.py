@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -56,21 +58,32 @@ def test_a_missing_model_is_said_before_a_cluster_starts(scene_store, tmp_path):
     _refused_early(done, 1, "no model at", "none.zarr")
 
 
-def test_dims_maps_a_time_store_through_fit_and_predict(tmp_path):
+def _command(*args: str | Path) -> subprocess.CompletedProcess:
+    """``bigkern ARGS`` run in this process (as the shell would, less the interpreter's start)."""
+    from bigkern.cli.commands import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in args])
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+
+
+def test_dims_maps_a_time_store_through_fit_and_predict(tmp_path, client):
     from bigkern.datasets import make_scenes
     from bigkern.scenes.writing import write_scenes
     from bigkern.store.integrity import open_checked
 
     scenes = make_scenes(2, (48, 64), seed=5, radiances=False).rename(scene="time")
     store = write_scenes(scenes, tmp_path / "t.zarr", dims={"scene": "time"})
+    on = ("--scheduler", client.scheduler.address)  # the session's cluster, in this process
     fit = ["fit", store, "-o", tmp_path / "m.zarr", "--no-search", "--param", "omega=0.8",
-           "--param", "C=1", "--workers", "1"]
-    found = _bigkern(*fit, cwd=tmp_path)  # without the mapping: found by its name, and said
+           "--param", "C=1", *on]
+    found = _command(*fit)  # without the mapping: found by its name, and said
     assert found.returncode == 0, found.stderr
     assert "dims of" in found.stdout and "scene=time (its name)" in found.stdout
-    assert _bigkern(*fit, "--dims", "scene=time", "--overwrite", cwd=tmp_path).returncode == 0
-    done = _bigkern("predict", store, tmp_path / "m.zarr", "-o", tmp_path / "p.zarr",
-                    "--dims", "scene=time", "--workers", "1", cwd=tmp_path)
+    assert _command(*fit, "--dims", "scene=time", "--overwrite").returncode == 0
+    done = _command("predict", store, tmp_path / "m.zarr", "-o", tmp_path / "p.zarr",
+                    "--dims", "scene=time", *on)
     assert done.returncode == 0, done.stderr
     assert open_checked(tmp_path / "p.zarr")["cloud_mask"].dims == ("time", "y", "x")
 
