@@ -89,7 +89,8 @@ def table2(n_train: int, n_test: int, folds: int) -> None:
         C = choose_support_radius(curves, mu=mu)
         at = curves.sel(radius=C)
         t0 = time.perf_counter()
-        search = GridSearchCV(CompactSVC(OMEGA, radius=C, taper_power=NU), {"lam": lams},
+        search = GridSearchCV(CompactSVC(OMEGA, radius=C, taper_power=NU),
+                              {"C": 1 / (2 * n_fit * lams)},
                               cv=folds).fit(X, y)
         seconds = time.perf_counter() - t0
         paper = PAPER_T2[mu]

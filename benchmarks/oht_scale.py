@@ -258,7 +258,7 @@ def peers(bench: C.Bench, path: Path, n: int, m: int, omega: float, Xt: np.ndarr
 def fit_estimator_cv(bench: C.Bench, client: Any, path: Path, n: int, m: int,
                      grid: tuple[float, ...], Xt: np.ndarray, yt: np.ndarray, task_rows: int
                      ) -> dict[str, Any]:
-    """``OHTRegressor(basis=m, omegas=grid)``: two-fold CV of every width from one pass.
+    """``OHTRegressor(size=m, omega=grid)``: two-fold CV of every width from one pass.
 
     Against the same estimator at one width (``grid[0]``), so the ratio of the two
     fit times is the cost of the cross-validation.
@@ -269,8 +269,8 @@ def fit_estimator_cv(bench: C.Bench, client: Any, path: Path, n: int, m: int,
     n_chunks = X.numblocks[0]
     out: dict[str, Any] = {"n": n, "grid": grid}
     for label, widths in (("one width", grid[:1]), (f"{len(grid)} widths, 2 folds", grid)):
-        est = OHTRegressor(method="ED", omegas=widths, basis=m, random_state=0)
-        with bench.stage(f"n={n:.0e}: OHTRegressor(basis={m}), {label}", items=n) as st, \
+        est = OHTRegressor(method="ED", omega=widths, size=m, random_state=0)
+        with bench.stage(f"n={n:.0e}: OHTRegressor(size={m}), {label}", items=n) as st, \
                 Reads(client) as r:
             est.fit(X, y)
         pred = est.predict(Xt)
@@ -285,14 +285,14 @@ def warm_estimator(path: Path, task_rows: int, m: int) -> None:
     from bigkern import OHTRegressor
 
     Xw, yw = source(path, 20_000, task_rows)
-    OHTRegressor(method="ED", omegas=(1.0, 2.0), basis=min(m, 50), random_state=0).fit(Xw, yw)
+    OHTRegressor(method="ED", omega=(1.0, 2.0), size=min(m, 50), random_state=0).fit(Xw, yw)
 
 
 def report_cv(cv: dict[str, Any], omega_validation: float, noise_mse: float) -> None:
     """Print the estimator-route comparison."""
     one, many = (cv[k] for k in cv if k not in ("n", "grid"))
     label_many = [k for k in cv if k not in ("n", "grid")][1]
-    print(f"\n## OHTRegressor(method='ED', basis=m) on n={cv['n']:.0e}: one width vs two-fold CV "
+    print(f"\n## OHTRegressor(method='ED', size=m) on n={cv['n']:.0e}: one width vs two-fold CV "
           f"over {cv['grid']} in one pass; noise variance (floor) {noise_mse:.5f}")
     rows = []
     for label, r in (("one width", one), (label_many, many)):
@@ -373,7 +373,7 @@ def main() -> None:
     p.add_argument("--task-rows", type=int, default=None,
                    help="rows read per task (default 5e5; 5e4 with --small)")
     p.add_argument("--cv", action="store_true",
-                   help="only the estimator route: OHTRegressor(basis=m) choosing the width by "
+                   help="only the estimator route: OHTRegressor(size=m) choosing the width by "
                         "two-fold CV over 0.7, 1, 1.4, 2 from one pass, on the first (smaller) n")
     args = p.parse_args()
     args.task_rows = args.task_rows or (50_000 if args.small else 500_000)

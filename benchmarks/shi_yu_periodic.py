@@ -136,8 +136,8 @@ def check_against_estimator(x: np.ndarray, res: dict[str, dict], kernel: str,
             Y, truth = res[name]["Y"], res[name]["truth"]
             for m in BINS:
                 for r in range(n_check):
-                    est = PeriodicKernelRidge(grid=shi_yu_grid(), sigma2=1.0, n_bins=m,
-                                              kernel=kernel).fit(x, Y[:, r])
+                    est = PeriodicKernelRidge(**shi_yu_grid(), sigma2=1.0, n_bins=m,
+                                              approximation=kernel).fit(x, Y[:, r])
                     mse = np.mean((est.predict(x) - truth) ** 2)
                     worst = max(worst, abs(mse - res[name][m][0][r]))
     return worst
@@ -195,8 +195,8 @@ def timing(x: np.ndarray, y: np.ndarray, kernel: str, repeat: int) -> list[str]:
             times = []
             for _ in range(repeat):
                 t0 = time.perf_counter()
-                PeriodicKernelRidge(grid=shi_yu_grid(), sigma2=1.0, n_bins=m,
-                                    kernel=kernel).fit(x, y)
+                PeriodicKernelRidge(**shi_yu_grid(), sigma2=1.0, n_bins=m,
+                                    approximation=kernel).fit(x, y)
                 times.append(time.perf_counter() - t0)
             t = float(np.median(times))
             base = base or t

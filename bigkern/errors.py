@@ -100,7 +100,7 @@ class NoResidualDegreesOfFreedomError(BigkernError, ValueError):
     >>> import numpy as np
     >>> from bigkern import OHTRegressor
     >>> x = np.linspace(0, 1, 12)[:, None]
-    >>> OHTRegressor(omegas=[0.01]).fit(x, np.sin(6 * x[:, 0]))
+    >>> OHTRegressor(omega=[0.01]).fit(x, np.sin(6 * x[:, 0]))
     Traceback (most recent call last):
         ...
     bigkern.errors.NoResidualDegreesOfFreedomError: at width 0.01 the stable set has ...

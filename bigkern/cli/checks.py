@@ -5,9 +5,10 @@ line naming the flag (exit code 2, like argparse's usage errors): counts of
 workers and scenes of at least one, seeds in ``[0, 2**32 − 1]``, a positive
 finite ``--timeout``, and estimator parameters (``--param NAME=VALUE``) in the
 domain the estimator declares (its ``_parameter_constraints``, which its ``fit``
-checks too) narrowed to the magnitudes of :data:`PARAM_LIMITS` — never NaN, an
-infinity, a denormal or a width such as ``omega=1e300`` that makes every kernel
-value 1.
+checks too) narrowed to the command limits of the parameter table
+(:data:`bigkern.models.parameters.PARAMETERS`, gathered in :data:`PARAM_LIMITS`) —
+never NaN, an infinity, a denormal or a width such as ``omega=1e300`` that makes every
+kernel value 1.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from numbers import Integral, Real
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from bigkern.models.parameters import MAX_SEED, PARAMETERS, Domain
 
 if TYPE_CHECKING:
     from sklearn.utils._param_validation import Interval
@@ -35,51 +38,40 @@ __all__ = [
     "validity_keywords",
 ]
 
-#: The largest seed a command takes (numpy's legacy seeds are 32-bit; every seed below it
-#: is valid for every generator bigkern uses).
-MAX_SEED = 2**32 - 1
 #: The smallest positive normal double: a value below it is denormal, and squaring or
 #: inverting it (as a Gaussian width is) overflows or underflows.
 _TINY = float(np.finfo(np.float64).tiny)
 
 #: What each numeric parameter of the estimators is, for the messages, and the magnitudes a
-#: command takes: name → (what it is, smallest, largest); None keeps the estimator's bound.
-#: The domain itself — an integer or a real, positive or at least 0, at most 1 — is the one
-#: the estimator declares (its ``_parameter_constraints``); these limits narrow it to what
-#: means something at double precision: a width outside [1e-6, 1e6] standardized units makes
-#: the kernel the identity or a constant, and penalties outside [1e-12, 1e12] are numerically
-#: the same as 0 or ∞. A seed (declared as scikit-learn's ``random_state``) is an integer.
+#: command takes: name → (what it is, smallest, largest); None keeps the domain's bound. From
+#: the parameter table (:data:`bigkern.models.parameters.PARAMETERS`): the domain is the
+#: one every estimator declares, the limits narrow it to what means something at double
+#: precision.
 PARAM_LIMITS: dict[str, tuple[str, float | None, float | None]] = {
-    "omega": ("a Gaussian width in standardized feature units", 1e-6, 1e6),
-    "C": ("an SVM cost", 1e-12, 1e12),
-    "lam": ("a ridge penalty", 1e-15, 1e12),
-    "epsilon": ("the width of the SVR's insensitive tube", None, 1e12),
-    "smoothing": ("the smoothing α of the smooth SVM's plus function", 1e-12, 1e12),
-    "tol": ("a convergence tolerance", 1e-300, 1.0),
-    "fraction": ("a fraction of the rows", None, None),
-    "size": ("a number of centers", None, 2**31 - 1),
-    "max_iter": ("a number of iterations", None, 10**6),
-    "n_folds": ("a number of cross-validation folds", None, 1000),
-    "random_state": ("a seed", 0, MAX_SEED),
+    name: (p.what, *(p.command or (None, None)))
+    for name, p in PARAMETERS.items() if p.what
 }
 
-
-#: The parameters :data:`PARAM_LIMITS` bounds away from 0: every estimator declares each of
-#: them a positive real, (0, ∞) (tests/cli/test_input_checks.py checks), so their values are
-#: checked by :func:`check_magnitudes` before an estimator (and scikit-learn) is imported.
+#: The real parameters the command bounds away from 0 (widths, penalties, tolerances): their
+#: values are checked against the table by :func:`check_magnitudes` before an estimator (and
+#: scikit-learn) is imported.
 POSITIVE_PARAMS = frozenset(name for name, (_, lo, _) in PARAM_LIMITS.items()
-                            if name != "random_state" and lo is not None and lo > 0)
+                            if PARAMETERS[name].domain.kind == "real" and lo is not None
+                            and lo > 0)
 
 
-class _PositiveReals:
-    """The domain (0, ∞) as scikit-learn's ``Interval(Real, 0, None, closed="neither")``."""
+class _TableDomain:
+    """A parameter table :class:`~bigkern.models.parameters.Domain` with the attributes of
+    scikit-learn's ``Interval`` that the checks read (no scikit-learn import)."""
 
-    type = Real
-    left = 0
-    right = None
+    def __init__(self, domain: Domain) -> None:
+        self.domain = domain
+        self.type = Integral if domain.kind == "integer" else Real
+        self.left = domain.low
+        self.right = domain.high
 
     def __contains__(self, x: object) -> bool:
-        return isinstance(x, (int, float)) and 0 < x < math.inf
+        return x in self.domain
 
 
 class UsageError(Exception):
@@ -149,7 +141,7 @@ def _domain(constraints: Sequence[object]) -> Interval | None:
     return None
 
 
-def _bounds(name: str, domain: Interval | _PositiveReals) -> tuple[str, float, float]:
+def _bounds(name: str, domain: Interval | _TableDomain) -> tuple[str, float, float]:
     """What ``name`` is and the range a command takes: the domain within :data:`PARAM_LIMITS`."""
     default = ("a whole number" if domain.type is Integral else "a number", None, None)
     what, lo, hi = PARAM_LIMITS.get(name, default)
@@ -182,7 +174,7 @@ def _check_value(cls: type, name: str, value: object, given: str) -> None:
         raise UsageError(f"{flag}: {err}") from None
 
 
-def _check_number(name: str, value: float, domain: Interval | _PositiveReals,
+def _check_number(name: str, value: float, domain: Interval | _TableDomain,
                   flag: str) -> None:
     """Refuse a number outside ``domain`` narrowed to :data:`PARAM_LIMITS`, saying why."""
     what, lo, hi = _bounds(name, domain)
@@ -199,7 +191,7 @@ def _check_number(name: str, value: float, domain: Interval | _PositiveReals,
     if x != 0 and abs(x) < _TINY:
         raise UsageError(f"{flag}: {name} is denormal ({value!r}, below {_TINY:.3g}): "
                          f"{what} from {lo:g} to {hi:g} is needed")
-    if domain.left == 0 and (x < 0 or (x == 0 and x not in domain)):
+    if domain.left >= 0 and (x < 0 or (x == 0 and x not in domain)):
         sign = "at least 0" if 0 in domain else "positive"
         raise UsageError(f"{flag}: {name} must be {sign} ({what}, from {lo:g} to {hi:g}); "
                          f"got {value!r}")
@@ -264,7 +256,8 @@ def check_magnitudes(params: dict[str, object], given: Mapping[str, str]) -> Non
             continue
         for item in value if isinstance(value, list) else [value]:
             if isinstance(item, (int, float)) and not isinstance(item, bool):
-                _check_number(name, item, _PositiveReals(), f"--param {given[name]}")
+                _check_number(name, item, _TableDomain(PARAMETERS[name].domain),
+                              f"--param {given[name]}")
 
 
 def check_counts(args: argparse.Namespace) -> None:

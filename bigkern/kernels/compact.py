@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bigkern.errors import BigkernWarning
-from bigkern.kernels.basis import Gaussian
+from bigkern.kernels.kernel import Kernel
 
 __all__ = ["CompactSupport", "pairwise_distances"]
 
@@ -43,8 +43,9 @@ class CompactSupport:
 
     Parameters
     ----------
-    kernel : radial kernel
-        Anything with ``radial(r)``, e.g. :class:`Gaussian`.
+    kernel : Kernel
+        A radial kernel of the Euclidean distance (its ``radial(r)``), e.g.
+        :class:`Gaussian` or :class:`Matern32`.
     radius : float
         Support radius (> 0, the paper's C), in the units of the (standardized) features.
     taper_power : int, optional
@@ -65,7 +66,7 @@ class CompactSupport:
     ((50, 50), True)
     """
 
-    kernel: Gaussian
+    kernel: Kernel
     radius: float
     taper_power: int | None = None
 

@@ -7,9 +7,8 @@ checks every value the estimators' ``*_from_dataset`` functions would otherwise
 trust, and raises :class:`~bigkern.errors.StoreError` naming the model and the
 attribute:
 
-- ``omega`` (the Gaussian width): finite, positive, normal (not denormal) and
-  within ``[OMEGA_MIN, OMEGA_MAX]`` (beyond them ``2 ω²`` under- or overflows
-  in the kernel, or every kernel value is 0 or 1);
+- ``omega`` (the kernel width): in its domain in the parameter table
+  (:data:`bigkern.models.parameters.PARAMETERS`), the one ``fit`` accepts;
 - ``support_radius``: finite and positive; ``taper_power``: an integer;
 - ``intercept``, ``grand_mean``: finite numbers;
 - ``classes`` / ``classes_json``: two distinct labels, both numbers (finite) or
@@ -29,15 +28,12 @@ import numpy as np
 import xarray as xr
 
 from bigkern.errors import StoreError
+from bigkern.models.parameters import PARAMETERS
 
-__all__ = ["OMEGA_MAX", "OMEGA_MIN", "check_model_dataset"]
-
-#: The narrowest and widest Gaussian width a model may carry (features are standardized).
-OMEGA_MIN = 1e-100
-OMEGA_MAX = 1e100
+__all__ = ["check_model_dataset"]
 _FINITE_ATTRS = ("intercept", "grand_mean")
 _FINITE_ARRAYS = ("basis", "coef", "offset", "scale", "X_fit", "y_fit", "dual_coef", "centers",
-                  "alphas", "eigenvalues", "row_means", "bin_counts")
+                  "eigenvectors", "eigenvalues", "row_means", "bin_counts")
 
 
 def _number(ds: xr.Dataset, key: str, where: str) -> float:
@@ -53,10 +49,11 @@ def _number(ds: xr.Dataset, key: str, where: str) -> float:
 
 def _check_omega(ds: xr.Dataset, where: str) -> None:
     omega = _number(ds, "omega", where)
-    if not (math.isfinite(omega) and omega > 0 and OMEGA_MIN <= omega <= OMEGA_MAX):
+    widths = PARAMETERS["omega"].domain
+    if omega not in widths:
         raise StoreError(
-            f"model {where}: attribute 'omega' (the Gaussian width) is {omega!r}; it must be a "
-            f"finite, positive, normal number in [{OMEGA_MIN:g}, {OMEGA_MAX:g}]")
+            f"model {where}: attribute 'omega' (the kernel width) is {omega!r}; it must be a "
+            f"number of the {widths}")
 
 
 def _check_classes(ds: xr.Dataset, where: str) -> None:

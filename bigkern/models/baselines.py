@@ -13,7 +13,7 @@ from bigkern.errors import DataQualityError
 from bigkern.features.scaling import robust_standardizer
 from bigkern.kernels import KernelExpansion, gaussian_kernel
 from bigkern.models._base import _KernelClassifier
-from bigkern.models._constraints import POSITIVE
+from bigkern.models._constraints import domain
 from bigkern.solvers.kernel_ridge import solve_weighted_kernel_ridge
 
 __all__ = ["KernelRidgeClassifier"]
@@ -53,8 +53,8 @@ class KernelRidgeClassifier(_KernelClassifier):
     """
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
-        "omega": [POSITIVE],
-        "lam": [POSITIVE],
+        "omega": [domain("omega")],
+        "lam": [domain("lam")],
         "standardize": ["boolean"],
     }
 

@@ -16,7 +16,7 @@ from sklearn.utils._param_validation import StrOptions
 from bigkern.errors import LabelError
 from bigkern.kernels import Gaussian, KernelExpansion, as_kernel, omega_to_gamma
 from bigkern.models._base import _check_nonfinite, _KernelClassifier
-from bigkern.models._constraints import KERNEL, POSITIVE
+from bigkern.models._constraints import KERNEL, domain
 from bigkern.reduce.binning.percentile import percentile_bins
 from bigkern.reduce.binning.quantiles import DECILES
 from bigkern.reduce.passes import per_feature_counts, without_per_feature
@@ -40,7 +40,7 @@ class _BinnedKernelClassifier(_KernelClassifier):
 
     _allow_nan = True
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
-        "omega": [POSITIVE],
+        "omega": [domain("omega")],
         "kernel": KERNEL,
         "quantiles": ["array-like"],
         "standardize": ["boolean"],
@@ -180,7 +180,7 @@ class BinnedKernelRidgeClassifier(_BinnedKernelClassifier):
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **_BinnedKernelClassifier._parameter_constraints,
-        "lam": [POSITIVE],
+        "lam": [domain("lam")],
         "bin_target": [StrOptions({"fuzzy", "majority"})],
     }
 
@@ -252,7 +252,7 @@ class BinnedSVC(_BinnedKernelClassifier):
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **_BinnedKernelClassifier._parameter_constraints,
-        "C": [POSITIVE],
+        "C": [domain("C")],
         "weighted": ["boolean"],
     }
 

@@ -1,4 +1,4 @@
-"""Estimators with a compactly supported Gaussian kernel (Zhang, Genton & Liu, §4).
+"""Estimators with a compactly supported kernel (Zhang, Genton & Liu, §4).
 
 Each one builds the sparse Gram matrix ``K_C`` (only pairs closer than ``C``,
 found by k-d trees; chunk pairs on workers for a dask ``X``) and hands it to a
@@ -9,30 +9,30 @@ single-node sparse solver:
 - :class:`CompactSVC` — the SVM dual (12) by SMO on the sparse ``K_C``;
 - :class:`CompactKernelPCA` — kernel PCA by ``eigsh`` on the implicitly centred ``K_C``.
 
-The Gaussian is ``exp(−r²/(2ω²))`` as everywhere in bigkern; the paper's
-``exp(−r²/σ²)`` is ``ω = σ/√2``. The support radius is ``radius`` (the paper's ``C``), or, with
-``radius=None``, rule (10)'s shortcut: the ``1 − τ`` quantile of the pairwise
-distances, which leaves about a fraction ``τ`` of ``K_C`` zero.
+The kernel tapered is the Gaussian ``exp(−r²/(2ω²))`` as everywhere in bigkern (the
+paper's ``exp(−r²/σ²)`` is ``ω = σ/√2``), or another radial kernel of the Euclidean
+distance given as ``kernel=`` (the Matérn kernels). The support radius is ``radius``
+(the paper's ``C``), or, with ``radius=None``, rule (10)'s shortcut: the ``1 − τ``
+quantile of the pairwise distances, which leaves about a fraction ``τ`` of ``K_C`` zero.
 Predictions visit only the training points within ``radius`` of each new point.
 """
 
 from __future__ import annotations
 
 import warnings
-from numbers import Integral, Real
 from typing import Any, ClassVar
 
 import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import RegressorMixin, TransformerMixin, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
 from bigkern.cluster.compute import compute
 from bigkern.errors import BigkernWarning
-from bigkern.kernels import CompactSupport, Gaussian
+from bigkern.kernels import CompactSupport, as_kernel
 from bigkern.models._base import BigkernEstimator, BinaryClassifierMixin
-from bigkern.models._constraints import COUNT, POSITIVE
+from bigkern.models._constraints import KERNEL, domain
 from bigkern.models._input import map_rows
 from bigkern.models.criteria import distance_quantile
 from bigkern.reduce.compact.sparse_gram import gram_report, sparse_gram
@@ -52,14 +52,31 @@ def isolated_rows(K: sp.csr_matrix) -> np.ndarray:
     return np.flatnonzero(counts - (K.diagonal() != 0) == 0)
 
 
+def _radial_kernel(kernel: Any, omega: float) -> Any:
+    """``kernel=`` of width ``omega`` as a kernel of the Euclidean distance, or an error.
+
+    The taper ``(1 − r/radius)₊^ν`` is positive definite for the Euclidean distance
+    ``r``, and the support is found by k-d trees in that distance; a kernel of another
+    distance (the Laplacian's L1) cannot be tapered here.
+    """
+    value = as_kernel(kernel, omega)
+    if value.metric != "euclidean":
+        raise ValueError(
+            f"kernel={value.name!r} is a function of the {value.metric} distance; a "
+            f"compactly supported kernel tapers a kernel of the Euclidean distance: use "
+            f"'gaussian', 'matern32' or 'matern52'")
+    return value
+
+
 class _CompactKernelModel(BigkernEstimator):
     """Shared fit preamble (validation, radius, sparse Gram, checks)."""
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
-        "omega": [POSITIVE],
-        "radius": [POSITIVE, None],
-        "tau": [Interval(Real, 0, 1, closed="neither")],
-        "taper_power": [COUNT, None],
+        "omega": [domain("omega")],
+        "kernel": KERNEL,
+        "radius": [domain("radius"), None],
+        "tau": [domain("tau")],
+        "taper_power": [domain("taper_power"), None],
     }
 
     def _gram(self, X: Any, y: Any = None, *,
@@ -74,10 +91,11 @@ class _CompactKernelModel(BigkernEstimator):
             radius = float(distance_quantile(arr, 1.0 - self.tau, seed=0))
         else:
             radius = self.radius
-        self.kernel_ = CompactSupport(Gaussian(self.omega), radius, self.taper_power)
+        self.kernel_ = CompactSupport(_radial_kernel(self.kernel, self.omega), radius,
+                                      self.taper_power)
         self.support_radius_ = float(radius)
         K = sparse_gram(arr, self.kernel_)
-        self.gram_report_ = gram_report(K)
+        self.fit_report_ = {"gram": gram_report(K)}
         lonely = isolated_rows(K)
         self.n_isolated_ = len(lonely)
         if len(lonely) == K.shape[0]:
@@ -101,9 +119,9 @@ class _CompactKernelModel(BigkernEstimator):
         """The fitted model (with its training rows) as a small :class:`xarray.Dataset`.
 
         Saved and loaded by :func:`bigkern.save_model` / :func:`bigkern.load_model`;
-        see :mod:`bigkern.models._compact_dataset` for the layout.
+        see :mod:`bigkern.models.persistence.compact_files` for the layout.
         """
-        from bigkern.models._compact_dataset import compact_to_dataset
+        from bigkern.models.persistence.compact_files import compact_to_dataset
 
         return compact_to_dataset(self)
 
@@ -138,7 +156,7 @@ class _CompactExpansion(_CompactKernelModel):
         solution = solve_lssvm(K, self._targets(y), self.lam, method=self.solver)
         self.dual_coef_, self.intercept_ = solution.coef, solution.intercept
         spd = solution.solve
-        self.solve_report_ = {
+        self.fit_report_ |= {
             "method": solution.method, "seconds": solution.seconds,
             "bandwidth_before": spd.bandwidth_before, "bandwidth_after": spd.bandwidth_after,
             "factor_bytes": spd.factor_bytes, "iterations": spd.iterations,
@@ -158,14 +176,17 @@ class _CompactClassifier(BinaryClassifierMixin, _CompactExpansion):
 
 
 class CompactLSSVC(_CompactClassifier):
-    """Least-squares SVM with a compactly supported Gaussian kernel (eqs. 13–14).
+    """Least-squares SVM with a compactly supported kernel (eqs. 13–14).
 
     Parameters
     ----------
     omega : float
-        Gaussian width ω (the paper's σ is ``ω√2``).
+        Kernel width ω (for the Gaussian, the paper's σ is ``ω√2``).
     lam : float
         λ of eq. (13); the ridge on ``K_C``'s diagonal is ``n λ``.
+    kernel : str, Kernel class or Kernel, default "gaussian"
+        The radial kernel tapered: "gaussian", "matern32", "matern52" or a
+        :class:`~bigkern.kernels.Kernel` of the Euclidean distance, of width ``omega``.
     radius : float, optional
         Support radius; None → the ``1 − tau`` quantile of pairwise distances.
     tau : float
@@ -179,10 +200,10 @@ class CompactLSSVC(_CompactClassifier):
     ----------
     dual_coef_, intercept_ : the expansion ``f(x) = b + Σ a_i k_C(x, x_i)``.
     support_radius_ : float
-    gram_report_ : GramReport
-        Nonzeros, sparsity and memory of ``K_C``.
-    solve_report_ : dict
-        Method, seconds, bandwidth before/after reordering, factor memory.
+    fit_report_ : dict
+        ``"gram"``: the :class:`~bigkern.reduce.compact.sparse_gram.GramReport` of ``K_C``
+        (nonzeros, sparsity, memory); the solve's method, seconds, bandwidth before and
+        after reordering, factor memory and iterations.
     n_isolated_ : int
         Training rows with no neighbour within ``radius``.
 
@@ -194,7 +215,7 @@ class CompactLSSVC(_CompactClassifier):
     >>> X = rng.normal(size=(300, 2))
     >>> y = np.where((X**2).sum(axis=1) < 1.5, 1, -1)  # cloud (1) inside a circle, clear (-1)
     >>> model = CompactLSSVC(omega=0.5, lam=1e-3, radius=1.5).fit(X, y)
-    >>> model.gram_report_.shape, bool(model.gram_report_.sparsity > 0.5)
+    >>> model.fit_report_["gram"].shape, bool(model.fit_report_["gram"].sparsity > 0.5)
     ((300, 300), True)
     >>> bool(model.score(X, y) > 0.9)
     True
@@ -202,14 +223,16 @@ class CompactLSSVC(_CompactClassifier):
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **_CompactKernelModel._parameter_constraints,
-        "lam": [POSITIVE],
+        "lam": [domain("lam")],
         "solver": [StrOptions(set(SPARSE_SOLVERS))],
     }
 
-    def __init__(self, omega: float = 0.5, lam: float = 1e-3, *, radius: float | None = None,
-                 tau: float = 0.7, taper_power: int | None = None, solver: str = "auto") -> None:
+    def __init__(self, omega: float = 0.5, lam: float = 1e-3, *, kernel: Any = "gaussian",
+                 radius: float | None = None, tau: float = 0.7, taper_power: int | None = None,
+                 solver: str = "auto") -> None:
         self.omega = omega
         self.lam = lam
+        self.kernel = kernel
         self.radius = radius
         self.tau = tau
         self.taper_power = taper_power
@@ -229,7 +252,7 @@ class CompactKernelRidge(RegressorMixin, _CompactExpansion):
 
     Parameters
     ----------
-    omega, lam, radius, tau, taper_power, solver
+    omega, lam, kernel, radius, tau, taper_power, solver
         As in :class:`CompactLSSVC`.
 
     Examples
@@ -265,14 +288,15 @@ class CompactKernelRidge(RegressorMixin, _CompactExpansion):
 
 
 class CompactSVC(_CompactClassifier):
-    """SVM (hinge loss, eq. 11) with a compactly supported Gaussian kernel, solved sparse.
+    """SVM (hinge loss, eq. 11) with a compactly supported kernel, solved sparse.
 
     Parameters
     ----------
-    omega, radius, tau, taper_power
+    omega, kernel, radius, tau, taper_power
         As in :class:`CompactLSSVC`.
-    lam : float
-        λ of eq. (11); libsvm's box bound is ``c = 1 / (2 n λ)``.
+    C : float
+        SVM penalty: the weight of the hinge losses, libsvm's box bound on the dual
+        coefficients (the paper's λ of eq. (11) is ``1 / (2 n C)``).
     tol : float
         KKT tolerance of the SMO solver (libsvm's default 1e-3).
 
@@ -285,7 +309,7 @@ class CompactSVC(_CompactClassifier):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(300, 2))
     >>> y = np.where((X**2).sum(axis=1) < 1.5, 1, -1)  # cloud (1) inside a circle, clear (-1)
-    >>> model = CompactSVC(omega=0.5, lam=1e-3, tau=0.5).fit(X, y)
+    >>> model = CompactSVC(omega=0.5, C=1.0, tau=0.5).fit(X, y)
     >>> round(model.support_radius_, 2), bool(len(model.support_) < 300)
     (1.65, True)
     >>> bool(model.score(X, y) > 0.9)
@@ -294,14 +318,16 @@ class CompactSVC(_CompactClassifier):
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **_CompactKernelModel._parameter_constraints,
-        "lam": [POSITIVE],
-        "tol": [POSITIVE],
+        "C": [domain("C")],
+        "tol": [domain("tol")],
     }
 
-    def __init__(self, omega: float = 0.5, lam: float = 1e-3, *, radius: float | None = None,
-                 tau: float = 0.7, taper_power: int | None = None, tol: float = 1e-3) -> None:
+    def __init__(self, omega: float = 0.5, C: float = 1.0, *, kernel: Any = "gaussian",
+                 radius: float | None = None, tau: float = 0.7, taper_power: int | None = None,
+                 tol: float = 1e-3) -> None:
         self.omega = omega
-        self.lam = lam
+        self.C = C
+        self.kernel = kernel
         self.radius = radius
         self.tau = tau
         self.taper_power = taper_power
@@ -312,22 +338,22 @@ class CompactSVC(_CompactClassifier):
         """Fit on samples ``X`` and two-class labels ``y``."""
         _, y, K = self._gram(X, y)
         target = self._targets(y)
-        solution = solve_svm_dual(K, target, 1.0 / (2 * len(target) * self.lam), eps=self.tol)
+        solution = solve_svm_dual(K, target, float(self.C), eps=self.tol)
         self.dual_coef_, self.intercept_ = solution.dual_coef, solution.intercept
         self.support_ = np.flatnonzero(solution.dual_coef)
-        self.solve_report_ = {"iterations": solution.iterations, "seconds": solution.seconds,
+        self.fit_report_ |= {"iterations": solution.iterations, "seconds": solution.seconds,
                               "objective": solution.objective, "gap": solution.gap}
         return self
 
 
 class CompactKernelPCA(TransformerMixin, _CompactKernelModel):
-    """Kernel PCA with a compactly supported Gaussian kernel (§4.3).
+    """Kernel PCA with a compactly supported kernel (§4.3).
 
     Parameters
     ----------
     n_components : int
         Principal axes kept.
-    omega, radius, tau, taper_power
+    omega, kernel, radius, tau, taper_power
         As in :class:`CompactLSSVC`.
     random_state : int
         Seed of ARPACK's start vector (the axes are signed deterministically).
@@ -336,8 +362,9 @@ class CompactKernelPCA(TransformerMixin, _CompactKernelModel):
     ----------
     eigenvalues_ : ndarray (n_components,)
         Leading eigenvalues of the centred ``K_C`` (descending).
-    alphas_ : ndarray (n, n_components)
-        Expansion coefficients of the axes (eigenvectors / √eigenvalue).
+    eigenvectors_ : ndarray (n, n_components)
+        Unit eigenvectors of the centred ``K_C`` (as scikit-learn's ``KernelPCA``); a
+        row's projections are its centred kernel row times ``eigenvectors_ / √eigenvalues_``.
 
     Examples
     --------
@@ -345,7 +372,7 @@ class CompactKernelPCA(TransformerMixin, _CompactKernelModel):
     >>> from bigkern import CompactKernelPCA
     >>> X = np.random.default_rng(0).normal(size=(200, 3))
     >>> pca = CompactKernelPCA(n_components=2, omega=1.0, radius=2.5).fit(X)
-    >>> pca.transform(X[:5]).shape, pca.alphas_.shape
+    >>> pca.transform(X[:5]).shape, pca.eigenvectors_.shape
     ((5, 2), (200, 2))
     >>> bool(pca.eigenvalues_[0] >= pca.eigenvalues_[1] > 0)
     True
@@ -353,14 +380,16 @@ class CompactKernelPCA(TransformerMixin, _CompactKernelModel):
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **_CompactKernelModel._parameter_constraints,
-        "n_components": [COUNT],  # at most n - 1, checked by fit
-        "random_state": [Interval(Integral, 0, None, closed="left"), None],
+        "n_components": [domain("n_components")],  # at most n - 1, checked by fit
+        "random_state": [domain("random_state"), None],
     }
 
-    def __init__(self, n_components: int = 2, omega: float = 0.5, *, radius: float | None = None,
-                 tau: float = 0.7, taper_power: int | None = None, random_state: int = 0) -> None:
+    def __init__(self, n_components: int = 2, omega: float = 0.5, *, kernel: Any = "gaussian",
+                 radius: float | None = None, tau: float = 0.7, taper_power: int | None = None,
+                 random_state: int = 0) -> None:
         self.n_components = n_components
         self.omega = omega
+        self.kernel = kernel
         self.radius = radius
         self.tau = tau
         self.taper_power = taper_power
@@ -372,7 +401,7 @@ class CompactKernelPCA(TransformerMixin, _CompactKernelModel):
         _, _, K = self._gram(X)
         self._solution = kernel_pca(K, int(self.n_components), seed=self.random_state)
         self.eigenvalues_ = self._solution.eigenvalues
-        self.alphas_ = self._solution.alphas
+        self.eigenvectors_ = self._solution.eigenvectors
         return self
 
     def _project(self, Xb: np.ndarray) -> np.ndarray:

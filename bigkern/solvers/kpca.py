@@ -11,7 +11,7 @@ of a point on component ``j`` is ``Σ_i α_ij k̃(x_i, x)`` with ``α_j = v_j / 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -25,9 +25,16 @@ class KernelPCASolution:
     """Leading eigenpairs of the centred Gram matrix and what centring new rows needs."""
 
     eigenvalues: np.ndarray  # (k,) descending, of K̃ (divide by n for the covariance's)
-    alphas: np.ndarray  # (n, k) = eigenvectors / sqrt(eigenvalues)
+    eigenvectors: np.ndarray  # (n, k) unit-norm, each signed so its largest entry is positive
     row_means: np.ndarray  # (n,) K1/n
     grand_mean: float  # 1ᵀK1/n²
+    #: (n, k) the projection coefficients α = eigenvectors / √eigenvalues (0 where λ ≤ 0)
+    alphas: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        positive = np.where(self.eigenvalues > 0, self.eigenvalues, np.inf)
+        # C order, as a saved and reloaded model has it: projections are then bit-identical
+        self.alphas = np.ascontiguousarray(self.eigenvectors / np.sqrt(positive))
 
 
 def kernel_pca(K: np.ndarray | sp.spmatrix, n_components: int, *, seed: int = 0,
@@ -56,10 +63,7 @@ def kernel_pca(K: np.ndarray | sp.spmatrix, n_components: int, *, seed: int = 0,
     # a fixed sign per axis: the largest-magnitude entry positive (determinism)
     signs = np.sign(vectors[np.argmax(np.abs(vectors), axis=0), np.arange(n_components)])
     vectors = vectors * np.where(signs == 0, 1.0, signs)
-    positive = np.where(values > 0, values, np.inf)
-    # C order, as a saved and reloaded model has it: projections are then bit-identical
-    alphas = np.ascontiguousarray(vectors / np.sqrt(positive))
-    return KernelPCASolution(values, alphas, r / n, total / n**2)
+    return KernelPCASolution(values, np.ascontiguousarray(vectors), r / n, total / n**2)
 
 
 def centred_projections(K_new: np.ndarray | sp.spmatrix,

@@ -146,10 +146,12 @@ def test_a_refused_command_loads_no_heavy_library(scene_store, tmp_path, args, c
 
 
 def test_the_early_check_of_widths_and_penalties_is_the_estimators_own():
-    """check_magnitudes checks POSITIVE_PARAMS as (0, ∞): every CLI model declares them so."""
+    """check_magnitudes checks POSITIVE_PARAMS against the parameter table's domains, which
+    every CLI model declares as its own."""
     from sklearn.utils._param_validation import Interval
 
     from bigkern.cli.checks import POSITIVE_PARAMS
+    from bigkern.models._constraints import domain
     from bigkern.models.registry import specs
 
     assert {"omega", "C", "lam"} <= POSITIVE_PARAMS
@@ -160,9 +162,10 @@ def test_the_early_check_of_widths_and_penalties_is_the_estimators_own():
             domains = [c for c in spec.cls._parameter_constraints[name]
                        if isinstance(c, Interval)]
             assert len(domains) == 1, (spec.name, name)
-            (domain,) = domains
-            assert (domain.left, domain.right, domain.closed) == (0, None, "neither"), (
-                spec.name, name)
+            (declared,) = domains
+            table = domain(name)
+            assert (declared.type, declared.left, declared.right, declared.closed) == (
+                table.type, table.left, table.right, table.closed), (spec.name, name)
 
 
 @pytest.mark.parametrize("layout", ["bigkern", "unconsolidated v3", "v2"])

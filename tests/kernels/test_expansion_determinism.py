@@ -75,7 +75,7 @@ def test_model_predictions_do_not_depend_on_the_chunking(chunks):
     X, y = _xy(400, 4, 0)
     Xt, _ = _xy(129, 4, 1)
     labels = np.where(y > 0, 1, -1)
-    models = [OHTRegressor(omegas=(1.0,)).fit(X, y),
+    models = [OHTRegressor(omega=(1.0,)).fit(X, y),
               BinnedSVC().fit(X[:, :3], labels),
               ReducedSVC(size=30, random_state=0).fit(X, labels)]
     for model in models:

@@ -18,7 +18,7 @@ LABELS = np.where(Y > 0, "cloud", "clear")
 CASES = [
     (CompactLSSVC(omega=0.4, lam=1e-3, tau=0.7), LABELS),
     (CompactKernelRidge(omega=0.4, lam=1e-3, radius=1.2, taper_power=3), X[:, 0] ** 2 - X[:, 1]),
-    (CompactSVC(omega=0.4, lam=1e-3, tau=0.6), Y),
+    (CompactSVC(omega=0.4, C=1.25, tau=0.6), Y),
     (CompactKernelPCA(3, omega=0.4, radius=1.5), None),
 ]
 
@@ -53,3 +53,30 @@ def test_feature_names_survive(tmp_path):
     assert list(back.feature_names_in_) == ["NDAI", "SD"]
     with pytest.raises(ValueError, match="feature"):
         back.predict(Xa.assign_coords(feature=["SD", "CORR"]))
+
+
+def test_a_compact_model_of_another_radial_kernel_saves_and_loads_it(tmp_path):
+    from bigkern.kernels import Matern32
+
+    model = CompactLSSVC(omega=0.4, lam=1e-3, kernel="matern32", radius=1.2).fit(X, LABELS)
+    assert isinstance(model.kernel_.kernel, Matern32)
+    gaussian = CompactLSSVC(omega=0.4, lam=1e-3, radius=1.2).fit(X, LABELS)
+    assert not np.array_equal(model.decision_function(X), gaussian.decision_function(X))
+    again = load_model(save_model(model, tmp_path / "m.zarr"))
+    assert isinstance(again.kernel_.kernel, Matern32) and again.kernel == "matern32"
+    np.testing.assert_array_equal(again.decision_function(X), model.decision_function(X))
+
+
+def test_a_kernel_of_another_distance_is_refused_by_a_compact_model():
+    with pytest.raises(ValueError, match=r"laplacian.*manhattan distance.*Euclidean"):
+        CompactSVC(omega=0.4, kernel="laplacian", radius=1.2).fit(X, Y)
+
+
+def test_a_compact_file_of_the_first_format_is_refused_saying_to_refit(tmp_path):
+    from bigkern.errors import StoreError
+    from bigkern.models.persistence.compact_files import compact_from_dataset
+
+    ds = CompactSVC(omega=0.4, radius=1.2).fit(X, Y).to_dataset()
+    ds.attrs["bigkern_format"] = 1
+    with pytest.raises(StoreError, match=r"model format 1.*refit"):
+        compact_from_dataset(ds, CompactSVC)

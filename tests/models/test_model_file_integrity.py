@@ -63,7 +63,7 @@ def _fit(family: str):
     if family == "compact":
         return CompactLSSVC(omega=0.8, lam=1e-3).fit(X.values, np.where(y > 0, "cloud", "clear"))
     if family == "oht":
-        return OHTRegressor(method="ED", omegas=(2.0,)).fit(X, X["NDAI"].values)
+        return OHTRegressor(method="ED", omega=(2.0,)).fit(X, X["NDAI"].values)
     if family == "rls":
         return GaussianRLS().fit(X.values[:60], X["NDAI"].values[:60])
     x = np.random.default_rng(0).uniform(0, 1, 100)
@@ -260,8 +260,8 @@ def test_a_bad_omega_is_named(tmp_path, omega, suffix):
     ds = _model("baseline").to_dataset()
     ds.attrs["omega"] = omega
     path = write_model_dataset(ds, tmp_path / f"m.{suffix}")  # a valid digest of a bad value
-    with pytest.raises(StoreError, match=rf"model {path}: attribute 'omega' \(the Gaussian "
-                                         r"width\) is .*finite, positive, normal"):
+    with pytest.raises(StoreError, match=rf"model {path}: attribute 'omega' \(the kernel "
+                                         r"width\) is .*reals in \[1e-100, 1e\+100\]"):
         load_model(path)
 
 

@@ -117,17 +117,18 @@ def test_non_finite_rows_are_left_out_and_counted():
     assert ref.fit_report_["n_valid"] == 390
 
 
+_WIDTH = r"must be a float in the range \[1e-100, 1e\+100\]"
 _POSITIVE_OR_LIST = r"must be a float in the range \(0\.0, inf\) or an array-like"
 
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"size": 401}, "more than the 400 rows"),
     ({"size": 1}, r"'size' parameter of NystromKernelRidge must be an int in the range \[2, "),
-    ({"omega": 0.0}, rf"'omega' parameter of NystromKernelRidge {_POSITIVE_OR_LIST}"),
-    ({"omega": [1.0, -1.0]}, r"omega must be positive and finite; omega\[1\] = -1\.0"),
+    ({"omega": 0.0}, rf"'omega' parameter of NystromKernelRidge {_WIDTH} or an array-like"),
+    ({"omega": [1.0, -1.0]}, r"omega must hold reals in \[1e-100, 1e\+100\]; omega\[1\] = -1\.0"),
     ({"lam": 0.0}, rf"'lam' parameter of NystromKernelRidge {_POSITIVE_OR_LIST}"),
     ({"lam": -1.0}, rf"'lam' parameter of NystromKernelRidge {_POSITIVE_OR_LIST}"),
-    ({"lam": []}, "lam must be a non-empty"),
+    ({"lam": []}, "lam must be one number or a non-empty"),
     ({"penalty": "l1"}, r"'penalty' parameter of NystromKernelRidge must be a str among"),
     ({"n_folds": 1}, r"'n_folds' parameter of NystromKernelRidge must be an int in the range "
                      r"\[2, inf\)"),

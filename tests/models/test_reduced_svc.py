@@ -257,6 +257,7 @@ def test_non_finite_rows_are_left_out_and_counted():
         _fit(Xbad, y)
 
 
+_WIDTH = r"must be a float in the range \[1e-100, 1e\+100\]"
 _POSITIVE = r"must be a float in the range \(0\.0, inf\)"
 
 
@@ -267,8 +268,8 @@ def test_bad_input_is_a_clear_error():
     cases = [({"size": 101}, ValueError, "more than the 100 rows"),
              ({"size": 1}, ValueError, r"'size' parameter of ReducedSVC must be an int in "
                                        r"the range \[2, inf\) or None"),
-             ({"omega": 0.0}, ValueError, rf"'omega' parameter of ReducedSVC {_POSITIVE}"),
-             ({"omega": -1.0}, ValueError, rf"'omega' parameter of ReducedSVC {_POSITIVE}"),
+             ({"omega": 0.0}, ValueError, rf"'omega' parameter of ReducedSVC {_WIDTH}"),
+             ({"omega": -1.0}, ValueError, rf"'omega' parameter of ReducedSVC {_WIDTH}"),
              ({"C": 0.0}, ValueError, rf"'C' parameter of ReducedSVC {_POSITIVE}"),
              ({"C": -2.0}, ValueError, rf"'C' parameter of ReducedSVC {_POSITIVE}"),
              ({"smoothing": 0.0}, ValueError, rf"'smoothing' parameter .* {_POSITIVE}"),

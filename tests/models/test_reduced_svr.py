@@ -79,14 +79,15 @@ def test_non_finite_rows_are_left_out_and_counted():
     assert np.isnan(got.predict(Xbad[:3])).all()
 
 
+_WIDTH = r"must be a float in the range \[1e-100, 1e\+100\]"
 _POSITIVE = r"must be a float in the range \(0\.0, inf\)"
 
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"size": 401}, "more than the 400 rows"),
     ({"size": 1}, r"'size' parameter of ReducedSVR must be an int in the range \[2, inf\)"),
-    ({"omega": 0.0}, rf"'omega' parameter of ReducedSVR {_POSITIVE}"),
-    ({"omega": -1.0}, rf"'omega' parameter of ReducedSVR {_POSITIVE}"),
+    ({"omega": 0.0}, rf"'omega' parameter of ReducedSVR {_WIDTH}"),
+    ({"omega": -1.0}, rf"'omega' parameter of ReducedSVR {_WIDTH}"),
     ({"C": 0.0}, rf"'C' parameter of ReducedSVR {_POSITIVE}"),
     ({"epsilon": -0.1}, r"'epsilon' parameter of ReducedSVR must be a float in the range "
                         r"\[0\.0, inf\)"),

@@ -26,16 +26,16 @@ def _data(n: int = 300, seed: int = 0):
 
 
 ESTIMATORS = [
-    OHTRegressor(method="GS2", omegas=(0.5, 1.0, 2.0), random_state=0),
-    OHTRegressor(method="ED", omegas=(1.0,)),
-    OHTRegressor(method="ED2", omegas=(0.5, 1.0), basis=40, random_state=3),
-    LOOKernelRidge(omegas=(0.5, 1.0), lams=(1e-3, 1e-2, 1e-1), random_state=1),
+    OHTRegressor(method="GS2", omega=(0.5, 1.0, 2.0), random_state=0),
+    OHTRegressor(method="ED", omega=(1.0,)),
+    OHTRegressor(method="ED2", omega=(0.5, 1.0), size=40, random_state=3),
+    LOOKernelRidge(omega=(0.5, 1.0), lam=(1e-3, 1e-2, 1e-1), random_state=1),
 ]
 
 
 @pytest.mark.determinism
 @pytest.mark.parametrize("suffix", ["zarr", "nc"])
-@pytest.mark.parametrize("est", ESTIMATORS, ids=lambda e: f"{type(e).__name__}-{e.omegas}")
+@pytest.mark.parametrize("est", ESTIMATORS, ids=lambda e: f"{type(e).__name__}-{e.omega}")
 def test_round_trip_predicts_the_same(tmp_path, est, suffix):
     X, y = _data()
     model = clone(est).fit(X, y)
@@ -63,7 +63,7 @@ def test_round_trip_predicts_the_same(tmp_path, est, suffix):
 
 def test_unsaveable_parameter_and_unfitted_model_are_named(tmp_path):
     X, y = _data()
-    model = OHTRegressor(omegas=(1.0,), random_state=np.random.RandomState(0)).fit(X, y)
+    model = OHTRegressor(omega=(1.0,), random_state=np.random.RandomState(0)).fit(X, y)
     with pytest.raises(TypeError, match="random_state"):
         save_model(model, tmp_path / "m.zarr")
     from sklearn.exceptions import NotFittedError
@@ -76,7 +76,7 @@ def test_newer_format_is_refused(tmp_path):
     from bigkern.models import load_model_dataset
 
     X, y = _data()
-    ds = LOOKernelRidge(omegas=(1.0,)).fit(X, y).to_dataset()
+    ds = LOOKernelRidge(omega=(1.0,)).fit(X, y).to_dataset()
     ds.attrs["bigkern_format"] = 99
     with pytest.raises(ValueError, match="newer bigkern"):
         load_model_dataset(ds)
@@ -100,11 +100,11 @@ def _circle(n: int = 120, seed: int = 0):
 SMALL_GRID = {"omega": (0.2, 0.5, 0.8), "lam": (1e-4, 1e-3, 1e-2, 1e-1)}
 PERIODIC = [
     PeriodicKernelRidge(omega=0.5, lam=1e-3),
-    PeriodicKernelRidge(grid=SMALL_GRID, n_bins=25),
-    PeriodicKernelRidge(grid=SMALL_GRID, sigma2=0.09, kernel="wrapped", wrap=True),
+    PeriodicKernelRidge(**SMALL_GRID, n_bins=25),
+    PeriodicKernelRidge(**SMALL_GRID, sigma2=0.09, approximation="wrapped", wrap=True),
 ]
 RLS = [
-    GaussianRLS(omega=1.0, lams=(1e-4, 1e-3, 1e-2), precision="double"),
+    GaussianRLS(omega=1.0, lam=(1e-4, 1e-3, 1e-2), precision="double"),
     GaussianRLS(omega=1e3, lam=1e-10),  # extended precision, predicting by yᵀ[(K + λnI)⁻¹ k(x)]
 ]
 
@@ -146,7 +146,7 @@ def test_rls_and_periodic_round_trip_predict_bit_identically(tmp_path, est, suff
         np.testing.assert_array_equal(back.loo_mse_, model.loo_mse_)
 
 
-@pytest.mark.parametrize("model", [OHTRegressor(omegas=(1.0,)), LOOKernelRidge(omegas=(1.0,)),
+@pytest.mark.parametrize("model", [OHTRegressor(omega=(1.0,)), LOOKernelRidge(omega=(1.0,)),
                                    GaussianRLS(), PeriodicKernelRidge(n_bins=20)],
                          ids=lambda m: type(m).__name__)
 def test_feature_names_survive_the_file(tmp_path, model):
@@ -172,7 +172,7 @@ def _every_family():
     labels = (y > np.median(y)).astype(int)
     return [KernelRidgeClassifier(omega=1.0).fit(X, labels),
             CompactKernelRidge(omega=1.0, radius=3.0).fit(X, labels),
-            OHTRegressor(omegas=(1.0,)).fit(X, y), GaussianRLS().fit(X, y),
+            OHTRegressor(omega=(1.0,)).fit(X, y), GaussianRLS().fit(X, y),
             PeriodicKernelRidge().fit(*_circle())]
 
 
@@ -188,7 +188,7 @@ def test_a_file_of_the_earlier_expansion_layouts_is_refused_saying_to_refit(tmp_
 
     X, y = _data(120)
     for model in (KernelRidgeClassifier(omega=1.0).fit(X, (y > np.median(y)).astype(int)),
-                  OHTRegressor(omegas=(1.0,)).fit(X, y)):
+                  OHTRegressor(omega=(1.0,)).fit(X, y)):
         ds = model.to_dataset()
         ds.attrs["bigkern_format"] = 1
         with pytest.raises(StoreError, match=r"layout of an earlier bigkern \(model format 1; "

@@ -22,10 +22,10 @@ from bigkern.errors import DataQualityError
 from bigkern.models import GaussianRLS, LOOKernelRidge, OHTRegressor, PeriodicKernelRidge
 
 REGRESSORS = [
-    OHTRegressor(method="ED2", omegas=(1.0, 2.0), random_state=0),
-    OHTRegressor(method="GS2", omegas=(0.5, 1.0), basis=40, random_state=0),
-    LOOKernelRidge(omegas=(0.5, 1.0), lams=(1e-3, 1e-2), random_state=0),
-    GaussianRLS(omega=1.0, lams=(1e-4, 1e-2)),
+    OHTRegressor(method="ED2", omega=(1.0, 2.0), random_state=0),
+    OHTRegressor(method="GS2", omega=(0.5, 1.0), size=40, random_state=0),
+    LOOKernelRidge(omega=(0.5, 1.0), lam=(1e-3, 1e-2), random_state=0),
+    GaussianRLS(omega=1.0, lam=(1e-4, 1e-2)),
     PeriodicKernelRidge(omega=0.5, lam=1e-3, n_bins=30),
 ]
 IDS = ["OHT", "OHT-basis", "LOOKernelRidge", "GaussianRLS", "PeriodicKernelRidge"]
@@ -133,7 +133,7 @@ def test_a_one_dimensional_dask_array_of_points_stays_lazy():
 
 def test_float32_input_is_fitted_in_double_as_before():
     X, y = _data(REGRESSORS[2])
-    model = LOOKernelRidge(omegas=(1.0,))
+    model = LOOKernelRidge(omega=(1.0,))
     np.testing.assert_array_equal(model.fit(X.astype(np.float32), y).predict(X),
                                   model.fit(X.astype(np.float32).astype(np.float64), y)
                                   .predict(X))

@@ -130,7 +130,7 @@ def test_reduced_oht_cross_validation_reads_the_data_twice(client):
     Xd = da.from_array(X, chunks=(1000, -1), name="oht-source-X")
     yd = da.from_array(y, chunks=1000, name="oht-source-y")
     with get_task_stream(client) as ts:
-        est = OHTRegressor(method="ED2", omegas=(0.5, 1.0, 2.0, 4.0), basis=50,
+        est = OHTRegressor(method="ED2", omega=(0.5, 1.0, 2.0, 4.0), size=50,
                            random_state=0).fit(Xd, yd)
     names = _task_names(ts)
     assert names["oht-source-X"] == 2 * Xd.npartitions

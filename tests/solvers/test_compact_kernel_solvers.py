@@ -148,8 +148,8 @@ def test_lssvc_is_the_same_for_numpy_and_any_dask_chunking(green_red):
         lazy = model.decision_function(da.from_array(X_test, chunks=(300, 2)))
         assert isinstance(lazy, da.Array)
         np.testing.assert_allclose(lazy.compute(), ref.decision_function(X_test), atol=1e-12)
-    assert ref.gram_report_.nnz == sparse_gram(X, ref.kernel_).nnz
-    assert ref.solve_report_["bandwidth_after"] <= ref.solve_report_["bandwidth_before"]
+    assert ref.fit_report_["gram"].nnz == sparse_gram(X, ref.kernel_).nnz
+    assert ref.fit_report_["bandwidth_after"] <= ref.fit_report_["bandwidth_before"]
 
 
 def test_lssvc_prediction_equals_the_dense_expansion(green_red):
@@ -164,7 +164,7 @@ def test_lssvc_prediction_equals_the_dense_expansion(green_red):
 def test_radius_by_the_quantile_shortcut(green_red):
     X, y, _, _ = green_red
     model = CompactLSSVC(OMEGA, 1e-3, tau=0.7).fit(X, y)
-    assert model.gram_report_.sparsity == pytest.approx(0.7, abs=0.02)
+    assert model.fit_report_["gram"].sparsity == pytest.approx(0.7, abs=0.02)
 
 
 def test_compact_kernel_ridge_regresses():
@@ -221,7 +221,8 @@ def test_table2_pattern_svm_within_one_point_of_the_dense_svm_at_mu_099():
     errors = {}
     for mu in (0.90, 0.95, 0.98, 0.99):
         C = choose_support_radius(curves, mu=mu)
-        search = GridSearchCV(CompactSVC(OMEGA, radius=C, taper_power=3), {"lam": lams},
+        search = GridSearchCV(CompactSVC(OMEGA, radius=C, taper_power=3),
+                              {"C": 1 / (2 * 180 * lams)},
                               cv=10).fit(X, y)
         errors[mu] = 1 - search.score(X_test, y_test)
         assert float(curves["alignment"].sel(radius=C)) >= mu
@@ -244,7 +245,7 @@ def test_table3_pattern_sparse_lssvm_close_to_dense_at_tau_07():
 
     sparse_model = tuned(lambda lam: CompactLSSVC(OMEGA, lam, tau=0.7, taper_power=3))
     sparse_error = 1 - sparse_model.score(X_test, y_test)
-    assert sparse_model.gram_report_.sparsity == pytest.approx(0.7, abs=0.03)
+    assert sparse_model.fit_report_["gram"].sparsity == pytest.approx(0.7, abs=0.03)
     # the dense Gaussian LS-SVM with the same bordered system
     K = gaussian_kernel(X, X, OMEGA)
     best = max(lams, key=lambda lam: np.mean(np.sign(

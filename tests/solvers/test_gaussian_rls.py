@@ -137,7 +137,7 @@ def test_gaussian_rls_matches_sklearn_kernel_ridge_and_brute_loo():
     sigma, lams = 0.8, [1e-4, 1e-3, 1e-2, 1e-1]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # well conditioned: no precision warning
-        model = GaussianRLS(omega=sigma, lams=lams).fit(X, y)
+        model = GaussianRLS(omega=sigma, lam=lams).fit(X, y)
     assert model.precision_ == "double"
     gamma = 1 / (2 * sigma**2)
     brute = []
@@ -313,8 +313,8 @@ def test_double_precision_warns_instead_of_silent_garbage():
     ({"omega": np.inf}, "omega"),
     ({"lam": 0.0}, "lam"),
     ({"lam": -1e-3}, "lam"),
-    ({"lams": [1e-3, 0.0]}, r"lams\[1\]"),
-    ({"lams": []}, "lams"),
+    ({"lam": [1e-3, 0.0]}, r"lam\[1\]"),
+    ({"lam": []}, "lam"),
     ({"precision": "quad"}, "precision"),
     ({"dps": 0}, "dps"),
 ])
@@ -354,5 +354,5 @@ def test_constant_y_is_fitted_with_a_clear_warning():
     the shrinkage, which is rarely what the caller wanted."""
     x, _ = _fig3_data(20)
     with pytest.warns(BigkernWarning, match="y is constant"):
-        model = GaussianRLS(omega=1.0, lams=[1e-6, 1e-3]).fit(x[:, None], np.full(20, 2.5))
+        model = GaussianRLS(omega=1.0, lam=[1e-6, 1e-3]).fit(x[:, None], np.full(20, 2.5))
     np.testing.assert_allclose(model.predict(x[:5, None]), 2.5, atol=1e-3)

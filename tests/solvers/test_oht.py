@@ -336,7 +336,7 @@ def _ridge_loo_brute_force(K, y, lam, penalty):
 def test_rm_loo_is_exact_and_picks_its_minimum(penalty):
     x, y, _, _ = _sin8(0, n=25)
     ridges = (1e-3, 1e-2, 0.1, 1.0)
-    rm = LOOKernelRidge(omegas=(0.3,), lams=ridges, penalty=penalty).fit(x, y)
+    rm = LOOKernelRidge(omega=(0.3,), lam=ridges, penalty=penalty).fit(x, y)
     z = (x - x.mean(0)) / x.std(0)
     K = _gauss(z, z, 0.3)
     yc = y - y.mean()
@@ -353,7 +353,7 @@ def test_rm_loo_is_exact_and_picks_its_minimum(penalty):
 def test_oht_estimator_equals_solver_on_standardized_basis():
     x, y, xt, _ = _sin8(1, n=120)
     for method in METHODS:
-        est = OHTRegressor(method=method, omegas=(0.25,)).fit(x * 3 + 1, y)
+        est = OHTRegressor(method=method, omega=(0.25,)).fit(x * 3 + 1, y)
         z = (x - x.mean(0)) / x.std(0)
         sol = oht_fit(_gauss(z, z, 0.25), y, method=method)
         zt = (xt - x.mean(0)) / x.std(0)
@@ -361,14 +361,14 @@ def test_oht_estimator_equals_solver_on_standardized_basis():
                                    _gauss(zt, z, 0.25) @ sol.weights + sol.intercept,
                                    atol=1e-6)
         assert est.n_components_ == sol.n_components
-    gs2 = OHTRegressor(method="GS2", omegas=(0.25,)).fit(x, y)
+    gs2 = OHTRegressor(method="GS2", omega=(0.25,)).fit(x, y)
     assert len(gs2.expansion_.coef) == gs2.n_components_ < 120  # sparse in the original basis
     assert gs2.expansion_.centers.shape == (len(gs2.expansion_.coef), 1)
 
 
 def test_width_cv_two_fold_and_unusable_widths():
     x, y, _, _ = _sin8(2, n=120)
-    est = OHTRegressor(method="ED2", omegas=(0.01, 0.1, 0.3), random_state=0).fit(x, y)
+    est = OHTRegressor(method="ED2", omega=(0.01, 0.1, 0.3), random_state=0).fit(x, y)
     assert np.isinf(est.cv_scores_[0])  # ω = 0.01: G ≈ I, l = n, (21) undefined
     assert est.omega_ == (0.01, 0.1, 0.3)[int(np.argmin(est.cv_scores_))]
     z = (x - x.mean(0)) / x.std(0)
@@ -384,24 +384,24 @@ def test_width_cv_two_fold_and_unusable_widths():
                                 - y[q]) ** 2)
     assert est.cv_scores_[2] == pytest.approx(score, rel=1e-8)
     with pytest.raises(ValueError, match="no width"):
-        OHTRegressor(omegas=(0.001, 0.01)).fit(x, y)
+        OHTRegressor(omega=(0.001, 0.01)).fit(x, y)
     with pytest.raises(NoResidualDegreesOfFreedomError):
-        OHTRegressor(omegas=(0.01,)).fit(x, y)
+        OHTRegressor(omega=(0.01,)).fit(x, y)
 
 
 def test_estimators_deterministic_and_clonable():
     x, y, xt, _ = _sin8(3, n=100)
-    for est in (OHTRegressor(method="GS", omegas=(0.1, 0.3), random_state=5),
-                LOOKernelRidge(omegas=(0.1, 0.3), random_state=5)):
+    for est in (OHTRegressor(method="GS", omega=(0.1, 0.3), random_state=5),
+                LOOKernelRidge(omega=(0.1, 0.3), random_state=5)):
         a, b = clone(est).fit(x, y), clone(est).fit(x, y)
         np.testing.assert_array_equal(a.predict(xt), b.predict(xt))
         assert clone(est).get_params() == est.get_params()
-    assert LOOKernelRidge().lams == PAPER_LAMS and len(PAPER_LAMS) == 14
+    assert LOOKernelRidge().lam == PAPER_LAMS and len(PAPER_LAMS) == 14
 
 
 def test_estimator_bad_input():
     x, y, _, _ = _sin8(4, n=30)
-    for est in (OHTRegressor(omegas=(0.3,)), LOOKernelRidge(omegas=(0.3,))):
+    for est in (OHTRegressor(omega=(0.3,)), LOOKernelRidge(omega=(0.3,))):
         with pytest.raises(ValueError, match="at least 2 samples"):
             est.fit(x[:1], y[:1])
         with pytest.raises(DataQualityError, match="y is constant"):
@@ -414,17 +414,17 @@ def test_estimator_bad_input():
         yn[9] = np.inf
         with pytest.raises(DataQualityError, match=r"y has 1 non-finite .* row 9"):
             est.fit(x, yn)
-        with pytest.raises(ValueError, match="omegas"):
-            clone(est).set_params(omegas=(0.0,)).fit(x, y)
+        with pytest.raises(ValueError, match=r"omega\[0\]"):
+            clone(est).set_params(omega=(0.0,)).fit(x, y)
     for eta in (0.0, -1.0):
         with pytest.raises(ValueError, match="eta"):
-            OHTRegressor(omegas=(0.3,), eta=eta).fit(x, y)
+            OHTRegressor(omega=(0.3,), eta=eta).fit(x, y)
     with pytest.raises(ValueError, match="method"):
         OHTRegressor(method="ED3").fit(x, y)
     with pytest.raises(ValueError, match="penalty"):
         LOOKernelRidge(penalty="l1").fit(x, y)
-    with pytest.raises(ValueError, match="basis"):
-        OHTRegressor(basis=0).fit(x, y)
+    with pytest.raises(ValueError, match="size"):
+        OHTRegressor(size=0).fit(x, y)
 
 
 @pytest.mark.determinism
@@ -434,7 +434,7 @@ def test_reduced_basis_matches_solver_and_is_chunking_independent():
     rng = np.random.default_rng(0)
     X = rng.uniform(-2, 2, (1500, 2))
     y = np.sin(X[:, 0]) * X[:, 1] + 0.1 * rng.standard_normal(1500)
-    est = OHTRegressor(method="ED", omegas=(1.0,), basis=60, random_state=1).fit(X, y)
+    est = OHTRegressor(method="ED", omega=(1.0,), size=60, random_state=1).fit(X, y)
     Z = (X - est.expansion_.offset) / est.expansion_.scale
     G = _gauss(Z, est.reduced_centers_, 1.0)
     ref = oht_from_normal_equations(G.T @ G, G.T @ y, float(y @ y), 1500, method="ED",
@@ -444,7 +444,7 @@ def test_reduced_basis_matches_solver_and_is_chunking_independent():
     np.testing.assert_allclose(est.predict(X), G @ ref.weights + ref.intercept, atol=1e-6)
     Xd, yd = da.from_array(X, chunks=(400, 2)), da.from_array(y, chunks=400)
     for method in ("ED2", "GS2"):
-        a = OHTRegressor(method=method, omegas=(0.5, 1.0), basis=60, random_state=1)
+        a = OHTRegressor(method=method, omega=(0.5, 1.0), size=60, random_state=1)
         fa, fb = clone(a).fit(X, y), clone(a).fit(Xd, yd)
         np.testing.assert_allclose(fa.cv_scores_, fb.cv_scores_, rtol=1e-8)
         np.testing.assert_allclose(fb.predict(Xd).compute(), fa.predict(X), atol=1e-6)
@@ -480,7 +480,7 @@ def test_real_auto_mpg_pattern_loosely():
             errors[m].append(np.mean((pred - d.y[te]) ** 2) / np.var(d.y[te]))
             if rep == 0 and m in ("RM", "GS2"):
                 est = (LOOKernelRidge(PAPER_OMEGAS, random_state=0) if m == "RM"
-                       else OHTRegressor(method=m, omegas=PAPER_OMEGAS, random_state=0)
+                       else OHTRegressor(method=m, omega=PAPER_OMEGAS, random_state=0)
                        ).fit(d.X[tr], d.y[tr])
                 np.testing.assert_allclose(est.predict(d.X[te]), pred, atol=1e-6)
     e = {m: float(np.mean(v)) for m, v in errors.items()}

@@ -98,7 +98,7 @@ def load_model(path: str | Path, *, storage_options: dict[str, Any] | None = Non
     >>> import numpy as np
     >>> from bigkern import LOOKernelRidge, load_model, save_model
     >>> X = np.linspace(0, 1, 50)[:, None]
-    >>> model = LOOKernelRidge(omegas=[0.5]).fit(X, np.sin(6 * X[:, 0]))
+    >>> model = LOOKernelRidge(0.5).fit(X, np.sin(6 * X[:, 0]))
     >>> tmp = tempfile.TemporaryDirectory()
     >>> again = load_model(save_model(model, f"{tmp.name}/model.zarr"))
     >>> type(again).__name__, again.omega_, bool(np.allclose(again.predict(X), model.predict(X)))
@@ -122,13 +122,12 @@ def _spec(name: Any) -> ModelSpec | None:
 
 def _known_format(name: Any) -> int:
     """The model format this bigkern reads for the family of the class named ``name``."""
-    from bigkern.models import _compact_dataset
-    from bigkern.models.persistence import expansion_files, regression_files
+    from bigkern.models.persistence import compact_files, expansion_files, regression_files
 
     spec = _spec(name)
     family = spec.family if spec is not None else "expansion"
     return {"rls": regression_files.FORMAT, "periodic": regression_files.FORMAT,
-            "compact": _compact_dataset.FORMAT, "expansion": expansion_files.FORMAT}[family]
+            "compact": compact_files.FORMAT, "expansion": expansion_files.FORMAT}[family]
 
 
 def load_model_dataset(ds: xr.Dataset, *, where: str = "dataset") -> Any:
@@ -159,7 +158,7 @@ def load_model_dataset(ds: xr.Dataset, *, where: str = "dataset") -> Any:
 
 
 def _rebuild(ds: xr.Dataset) -> Any:
-    from bigkern.models._compact_dataset import compact_from_dataset
+    from bigkern.models.persistence.compact_files import compact_from_dataset
     from bigkern.models.persistence.expansion_files import expansion_from_dataset
     from bigkern.models.persistence.regression_files import regressor_from_dataset
 

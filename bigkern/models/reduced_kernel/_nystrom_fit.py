@@ -10,14 +10,13 @@ read of the folds' normal equations, the conjugate-gradient fit
 from __future__ import annotations
 
 import time
-from numbers import Integral, Real
 from typing import Any, ClassVar
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
 from bigkern.models._base import fitted_expansion
-from bigkern.models._constraints import POSITIVE, positive_candidates
+from bigkern.models._constraints import candidates, domain
 from bigkern.models.reduced_kernel._reduced_parts import (
     REDUCED_SET_CONSTRAINTS,
     reduced_basis,
@@ -45,21 +44,21 @@ class _NystromFit:
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **REDUCED_SET_CONSTRAINTS,
-        "omega": [POSITIVE, "array-like"],  # one width, or candidates
-        "lam": [POSITIVE, "array-like"],
+        "omega": [domain("omega"), "array-like"],  # one width, or candidates
+        "lam": [domain("lam"), "array-like"],
         "penalty": [StrOptions({"rkhs", "coef"})],
-        "n_folds": [Interval(Integral, 2, None, closed="left")],
+        "n_folds": [domain("n_folds")],
         "fit_intercept": ["boolean"],
         "solver": [StrOptions({"auto", "direct", "cg"})],
-        "tol": [Interval(Real, 0, None, closed="neither")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [domain("tol")],
+        "max_iter": [domain("max_iter")],
         "cg_start": [StrOptions({"subset", "zero"})],
     }
 
     def _candidates(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
         """The candidate widths and penalties, each checked (a declaration checks a list's
         type, not its values)."""
-        return positive_candidates("omega", self.omega), positive_candidates("lam", self.lam)
+        return candidates("omega", self.omega), candidates("lam", self.lam)
 
     def _fit_pieces(self, Xd: Any, yd: Any, md: Any, rs: Any, widths: tuple[float, ...],
                     lams: tuple[float, ...], t0: float) -> None:

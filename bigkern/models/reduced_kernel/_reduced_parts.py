@@ -39,13 +39,7 @@ from bigkern.features.scaling import (
     standardized,
 )
 from bigkern.kernels import Basis
-from bigkern.models._constraints import (
-    COUNT,
-    FRACTION,
-    KERNEL,
-    POSITIVE,
-    REDUCED_SET_SIZE,
-)
+from bigkern.models._constraints import KERNEL, domain
 from bigkern.reduce.passes import (
     int_counts,
     per_feature_counts,
@@ -79,10 +73,10 @@ DEFAULT_MAX_SIZE = 500
 
 #: The parameters of a reduced set drawn from the rows (the reduced and Nyström models).
 REDUCED_SET_CONSTRAINTS: dict[str, list[Any]] = {
-    "omega": [POSITIVE],
+    "omega": [domain("omega")],
     "kernel": KERNEL,
-    "size": [REDUCED_SET_SIZE, None],
-    "fraction": [FRACTION, None],
+    "size": [domain("size"), None],
+    "fraction": [domain("fraction"), None],
     "standardize": ["boolean"],
     "random_state": ["random_state"],
 }
@@ -90,10 +84,10 @@ REDUCED_SET_CONSTRAINTS: dict[str, list[Any]] = {
 #: The parameters of the smooth reduced SVMs' Newton–Armijo fit.
 NEWTON_CONSTRAINTS: dict[str, list[Any]] = {
     **REDUCED_SET_CONSTRAINTS,
-    "C": [POSITIVE],
-    "smoothing": [POSITIVE],
-    "tol": [POSITIVE],
-    "max_iter": [COUNT],
+    "C": [domain("C")],
+    "smoothing": [domain("smoothing")],
+    "tol": [domain("tol")],
+    "max_iter": [domain("max_iter")],
     "hessian": [StrOptions({"float32", "float64"})],
 }
 

@@ -26,7 +26,7 @@ from bigkern.cluster.compute import task_threads
 from bigkern.errors import LabelError
 from bigkern.kernels import KernelExpansion
 from bigkern.models._base import _KernelClassifier
-from bigkern.models._constraints import POSITIVE
+from bigkern.models._constraints import domain
 from bigkern.models.reduced_kernel._reduced_parts import (
     NEWTON_CONSTRAINTS,
     default_size,
@@ -165,7 +165,7 @@ class ReducedSVC(_KernelClassifier):
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **NEWTON_CONSTRAINTS,
         "loss": [StrOptions({"smooth_hinge", "squared_hinge"})],
-        "smoothing": [POSITIVE, None],
+        "smoothing": [domain("smoothing"), None],
         "stratified": ["boolean"],
     }
 

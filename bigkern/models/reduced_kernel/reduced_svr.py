@@ -18,7 +18,7 @@ from sklearn.base import _fit_context
 
 from bigkern.cluster.compute import task_threads
 from bigkern.models._base import fitted_expansion
-from bigkern.models._constraints import NON_NEGATIVE
+from bigkern.models._constraints import domain
 from bigkern.models.reduced_kernel._reduced_parts import (
     NEWTON_CONSTRAINTS,
     default_size,
@@ -97,7 +97,7 @@ class ReducedSVR(_KernelRegressor):
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **NEWTON_CONSTRAINTS,
-        "epsilon": [NON_NEGATIVE],
+        "epsilon": [domain("epsilon")],
     }
 
     def __init__(

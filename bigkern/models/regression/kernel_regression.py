@@ -29,7 +29,7 @@ from sklearn.utils.validation import check_is_fitted
 from bigkern.errors import DataQualityError
 from bigkern.kernels import gaussian_kernel, kernel_expansion
 from bigkern.models._base import BigkernRegressor, fitted_expansion
-from bigkern.models._constraints import POSITIVE, positive_candidates
+from bigkern.models._constraints import candidates, domain
 from bigkern.solvers.oht import (
     METHODS,
     NoResidualDegreesOfFreedomError,
@@ -244,7 +244,7 @@ class _KernelRegressor(BigkernRegressor):
         return expansion_to_dataset(self)
 
     def _select(self, Z: np.ndarray, y: np.ndarray, model: str, **kw: Any) -> float:
-        omegas = positive_candidates("omegas", self.omegas)
+        omegas = candidates("omega", self.omega)
         if len(omegas) == 1:
             self.cv_scores_ = np.full(1, np.nan)
             return omegas[0]
@@ -258,7 +258,7 @@ class _KernelRegressor(BigkernRegressor):
                 f"cross-validation on {n} samples ({n // 2} and {n - n // 2} per half): at "
                 f"every width a half's stable set has as many components as its samples (the "
                 f"basis interpolates them and the noise variance (21) is undefined); use more "
-                f"samples, wider omegas, or a single width (no cross-validation)")
+                f"samples, wider widths, or a single width (no cross-validation)")
         return omegas[int(np.argmin(scores))]
 
 
@@ -266,16 +266,18 @@ class LOOKernelRidge(_KernelRegressor):
     """The regularization method (RM) of Hagiwara's experiments.
 
     Ridge on the Gaussian basis at the training inputs with ``λ`` chosen from
-    ``lams`` by exact leave-one-out (closed form from one eigendecomposition),
-    and the width chosen from ``omegas`` by two-fold cross-validation.
+    the candidates ``lam`` by exact leave-one-out (closed form from one
+    eigendecomposition), and the width chosen from the candidates ``omega`` by two-fold
+    cross-validation.
 
     Parameters
     ----------
-    omegas : sequence of float
-        Candidate Gaussian widths ω (one: no cross-validation); default
-        :data:`DEFAULT_OMEGAS`, the paper's {1, 2, 5, 8} extended to 128.
-    lams : sequence of float
-        Candidate ``λ`` (default the paper's ``{1, 5}·10^{−4…2}``).
+    omega : float or sequence of float
+        The Gaussian width ω, or candidate widths chosen by two-fold cross-validation;
+        default :data:`DEFAULT_OMEGAS`, the paper's {1, 2, 5, 8} extended to 128.
+    lam : float or sequence of float
+        The ridge ``λ``, or candidates chosen by leave-one-out (default the paper's
+        ``{1, 5}·10^{−4…2}``).
     penalty : {"coef", "rkhs"}
         ``‖w‖²`` (the paper's RM) or ``wᵀKw`` (kernel ridge).
     random_state : int, RandomState or None
@@ -291,8 +293,11 @@ class LOOKernelRidge(_KernelRegressor):
         Leave-one-out MSE of every candidate ``λ`` at ``omega_``.
     cv_scores_ : ndarray
         Two-fold CV MSE of every width (NaN with a single width).
-    coef_, centers_, intercept_, offset_, scale_, n_features_in_
-        The fitted expansion (centers in standardized units).
+    expansion_ : KernelExpansion
+        The fitted expansion: centers in standardized units, weights, intercept and the
+        input standardization.
+    n_features_in_ : int
+        Features seen by ``fit``.
     feature_names_in_ : ndarray of str
         Column names of a DataFrame (or a DataArray's ``feature`` coordinate) given
         to ``fit``; ``predict`` then checks them.
@@ -305,7 +310,7 @@ class LOOKernelRidge(_KernelRegressor):
     >>> X = rng.uniform(0, 1, size=(100, 1))
     >>> truth = np.sin(2 * np.pi * X[:, 0])
     >>> y = truth + 0.1 * rng.standard_normal(100)
-    >>> model = LOOKernelRidge(omegas=[0.5, 1.0, 2.0], lams=[1e-4, 1e-3, 1e-2], random_state=0)
+    >>> model = LOOKernelRidge([0.5, 1.0, 2.0], [1e-4, 1e-3, 1e-2], random_state=0)
     >>> model = model.fit(X, y)
     >>> model.omega_, model.lam_, model.loo_mse_.shape
     (0.5, 0.01, (3,))
@@ -316,17 +321,17 @@ class LOOKernelRidge(_KernelRegressor):
     _saved_fitted: ClassVar[tuple[str, ...]] = ("omega_", "lam_")
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
-        "omegas": [POSITIVE, "array-like"],  # one width (no cross-validation), or candidates
-        "lams": [POSITIVE, "array-like"],
+        "omega": [domain("omega"), "array-like"],  # one width (no cross-validation), or candidates
+        "lam": [domain("lam"), "array-like"],
         "penalty": [StrOptions({"coef", "rkhs"})],
         "random_state": ["random_state"],
     }
 
-    def __init__(self, omegas: Sequence[float] = DEFAULT_OMEGAS,
-                 lams: Sequence[float] = PAPER_LAMS, penalty: str = "coef",
+    def __init__(self, omega: float | Sequence[float] = DEFAULT_OMEGAS,
+                 lam: float | Sequence[float] = PAPER_LAMS, *, penalty: str = "coef",
                  random_state: Any = None) -> None:
-        self.omegas = omegas
-        self.lams = lams
+        self.omega = omega
+        self.lam = lam
         self.penalty = penalty
         self.random_state = random_state
 
@@ -338,8 +343,8 @@ class LOOKernelRidge(_KernelRegressor):
         -------
         self
         """
-        lams = positive_candidates("lams", self.lams)
-        positive_candidates("omegas", self.omegas)  # before the data are read
+        lams = candidates("lam", self.lam)
+        candidates("omega", self.omega)  # before the data are read
         X, y = self._fit_xy(X, y)
         _refuse_constant(y)
         offset, scale = _standardizer(X)

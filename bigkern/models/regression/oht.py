@@ -6,7 +6,7 @@ training inputs with the width chosen by two-fold cross-validation
 (:mod:`bigkern.models.regression.kernel_regression`). A width whose stable set has as many
 components as samples (``l = n``: the basis interpolates, and the noise
 variance (21) is undefined) scores ``inf`` in the cross-validation.
-``basis=m̃`` fits on a reduced basis of ``m̃`` centers sampled from the data
+``size=m̃`` fits on a reduced basis of ``m̃`` centers sampled from the data
 (dask input welcome), from normal equations accumulated in one distributed pass.
 """
 
@@ -21,7 +21,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import StrOptions
 
 from bigkern.models._base import fitted_expansion
-from bigkern.models._constraints import COUNT, POSITIVE, positive_candidates
+from bigkern.models._constraints import candidates, domain
 from bigkern.models.regression.kernel_regression import (
     DEFAULT_OMEGAS,
     PAPER_LAMS,
@@ -58,13 +58,13 @@ class OHTRegressor(_KernelRegressor):
     method : {"ED", "ED2", "GS", "GS2"}
         Orthogonalization by eigendecomposition (ED) or largest-norm Gram–Schmidt
         (GS); ``2`` keeps every component up to the last surviving one.
-    omegas : sequence of float
-        Candidate Gaussian widths ω, chosen by two-fold CV (one: no CV); default
+    omega : float or sequence of float
+        The Gaussian width ω, or candidate widths chosen by two-fold CV; default
         :data:`~bigkern.models.regression.kernel_regression.DEFAULT_OMEGAS`, the paper's
         {1, 2, 5, 8} extended by doublings to 128.
     eta : float
         Stable-set bound ``γ_j > η`` (paper: 1e-10).
-    basis : int or None
+    size : int or None
         None: a basis function at every training input (the paper). An int
         ``m̃``: a reduced basis of ``m̃`` centers sampled uniformly from the rows
         with ``random_state``; ``fit`` then accepts dask arrays and reads the data
@@ -100,7 +100,7 @@ class OHTRegressor(_KernelRegressor):
     Notes
     -----
     Input is validated as by scikit-learn (:class:`~bigkern.models._base.BigkernRegressor`):
-    NaN/±inf are refused, naming the first one. A dask ``X`` with ``basis=m̃`` stays lazy:
+    NaN/±inf are refused, naming the first one. A dask ``X`` with ``size=m̃`` stays lazy:
     its rows with a non-finite value are left out and counted by the distributed pass
     (an error over ``bigkern.max_nonfinite_fraction``). ``predict`` on dask is lazy.
 
@@ -112,7 +112,7 @@ class OHTRegressor(_KernelRegressor):
     >>> X = rng.uniform(0, 1, size=(100, 1))
     >>> truth = np.sin(2 * np.pi * X[:, 0])
     >>> y = truth + 0.1 * rng.standard_normal(100)
-    >>> model = OHTRegressor(method="GS", omegas=[0.5, 1.0, 2.0], random_state=0).fit(X, y)
+    >>> model = OHTRegressor("GS", [0.5, 1.0, 2.0], random_state=0).fit(X, y)
     >>> model.omega_, model.n_components_, round(model.sigma2_, 3)
     (1.0, 4, 0.009)
     >>> bool(np.abs(model.predict(X) - truth).mean() < 0.1)  # close to the noiseless curve
@@ -125,19 +125,19 @@ class OHTRegressor(_KernelRegressor):
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "method": [StrOptions(set(METHODS))],
-        "omegas": [POSITIVE, "array-like"],  # one width (no cross-validation), or candidates
-        "eta": [POSITIVE],
-        "basis": [COUNT, None],
+        "omega": [domain("omega"), "array-like"],  # one width (no cross-validation), or candidates
+        "eta": [domain("eta")],
+        "size": [domain("size"), None],
         "random_state": ["random_state"],
     }
 
-    def __init__(self, method: str = "ED2", omegas: Sequence[float] = DEFAULT_OMEGAS,
-                 eta: float = 1e-10, basis: int | None = None,
+    def __init__(self, method: str = "ED2", omega: float | Sequence[float] = DEFAULT_OMEGAS, *,
+                 eta: float = 1e-10, size: int | None = None,
                  random_state: Any = None) -> None:
         self.method = method
-        self.omegas = omegas
+        self.omega = omega
         self.eta = eta
-        self.basis = basis
+        self.size = size
         self.random_state = random_state
 
     def _store(self, sol: OHTSolution, centers: np.ndarray, offset: np.ndarray,
@@ -159,8 +159,8 @@ class OHTRegressor(_KernelRegressor):
         -------
         self
         """
-        positive_candidates("omegas", self.omegas)  # before the data are read
-        if self.basis is not None:
+        candidates("omega", self.omega)  # before the data are read
+        if self.size is not None:
             return self._fit_reduced(X, y)
         X, y = self._fit_xy(X, y)
         _refuse_constant(y)
@@ -177,10 +177,10 @@ class OHTRegressor(_KernelRegressor):
 
     # -- reduced basis (distributed) -----------------------------------------------------------
     def _fit_reduced(self, X: Any, y: Any) -> OHTRegressor:
-        """Fit on a reduced basis of ``self.basis`` sampled rows (see the class docstring).
+        """Fit on a reduced basis of ``self.size`` sampled rows (see the class docstring).
 
         Standardization (mean / SD) is estimated on the sampled centers. With
-        several omegas, the rows are split in two folds by a seeded hash of their
+        several widths, the rows are split in two folds by a seeded hash of their
         global row number, and one read of the data gives the normal equations of
         every (width, fold) pair (:func:`bigkern.reduce.reduced_normal_equations_folds`):
         the fit on one fold is tested, from the other fold's pieces, by its MSE;
@@ -191,8 +191,8 @@ class OHTRegressor(_KernelRegressor):
         from bigkern.reduce.sampling import sample_rows
         from bigkern.solvers.oht import oht_from_normal_equations
 
-        m = self.basis
-        omegas = positive_candidates("omegas", self.omegas)
+        m = self.size
+        omegas = candidates("omega", self.omega)
         # dask input stays lazy: its rows are read once by the sample and once by the pass,
         # which leaves out and counts rows with a non-finite value (numpy input is checked here)
         X, y = self._fit_xy(X, y, lazy=True)

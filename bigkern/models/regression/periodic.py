@@ -9,7 +9,7 @@ binned solve uses ``λ_B = m λ / n`` (m non-empty bins), so one grid serves bot
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -19,9 +19,8 @@ from sklearn.utils._param_validation import StrOptions
 
 from bigkern.errors import DataQualityError
 from bigkern.models._base import BigkernRegressor
-from bigkern.models._constraints import COUNT, NON_NEGATIVE, POSITIVE
+from bigkern.models._constraints import candidates, domain
 from bigkern.models.criteria import difference_noise_variance, grid_argmin, mallows_cp
-from bigkern.solvers.checks import check_ridges
 from bigkern.solvers.periodic import SmootherPath, equal_bins, periodic_gaussian_kernel
 
 __all__ = ["PeriodicKernelRidge", "shi_yu_grid"]
@@ -30,7 +29,14 @@ __all__ = ["PeriodicKernelRidge", "shi_yu_grid"]
 def shi_yu_grid() -> dict[str, np.ndarray]:
     """The (ω, λ) search grid of Shi & Yu §5.1.
 
-    ``ω = 0.3 k₁ − 0.1`` (k₁ = 1…10) and ``λ = exp(−0.4 k₂ + 7)`` (k₂ = 1…50).
+    ``ω = 0.3 k₁ − 0.1`` (k₁ = 1…10) and ``λ = exp(−0.4 k₂ + 7)`` (k₂ = 1…50), as the
+    keywords ``omega`` and ``lam``: ``PeriodicKernelRidge(**shi_yu_grid())`` searches it.
+
+    Examples
+    --------
+    >>> from bigkern.models import shi_yu_grid
+    >>> {name: len(values) for name, values in shi_yu_grid().items()}
+    {'omega': 10, 'lam': 50}
     """
     return {"omega": 0.3 * np.arange(1, 11) - 0.1,
             "lam": np.exp(-0.4 * np.arange(1, 51) + 7.0)}
@@ -70,40 +76,39 @@ class PeriodicKernelRidge(BigkernRegressor):
 
     Parameters
     ----------
-    omega : float, default 1.0
-        Kernel width ω of eq. (6) (ignored when ``grid`` is given).
-    lam : float, default 1.0
-        Regularization λ on the unbinned scale of eq. (7) (ignored with ``grid``).
+    omega : float or sequence of float, default 1.0
+        Kernel width ω of eq. (6), or candidate widths.
+    lam : float or sequence of float, default 1.0
+        Regularization λ on the unbinned scale of eq. (7), or candidates. When either
+        is a sequence, (ω, λ) is chosen at the minimum of Mallows' Cp
+        (:func:`bigkern.models.criteria.mallows_cp`) over the grid of both; ties go to
+        the first grid point. ``**shi_yu_grid()`` is the paper's grid.
     n_bins : int, optional
         Number of equal-width bins ``m`` (1 ≤ m ≤ n); ``None`` fits on the data
         (``m = n`` with one point per bin gives the same fit). Empty bins are
         dropped and counted in ``n_empty_bins_``.
-    grid : mapping, optional
-        ``{"omega": [...], "lam": [...]}``: choose (ω, λ) at the minimum of
-        Mallows' Cp (:func:`bigkern.models.criteria.mallows_cp`) over the grid; ties go
-        to the first grid point. :func:`shi_yu_grid` is the paper's grid.
     sigma2 : float, optional
         Noise variance used by Cp. Shi & Yu's simulation has known N(0, 1)
         noise, i.e. ``sigma2=1``; ``None`` estimates it from successive
         differences (:func:`bigkern.models.criteria.difference_noise_variance`).
-    kernel : {"exact", "wrapped"}, default "exact"
-        The exact series of eq. (6), or Shi & Yu's wrapped approximation ``G^J``.
+    approximation : {"exact", "wrapped"}, default "exact"
+        The kernel as the exact series of eq. (6), or Shi & Yu's wrapped approximation ``G^J``.
         ``G¹`` equals ``K`` to round-off for ω ≤ 1 but is indefinite beyond
         ω ≈ 1.4 (the paper's grid reaches 2.9): negative eigenvalues are then
         set to 0 with a :class:`~bigkern.errors.BigkernWarning`.
     n_wraps : int, default 1
-        Wraps of ``G^J`` (with ``kernel="wrapped"``).
+        Wraps of ``G^J`` (with ``approximation="wrapped"``).
     wrap : bool, default False
         Take ``x mod 1`` instead of rejecting ``x`` outside [0, 1).
 
     Attributes
     ----------
     omega_, lam_ : float
-        Width and (unbinned-scale) λ used; chosen by Cp with a ``grid``.
+        Width and (unbinned-scale) λ used; chosen by Cp over candidates.
     lam_b_ : float
         Ridge of the solve: ``n_bins_ · lam_ / n`` when binned, else ``lam_``.
     cp_ : xarray.DataArray or None
-        Cp over the grid, dims ``("omega", "lam")`` (``None`` without a grid).
+        Cp over the grid, dims ``("omega", "lam")`` (``None`` without candidates).
     n_bins_ : int
         Number of basis points (non-empty bins; ``n`` when unbinned).
     n_empty_bins_ : int
@@ -115,7 +120,7 @@ class PeriodicKernelRidge(BigkernRegressor):
     coef_ : ndarray, shape ``(n_bins_,)``
         Coefficients ``c``.
     sigma2_ : float or None
-        Noise variance used by Cp (``None`` without a grid).
+        Noise variance used by Cp (``None`` without candidates).
     trace_ : float
         Degrees of freedom ``trace(S_B)`` of the chosen fit.
     n_features_in_ : int
@@ -140,8 +145,8 @@ class PeriodicKernelRidge(BigkernRegressor):
     >>> rng = np.random.default_rng(0)
     >>> x = rng.uniform(0, 1, 200)
     >>> y = np.sin(2 * np.pi * x) + 0.3 * rng.standard_normal(200)
-    >>> grid = {"omega": [0.2, 0.5, 1.0], "lam": [1e-3, 1e-2, 1e-1]}
-    >>> model = PeriodicKernelRidge(n_bins=20, grid=grid, sigma2=0.09).fit(x, y)
+    >>> model = PeriodicKernelRidge([0.2, 0.5, 1.0], [1e-3, 1e-2, 1e-1], n_bins=20, sigma2=0.09)
+    >>> model = model.fit(x, y)
     >>> model.omega_, model.lam_, model.n_bins_, model.cp_.dims
     (1.0, 0.1, 20, ('omega', 'lam'))
     >>> bool(np.abs(model.predict(x) - np.sin(2 * np.pi * x)).mean() < 0.1)
@@ -153,48 +158,42 @@ class PeriodicKernelRidge(BigkernRegressor):
                                                 "n_bins_", "n_empty_bins_")
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
-        "omega": [POSITIVE],
-        "lam": [POSITIVE],
-        "n_bins": [COUNT, None],
-        "grid": [Mapping, None],
-        "sigma2": [NON_NEGATIVE, None],
-        "kernel": [StrOptions({"exact", "wrapped"})],
-        "n_wraps": [COUNT],
+        "omega": [domain("omega"), "array-like"],  # one width, or candidates
+        "lam": [domain("lam"), "array-like"],
+        "n_bins": [domain("n_bins"), None],
+        "sigma2": [domain("sigma2"), None],
+        "approximation": [StrOptions({"exact", "wrapped"})],
+        "n_wraps": [domain("n_wraps")],
         "wrap": ["boolean"],
     }
 
     def __init__(
         self,
-        omega: float = 1.0,
-        lam: float = 1.0,
+        omega: float | Sequence[float] = 1.0,
+        lam: float | Sequence[float] = 1.0,
         *,
         n_bins: int | None = None,
-        grid: Mapping[str, Sequence[float]] | None = None,
         sigma2: float | None = None,
-        kernel: str = "exact",
+        approximation: str = "exact",
         n_wraps: int = 1,
         wrap: bool = False,
     ) -> None:
         self.omega = omega
         self.lam = lam
         self.n_bins = n_bins
-        self.grid = grid
         self.sigma2 = sigma2
-        self.kernel = kernel
+        self.approximation = approximation
         self.n_wraps = n_wraps
         self.wrap = wrap
 
     # -- fitting -------------------------------------------------------------------------------
+    def _searched(self) -> bool:
+        """Whether ``omega`` or ``lam`` is a sequence of candidates (chosen by Cp)."""
+        return np.ndim(self.omega) > 0 or np.ndim(self.lam) > 0
+
     def _grid(self) -> tuple[np.ndarray, np.ndarray]:
-        """The (ω, λ) candidates: ``grid``'s (its keys and each value checked), else one pair."""
-        grid = self.grid
-        if grid is None:
-            return np.array([float(self.omega)]), np.array([float(self.lam)])
-        if set(grid) != {"omega", "lam"}:
-            raise ValueError("grid must be a mapping with exactly the keys 'omega' and 'lam'; "
-                             f"got {grid!r}")
-        return (check_ridges(grid["omega"], "grid['omega']"),
-                check_ridges(grid["lam"], "grid['lam']"))
+        """The (ω, λ) candidates, each value checked."""
+        return np.array(candidates("omega", self.omega)), np.array(candidates("lam", self.lam))
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any) -> PeriodicKernelRidge:
@@ -204,9 +203,8 @@ class PeriodicKernelRidge(BigkernRegressor):
         ------
         ValueError
             A parameter outside its declared domain (scikit-learn's
-            ``InvalidParameterError``), ``n_bins`` > n, a grid without exactly the keys
-            ``omega`` and ``lam`` or with a value ≤ 0, n < 2, mismatched lengths, or
-            ``X`` outside [0, 1) (without ``wrap``).
+            ``InvalidParameterError``), ``n_bins`` > n, a candidate outside its domain,
+            n < 2, mismatched lengths, or ``X`` outside [0, 1) (without ``wrap``).
         DataQualityError
             NaN or ±inf in ``X`` or ``y``; constant ``y`` when Cp must estimate σ².
         """
@@ -229,7 +227,7 @@ class PeriodicKernelRidge(BigkernRegressor):
         ridges = lams * (m_eff / n)
 
         sigma2 = None
-        if self.grid is not None:
+        if self._searched():
             if self.sigma2 is None:
                 if np.ptp(yv) == 0:
                     raise DataQualityError(
@@ -239,8 +237,9 @@ class PeriodicKernelRidge(BigkernRegressor):
             else:
                 sigma2 = float(self.sigma2)
 
-        paths = [SmootherPath.build(x, w, bins, kernel=self.kernel, J=self.n_wraps) for w in omegas]
-        if self.grid is not None:
+        paths = [SmootherPath.build(x, w, bins, kernel=self.approximation, J=self.n_wraps)
+                 for w in omegas]
+        if self._searched():
             cp = np.stack([mallows_cp(p.residual_ss(yv, ridges), p.traces(ridges), n, sigma2)
                            for p in paths])
             i, j = grid_argmin(cp)
@@ -293,7 +292,7 @@ class PeriodicKernelRidge(BigkernRegressor):
 
     def _rows(self, X: np.ndarray) -> np.ndarray:
         x = _on_circle(X[:, 0], self.wrap, "predict")
-        K = periodic_gaussian_kernel(x, self.centers_, self.omega_, kernel=self.kernel,
+        K = periodic_gaussian_kernel(x, self.centers_, self.omega_, kernel=self.approximation,
                                      J=self.n_wraps)
         return K @ self.coef_
 

@@ -22,8 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 from bigkern.errors import BigkernWarning
 from bigkern.kernels import KernelExpansion, gaussian_kernel
 from bigkern.models._base import BigkernRegressor
-from bigkern.models._constraints import COUNT, POSITIVE
-from bigkern.solvers.checks import check_ridges
+from bigkern.models._constraints import candidates, domain
 from bigkern.solvers.rls import (
     DoublePrecisionWarning,
     ExtendedPrecisionWarning,
@@ -51,12 +50,10 @@ class GaussianRLS(BigkernRegressor):
     omega : float, default 1.0
         Gaussian width ω > 0, ``k(x, x') = exp(−‖x − x'‖² / (2ω²))`` (the paper's σ;
         scikit-learn's ``gamma`` is ``1 / (2ω²)``).
-    lam : float, default 1e-3
-        Regularization λ > 0, used when ``lams`` is None.
-    lams : array_like of float, optional
-        A grid of λ > 0. The whole path and the exact LOO errors come from one
-        eigendecomposition of ``K`` (double) and λ minimizing the LOO mean squared
-        error is kept (the first one on ties).
+    lam : float or array_like of float, default 1e-3
+        Regularization λ > 0, or a grid of candidates: the whole path and the exact
+        LOO errors then come from one eigendecomposition of ``K`` (double) and λ
+        minimizing the LOO mean squared error is kept (the first one on ties).
     precision : {"auto", "double", "extended"}, default "auto"
         "double" solves in float64 and warns (:class:`DoublePrecisionWarning`, an
         ``IllConditionedWarning``) when the estimated condition number of ``K + λnI``
@@ -76,8 +73,8 @@ class GaussianRLS(BigkernRegressor):
         ``c = (K + λ_ n I)⁻¹ y`` (rounded to float64; in the extended regime these are
         huge and cancel, so ``predict`` does not use them).
     lam_ : float
-        The λ used (chosen by LOO when ``lams`` is given).
-    loo_mse_ : ndarray, shape (len(lams),) or (1,)
+        The λ used (chosen by LOO when ``lam`` is a grid).
+    loo_mse_ : ndarray, shape (len(lam),) or (1,)
         Exact leave-one-out mean squared error for each λ of the grid.
     condition_ : float
         Estimated 2-norm condition number of ``K + λ_ n I`` (from double eigenvalues,
@@ -101,7 +98,7 @@ class GaussianRLS(BigkernRegressor):
     >>> import numpy as np
     >>> from bigkern import GaussianRLS
     >>> x = np.linspace(0, 1, 30)[:, None]
-    >>> model = GaussianRLS(omega=0.3, lams=np.logspace(-8, 0, 9)).fit(x, np.sin(6 * x[:, 0]))
+    >>> model = GaussianRLS(0.3, np.logspace(-8, 0, 9)).fit(x, np.sin(6 * x[:, 0]))
     >>> bool(abs(model.predict([[0.5]])[0] - np.sin(3)) < 1e-2)
     True
     """
@@ -110,33 +107,28 @@ class GaussianRLS(BigkernRegressor):
     _saved_fitted: ClassVar[tuple[str, ...]] = ("lam_", "condition_", "precision_", "dps_")
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
-        "omega": [POSITIVE],
-        "lam": [POSITIVE],
-        "lams": ["array-like", None],
+        "omega": [domain("omega")],
+        "lam": [domain("lam"), "array-like"],  # one λ, or candidates
         "precision": [StrOptions(set(_PRECISIONS))],
-        "dps": [COUNT, None],
+        "dps": [domain("dps"), None],
     }
 
     def __init__(
         self,
         omega: float = 1.0,
-        lam: float = 1e-3,
+        lam: float | ArrayLike = 1e-3,
         *,
-        lams: ArrayLike | None = None,
         precision: str = "auto",
         dps: int | None = None,
     ) -> None:
         self.omega = omega
         self.lam = lam
-        self.lams = lams
         self.precision = precision
         self.dps = dps
 
     def _grid(self) -> np.ndarray:
-        """The λ candidates: ``lams`` (each value checked), else ``lam`` alone."""
-        if self.lams is None:
-            return np.array([float(self.lam)])
-        return check_ridges(self.lams, "lams")
+        """The λ candidates (each value checked): ``lam`` as a 1-D array."""
+        return np.array(candidates("lam", self.lam))
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any) -> GaussianRLS:

@@ -4,12 +4,15 @@ A compact model predicts from its training rows (only those within ``radius`` of
 new point contribute), so the Dataset holds them: ``X_fit (sample, feature)``,
 with ``dual_coef (sample)`` for :class:`~bigkern.models.CompactLSSVC`,
 :class:`~bigkern.models.CompactKernelRidge` and :class:`~bigkern.models.CompactSVC`,
-or ``alphas (sample, component)``, ``eigenvalues (component)`` and ``row_means
-(sample)`` for :class:`~bigkern.models.CompactKernelPCA`. attrs: ``model``,
-``params_json``, the kernel (``omega``, ``support_radius``, ``taper_power``; ``taper_power = -1``:
-chosen from the dimension), ``intercept``, ``classes_json``, ``grand_mean``,
-``has_feature_names``, ``bigkern_format`` and ``bigkern_version``. Fit-time diagnostics
-(``gram_report_``, ``solve_report_``) are not saved.
+or ``eigenvectors (sample, component)``, ``eigenvalues (component)`` and ``row_means
+(sample)`` for :class:`~bigkern.models.CompactKernelPCA`. attrs: the attrs every model
+file carries (:func:`~bigkern.models.persistence.expansion_files.model_attrs`: ``model``,
+``params_json``, ``fitted_json``, ``has_feature_names``, ``bigkern_format``,
+``bigkern_version``), the kernel (``kernel``, the name of the radial kernel that is
+tapered; ``omega``, ``support_radius``, ``taper_power``; ``taper_power = -1``: chosen
+from the dimension), ``intercept``, ``classes_json`` and ``grand_mean``. The fit report
+(``fit_report_``) is not saved. Files of format 1 (before the kernel was recorded) are
+refused, saying to refit.
 """
 
 from __future__ import annotations
@@ -20,22 +23,13 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from bigkern.models._format import check_format, format_attrs, saved_params
+from bigkern.errors import StoreError
+from bigkern.models._format import check_format, saved_kernel, saved_params
+from bigkern.models.persistence.expansion_files import feature_names, from_json, model_attrs
 
-__all__ = ["compact_from_dataset", "compact_to_dataset"]
+__all__ = ["FORMAT", "compact_from_dataset", "compact_to_dataset"]
 
-FORMAT = 1
-
-
-def _params(model: Any) -> dict[str, Any]:
-    out = {}
-    for k, v in model.get_params().items():
-        if isinstance(v, np.integer | np.floating):
-            v = v.item()
-        if v is not None and not isinstance(v, bool | int | float | str):
-            raise TypeError(f"parameter {k}={v!r} cannot be saved with the model")
-        out[k] = v
-    return out
+FORMAT = 2
 
 
 def compact_to_dataset(model: Any) -> xr.Dataset:
@@ -43,32 +37,28 @@ def compact_to_dataset(model: Any) -> xr.Dataset:
     from sklearn.utils.validation import check_is_fitted
 
     check_is_fitted(model, "X_fit_")
-    names = list(getattr(model, "feature_names_in_",
-                         [f"f{i}" for i in range(int(model.n_features_in_))]))
     kernel = model.kernel_
     data: dict[str, Any] = {"X_fit": (("sample", "feature"), model.X_fit_)}
     attrs: dict[str, Any] = {
-        "model": type(model).__name__,
-        "params_json": json.dumps(_params(model), sort_keys=True),
+        "kernel": saved_kernel(kernel.kernel),
         "omega": float(kernel.kernel.omega),
         "support_radius": float(kernel.radius),
         "taper_power": -1 if kernel.taper_power is None else int(kernel.taper_power),
-        "has_feature_names": int(hasattr(model, "feature_names_in_")),
-        **format_attrs(FORMAT),
+        **model_attrs(model, {}, FORMAT),
     }
     if hasattr(model, "dual_coef_"):
         data["dual_coef"] = ("sample", np.asarray(model.dual_coef_, dtype=np.float64))
         attrs["intercept"] = float(model.intercept_)
     else:
         sol = model._solution
-        data["alphas"] = (("sample", "component"), sol.alphas)
+        data["eigenvectors"] = (("sample", "component"), sol.eigenvectors)
         data["eigenvalues"] = ("component", sol.eigenvalues)
         data["row_means"] = ("sample", sol.row_means)
         attrs["grand_mean"] = float(sol.grand_mean)
     if hasattr(model, "classes_"):
         attrs["classes_json"] = json.dumps([c.item() if hasattr(c, "item") else c
                                             for c in model.classes_])
-    return xr.Dataset(data, coords={"feature": names}, attrs=attrs)
+    return xr.Dataset(data, coords={"feature": feature_names(model)}, attrs=attrs)
 
 
 def compact_from_dataset(ds: xr.Dataset, cls: type, *, support_from_coef: bool = False) -> Any:
@@ -83,21 +73,30 @@ def compact_from_dataset(ds: xr.Dataset, cls: type, *, support_from_coef: bool =
     support_from_coef : bool
         Set ``support_`` to the rows with a nonzero dual coefficient (the indices
         of the support vectors that :class:`~bigkern.models.CompactSVC` keeps).
-        The caller says so: this module cannot import :mod:`bigkern.models.compact`,
-        which imports it.
+        The caller says so: this module does not import the estimators.
 
     Returns
     -------
     object
         The fitted estimator.
+
+    Raises
+    ------
+    StoreError
+        A file of an earlier layout (format 1), or of a newer bigkern.
     """
-    from bigkern.kernels import CompactSupport, Gaussian
+    from bigkern.kernels import CompactSupport, as_kernel
     from bigkern.solvers.kpca import KernelPCASolution
 
-    check_format(ds, FORMAT)
-    model = cls(**saved_params(ds, cls))
+    fmt = check_format(ds, FORMAT)
+    if fmt < FORMAT:
+        raise StoreError(
+            f"the {ds.attrs.get('model', 'model')} file has the layout of an earlier bigkern "
+            f"(model format {fmt}, without its kernel's name); this bigkern reads format "
+            f"{FORMAT}: refit the model and save it again")
+    model = cls(**saved_params(ds, cls, decode=from_json))
     taper_power = int(ds.attrs["taper_power"])
-    model.kernel_ = CompactSupport(Gaussian(float(ds.attrs["omega"])),
+    model.kernel_ = CompactSupport(as_kernel(str(ds.attrs["kernel"]), float(ds.attrs["omega"])),
                                    float(ds.attrs["support_radius"]),
                                    None if taper_power < 0 else taper_power)
     model.support_radius_ = float(ds.attrs["support_radius"])
@@ -114,11 +113,11 @@ def compact_from_dataset(ds: xr.Dataset, cls: type, *, support_from_coef: bool =
     else:
         model._solution = KernelPCASolution(
             np.asarray(ds["eigenvalues"].values, dtype=np.float64),
-            np.asarray(ds["alphas"].values, dtype=np.float64),
+            np.asarray(ds["eigenvectors"].values, dtype=np.float64),
             np.asarray(ds["row_means"].values, dtype=np.float64),
             float(ds.attrs["grand_mean"]))
         model.eigenvalues_ = model._solution.eigenvalues
-        model.alphas_ = model._solution.alphas
+        model.eigenvectors_ = model._solution.eigenvectors
     if "classes_json" in ds.attrs:
         model.classes_ = np.asarray(json.loads(ds.attrs["classes_json"]))
     return model
