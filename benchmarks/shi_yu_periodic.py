@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common
 
 from bigkern.errors import BigkernWarning
+from bigkern.kernels import PeriodicGaussian
 from bigkern.models.criteria import difference_noise_variance
 from bigkern.models.regression.periodic import PeriodicKernelRidge, shi_yu_grid
 from bigkern.solvers.periodic import SmootherPath, equal_bins
@@ -75,7 +76,7 @@ def build_paths(x: np.ndarray, kernel: str) -> dict[int | None, list[SmootherPat
         warnings.simplefilter("ignore", BigkernWarning)  # G¹ indefinite at wide ω: reported
         for m in BINS:
             bins = None if m is None else equal_bins(x, m)
-            paths[m] = [SmootherPath.build(x, w, bins, kernel=kernel) for w in omegas]
+            paths[m] = [SmootherPath.build(x, PeriodicGaussian(w, kernel), bins) for w in omegas]
     return paths
 
 

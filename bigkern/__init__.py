@@ -69,6 +69,7 @@ PUBLIC_NAMES: tuple[Section, ...] = (
         "KernelExpansion": "bigkern.kernels.expansion",
         "gaussian_kernel": "bigkern.kernels.kernel",
         "CompactSupport": "bigkern.kernels.compact",
+        "PeriodicGaussian": "bigkern.kernels.periodic",
         "nystrom_spectrum": "bigkern.jobs.nystrom_spectrum",
         "plot_nystrom_spectrum": "bigkern.jobs.nystrom_figure",
     }),

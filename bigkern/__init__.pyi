@@ -39,6 +39,7 @@ from bigkern.kernels.kernel import Laplacian as Laplacian
 from bigkern.kernels.kernel import Matern32 as Matern32
 from bigkern.kernels.kernel import Matern52 as Matern52
 from bigkern.kernels.kernel import gaussian_kernel as gaussian_kernel
+from bigkern.kernels.periodic import PeriodicGaussian as PeriodicGaussian
 from bigkern.models.baselines import KernelRidgeClassifier as KernelRidgeClassifier
 from bigkern.models.binned import BinnedKernelRidgeClassifier as BinnedKernelRidgeClassifier
 from bigkern.models.binned import BinnedSVC as BinnedSVC
@@ -114,6 +115,7 @@ __all__ = [
     "NystromKernelRidge",
     "NystromKernelRidgeClassifier",
     "OHTRegressor",
+    "PeriodicGaussian",
     "PeriodicKernelRidge",
     "ReducedSVC",
     "ReducedSVR",

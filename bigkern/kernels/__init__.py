@@ -14,7 +14,8 @@
   Gaussian's expansions, kernel blocks and the products ``Gᵀ(G v)`` of conjugate
   gradients; the other kernels' blocks and expansions;
 * :mod:`bigkern.kernels.compact` — :class:`CompactSupport` (Zhang, Genton & Liu);
-* :mod:`bigkern.kernels.periodic` — the periodic Gaussian kernel on [0, 1) (Shi & Yu);
+* :mod:`bigkern.kernels.periodic` — :class:`PeriodicGaussian`, the periodic Gaussian kernel on
+  [0, 1) (Shi & Yu);
 * :mod:`bigkern.kernels.row_sums` — the sums over kernel rows one Newton pass of the
   reduced SVM returns (Lee & Huang), shared by the distributed pass and the solver.
 """
@@ -41,8 +42,8 @@ from bigkern.kernels.kernel import (
     squared_distances,
 )
 from bigkern.kernels.periodic import (
+    PeriodicGaussian,
     exact_periodic_kernel,
-    periodic_gaussian_kernel,
     wrap_error_bound,
     wrapped_gaussian_kernel,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "Laplacian",
     "Matern32",
     "Matern52",
+    "PeriodicGaussian",
     "as_kernel",
     "exact_periodic_kernel",
     "exponent_left",
@@ -66,7 +68,6 @@ __all__ = [
     "kernel_expansion",
     "omega_to_gamma",
     "pairwise_distances",
-    "periodic_gaussian_kernel",
     "row_blocks",
     "squared_distances",
     "wrap_error_bound",

@@ -8,7 +8,6 @@ from bigkern.solvers.periodic import (
     SmootherPath,
     equal_bins,
     exact_periodic_kernel,
-    periodic_gaussian_kernel,
     wrapped_gaussian_kernel,
 )
 from bigkern.solvers.rls import RidgeEigensystem, condition_estimate
@@ -28,7 +27,6 @@ __all__ = [
     "kernel_pca",
     "oht_fit",
     "oht_from_normal_equations",
-    "periodic_gaussian_kernel",
     "solve_lssvm",
     "solve_sparse_spd",
     "solve_svm_dual",

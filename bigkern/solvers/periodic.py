@@ -33,8 +33,8 @@ from numpy.typing import ArrayLike
 
 from bigkern.errors import BigkernWarning
 from bigkern.kernels.periodic import (
+    PeriodicGaussian,
     exact_periodic_kernel,
-    periodic_gaussian_kernel,
     wrap_error_bound,
     wrapped_gaussian_kernel,
 )
@@ -47,7 +47,6 @@ __all__ = [
     "equal_bins",
     "exact_periodic_kernel",
     "hat_matrix",
-    "periodic_gaussian_kernel",
     "wrap_error_bound",
     "wrapped_gaussian_kernel",
 ]
@@ -144,7 +143,7 @@ class SmootherPath:
     x: np.ndarray
     basis: np.ndarray
     bins: EqualBins | None
-    omega: float
+    kernel: PeriodicGaussian
     values: np.ndarray
     vectors: np.ndarray
     projected: np.ndarray
@@ -152,41 +151,40 @@ class SmootherPath:
 
     @classmethod
     def build(
-        cls, x: ArrayLike, omega: float, bins: EqualBins | None = None, *,
-        kernel: str = "exact", J: int = 1,
+        cls, x: ArrayLike, kernel: PeriodicGaussian, bins: EqualBins | None = None,
     ) -> SmootherPath:
-        """Decompose the basis kernel matrix for width ``omega``.
+        """Decompose the basis kernel matrix of ``kernel``.
 
         Parameters
         ----------
         x : array_like, shape (n,)
             Design points in [0, 1).
-        omega : float
-            Kernel width ω.
+        kernel : PeriodicGaussian
+            The kernel (its width ω and approximation).
         bins : EqualBins, optional
             Binning of ``x``; ``None`` for the unbinned fit.
-        kernel, J
-            See :func:`periodic_gaussian_kernel`.
         """
         x = np.asarray(x, dtype=np.float64).reshape(-1)
         basis = x if bins is None else bins.centers
-        Gm = periodic_gaussian_kernel(basis, basis, omega, kernel=kernel, J=J)
+        Gm = kernel(basis, basis)
         e, U = np.linalg.eigh(Gm)
         if e[0] < -1e-10 * max(e[-1], 1.0):
+            wrapped = kernel.approximation == "wrapped"
             warnings.warn(
-                f"the {kernel} kernel matrix at omega={omega:g} is indefinite (eigenvalue "
-                f"{e[0]:.3g}, largest {e[-1]:.3g}); negative eigenvalues are set to 0"
+                f"the {kernel.approximation} kernel matrix at omega={kernel.omega:g} is "
+                f"indefinite (eigenvalue {e[0]:.3g}, largest {e[-1]:.3g}); negative "
+                "eigenvalues are set to 0"
                 + ("; G^J is not positive definite for wide kernels (omega > ~1.5 with "
-                   "J = 1): use kernel='exact' or a larger J" if kernel == "wrapped" else ""),
+                   "J = 1): use approximation='exact' or more wraps" if wrapped else ""),
                 BigkernWarning, stacklevel=2)
         e = np.clip(e, 0.0, None)
         if bins is None:
             P = U * e  # G U = U diag(e)
             q = e
         else:
-            P = periodic_gaussian_kernel(x, basis, omega, kernel=kernel, J=J) @ U
+            P = kernel(x, basis) @ U
             q = np.einsum("jk,jk->k", U, bins.means(P))
-        return cls(x, basis, bins, float(omega), e, U, P, q)
+        return cls(x, basis, bins, kernel, e, U, P, q)
 
     @property
     def n(self) -> int:
@@ -225,23 +223,22 @@ class SmootherPath:
         return ((y[:, None] - self.fitted(y, ridges)) ** 2).sum(axis=0)
 
 
-def hat_matrix(x: ArrayLike, omega: float, lam: float, *, kernel: str = "exact",
-               J: int = 1) -> np.ndarray:
+def hat_matrix(x: ArrayLike, kernel: PeriodicGaussian, lam: float) -> np.ndarray:
     """Unbinned smoother matrix ``S = G (G + λI)⁻¹`` (n×n), by a direct solve.
 
     ``G + λI`` is symmetric, so ``S = ((G + λI)⁻¹ G)ᵀ``.
     """
     lam = check_ridges(lam, "lam")[0]
-    G = periodic_gaussian_kernel(x, x, omega, kernel=kernel, J=J)
+    G = kernel(x, x)
     return np.linalg.solve(G + lam * np.eye(len(G)), G).T
 
 
-def binned_hat_matrix(x: ArrayLike, omega: float, lam_b: float, n_bins: int, *,
-                      kernel: str = "exact", J: int = 1) -> np.ndarray:
+def binned_hat_matrix(x: ArrayLike, kernel: PeriodicGaussian, lam_b: float,
+                      n_bins: int) -> np.ndarray:
     """Binned smoother matrix ``S_B = G^{(n,m)} (G^{(m)} + λ_B I)⁻¹ B`` (n×n), by a direct solve."""
     lam_b = check_ridges(lam_b, "lam_b")[0]
     bins = equal_bins(x, n_bins)
-    Gm = periodic_gaussian_kernel(bins.centers, bins.centers, omega, kernel=kernel, J=J)
-    Gnm = periodic_gaussian_kernel(x, bins.centers, omega, kernel=kernel, J=J)
+    Gm = kernel(bins.centers, bins.centers)
+    Gnm = kernel(x, bins.centers)
     inner = np.linalg.solve(Gm + lam_b * np.eye(len(Gm)), bins.averaging_matrix())
     return Gnm @ inner

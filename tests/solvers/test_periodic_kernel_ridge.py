@@ -17,6 +17,7 @@ from sklearn.base import clone
 from threadpoolctl import threadpool_limits
 
 from bigkern.errors import BigkernWarning, DataQualityError
+from bigkern.kernels import PeriodicGaussian
 from bigkern.models.criteria import difference_noise_variance, grid_argmin, mallows_cp
 from bigkern.models.regression.periodic import PeriodicKernelRidge, shi_yu_grid
 from bigkern.solvers.periodic import (
@@ -25,7 +26,6 @@ from bigkern.solvers.periodic import (
     equal_bins,
     exact_periodic_kernel,
     hat_matrix,
-    periodic_gaussian_kernel,
     wrap_error_bound,
     wrapped_gaussian_kernel,
 )
@@ -123,20 +123,21 @@ def test_wrap_bound_is_the_papers_at_omega_1():
     assert wrap_error_bound(1.0, 1) == pytest.approx(2 * 2 * math.pi * single, rel=1e-6)
 
 
-@pytest.mark.parametrize(("kernel", "omega"), [("exact", 0.2), ("exact", 1.1), ("exact", 2.9),
-                                               ("wrapped", 0.2), ("wrapped", 1.0)])
-def test_kernel_matrix_symmetric_psd_periodic(kernel, omega):
+@pytest.mark.parametrize(("approximation", "omega"), [("exact", 0.2), ("exact", 1.1),
+                                                      ("exact", 2.9), ("wrapped", 0.2),
+                                                      ("wrapped", 1.0)])
+def test_kernel_matrix_symmetric_psd_periodic(approximation, omega):
     rng = np.random.default_rng(4)
     x = rng.random(80)
-    K = periodic_gaussian_kernel(x, x, omega, kernel=kernel)
+    kernel = PeriodicGaussian(omega, approximation)
+    K = kernel(x, x)
     np.testing.assert_array_equal(K, K.T)
     ev = np.linalg.eigvalsh(K)
     assert ev.min() > -1e-12 * ev.max()
-    shifted = periodic_gaussian_kernel(x + 1.0, x - 3.0, omega, kernel=kernel)
+    shifted = kernel(x + 1.0, x - 3.0)
     np.testing.assert_allclose(shifted, K, rtol=1e-12, atol=1e-12)
     # translation invariant on the circle
-    moved = periodic_gaussian_kernel(np.mod(x + 0.37, 1), np.mod(x + 0.37, 1), omega,
-                                     kernel=kernel)
+    moved = kernel(np.mod(x + 0.37, 1), np.mod(x + 0.37, 1))
     np.testing.assert_allclose(moved, K, rtol=1e-11, atol=1e-12)
 
 
@@ -145,7 +146,7 @@ def test_wrapped_g1_is_indefinite_for_wide_kernels_and_the_path_warns():
     G1 = wrapped_gaussian_kernel(X_DESIGN, X_DESIGN, 2.9, J=1)
     assert np.linalg.eigvalsh(G1).min() < -1e-3
     with pytest.warns(BigkernWarning, match="indefinite"):
-        SmootherPath.build(X_DESIGN, 2.9, kernel="wrapped")
+        SmootherPath.build(X_DESIGN, PeriodicGaussian(2.9, "wrapped"))
 
 
 def test_gram_eigenvalues_are_theorem_1():
@@ -188,10 +189,10 @@ def test_path_matches_direct_unbinned_and_binned_smoothers():
     y = f3(X_DESIGN) + np.random.default_rng(6).standard_normal(N)
     G = fourier_kernel(X_DESIGN, X_DESIGN, omega)
     S = G @ np.linalg.inv(G + lam * np.eye(N))
-    path = SmootherPath.build(X_DESIGN, omega)
+    path = SmootherPath.build(X_DESIGN, PeriodicGaussian(omega))
     np.testing.assert_allclose(path.fitted(y, [lam])[:, 0], S @ y, atol=1e-9)
     assert path.traces([lam])[0] == pytest.approx(np.trace(S), rel=1e-10)
-    np.testing.assert_allclose(hat_matrix(X_DESIGN, omega, lam), S, atol=1e-9)
+    np.testing.assert_allclose(hat_matrix(X_DESIGN, PeriodicGaussian(omega), lam), S, atol=1e-9)
 
     m = 20
     lam_b = m * lam / N
@@ -199,10 +200,11 @@ def test_path_matches_direct_unbinned_and_binned_smoothers():
     Gm = fourier_kernel(centers, centers, omega)
     Gnm = fourier_kernel(X_DESIGN, centers, omega)
     SB = Gnm @ np.linalg.inv(Gm + lam_b * np.eye(m)) @ averaging_matrix(N, m)
-    bpath = SmootherPath.build(X_DESIGN, omega, equal_bins(X_DESIGN, m))
+    bpath = SmootherPath.build(X_DESIGN, PeriodicGaussian(omega), equal_bins(X_DESIGN, m))
     np.testing.assert_allclose(bpath.fitted(y, [lam_b])[:, 0], SB @ y, atol=1e-9)
     assert bpath.traces([lam_b])[0] == pytest.approx(np.trace(SB), rel=1e-10)
-    np.testing.assert_allclose(binned_hat_matrix(X_DESIGN, omega, lam_b, m), SB, atol=1e-9)
+    np.testing.assert_allclose(binned_hat_matrix(X_DESIGN, PeriodicGaussian(omega), lam_b, m), SB,
+                               atol=1e-9)
     est = PeriodicKernelRidge(omega, lam, n_bins=m).fit(X_DESIGN, y)
     assert est.lam_b_ == pytest.approx(lam_b)
     np.testing.assert_allclose(est.predict(X_DESIGN), SB @ y, atol=1e-9)
@@ -252,7 +254,7 @@ def test_cp_choice_minimises_brute_force_cp_by_refitting(n_bins):
 def test_cp_is_unbiased_for_the_binned_risk():
     # E[Cp] = E‖S_B y − f‖²/n + σ² for the non-symmetric binned smoother
     omega, lam_b, m, sigma = 1.1, 0.02, 20, 0.7
-    S = binned_hat_matrix(X_DESIGN, omega, lam_b, m)
+    S = binned_hat_matrix(X_DESIGN, PeriodicGaussian(omega), lam_b, m)
     f = f1(X_DESIGN)
     Y = f[:, None] + sigma * np.random.default_rng(10).standard_normal((N, 4000))
     fit = S @ Y
@@ -388,3 +390,23 @@ def test_constant_y():
     fit = PeriodicKernelRidge(**shi_yu_grid(), sigma2=1.0).fit(x, y)
     pred = fit.predict(x)  # a flat fit, shrunk towards 0 by d₀/(d₀ + λ) (no intercept)
     assert np.ptp(pred) < 1e-8 and 2.0 < pred[0] <= 2.5
+
+
+def test_the_periodic_kernel_is_a_kernel_value_and_the_model_keeps_it():
+    from bigkern.kernels import Kernel
+
+    kernel = PeriodicGaussian(0.7, "wrapped", n_wraps=2)
+    assert isinstance(kernel, Kernel) and kernel.with_width(1.3).omega == 1.3
+    np.testing.assert_array_equal(kernel(X_DESIGN, X_DESIGN),
+                                  wrapped_gaussian_kernel(X_DESIGN, X_DESIGN, 0.7, J=2))
+    np.testing.assert_array_equal(PeriodicGaussian(0.7)(X_DESIGN, X_DESIGN),
+                                  exact_periodic_kernel(X_DESIGN, X_DESIGN, 0.7))
+    y = f3(X_DESIGN)
+    model = PeriodicKernelRidge([0.5, 0.9], 0.05, approximation="wrapped", n_wraps=2,
+                                sigma2=1.0).fit(X_DESIGN, y)
+    assert model.kernel_ == PeriodicGaussian(model.omega_, "wrapped", 2)
+    np.testing.assert_allclose(model.predict(X_DESIGN),
+                               model.kernel_(X_DESIGN, model.centers_) @ model.coef_)
+    for bad in ({"approximation": "fourier"}, {"n_wraps": -1}, {"omega": 0.0}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            PeriodicGaussian(**{"omega": 1.0, **bad})

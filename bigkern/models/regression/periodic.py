@@ -16,12 +16,14 @@ import numpy as np
 import xarray as xr
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.validation import check_is_fitted
 
 from bigkern.errors import DataQualityError
+from bigkern.kernels.periodic import APPROXIMATIONS, PeriodicGaussian
 from bigkern.models._base import BigkernRegressor
 from bigkern.models._constraints import candidates, domain
 from bigkern.models.criteria import difference_noise_variance, grid_argmin, mallows_cp
-from bigkern.solvers.periodic import SmootherPath, equal_bins, periodic_gaussian_kernel
+from bigkern.solvers.periodic import SmootherPath, equal_bins
 
 __all__ = ["PeriodicKernelRidge", "shi_yu_grid"]
 
@@ -105,6 +107,8 @@ class PeriodicKernelRidge(BigkernRegressor):
     ----------
     omega_, lam_ : float
         Width and (unbinned-scale) λ used; chosen by Cp over candidates.
+    kernel_ : PeriodicGaussian
+        The kernel at ``omega_`` (:class:`~bigkern.kernels.PeriodicGaussian`).
     lam_b_ : float
         Ridge of the solve: ``n_bins_ · lam_ / n`` when binned, else ``lam_``.
     cp_ : xarray.DataArray or None
@@ -162,7 +166,7 @@ class PeriodicKernelRidge(BigkernRegressor):
         "lam": [domain("lam"), "array-like"],
         "n_bins": [domain("n_bins"), None],
         "sigma2": [domain("sigma2"), None],
-        "approximation": [StrOptions({"exact", "wrapped"})],
+        "approximation": [StrOptions(set(APPROXIMATIONS))],
         "n_wraps": [domain("n_wraps")],
         "wrap": ["boolean"],
     }
@@ -237,8 +241,8 @@ class PeriodicKernelRidge(BigkernRegressor):
             else:
                 sigma2 = float(self.sigma2)
 
-        paths = [SmootherPath.build(x, w, bins, kernel=self.approximation, J=self.n_wraps)
-                 for w in omegas]
+        kernels = [PeriodicGaussian(w, self.approximation, self.n_wraps) for w in omegas]
+        paths = [SmootherPath.build(x, kernel, bins) for kernel in kernels]
         if self._searched():
             cp = np.stack([mallows_cp(p.residual_ss(yv, ridges), p.traces(ridges), n, sigma2)
                            for p in paths])
@@ -292,9 +296,13 @@ class PeriodicKernelRidge(BigkernRegressor):
 
     def _rows(self, X: np.ndarray) -> np.ndarray:
         x = _on_circle(X[:, 0], self.wrap, "predict")
-        K = periodic_gaussian_kernel(x, self.centers_, self.omega_, kernel=self.approximation,
-                                     J=self.n_wraps)
-        return K @ self.coef_
+        return self.kernel_(x, self.centers_) @ self.coef_
+
+    @property
+    def kernel_(self) -> PeriodicGaussian:
+        """The fitted kernel: width ``omega_``, with the ``approximation`` and wraps asked for."""
+        check_is_fitted(self, "omega_")
+        return PeriodicGaussian(self.omega_, self.approximation, self.n_wraps)
 
     def to_dataset(self) -> xr.Dataset:
         """The fitted model as a small :class:`xarray.Dataset` (for zarr or netCDF).
