@@ -24,19 +24,6 @@ _SQRT3 = math.sqrt(3.0)
 _SQRT5 = math.sqrt(5.0)
 
 
-@numba.njit(inline="always")
-def _radial(code: int, dist: float, inv_omega: float) -> float:  # pragma: no cover - compiled
-    """φ of the accumulated distance: L1 (code 1) or squared L2 (codes 2, 3)."""
-    if code == 1:
-        return math.exp(-dist * inv_omega)
-    r = math.sqrt(dist)
-    if code == 2:
-        a = _SQRT3 * r * inv_omega
-        return (1.0 + a) * math.exp(-a)
-    a = _SQRT5 * r * inv_omega
-    return (1.0 + a + a * a / 3.0) * math.exp(-a)
-
-
 @numba.njit(nogil=True, cache=True)
 def _standardized_row(X: np.ndarray, i: int, offset: np.ndarray, scale_: np.ndarray,
                       clip: float, z: np.ndarray) -> bool:  # pragma: no cover - compiled
@@ -50,14 +37,36 @@ def _standardized_row(X: np.ndarray, i: int, offset: np.ndarray, scale_: np.ndar
 
 
 @numba.njit(nogil=True, cache=True)
-def _distances(code: int, z: np.ndarray, centers_t: np.ndarray,
-               dist: np.ndarray) -> None:  # pragma: no cover - compiled
-    dist[:] = 0.0
+def _kernel_row(code: int, z: np.ndarray, centers_t: np.ndarray, inv_omega: float,
+                k: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``k[j] = φ(distance(z, c_j))`` for every center, the kernel chosen once per row.
+
+    The distance is accumulated feature by feature (L1 for code 1, squared L2 for codes
+    2 and 3), then φ applied; each branch is a loop of its own, so the inner loops are
+    free of the choice.
+    """
+    k[:] = 0.0
+    if code == 1:
+        for f in range(centers_t.shape[0]):
+            zf = z[f]
+            for j in range(centers_t.shape[1]):
+                k[j] += abs(zf - centers_t[f, j])
+        for j in range(k.shape[0]):
+            k[j] = math.exp(-k[j] * inv_omega)
+        return
     for f in range(centers_t.shape[0]):
         zf = z[f]
         for j in range(centers_t.shape[1]):
             t = zf - centers_t[f, j]
-            dist[j] += abs(t) if code == 1 else t * t
+            k[j] += t * t
+    if code == 2:
+        for j in range(k.shape[0]):
+            a = _SQRT3 * math.sqrt(k[j]) * inv_omega
+            k[j] = (1.0 + a) * math.exp(-a)
+    else:
+        for j in range(k.shape[0]):
+            a = _SQRT5 * math.sqrt(k[j]) * inv_omega
+            k[j] = (1.0 + a + a * a / 3.0) * math.exp(-a)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -66,12 +75,11 @@ def _block_rows(X: np.ndarray, rows: np.ndarray, offset: np.ndarray, scale_: np.
                 out: np.ndarray) -> None:  # pragma: no cover - compiled
     d, m = centers_t.shape
     z = np.empty(d, np.float64)
-    dist = np.empty(m, np.float64)
+    k = np.empty(m, np.float64)
     for a in range(len(rows)):
         _standardized_row(X, rows[a], offset, scale_, clip, z)
-        _distances(code, z, centers_t, dist)
-        for j in range(m):
-            out[a, j] = _radial(code, dist[j], inv_omega)
+        _kernel_row(code, z, centers_t, inv_omega, k)
+        out[a, :] = k
 
 
 @numba.njit(nogil=True, cache=True)
@@ -80,15 +88,15 @@ def _expansion_rows(X: np.ndarray, offset: np.ndarray, scale_: np.ndarray, clip:
                     intercept: float, out: np.ndarray) -> None:  # pragma: no cover - compiled
     d, m = centers_t.shape
     z = np.empty(d, np.float64)
-    dist = np.empty(m, np.float64)
+    k = np.empty(m, np.float64)
     for i in range(X.shape[0]):
         if not _standardized_row(X, i, offset, scale_, clip, z):
             out[i] = np.nan
             continue
-        _distances(code, z, centers_t, dist)
+        _kernel_row(code, z, centers_t, inv_omega, k)
         s = 0.0
         for j in range(m):
-            s += coef[j] * _radial(code, dist[j], inv_omega)
+            s += coef[j] * k[j]
         out[i] = s + intercept
 
 
