@@ -62,13 +62,29 @@ __all__ = [
 ]
 
 
-"""The reduced set's basis functions: :class:`bigkern.kernels.Basis` (its old name)."""
-
-
 def fold_of_rows(rows: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
     """The fold (0 … ``n_folds − 1``) of each global row number, by a seeded hash."""
     u = uniform_from_index(np.asarray(rows, dtype=np.int64), seed)
     return np.minimum((u * n_folds).astype(np.int64), n_folds - 1)
+
+
+def _fold_accumulators(n: int, m: int, n_widths: int, n_folds: int, seed: int,
+                       start: int) -> tuple[np.ndarray, np.ndarray]:
+    """The fold of each of a chunk's ``n`` rows, and zeroed ``(m+2, m+2, widths, folds)``
+    sums (Fortran-ordered slices: ``BᵀB`` by syrk, of which the upper triangle is read)."""
+    fold = (np.zeros(n, dtype=np.int64) if n_folds == 1
+            else fold_of_rows(start + np.arange(n), n_folds, seed))
+    return fold, np.zeros((m + 2, m + 2, n_widths, n_folds), order="F")
+
+
+def _add_rows(acc: np.ndarray, work: np.ndarray, G: np.ndarray, y: np.ndarray) -> None:
+    """``acc += [G | 1 | y]ᵀ[G | 1 | y]`` (upper triangle), through the C-ordered ``work``."""
+    k, m = G.shape
+    W = work[:k]
+    W[:, :m] = G
+    W[:, m] = 1.0
+    W[:, m + 1] = y
+    acc += syrk_product(W)
 
 
 def _normal_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, *,
@@ -90,10 +106,7 @@ def _normal_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, 
     # float32 kernel values of few features: one compiled sweep per row writes them
     fused = dtype == np.float32 and X.shape[1] <= FUSED_MAX_FEATURES
     n = len(X)
-    fold = (np.zeros(n, dtype=np.int64) if n_folds == 1
-            else fold_of_rows(start + np.arange(n), n_folds, seed))
-    # one (m+2, m+2) slice per width and fold; BᵀB by syrk (its upper triangle is read)
-    acc = np.zeros((m + 2, m + 2, len(omegas), n_folds), order="F")
+    fold, acc = _fold_accumulators(n, m, len(omegas), n_folds, seed, start)
     right = exponent_right(basis.centers, 0.5, dtype)  # γ = 1/2: the product is S
     centers_t = np.ascontiguousarray(basis.centers.T, dtype=np.float32)
     lowest = float(np.ceil(np.log(np.finfo(dtype).tiny)))
@@ -118,7 +131,6 @@ def _normal_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, 
             k = int(in_fold.sum())
             if k == 0:
                 continue
-            W = work[:k]
             yf = y[rows[in_fold]]
             Gf = G[:k]
             if not fused:
@@ -131,10 +143,7 @@ def _normal_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, 
                     np.multiply(Sf, dtype.type(scale), out=Gf)
                     np.maximum(Gf, lowest, out=Gf)
                     np.exp(Gf, out=Gf)
-                W[:, :m] = Gf
-                W[:, m] = 1.0
-                W[:, m + 1] = yf
-                acc[:, :, i, f] += syrk_product(W)
+                _add_rows(acc[:, :, i, f], work, Gf, yf)
     return {"acc": acc, "counts": counts}
 
 
@@ -145,11 +154,8 @@ def _normal_chunk_rows(X: np.ndarray, y: np.ndarray, valid: np.ndarray,
     """:func:`_normal_chunk` for a kernel other than the Gaussian: its blocks row by row
     (:func:`~bigkern.kernels.kernel_blocks`), one pass over the chunk per width."""
     m = basis.n_basis
-    n = len(X)
-    fold = (np.zeros(n, dtype=np.int64) if n_folds == 1
-            else fold_of_rows(start + np.arange(n), n_folds, seed))
-    acc = np.zeros((m + 2, m + 2, len(omegas), n_folds), order="F")
-    step = block_step(n, block_rows)
+    fold, acc = _fold_accumulators(len(X), m, len(omegas), n_folds, seed, start)
+    step = block_step(len(X), block_rows)
     work = np.empty((step, m + 2))
     for i, omega in enumerate(omegas):
         for rows, G in kernel_blocks(X, basis.with_width(omega), valid=valid, block_rows=step):
@@ -158,11 +164,8 @@ def _normal_chunk_rows(X: np.ndarray, y: np.ndarray, valid: np.ndarray,
                 k = int(in_fold.sum())
                 if k == 0:
                     continue
-                W = work[:k]
-                W[:, :m] = G[in_fold] if k < len(rows) else G
-                W[:, m] = 1.0
-                W[:, m + 1] = y[rows[in_fold]]
-                acc[:, :, i, f] += syrk_product(W)
+                _add_rows(acc[:, :, i, f], work, G[in_fold] if k < len(rows) else G,
+                          y[rows[in_fold]])
     return {"acc": acc, "counts": counts}
 
 
