@@ -25,16 +25,11 @@ import traceback
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from bigkern.cli.checks import (
-    UsageError,
-    check_counts,
-    check_magnitudes,
-    check_params,
-    parse_params,
-    validity_keywords,
-)
-from bigkern.cli.inputs import check_inputs, dims_keyword, open_inputs, stores_text
+from bigkern.cli.checks import UsageError, check_counts, validity_keywords
+from bigkern.cli.fit_command import check_fit_flags, run_fit
+from bigkern.cli.inputs import check_inputs, dims_keyword, open_inputs
 from bigkern.cli.parser import build_parser as _parser
+from bigkern.cli.predict_command import run_predict
 from bigkern.cli.signals import (
     children_ignore_sigint,
     exit_code,
@@ -49,58 +44,6 @@ __all__ = ["UsageError", "main"]
 def _validity(args: argparse.Namespace) -> dict[str, Any]:
     """``fill_values=`` and ``valid_ranges=`` keywords from the CLI flags."""
     return validity_keywords(args)
-
-
-def _fit_flags(args: argparse.Namespace) -> dict[str, object]:
-    """The ``fit`` command's parameters, checked before any file is read.
-
-    The magnitudes of the widths and penalties are checked first, with no estimator
-    imported; the names and the domains the estimator declares only when
-    ``--param`` is given.
-    """
-    from bigkern.features import DEFAULT_FEATURES
-    from bigkern.models.registry import cli_spec
-
-    params = parse_params(args.param)
-    try:
-        cli_spec(args.model, args.target)  # the row alone: no estimator imported
-    except ValueError as err:
-        raise UsageError(str(err)) from None
-    check_magnitudes(params, given={item.partition("=")[0]: item for item in args.param})
-    if params:  # the estimator's declarations: scikit-learn is imported from here
-        _fit_usage(args, params)
-    features = list(args.features or DEFAULT_FEATURES)
-    repeated = sorted({f for f in features if features.count(f) > 1})
-    if repeated:
-        raise UsageError(f"--features names {', '.join(repeated)} more than once")
-    if args.target is not None and args.target in features:
-        raise UsageError(f"--target {args.target} is also one of the features "
-                         f"({' '.join(features)}): a model would only copy it; choose "
-                         f"--features without it")
-    return params
-
-
-def _fit_usage(args: argparse.Namespace, params: dict[str, object]) -> None:
-    """Check the ``fit`` parameters against the estimator's own declarations (imports it)."""
-    from bigkern.jobs.fit_params import check_param_names
-    from bigkern.models.registry import model_class
-
-    try:
-        cls = model_class(args.model, args.target)
-        check_param_names(cls, params)
-    except ValueError as err:
-        raise UsageError(str(err)) from None
-    check_params(cls, params, lists=_list_params(args, cls),
-                 given={item.partition("=")[0]: item for item in args.param})
-
-
-def _list_params(args: argparse.Namespace, cls: type) -> set[str]:
-    """The parameters a JSON list may give: a searching model's, Nyström's."""
-    from bigkern.models.registry import cli_spec
-
-    if cli_spec(args.model, args.target).engine == "bins":  # it searches its grid
-        return set() if args.no_search else set(cls().get_params())
-    return {"omega", "lam"} if args.model == "nystrom-krr" else set()
 
 
 def console_main() -> None:
@@ -216,7 +159,7 @@ def _run(args: argparse.Namespace) -> int:
     # none of this loads xarray, Dask arrays or scikit-learn, so a mistyped command is refused
     # at once (tests/cli/test_input_checks.py)
     check_counts(args)
-    params = _fit_flags(args) if args.command == "fit" else {}
+    params = check_fit_flags(args) if args.command == "fit" else {}
     if hasattr(args, "fill_value"):
         _validity(args)
     dims_keyword(args)
@@ -305,9 +248,9 @@ def _work(args: argparse.Namespace, params: dict[str, object]) -> int:
                 path = write_scenes(scenes, args.out, overwrite=args.overwrite)
                 print(f"bigkern: wrote {args.scenes} scenes to {path}")
             elif args.command == "fit":
-                _fit(args, inputs, params)
+                run_fit(args, inputs, params)
             elif args.command == "predict":
-                return _predict(args, inputs)
+                return run_predict(args, inputs)
     finally:
         # once the cluster is closed no task can write: a hidden partial output that a task
         # still running at the failure recreated is removed for good
@@ -374,81 +317,6 @@ def _resumable(out: str) -> bool:
     from bigkern.store.zarr_store import KIND_ATTR, read_root_attrs
 
     return (read_root_attrs(out) or {}).get(KIND_ATTR) == "predictions"
-
-
-def _fit(args: argparse.Namespace, inputs: tuple[Any, Any], params: dict[str, object]) -> None:
-    from bigkern.jobs.fit import DEFAULT_FEATURES, fit_scenes
-    from bigkern.jobs.outcome import describe_fit
-    from bigkern.models.persistence.model_files import save_model
-
-    scenes, _ = inputs
-    outcome = fit_scenes(scenes, model=args.model, features=args.features or DEFAULT_FEATURES,
-                         target=args.target, params=params, search=not args.no_search,
-                         seed=args.seed)
-    path = save_model(outcome.model, args.out, overwrite=args.overwrite, inputs=[*args.store])
-    print(f"bigkern: {describe_fit(outcome)}; model written to {path}")
-
-
-def _predict(args: argparse.Namespace, inputs: tuple[Any, Any]) -> int:
-    from sklearn.base import is_classifier
-
-    from bigkern.jobs.predict import predict_scenes, write_predictions
-
-    scenes, model = inputs
-    features = [str(f) for f in model.feature_names_in_]
-    t = time.perf_counter()
-    pred = predict_scenes(model, scenes)
-    report = write_predictions(pred, args.out,
-                               overwrite=args.overwrite, resume=not args.no_resume,
-                               inputs=[*args.store, args.model])
-    seconds = time.perf_counter() - t
-    counts = report.summary
-    n, missing = counts.get("pixels", 0), counts.get("no_prediction", 0)
-    if report.resumed:
-        print(f"bigkern: {report.path} was started by the same prediction: "
-              f"{report.n_reused} of {report.n_regions} regions were already written and "
-              f"verified; {report.n_computed} computed now ({report.n_damaged} of them because "
-              f"a chunk failed its checksum)")
-    computed = n * report.n_computed // max(1, report.n_regions)
-    print(f"bigkern: predicted {n:,} pixels in {seconds:.1f} s "
-          f"({computed / seconds:,.0f} pixels/s computed); "
-          f"{missing:,} without a prediction ({missing / max(1, n):.1%}); "
-          f"{'masks' if is_classifier(model) else 'predicted values'} written to "
-          f"{report.path}")
-    for suspect in report.suspects:  # each also warned, with what to do
-        name, value = suspect.stored()
-        print(f"bigkern: suspected undeclared fill: {suspect.count:,} predicted pixels have "
-              f"{name} = {value:g}, far {suspect.side} its other values (--fill-value "
-              f"{name}={value:g} to leave them unpredicted)")
-    if args.png:
-        from bigkern.jobs.plot import save_scene_figure
-
-        png = save_scene_figure(scenes, _written(report.path, pred), args.png,
-                                overwrite=args.overwrite)
-        print(f"bigkern: figure written to {png}")
-    if n == 0 or missing == n:
-        print(f"bigkern: error: no pixel of {stores_text(args)} could be predicted (every "
-              f"pixel lacks a finite value of one of the features {features}); the output was "
-              f"written but holds no prediction", file=sys.stderr)
-        return 1
-    return 0
-
-
-def _written(path: Any, pred: Any) -> Any:
-    """The predictions as written, for the figure: read back from zarr or netCDF; a GeoTIFF
-    (which holds the mask alone) by the lazy prediction, computed for the scene drawn."""
-    from bigkern.store.formats.prediction_files import prediction_file_format
-
-    fmt = prediction_file_format(path)
-    if fmt is None:
-        from bigkern.store.integrity import open_checked
-
-        return open_checked(path)
-    if fmt == "netcdf":
-        import xarray as xr
-
-        return xr.open_dataset(path, engine="h5netcdf")
-    return pred
 
 
 if __name__ == "__main__":  # pragma: no cover
