@@ -20,12 +20,12 @@ import argparse
 import contextlib
 import errno
 import sys
-import time
 import traceback
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from bigkern.cli.checks import UsageError, check_counts, validity_keywords
+from bigkern.cli.demo_command import run_demo
 from bigkern.cli.fit_command import check_fit_flags, run_fit
 from bigkern.cli.inputs import check_inputs, dims_keyword, open_inputs
 from bigkern.cli.parser import build_parser as _parser
@@ -37,6 +37,7 @@ from bigkern.cli.signals import (
     quiet_abandoned_gathers,
     sigterm_raises,
 )
+from bigkern.cli.synth_command import run_synth
 
 __all__ = ["UsageError", "main"]
 
@@ -230,23 +231,9 @@ def _work(args: argparse.Namespace, params: dict[str, object]) -> int:
     try:
         with _stall_timeout(args), _cluster(args):
             if args.command == "demo":
-                from bigkern.jobs.demo import run_demo
-
-                t = time.perf_counter()
-                run_demo(args.out, n_scenes=args.scenes, shape=tuple(args.shape), seed=args.seed,
-                         model=args.model)
-                print(f"bigkern demo finished in {time.perf_counter() - t:.1f} s")
+                run_demo(args)
             elif args.command == "synth":
-                from bigkern.datasets import make_scenes
-                from bigkern.scenes.reading import default_chunks
-                from bigkern.scenes.writing import write_scenes
-
-                # generated a scene a task, stored in chunks of bigkern's size (~100 MB)
-                shape = (args.scenes, *args.shape)
-                scenes = make_scenes(args.scenes, tuple(args.shape), seed=args.seed,
-                                     chunks=default_chunks(shape))
-                path = write_scenes(scenes, args.out, overwrite=args.overwrite)
-                print(f"bigkern: wrote {args.scenes} scenes to {path}")
+                run_synth(args)
             elif args.command == "fit":
                 run_fit(args, inputs, params)
             elif args.command == "predict":
