@@ -17,26 +17,21 @@ reports as 130) (:mod:`bigkern.cli.signals`).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import errno
 import sys
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from bigkern.cli.checks import UsageError, check_counts, validity_keywords
+from bigkern.cli.command_cluster import command_cluster, stall_timeout
+from bigkern.cli.command_outputs import check_png_flag, claimed_outputs, prepare_outputs
 from bigkern.cli.demo_command import run_demo
 from bigkern.cli.fit_command import check_fit_flags, run_fit
 from bigkern.cli.inputs import check_inputs, dims_keyword, open_inputs
 from bigkern.cli.parser import build_parser as _parser
 from bigkern.cli.predict_command import run_predict
-from bigkern.cli.signals import (
-    children_ignore_sigint,
-    exit_code,
-    exit_process,
-    quiet_abandoned_gathers,
-    sigterm_raises,
-)
+from bigkern.cli.signals import exit_code, exit_process, quiet_abandoned_gathers, sigterm_raises
 from bigkern.cli.synth_command import run_synth
 
 __all__ = ["UsageError", "main"]
@@ -164,44 +159,9 @@ def _run(args: argparse.Namespace) -> int:
     if hasattr(args, "fill_value"):
         _validity(args)
     dims_keyword(args)
-    if getattr(args, "png", None):
-        from bigkern.extras import available
-        from bigkern.store.figure_files import check_png_suffix
-
-        try:
-            check_png_suffix(args.png)
-        except ValueError as err:
-            raise UsageError(f"--png {err}") from None
-        if not available("matplotlib"):
-            raise UsageError("--png draws with matplotlib, which is not installed: pip "
-                             "install 'bigkern[plot]'")
-    with _claimed_outputs(args):
+    check_png_flag(args)
+    with claimed_outputs(args):
         return _work(args, params)
-
-
-@contextlib.contextmanager
-def _claimed_outputs(args: argparse.Namespace) -> Iterator[None]:
-    """Hold the one-writer claim of the command's outputs (``-o``, ``--png``) from the start.
-
-    A second command writing the same output is refused at once, before it reads
-    anything, not after a whole fit; the writers called at the end take the same
-    claim again (claims are reentrant in a process, :mod:`bigkern.store.claims`).
-    """
-    if args.command not in ("fit", "predict", "synth", "ingest"):
-        yield
-        return
-    from bigkern.store.claims import claim_output, shared_claim
-    from bigkern.store.outputs import check_not_input
-
-    inputs = [*getattr(args, "store", []), *getattr(args, "files", [])]
-    if args.command == "predict":
-        inputs.append(args.model)
-    with contextlib.ExitStack() as held:
-        for output in (args.out, getattr(args, "png", None)):
-            if output:
-                check_not_input(output, inputs)  # no claim beside (or inside) an input
-                held.enter_context(shared_claim(held.enter_context(claim_output(output))))
-        yield
 
 
 def _work(args: argparse.Namespace, params: dict[str, object]) -> int:
@@ -211,25 +171,15 @@ def _work(args: argparse.Namespace, params: dict[str, object]) -> int:
 
         return run_ingest(args)
 
+    inputs = None
     if args.command in ("fit", "predict"):
-        from bigkern.store.outputs import check_not_input, prepare_output
-
         check_inputs(args)
-        inputs = [*args.store] + ([args.model] if args.command == "predict" else [])
-        check_not_input(args.out, inputs)  # fail fast, before any reading
-        if getattr(args, "png", None):
-            from bigkern.store.figure_files import check_figure_output
-
-            check_not_input(args.png, [*inputs, args.out])
-            check_figure_output(args.png, overwrite=args.overwrite)
-        if not (args.command == "predict" and _resumable(args.out)):
-            prepare_output(args.out, overwrite=args.overwrite, inputs=inputs)
-
-    # the inputs are opened (metadata only) before a cluster starts: a missing store, model
-    # or feature is said at once
-    inputs = open_inputs(args) if args.command in ("fit", "predict") else None
+        prepare_outputs(args)
+        # the inputs are opened (metadata only) before a cluster starts: a missing store,
+        # model or feature is said at once
+        inputs = open_inputs(args)
     try:
-        with _stall_timeout(args), _cluster(args):
+        with stall_timeout(args), command_cluster(args):
             if args.command == "demo":
                 run_demo(args)
             elif args.command == "synth":
@@ -245,65 +195,6 @@ def _work(args: argparse.Namespace, params: dict[str, object]) -> int:
 
         remove_abandoned()
     return 0
-
-
-def _stall_timeout(args: argparse.Namespace) -> contextlib.AbstractContextManager[Any]:
-    """``--timeout``: ``bigkern.stall_timeout`` for the duration of the command."""
-    if args.timeout is None:
-        return contextlib.nullcontext()
-    import dask.config
-
-    return dask.config.set({"bigkern.stall_timeout": args.timeout})
-
-
-@contextlib.contextmanager
-def _cluster(args: argparse.Namespace) -> Iterator[Any]:
-    """The command's Dask client; unless ``--verbose``, expected errors stay off the terminal.
-
-    The filter of :mod:`bigkern.cluster.logs` covers this process (an embedded
-    cluster's scheduler and nannies run here) from before the connection to
-    after the cluster closed; the workers of a cluster built here, which lives
-    and dies with the command (an embedded one's share the terminal); and,
-    once the command's work is over, the chatter of the cluster closing. The
-    error itself is printed as one line by :func:`main`.
-    """
-    from bigkern.cluster.client import connect, owns_cluster
-    from bigkern.cluster.logs import QuietLogs
-
-    def connected() -> Any:
-        # the worker processes of an embedded cluster leave Ctrl-C to the command
-        with children_ignore_sigint() if _embedded(args) else contextlib.nullcontext():
-            return connect(args.scheduler, scheduler_file=args.scheduler_file,
-                           profile=args.profile, n_workers=args.workers,
-                           timeout=args.connect_timeout, verbose=args.verbose)
-
-    if args.verbose:
-        with connected() as client:
-            yield client
-        return
-    with QuietLogs() as quiet, connected() as client, \
-            quiet.cluster(client, owned=owns_cluster(client)):
-        yield client
-
-
-def _embedded(args: argparse.Namespace) -> bool:
-    """Whether the command builds a cluster of local worker processes (a ``local`` profile)."""
-    import os
-
-    import dask.config
-
-    if args.scheduler or args.scheduler_file or os.environ.get("DASK_SCHEDULER_ADDRESS"):
-        return False
-    name = args.profile or dask.config.get("bigkern.cluster.default_profile", "local")
-    profile = dask.config.get(f"bigkern.cluster.profiles.{name}", None) or {}
-    return profile.get("kind", name) == "local"
-
-
-def _resumable(out: str) -> bool:
-    """Whether ``out`` is a prediction store (``predict`` decides whether it resumes it)."""
-    from bigkern.store.zarr_store import KIND_ATTR, read_root_attrs
-
-    return (read_root_attrs(out) or {}).get(KIND_ATTR) == "predictions"
 
 
 if __name__ == "__main__":  # pragma: no cover
