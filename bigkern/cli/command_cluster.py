@@ -38,7 +38,7 @@ def command_cluster(args: argparse.Namespace) -> Iterator[Any]:
     after the cluster closed; the workers of a cluster built here, which lives
     and dies with the command (an embedded one's share the terminal); and,
     once the command's work is over, the chatter of the cluster closing. The
-    error itself is printed as one line by :func:`bigkern.cli.commands.main`.
+    error itself is printed as one line by :func:`bigkern.cli.main.main`.
     """
     from bigkern.cluster.client import connect, owns_cluster
     from bigkern.cluster.logs import QuietLogs

@@ -29,7 +29,7 @@ import dask.config
 import numpy as np
 import pytest
 
-from bigkern.cli.commands import main
+from bigkern.cli.main import main
 from bigkern.cli.parser import build_parser
 from bigkern.datasets import make_scenes
 from bigkern.jobs.fit import fit_scenes

@@ -1,10 +1,11 @@
-"""The ``bigkern`` command: demo, synth, ingest, fit, predict.
+"""The ``bigkern`` command's entry: parse, check, dispatch, and end with one line and a code.
 
-Every command runs on a Dask cluster: ``--scheduler ADDRESS`` (or
-``DASK_SCHEDULER_ADDRESS``) or ``--scheduler-file FILE`` connects to a running
-one, ``--profile NAME`` builds one from ``bigkern.cluster.profiles`` (``local``,
-``slurm``, ``pbs``, ``kubernetes``); by default an embedded LocalCluster is
-started for the duration of the command (:func:`bigkern.cluster.client.connect`).
+:func:`console_main` is the console script; :func:`main` runs one command in this
+process. Each command is a module of :mod:`bigkern.cli` — ``demo_command``,
+``synth_command``, ``ingest``, ``fit_command``, ``predict_command`` — run on the
+cluster of :mod:`bigkern.cli.command_cluster` (all but ``ingest``), its outputs
+claimed (and those of ``fit`` and ``predict`` checked) by
+:mod:`bigkern.cli.command_outputs`.
 
 No flag is ever ignored or taken out of range: every value is checked before
 any file is read (:mod:`bigkern.cli.checks`, exit code 2). An expected failure
@@ -21,25 +22,20 @@ import errno
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import Any
 
 from bigkern.cli.checks import UsageError, check_counts, validity_keywords
 from bigkern.cli.command_cluster import command_cluster, stall_timeout
 from bigkern.cli.command_outputs import check_png_flag, claimed_outputs, prepare_outputs
 from bigkern.cli.demo_command import run_demo
 from bigkern.cli.fit_command import check_fit_flags, run_fit
+from bigkern.cli.ingest import run_ingest
 from bigkern.cli.inputs import check_inputs, dims_keyword, open_inputs
-from bigkern.cli.parser import build_parser as _parser
+from bigkern.cli.parser import build_parser
 from bigkern.cli.predict_command import run_predict
 from bigkern.cli.signals import exit_code, exit_process, quiet_abandoned_gathers, sigterm_raises
 from bigkern.cli.synth_command import run_synth
 
-__all__ = ["UsageError", "main"]
-
-
-def _validity(args: argparse.Namespace) -> dict[str, Any]:
-    """``fill_values=`` and ``valid_ranges=`` keywords from the CLI flags."""
-    return validity_keywords(args)
+__all__ = ["console_main", "main"]
 
 
 def console_main() -> None:
@@ -62,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args: argparse.Namespace | None = None
     try:
         with sigterm_raises():
-            args = _parser().parse_args(argv)
+            args = build_parser().parse_args(argv)
             if not args.verbose:
                 from bigkern.store.zarr_store import quiet_zarr_notes
 
@@ -157,7 +153,7 @@ def _run(args: argparse.Namespace) -> int:
     check_counts(args)
     params = check_fit_flags(args) if args.command == "fit" else {}
     if hasattr(args, "fill_value"):
-        _validity(args)
+        validity_keywords(args)  # --fill-value and --valid-range parsed, to refuse them now
     dims_keyword(args)
     check_png_flag(args)
     with claimed_outputs(args):
@@ -167,9 +163,7 @@ def _run(args: argparse.Namespace) -> int:
 def _work(args: argparse.Namespace, params: dict[str, object]) -> int:
     """The command's work, its outputs claimed."""
     if args.command == "ingest":
-        from bigkern.cli.ingest import run_ingest
-
-        return run_ingest(args)
+        return run_ingest(args)  # on no cluster
 
     inputs = None
     if args.command in ("fit", "predict"):
