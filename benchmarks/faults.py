@@ -24,7 +24,7 @@ written with ``write_scenes`` to real zarr stores in a fresh temporary directory
    the labels with and without it, the bins whose CORR center changed, the OutlierWarning.
 4. Corruption of one CORR chunk (two bits flipped, truncated to half, deleted): seconds
    from ``open_scenes`` until ``StoreError`` for a fit and for a prediction, and the message.
-5. Resume: ``python -m bigkern.cli.commands predict`` in a subprocess (own session, 1 worker) killed
+5. Resume: ``python -m bigkern predict`` in a subprocess (own session, 1 worker) killed
    with SIGKILL once a third of the regions' chunk files exist; the regions finished and
    verified at the kill, what the in-process rerun computes, and whether its output equals
    an uninterrupted run bit for bit. Then one chunk of the finished store is truncated and

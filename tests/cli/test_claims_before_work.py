@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from bigkern.cli.commands import main
+from bigkern.cli.main import main
 from bigkern.datasets import make_scenes
 from bigkern.errors import StoreError
 from bigkern.scenes import write_scenes

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from bigkern.cli.commands import main
+from bigkern.cli.main import main
 from bigkern.datasets import make_scenes
 from bigkern.errors import StoreError
 from bigkern.scenes import open_scenes, write_scenes

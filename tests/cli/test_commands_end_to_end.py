@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bigkern.cli.commands import main
+from bigkern.cli.main import main
 from bigkern.models import load_model
 from bigkern.scenes import open_scenes
 from bigkern.store.zarr_store import open_zarr

@@ -49,7 +49,7 @@ def scheduler() -> Iterator[str]:
 
 def _command(*args: str | Path) -> subprocess.CompletedProcess:
     """``bigkern ARGS`` run in this process (as the shell would, less the interpreter's start)."""
-    from bigkern.cli.commands import main
+    from bigkern.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

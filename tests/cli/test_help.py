@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from bigkern.cli.commands import main
+from bigkern.cli.main import main
 from bigkern.cli.parser import build_parser
 
 

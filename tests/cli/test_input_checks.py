@@ -60,7 +60,7 @@ def test_a_missing_model_is_said_before_a_cluster_starts(scene_store, tmp_path):
 
 def _command(*args: str | Path) -> subprocess.CompletedProcess:
     """``bigkern ARGS`` run in this process (as the shell would, less the interpreter's start)."""
-    from bigkern.cli.commands import main
+    from bigkern.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -115,7 +115,7 @@ def test_a_malformed_dims_is_a_usage_error_before_anything_is_read(tmp_path, ite
 _HEAVY = ("sklearn", "scipy", "xarray", "pandas", "dask.array", "distributed", "numba")
 _REPORT_IMPORTS = (
     "import sys\n"
-    "from bigkern.cli.commands import main\n"
+    "from bigkern.cli.main import main\n"
     "try:\n"
     "    code = main(sys.argv[1:])\n"
     "finally:\n"

@@ -25,7 +25,8 @@ import pytest
 from distributed import Client, LocalCluster
 from distributed.comm.core import CommClosedError
 
-from bigkern.cli.commands import _parser, main
+from bigkern.cli.main import main
+from bigkern.cli.parser import build_parser
 from bigkern.cluster.client import connect, owns_cluster
 from bigkern.cluster.logs import ExpectedErrorFilter, QuietExpectedErrors
 from bigkern.datasets import make_scenes
@@ -137,7 +138,7 @@ def test_an_unexpected_error_keeps_its_traceback_and_worker_log(stores):
     ["fit", "s.zarr", "-o", "m.zarr"], ["predict", "s.zarr", "m.zarr", "-o", "p.zarr"],
 ])
 def test_every_command_takes_verbose(command):
-    parser = _parser()
+    parser = build_parser()
     assert parser.parse_args([*command, "--verbose"]).verbose
     assert parser.parse_args([*command, "-v"]).verbose
     assert not parser.parse_args(command).verbose

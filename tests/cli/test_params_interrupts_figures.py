@@ -29,7 +29,7 @@ import dask.config
 import numpy as np
 import pytest
 
-from bigkern.cli.commands import main
+from bigkern.cli.main import main
 from bigkern.cli.parser import build_parser
 from bigkern.datasets import make_scenes
 from bigkern.jobs.fit import fit_scenes
@@ -178,11 +178,11 @@ def test_a_parameter_both_fixed_and_searched_is_refused():
                                      ["fit", "s.zarr", "-o", "m.zarr"],
                                      ["predict", "s.zarr", "m.zarr", "-o", "p.zarr"]])
 def test_timeout_sets_the_stall_timeout_for_the_command(command):
-    from bigkern.cli.commands import _stall_timeout
+    from bigkern.cli.command_cluster import stall_timeout
 
     args = build_parser().parse_args([*command, "--timeout", "7.5"])
     before = dask.config.get("bigkern.stall_timeout")
-    with _stall_timeout(args):
+    with stall_timeout(args):
         assert dask.config.get("bigkern.stall_timeout") == 7.5
     assert dask.config.get("bigkern.stall_timeout") == before
     with pytest.raises(SystemExit):

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from bigkern.cli.commands import main
+from bigkern.cli.main import main
 from bigkern.datasets import make_scenes
 from bigkern.features import with_features
 from bigkern.models import load_model

@@ -21,7 +21,7 @@ import pytest
 from distributed import Client, LocalCluster, default_client
 
 import bigkern
-from bigkern.cli.commands import main
+from bigkern.cli.main import main
 from bigkern.cluster.client import connect
 from bigkern.errors import ClusterError
 

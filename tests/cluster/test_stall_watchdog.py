@@ -33,7 +33,7 @@ WORKERS = ["--workers", "1"]
 @pytest.fixture(scope="module")
 def fitted(tmp_path_factory):
     """A small scene store and a model fitted on it by the CLI (embedded cluster)."""
-    from bigkern.cli.commands import main
+    from bigkern.cli.main import main
     from bigkern.datasets import make_scenes
     from bigkern.scenes import write_scenes
 

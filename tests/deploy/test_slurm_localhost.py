@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import bigkern
-from bigkern.cli.commands import main
+from bigkern.cli.main import main
 from bigkern.models import load_model
 from bigkern.store.zarr_store import open_zarr
 

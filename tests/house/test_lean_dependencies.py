@@ -84,7 +84,7 @@ def test_extended_precision_without_flint_or_mpmath_names_the_precision_extra(tm
 
 
 def test_png_without_matplotlib_is_a_usage_error_before_anything_is_read(tmp_path):
-    code = "from bigkern.cli.commands import main\nraise SystemExit(main(sys.argv[1:]))\n"
+    code = "from bigkern.cli.main import main\nraise SystemExit(main(sys.argv[1:]))\n"
     done = _without(("matplotlib",), code, "predict", "s.zarr", "m.zarr", "-o", "p.zarr",
                     "--png", "p.png", cwd=tmp_path)
     assert done.returncode == 2, done.stderr
@@ -95,7 +95,7 @@ def test_png_without_matplotlib_is_a_usage_error_before_anything_is_read(tmp_pat
 
 @pytest.mark.slow
 def test_the_demo_without_matplotlib_writes_everything_but_the_figure_and_says_so(tmp_path):
-    code = ("from bigkern.cli.commands import main\n"
+    code = ("from bigkern.cli.main import main\n"
             "raise SystemExit(main(sys.argv[1:]))\n")
     done = _without(("matplotlib",), code, "demo", "-o", "out", "--scenes", "1", "--shape",
                     "64", "96", "--workers", "1", cwd=tmp_path)

@@ -10,7 +10,7 @@ import xarray as xr
 
 pytest.importorskip("matplotlib", reason="matplotlib draws the figures")
 
-from bigkern.cli.commands import main
+from bigkern.cli.main import main
 from bigkern.datasets import make_scenes
 from bigkern.jobs.fit import fit_scenes
 from bigkern.jobs.plot import plot_scene, save_scene_figure

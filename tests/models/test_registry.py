@@ -9,7 +9,7 @@ import pytest
 
 import bigkern
 import bigkern.models
-from bigkern.cli.commands import main
+from bigkern.cli.main import main
 from bigkern.datasets import make_scenes
 from bigkern.models import NystromKernelRidgeClassifier, load_model, registry, save_model
 from bigkern.models.registry import ModelSpec

@@ -14,7 +14,7 @@ import pytest
 import xarray as xr
 
 from bigkern import BinnedSVC, predict_scenes, stack_samples, with_features
-from bigkern.cli.commands import main
+from bigkern.cli.main import main
 from bigkern.datasets import make_scenes
 from bigkern.jobs.fit import fit_scenes
 from bigkern.scenes import open_scenes, write_scenes

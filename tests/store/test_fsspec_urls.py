@@ -17,7 +17,7 @@ import pytest
 import xarray as xr
 
 import bigkern
-from bigkern.cli.commands import main
+from bigkern.cli.main import main
 from bigkern.datasets import ingest_misr_text, make_scenes, read_regression_csv
 from bigkern.datasets.misr_text import MISR_TEXT_COLUMNS
 from bigkern.errors import StoreError
