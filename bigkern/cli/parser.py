@@ -1,6 +1,6 @@
 """The grammar of the ``bigkern`` command line: its subcommands and their flags.
 
-What the values mean, and their checks, are :mod:`bigkern.cli.commands` and
+What the values mean, and their checks, are :mod:`bigkern.cli.main` and
 :mod:`bigkern.cli.checks`; this module only declares them.
 """
 
