@@ -18,7 +18,7 @@ from bigkern.errors import StoreError
 from bigkern.kernels import KERNELS, Kernel
 from bigkern.version import __version__
 
-__all__ = ["check_format", "format_attrs", "saved_kernel", "saved_params"]
+__all__ = ["check_format", "check_layout", "format_attrs", "saved_kernel", "saved_params"]
 
 FORMAT_ATTR = "bigkern_format"
 VERSION_ATTR = "bigkern_version"
@@ -47,6 +47,23 @@ def check_format(ds: xr.Dataset, known: int) -> int:
             f"model format {fmt}); this is bigkern {__version__}, which reads model formats up "
             f"to {known}: upgrade bigkern to load it")
     return fmt
+
+
+def check_layout(ds: xr.Dataset, current: int, earlier: str) -> None:
+    """Refuse a model file of another layout than ``current``: a newer one (as
+    :func:`check_format`) or an earlier one, saying what it lacked (``earlier``) and to refit.
+
+    Raises
+    ------
+    StoreError
+        Naming the model, the file's format and this bigkern's.
+    """
+    fmt = check_format(ds, current)
+    if fmt < current:
+        raise StoreError(
+            f"the {ds.attrs.get('model', 'model')} file has the layout of an earlier bigkern "
+            f"(model format {fmt}; {earlier}); this bigkern reads format {current}: refit the "
+            f"model and save it again")
 
 
 def saved_params(ds: xr.Dataset, cls: type, decode: Any = None) -> dict[str, Any]:

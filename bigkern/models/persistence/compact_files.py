@@ -23,8 +23,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from bigkern.errors import StoreError
-from bigkern.models._format import check_format, saved_kernel, saved_params
+from bigkern.models._format import check_layout, saved_kernel, saved_params
 from bigkern.models.persistence.expansion_files import feature_names, from_json, model_attrs
 
 __all__ = ["FORMAT", "compact_from_dataset", "compact_to_dataset"]
@@ -88,12 +87,7 @@ def compact_from_dataset(ds: xr.Dataset, cls: type, *, support_from_coef: bool =
     from bigkern.kernels import CompactSupport, as_kernel
     from bigkern.solvers.kpca import KernelPCASolution
 
-    fmt = check_format(ds, FORMAT)
-    if fmt < FORMAT:
-        raise StoreError(
-            f"the {ds.attrs.get('model', 'model')} file has the layout of an earlier bigkern "
-            f"(model format {fmt}, without its kernel's name); this bigkern reads format "
-            f"{FORMAT}: refit the model and save it again")
+    check_layout(ds, FORMAT, "without its kernel's name")
     model = cls(**saved_params(ds, cls, decode=from_json))
     taper_power = int(ds.attrs["taper_power"])
     model.kernel_ = CompactSupport(as_kernel(str(ds.attrs["kernel"]), float(ds.attrs["omega"])),

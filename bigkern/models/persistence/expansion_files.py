@@ -29,9 +29,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from bigkern.errors import StoreError
 from bigkern.kernels import Kernel, KernelExpansion
-from bigkern.models._format import check_format, format_attrs, saved_kernel, saved_params
+from bigkern.models._format import check_layout, format_attrs, saved_kernel, saved_params
 
 __all__ = ["FORMAT", "clip_attrs", "expansion_from_dataset", "expansion_to_dataset",
            "feature_names", "model_attrs", "param_value"]
@@ -129,12 +128,7 @@ def expansion_from_dataset(ds: xr.Dataset, cls: type) -> Any:
     StoreError
         A file of an earlier layout, or of a newer bigkern.
     """
-    fmt = check_format(ds, FORMAT)
-    if fmt < FORMAT:
-        raise StoreError(
-            f"the {ds.attrs.get('model', 'model')} file has the layout of an earlier bigkern "
-            f"(model format {fmt}; classifiers and regressors were saved apart); this bigkern "
-            f"reads format {FORMAT}: refit the model and save it again")
+    check_layout(ds, FORMAT, "classifiers and regressors were saved apart")
     model = cls(**saved_params(ds, cls, decode=from_json))
     model.n_features_in_ = int(ds.sizes["feature"])
     if int(ds.attrs.get("has_feature_names", 0)):
