@@ -14,19 +14,12 @@ import xarray as xr
 
 from bigkern import config
 from bigkern.cluster.memory import worker_memory
-from bigkern.features.matching import model_features, stored_sources, with_model_features
+from bigkern.features.matching import model_features
 from bigkern.jobs.prediction_fills import attach_inputs, decide_and_look
 from bigkern.scenes.cf import cf_attrs
-from bigkern.scenes.dims import (
-    SCENE_DIMS,
-    DimMapping,
-    from_scene_dims,
-    scene_dims,
-    to_scene_dims,
-)
-from bigkern.scenes.reading import validate_scenes
-from bigkern.scenes.samples import as_dask_array
-from bigkern.scenes.validity import FillValues, ValidRanges, ensure_validity
+from bigkern.scenes.dims import SCENE_DIMS, DimMapping, from_scene_dims, scene_dims
+from bigkern.scenes.samples import feature_cube
+from bigkern.scenes.validity import FillValues, ValidRanges
 from bigkern.store.regions import RegionReport, write_regions
 
 __all__ = ["class_words", "mask_codes", "predict_scenes", "prediction_job",
@@ -184,22 +177,15 @@ def predict_scenes(
         raise TypeError(f"{type(model).__name__} cannot predict scenes: predict_scenes takes "
                         f"a fitted bigkern model with a kernel expansion (decision_rows)")
     features = model_features(model, features)
-    ds = to_scene_dims(ds, dims)
+    # the fit's feature cube; the features the model was fitted on are derived (logSD
+    # from SD) after the stored variables met the validity rules
+    fc = feature_cube(ds, features, fill_values=fill_values, valid_ranges=valid_ranges,
+                      dims=dims, derive=True)
+    ds, arrays, chunks, sources = fc.ds, fc.arrays, fc.chunks, fc.sources
     mapping = scene_dims(ds)
-    # the stored variables meet the validity rules before a feature is derived from them,
-    # as in a fit, so a fill of SD never becomes a logSD value
-    sources = [v for v in stored_sources(ds, features) if v in ds.data_vars]
-    ds = ensure_validity(ds, sources, fill_values=fill_values, valid_ranges=valid_ranges)
-    ds = with_model_features(ds, features)
-    validate_scenes(ds, features=features, check_labels=False)
-    ds = ensure_validity(ds, features)  # the derived ones: their sources' rules are applied
-    arrays = [as_dask_array(ds[f]) for f in features]
-    chunks = arrays[0].chunks
-    arrays = [a if a.chunks == chunks else a.rechunk(chunks) for a in arrays]
     # the stored variables read (SD for logSD), for a check of undeclared fills
-    stored = [arrays[features.index(v)] if v in features else as_dask_array(ds[v])
-              for v in sources]
-    cube = da.stack(arrays, axis=-1).rechunk({3: -1})
+    stored = fc.stored_arrays()
+    cube = fc.cube
     max_pixels = int(config.get("predict_block_pixels"))
     budget = worker_memory(per_task=True)
     if budget is not None:

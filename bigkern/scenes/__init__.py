@@ -11,8 +11,8 @@
   readers of netCDF/HDF5, GeoTIFF and reference files, and telling them apart;
 * :mod:`bigkern.scenes.validity` and :mod:`bigkern.scenes.validity_sources` —
   fill values and valid ranges, where they come from, and the rows they leave out;
-* :mod:`bigkern.scenes.samples` — :func:`stack_samples`, the one feature cube the
-  fit and the prediction read;
+* :mod:`bigkern.scenes.samples` — :func:`feature_cube`, the one feature cube the
+  fit (:func:`stack_samples`) and the prediction read;
 * :mod:`bigkern.scenes.cf` — the CF attributes scene stores and predictions carry.
 
 Each public name is imported from its module on first use.
@@ -24,10 +24,12 @@ from bigkern.lazy import lazy_names
 
 #: Each public name and the module of this package it lives in.
 _HOMES = {
+    "FeatureCube": "samples",
     "SCENE_DIMS": "dims",
     "Samples": "samples",
     "apply_validity": "validity",
     "default_chunks": "reading",
+    "feature_cube": "samples",
     "open_scenes": "reading",
     "stack_samples": "samples",
     "validate_scenes": "reading",

@@ -1,4 +1,10 @@
-"""The pixels of a scene dataset as samples: ``X (sample, feature)``, labels and a mask.
+"""The feature cube of a scene dataset, and its pixels as samples: ``X (sample, feature)``.
+
+:func:`feature_cube` is the one way from a scene dataset to the features a model
+reads: dims mapped, checked, the validity rules applied, each feature aligned
+with the first one's chunks and stacked into ``(scene, y, x, feature)``. The fit
+(:func:`stack_samples`) and the prediction (:func:`bigkern.predict_scenes`) both
+read it, so they mask the same values and see the same numbers.
 
 Lazy and aligned with the store's chunks: every pixel in a fixed order, rows
 with a non-finite feature kept as NaN for the reductions to count.
@@ -13,13 +19,15 @@ from typing import Any
 import dask.array as da
 import numpy as np
 import xarray as xr
+from numpy.typing import DTypeLike
 
 from bigkern.errors import StoreError
+from bigkern.features.matching import stored_sources, with_model_features
 from bigkern.scenes.dims import DimMapping, to_scene_dims
 from bigkern.scenes.reading import default_chunks, validate_scenes
 from bigkern.scenes.validity import FillValues, ValidRanges, ensure_validity
 
-__all__ = ["Samples", "as_dask_array", "stack_samples"]
+__all__ = ["FeatureCube", "Samples", "as_dask_array", "feature_cube", "stack_samples"]
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,164 @@ class Samples:
         return {k: int(v) for k, v in zip(parts, values, strict=True)}
 
 
+@dataclass(frozen=True)
+class FeatureCube:
+    """The features of a scene dataset, checked, masked and stacked: what a model reads.
+
+    Made by :func:`feature_cube`. ``cube`` is lazy, ``(scene, y, x, feature)``,
+    chunked as the first feature's store chunks with the feature axis whole;
+    fill values and values outside their valid range are NaN in it.
+
+    Attributes
+    ----------
+    ds : xarray.Dataset
+        The dataset in bigkern's dims ``(scene, y, x)``, after the validity rules
+        (each feature's attributes record them) and any derivation.
+    features : tuple of str
+        The features, in the order of the cube's last axis.
+    arrays : tuple of dask.array.Array
+        Each feature, masked, with the chunks of the first one (``chunks``).
+    cube : dask.array.Array
+        The features stacked on a last axis, one chunk along it.
+    sources : tuple of str
+        The stored variables the features are read from: a derived feature by its
+        source (``SD`` for ``logSD``), each once.
+
+    Examples
+    --------
+    >>> from bigkern.datasets import make_scenes
+    >>> from bigkern.scenes import feature_cube
+    >>> fc = feature_cube(make_scenes(2, (16, 24), seed=0, radiances=False), ["NDAI", "SD"])
+    >>> fc.cube.shape, fc.cube.dtype, fc.features, fc.chunks == fc.cube.chunks[:3]
+    ((2, 16, 24, 2), dtype('float32'), ('NDAI', 'SD'), True)
+    """
+
+    ds: xr.Dataset
+    features: tuple[str, ...]
+    arrays: tuple[da.Array, ...]
+    cube: da.Array
+    sources: tuple[str, ...]
+
+    @property
+    def chunks(self) -> tuple[tuple[int, ...], ...]:
+        """The ``(scene, y, x)`` chunks of every feature: the first one's store chunks."""
+        return self.arrays[0].chunks
+
+    def stored_arrays(self) -> list[da.Array]:
+        """The stored variables :attr:`sources` as dask arrays, masked, for a check of fills.
+
+        A source that is itself a feature is that feature's array (the same tasks).
+
+        Examples
+        --------
+        >>> from bigkern.datasets import make_scenes
+        >>> from bigkern.scenes import feature_cube
+        >>> fc = feature_cube(make_scenes(1, (8, 8), radiances=False), ["NDAI", "logSD"],
+        ...                   derive=True)
+        >>> fc.sources, [a.shape for a in fc.stored_arrays()]
+        (('NDAI', 'SD'), [(1, 8, 8), (1, 8, 8)])
+        """
+        return [self.arrays[self.features.index(v)] if v in self.features
+                else as_dask_array(self.ds[v]) for v in self.sources]
+
+
+def feature_cube(
+    ds: xr.Dataset,
+    features: Sequence[str],
+    *,
+    fill_values: FillValues = None,
+    valid_ranges: ValidRanges = None,
+    dims: DimMapping = None,
+    derive: bool = False,
+    at_least: DTypeLike | None = None,
+) -> FeatureCube:
+    """The features of a scene dataset as one lazy ``(scene, y, x, feature)`` cube.
+
+    The steps, in order: the dims mapped to ``(scene, y, x)``
+    (:func:`to_scene_dims`); with ``derive``, the validity rules applied to the
+    stored variables the features come from and the features ``ds`` lacks
+    derived from them (``logSD`` from ``SD``: a fill of ``SD`` never becomes a
+    ``logSD`` value); the dataset checked (:func:`validate_scenes`: dims, every
+    feature present); the validity rules applied to the features not yet through
+    them (:func:`bigkern.scenes.validity.ensure_validity`); each feature as a
+    dask array with the first one's chunks, stacked on a last axis. Nothing is
+    computed.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Scene dataset, lazy (e.g. from :func:`open_scenes`) or in memory.
+    features : sequence of str
+        Feature variables, in order: the cube's last axis.
+    fill_values, valid_ranges : optional
+        The validity rules, as for :func:`open_scenes`; with ``derive`` they are
+        applied to the stored variables, before anything is derived.
+    dims : mapping of str to str, optional
+        For a dataset whose dims are not named ``(scene, y, x)``: bigkern's dim
+        → the dataset's, e.g. ``{"scene": "time"}`` (see :func:`to_scene_dims`).
+    derive : bool
+        Derive the features ``ds`` lacks but can (see
+        :func:`bigkern.features.matching.with_model_features`), as a prediction
+        does for the features a model was fitted on. Without it a missing
+        feature is an error.
+    at_least : dtype, optional
+        Cast the features to their common type promoted to at least this one
+        (``np.float32``: integer features become floating point) before
+        stacking. None stacks them as they are (numpy's promotion).
+
+    Returns
+    -------
+    FeatureCube
+
+    Raises
+    ------
+    ValueError
+        No features.
+    StoreError
+        Dims that do not map, a missing feature, a variable not on
+        ``(scene, y, x)``, or validity rules that cannot hold (an empty range):
+        the message names the dataset and the variable.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern.datasets import make_scenes
+    >>> from bigkern.scenes import feature_cube
+    >>> scenes = make_scenes(1, (8, 8), seed=0, radiances=False)
+    >>> fc = feature_cube(scenes, ["NDAI", "CORR"], valid_ranges={"NDAI": (0, None)})
+    >>> fc.cube.shape, fc.ds["NDAI"].attrs["bigkern_valid_min"]
+    ((1, 8, 8, 2), 0.0)
+    >>> bool(np.isnan(fc.cube[..., 0].compute()).any())  # negative NDAI masked
+    True
+    >>> feature_cube(scenes, ["NDAI", "logSD"], derive=True).features
+    ('NDAI', 'logSD')
+    """
+    features = tuple(features)
+    if not features:
+        raise ValueError("no features given")
+    ds = to_scene_dims(ds, dims)
+    if derive:
+        # the stored variables meet the validity rules before a feature is derived
+        # from them, so a fill of SD never becomes a logSD value
+        sources = tuple(v for v in stored_sources(ds, features) if v in ds.data_vars)
+        ds = ensure_validity(ds, sources, fill_values=fill_values, valid_ranges=valid_ranges)
+        ds = with_model_features(ds, features)
+        fill_values = valid_ranges = None  # the derived ones: their sources' rules apply
+    validate_scenes(ds, features=features, check_labels=False)
+    ds = ensure_validity(ds, features, fill_values=fill_values, valid_ranges=valid_ranges)
+    if not derive:
+        sources = tuple(v for v in stored_sources(ds, features) if v in ds.data_vars)
+    arrays = [as_dask_array(ds[f]) for f in features]
+    chunks = arrays[0].chunks
+    arrays = [a if a.chunks == chunks else a.rechunk(chunks) for a in arrays]
+    stacked = arrays
+    if at_least is not None:
+        dtype = np.result_type(*[a.dtype for a in arrays], at_least)
+        stacked = [a.astype(dtype) for a in arrays]
+    cube = da.stack(stacked, axis=-1).rechunk({3: -1})
+    return FeatureCube(ds, features, tuple(arrays), cube, sources)
+
+
 def stack_samples(
     ds: xr.Dataset,
     features: Sequence[str],
@@ -122,18 +288,10 @@ def stack_samples(
     >>> s.X.shape, s.features
     ((1536, 2), ('NDAI', 'CORR'))
     """
-    features = tuple(features)
-    if not features:
-        raise ValueError("no features given")
-    ds = to_scene_dims(ds, dims)
-    validate_scenes(ds, features=features, check_labels=False)
-    ds = ensure_validity(ds, features, fill_values=fill_values, valid_ranges=valid_ranges)
-    arrays = [as_dask_array(ds[f]) for f in features]
-    chunks = arrays[0].chunks
-    arrays = [a if a.chunks == chunks else a.rechunk(chunks) for a in arrays]
-    dtype = np.result_type(*[a.dtype for a in arrays], np.float32)
-    cube = da.stack([a.astype(dtype) for a in arrays], axis=-1).rechunk({3: -1})
-    X = _flatten_blocks(cube, trailing=(len(features),))
+    fc = feature_cube(ds, features, fill_values=fill_values, valid_ranges=valid_ranges,
+                      dims=dims, at_least=np.float32)
+    ds, features, chunks = fc.ds, fc.features, fc.chunks
+    X = _flatten_blocks(fc.cube, trailing=(len(features),))
     pixel = _flatten_blocks(_pixel_index(chunks), trailing=())
     y = mask = None
     if label in ds:
