@@ -19,11 +19,12 @@ What passing proves:
   Python of the Dockerfile's default base image, so a pin that needs another Python
   fails here instead of in an image build.
 
-The image is built once per test session, under a tag of its own that is removed at
-the end (with the containers); the debootstrap tree is kept in
-``BIGKERN_CONTAINER_CACHE`` (default ``/var/cache/bigkern-ci``) between runs. Without
-root, podman, runc or debootstrap, or without a Debian mirror, the container tests skip
-and say which is missing (``.ci/run`` installs the tools).
+The image is built once, in the background from the start of this module (the pins'
+resolution, the data volume and the host's prediction run meanwhile), under a tag of its
+own that is removed at the module's end (the containers at the test's); the debootstrap
+tree is kept in ``BIGKERN_CONTAINER_CACHE`` (default ``/var/cache/bigkern-ci``) between
+runs. Without root, podman, runc or debootstrap, or without a Debian mirror, the
+container tests skip and say which is missing (``.ci/run`` installs the tools).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ import numpy as np
 import pytest
 import yaml
 
-pytestmark = pytest.mark.slow_file(seconds=400)
+pytestmark = pytest.mark.slow_file(seconds=280)
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
@@ -173,6 +174,7 @@ def podman(tmp_path_factory) -> Podman:
                                  f"\n{done.stderr[-3000:]}")
         return done
 
+    run.env = env  # for a podman started in the background (the image's build)
     return run
 
 
@@ -213,25 +215,64 @@ def _remove_stale_images(podman: Podman) -> None:
             podman("rmi", "-f", f"{IMAGE_REPO}:{tag}", check=False)
 
 
-@pytest.fixture(scope="session")
-def image(podman: Podman) -> Iterator[str]:
-    """The image of deploy/Dockerfile on the debootstrap base, built once per session with
-    the host's CA bundle as the build secret ``ca``; removed at the end of the session."""
+@pytest.fixture(scope="module", autouse=True)
+def _image_build(request, tmp_path_factory) -> Iterator[tuple | str]:
+    """The build of deploy/Dockerfile's image on the debootstrap base, with the host's CA
+    bundle as the build secret ``ca``, started in the background as the module begins: what
+    needs no image (the pins' resolution, the data volume, the host's prediction) runs
+    meanwhile. Yields ``(podman, tag, build process, log)``, or why the image cannot be
+    built here; the image is removed at the end of the module."""
+    if not any(item.module is sys.modules[__name__] and "image" in item.fixturenames
+               for item in request.session.items):
+        yield "no selected test needs the image"
+        return
+    why = _missing()
+    if why:
+        yield why
+        return
+    podman = request.getfixturevalue("podman")
     _remove_stale_images(podman)
-    base = _base_image(podman)
+    try:
+        base = _base_image(podman)
+    except pytest.skip.Exception as skipped:
+        yield str(skipped.msg)
+        return
     tag = f"{IMAGE_REPO}:test-{os.getpid()}"  # concurrent sessions do not share a tag
-    t = time.perf_counter()
+    log = tmp_path_factory.mktemp("image-build") / "build.log"
     # --layers=false: everything after COPY of the checkout changes with any edit, so
     # intermediate images would only pile up in the storage
-    podman("build", "--layers=false", "--network", "host",
-           "--secret", f"id=ca,src={CA_BUNDLE}", "--build-arg", f"BASE_IMAGE={base}",
-           "-f", DEPLOY / "Dockerfile", "--ignorefile", DEPLOY / "Dockerfile.dockerignore",
-           "-t", tag, REPO, timeout=1500)
-    print(f"image built in {time.perf_counter() - t:.0f} s", file=sys.stderr)
+    with open(log, "w") as out:
+        build = subprocess.Popen(
+            ["podman", "--runtime", "runc", "build", "--layers=false", "--network", "host",
+             "--secret", f"id=ca,src={CA_BUNDLE}", "--build-arg", f"BASE_IMAGE={base}",
+             "-f", str(DEPLOY / "Dockerfile"), "--ignorefile",
+             str(DEPLOY / "Dockerfile.dockerignore"), "-t", tag, str(REPO)],
+            env=podman.env, stdout=out, stderr=subprocess.STDOUT, text=True)
     try:
-        yield tag
+        yield podman, tag, build, log
     finally:
+        if build.poll() is None:
+            build.kill()
+        build.wait()
         podman("rmi", "-f", tag, check=False)
+
+
+@pytest.fixture(scope="module")
+def image(_image_build) -> str:
+    """The built image's tag, once its build (started with the module) has finished."""
+    if isinstance(_image_build, str):
+        pytest.skip(_image_build)
+    _, tag, build, log = _image_build
+    t = time.perf_counter()
+    try:
+        build.wait(timeout=1500)
+    except subprocess.TimeoutExpired:
+        build.kill()
+        build.wait()
+    print(f"the image's build was waited for {time.perf_counter() - t:.0f} s", file=sys.stderr)
+    assert build.returncode == 0, (f"podman build failed ({build.returncode}):\n"
+                                   f"{log.read_text()[-6000:]}")
+    return tag
 
 
 # -- what the image is -----------------------------------------------------------------------
@@ -244,20 +285,6 @@ def _pods() -> list[dict[str, Any]]:
     job, cluster = _manifest("daskjob.yaml")["spec"], _manifest("daskcluster.yaml")["spec"]
     return [job["job"]["spec"], *(job["cluster"]["spec"][k]["spec"] for k in ("scheduler",
             "worker")), *(cluster[k]["spec"] for k in ("scheduler", "worker"))]
-
-
-@pytest.mark.container
-@pytest.mark.timeout(1800)
-def test_image_version_user_and_no_secret(image, podman):
-    run = ("run", "--rm", "--network", "host", image)
-    version = _pyproject()["project"]["version"]
-    assert podman(*run, "bigkern", "--version").stdout.strip() == f"bigkern {version}"
-    # the image's own user (no --user given) is every pod's runAsUser, by name bigkern
-    assert {pod["securityContext"]["runAsUser"] for pod in _pods()} == {1000}
-    assert podman(*run, "id", "-u").stdout.strip() == "1000"
-    assert podman(*run, "id", "-un").stdout.strip() == "bigkern"
-    # the CA bundle was the build's secret: it is not in the image
-    assert podman(*run, "test", "-e", "/run/secrets/ca", check=False).returncode != 0
 
 
 # -- the DaskJob, run as its manifest says ---------------------------------------------------
@@ -325,16 +352,16 @@ def _wait_healthy(port: int, seconds: float = 90) -> None:
     raise AssertionError(f"the dashboard on port {port} did not answer /health in {seconds} s")
 
 
-@pytest.fixture
-def data_volume(tmp_path) -> Path:
+@pytest.fixture(scope="module")
+def data_volume(tmp_path_factory) -> Path:
     """The data volume: a small scene store and a model fitted on it, written by the host's
-    bigkern, owned by the pods' user."""
+    bigkern, owned by the pods' user (made while the image builds)."""
     from bigkern.datasets import make_scenes
     from bigkern.jobs.fit import fit_scenes
     from bigkern.models import save_model
     from bigkern.scenes import write_scenes
 
-    data = tmp_path / "data"
+    data = tmp_path_factory.mktemp("volume") / "data"
     data.mkdir()
     ds = make_scenes(2, (96, 128), seed=6, radiances=False).compute()
     write_scenes(ds, data / "scenes.zarr")
@@ -345,9 +372,22 @@ def data_volume(tmp_path) -> Path:
     return data
 
 
+@pytest.fixture(scope="module")
+def host_masks(data_volume, tmp_path_factory) -> Path:
+    """The same prediction by the host's bigkern, on an embedded cluster (made while the
+    image builds): its masks store."""
+    local = tmp_path_factory.mktemp("local")
+    here = subprocess.run([sys.executable, "-m", "bigkern", "predict",
+                           str(data_volume / "scenes.zarr"), str(data_volume / "model.zarr"),
+                           "-o", str(local / "masks.zarr"), "--workers", "2"],
+                          capture_output=True, text=True, timeout=300, cwd=local)
+    assert here.returncode == 0, here.stderr
+    return local / "masks.zarr"
+
+
 @pytest.mark.container
 @pytest.mark.timeout(1800)
-def test_kubernetes_job_runs_as_the_manifests_say(image, podman, data_volume, tmp_path):
+def test_kubernetes_job_runs_as_the_manifests_say(data_volume, host_masks, image, podman):
     job_doc, cluster_doc = _manifest("daskjob.yaml"), _manifest("daskcluster.yaml")
     cluster = job_doc["spec"]["cluster"]["spec"]
     # the long-lived DaskCluster runs the same scheduler and workers as the job's cluster
@@ -414,19 +454,10 @@ def test_kubernetes_job_runs_as_the_manifests_say(image, podman, data_volume, tm
         for name in names:
             podman("rm", "-f", name, check=False)
 
-    # the same prediction by the host's bigkern, on an embedded cluster
-    local = tmp_path / "local"
-    local.mkdir()
-    here = subprocess.run([sys.executable, "-m", "bigkern", "predict",
-                           str(data_volume / "scenes.zarr"), str(data_volume / "model.zarr"),
-                           "-o", str(local / "masks.zarr"), "--workers", "2"],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    assert here.returncode == 0, here.stderr
-
     import xarray as xr
 
     theirs = xr.open_zarr(data_volume / "masks.zarr")
-    ours = xr.open_zarr(local / "masks.zarr")
+    ours = xr.open_zarr(host_masks)  # the same prediction by the host's bigkern
     assert set(theirs.data_vars) == set(ours.data_vars) == {"decision", "cloud_mask"}
     d_theirs, d_ours = theirs["decision"].values, ours["decision"].values
     # The decision values (float32) to a tight tolerance, not bit for bit: the image's
@@ -458,6 +489,20 @@ def test_kubernetes_job_runs_as_the_manifests_say(image, podman, data_volume, tm
         assert not saved, f"{name} compiled and cached: {saved}"
     assert any("[cache] data loaded from" in log for log in worker_logs.values()), worker_logs
 
+
+
+@pytest.mark.container
+@pytest.mark.timeout(1800)
+def test_image_version_user_and_no_secret(image, podman):
+    run = ("run", "--rm", "--network", "host", image)
+    version = _pyproject()["project"]["version"]
+    assert podman(*run, "bigkern", "--version").stdout.strip() == f"bigkern {version}"
+    # the image's own user (no --user given) is every pod's runAsUser, by name bigkern
+    assert {pod["securityContext"]["runAsUser"] for pod in _pods()} == {1000}
+    assert podman(*run, "id", "-u").stdout.strip() == "1000"
+    assert podman(*run, "id", "-un").stdout.strip() == "bigkern"
+    # the CA bundle was the build's secret: it is not in the image
+    assert podman(*run, "test", "-e", "/run/secrets/ca", check=False).returncode != 0
 
 #: Run in a container after the job: per worker, each bigkern numba function's cache hits
 #: and misses (a miss is a compilation), printed as one JSON line.

@@ -34,14 +34,17 @@ from bigkern.store.regions import JOB_ATTR, STORE_ID_ATTR
 from bigkern.store.staging import staged_output
 from bigkern.store.urls import location
 
-pytestmark = pytest.mark.slow_file(seconds=170)
+pytestmark = pytest.mark.slow_file(seconds=40)
 
-WORKERS = ["--workers", "1"]
 REPO = Path(__file__).resolve().parents[2]
+#: where the in-process commands compute: ``--scheduler`` of the module's running scheduler
+#: and worker (``remote``), so that each command connects instead of starting a cluster of
+#: its own; the commands' claims, staging and replacement happen in this process either way
+WHERE: list[str] = []
 
 
 @pytest.fixture(scope="module")
-def two_models(tmp_path_factory):
+def two_models(tmp_path_factory, _commands_connect_to_remote):
     """A scene store and two ridge models that predict it differently."""
     root = tmp_path_factory.mktemp("writers")
     store = root / "s.zarr"
@@ -51,7 +54,7 @@ def two_models(tmp_path_factory):
     for i, omega in enumerate((0.9, 0.3)):
         out = root / f"m{i}.zarr"
         assert main(["fit", str(store), "-o", str(out), "--model", "ridge", "--no-search",
-                     "--param", f"omega={omega}", "--param", "lam=0.05", *WORKERS]) == 0
+                     "--param", f"omega={omega}", "--param", "lam=0.05", *WHERE]) == 0
         models.append(out)
     return store, models
 
@@ -86,13 +89,21 @@ def remote(tmp_path_factory):
             p.wait(timeout=60)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _commands_connect_to_remote(remote):
+    """Point the in-process commands (``WHERE``) at the module's scheduler."""
+    WHERE[:] = ["--scheduler", remote[0]]
+    yield
+    WHERE.clear()
+
+
 def _snapshot(path: Path) -> dict[str, bytes]:
     return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*"))
             if p.is_file()}
 
 
 def _predict(store: Path, model: Path, out: Path, *extra: str) -> int:
-    return main(["predict", str(store), str(model), "-o", str(out), *extra, *WORKERS])
+    return main(["predict", str(store), str(model), "-o", str(out), *extra, *WHERE])
 
 
 def _decision(path: Path) -> np.ndarray:
