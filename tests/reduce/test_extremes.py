@@ -210,6 +210,24 @@ def test_columns_extremes_equal_the_stacked_sweep(seed):
     assert columns_extremes(cols) == chunk_extremes(X, np.isfinite(X).all(axis=1))
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_sorted_extremes_equal_the_sweep(seed):
+    """The in-memory plan reads the extremes off each feature's sorted usable values: the
+    sweep's answer, one distinct value, signed zeros and float32 included."""
+    from bigkern.reduce.extremes import sorted_extremes
+
+    rng = np.random.default_rng(seed)
+    X = rng.choice([-9999.0, -0.0, 0.0, 1.5, 2.0, 7.0, np.nan], size=(400, 1 + seed % 3))
+    if seed % 2:
+        X[:, -1] = 2.0
+    X = X.astype("f4" if seed % 3 else "f8")
+    valid = np.isfinite(X).all(axis=1) & (rng.uniform(size=400) < 0.9)
+    columns = [np.sort(X[valid, j]) for j in range(X.shape[1])]
+    assert sorted_extremes(columns) == chunk_extremes(X, valid)
+    none = sorted_extremes([c[:0] for c in columns])
+    assert none == chunk_extremes(X, np.zeros(400, bool)) and none.n == 0
+
+
 def test_a_derived_feature_is_judged_in_its_stored_units():
     """log(9999) = 9.21 lies barely past logSD's span (-1.37 … 3.95), 9999 far past SD's
     (0.25 … 52): the fill of SD is suspected through logSD, not missed."""

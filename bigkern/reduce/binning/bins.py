@@ -59,6 +59,7 @@ from bigkern.reduce.passes import (
 __all__ = [
     "OutlierWarning",
     "bin_index",
+    "bin_rows",
     "bin_statistics",
     "bins_dataset",
     "check_cell_count",
@@ -232,6 +233,24 @@ def _bin_chunk(
     """The binning pass's chunk function: the partial bins of one chunk for known edges."""
     X = as_float_block(Xb)
     valid, counts = valid_rows(X, mb)
+    return bin_rows(X, yb, valid, counts, edges=edges, grid=grid, positive=positive,
+                    classes=classes)
+
+
+def bin_rows(
+    X: np.ndarray,
+    yb: np.ndarray | None,
+    valid: np.ndarray,
+    counts: dict[str, Any],
+    *,
+    edges: tuple[np.ndarray, ...],
+    grid: FixedPointGrid,
+    positive: Any,
+    classes: tuple[Any, ...] | None,
+) -> dict[str, Any]:
+    """:func:`_bin_chunk` for rows already checked: ``X`` a C-contiguous float32/float64
+    block, ``valid`` and ``counts`` what :func:`~bigkern.reduce.passes.valid_rows` gives
+    for it (the in-memory plan's first pass has them)."""
     padded, n_edges = padded_edges(edges)
     ids = bin_ids(X, valid, padded, n_edges)
     is_positive = positive_flags(yb, valid, positive, classes)
