@@ -333,7 +333,7 @@ def _extremes_small(X: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.nd
 def sorted_extremes(columns: Sequence[np.ndarray]) -> ValueExtremes:
     """The :class:`ValueExtremes` of usable values already sorted, one increasing array per
     feature (all of one length): what :func:`chunk_extremes` gives for those rows, read off
-    the ends of each column with no sweep.
+    the ends of each column with no sweep. A zero among them is +0.0.
 
     Examples
     --------
@@ -350,13 +350,14 @@ def sorted_extremes(columns: Sequence[np.ndarray]) -> ValueExtremes:
         return ValueExtremes(low, n_low, high, n_high, 0)
     for j, col in enumerate(columns):
         first, last = col[0], col[-1]
-        low[j, 0], high[j, 0] = first, last
+        # a zero as +0.0: a sort leaves -0.0 and +0.0 in no particular order
+        low[j, 0], high[j, 0] = first + 0.0, last + 0.0
         # the rows equal to either end (-0.0 and +0.0 alike, as ``==`` counts them)
         n_low[j] = np.searchsorted(col, first, side="right")
         n_high[j] = n - np.searchsorted(col, last, side="left")
         if n_low[j] < n:  # a second distinct value: the next one up, and down
-            low[j, 1] = col[n_low[j]]
-            high[j, 1] = col[n - 1 - n_high[j]]
+            low[j, 1] = col[n_low[j]] + 0.0
+            high[j, 1] = col[n - 1 - n_high[j]] + 0.0
     return ValueExtremes(low, n_low, high, n_high, n)
 
 
