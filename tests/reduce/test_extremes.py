@@ -183,6 +183,31 @@ def test_small_chunks_get_the_compiled_sweeps_answers_from_numpy(seed):
             np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("d", [1, 31, 32, 33, 300])
+def test_small_row_status_counts_any_width(d):
+    """numpy's row status adds columns up to 32 features and sums rows past them: the
+    rows and counts of the definition either way (300 features: no uint8 overflow). The
+    reference is plain numpy: compiling the loop for each width here would only test numba."""
+    from bigkern.reduce.row_loops import row_status_small
+
+    rng = np.random.default_rng(d)
+    X = rng.standard_normal((500, d))
+    X[rng.random(X.shape) < 0.3 / d] = np.nan
+    X[::11] = np.inf  # absent rows
+    mask = rng.random(500) < 0.9
+    n_finite = np.isfinite(X).sum(axis=1)
+    for m in (mask, None):
+        considered = np.ones(500, bool) if m is None else m
+        want = considered & (n_finite == d)
+        absent = int((considered & (n_finite == 0)).sum())
+        valid, counts = row_status_small(X, m)
+        np.testing.assert_array_equal(valid, want)
+        assert counts.tolist() == [500, 500 - int(considered.sum()), absent,
+                                   int(considered.sum()) - int(want.sum()) - absent,
+                                   int(want.sum())]
+        assert absent and (counts[3] or d == 1)  # both kinds of left-out rows occur
+
+
 def test_a_derived_features_suspect_is_declared_on_its_stored_variable():
     """A suspect found in logSD suggests ``--fill-value SD=9999``, on the stored variable,
     not a fill of logSD, the derived one."""
