@@ -130,20 +130,23 @@ class BinaryClassifierMixin(ClassifierMixin):
         """``y`` as codes 0/1 (int8); sets ``classes_``. Raises unless there are two classes."""
         from sklearn.utils.multiclass import check_classification_targets, type_of_target
 
-        check_classification_targets(y)
-        kind = type_of_target(y, input_name="y", raise_unknown=True)
+        # check_classification_targets' own call: binary targets pass its check, which is
+        # then spared; any other kind gets its errors and warnings, as it always did
+        kind = type_of_target(y, input_name="y")
         if kind != "binary":
+            check_classification_targets(y)  # "unknown" and "continuous" raise here
             raise LabelError(
                 f"Only binary classification is supported. The type of the target is {kind}: "
                 f"{type(self).__name__} takes two classes (mask out the others, e.g. "
                 f"unlabelled pixels)")
-        classes, codes = np.unique(y, return_inverse=True)
+        classes = np.unique(y)
         if len(classes) == 1:  # "binary" above means one or two classes
             raise LabelError(
                 f"y has one class only ({classes.tolist()}): {type(self).__name__} needs "
                 f"samples of two classes")
         self.classes_ = classes
-        return codes.astype(np.int8)
+        # the inverse of np.unique for two classes: 1 where y is the larger
+        return (np.asarray(y) == classes[1]).astype(np.int8)
 
     def predict(self, X: Any) -> Any:
         """The class of each row; rows with a non-finite feature raise (see the class docs)."""

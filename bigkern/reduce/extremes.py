@@ -41,6 +41,7 @@ __all__ = [
     "check_enabled",
     "chunk_extremes",
     "columns_extremes",
+    "sorted_extremes",
     "warn_suspected_fills",
 ]
 
@@ -327,6 +328,37 @@ def _extremes_small(X: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.nd
     low[cols, 1] = rows[n_low[cols], cols]
     high[cols, 1] = rows[n - 1 - n_high[cols], cols]
     return low, n_low, high, n_high
+
+
+def sorted_extremes(columns: Sequence[np.ndarray]) -> ValueExtremes:
+    """The :class:`ValueExtremes` of usable values already sorted, one increasing array per
+    feature (all of one length): what :func:`chunk_extremes` gives for those rows, read off
+    the ends of each column with no sweep. A zero among them is +0.0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> e = sorted_extremes([np.array([-9999.0, -9999.0, 1.0, 2.0, 3.0])])
+    >>> e.low.tolist(), e.n_low.tolist(), e.high.tolist(), e.n_high.tolist()
+    ([[-9999.0, 1.0]], [2], [[3.0, 2.0]], [1])
+    """
+    d = len(columns)
+    low, high = np.full((d, 2), np.inf), np.full((d, 2), -np.inf)
+    n_low, n_high = np.zeros(d, np.int64), np.zeros(d, np.int64)
+    n = len(columns[0]) if d else 0
+    if n == 0:
+        return ValueExtremes(low, n_low, high, n_high, 0)
+    for j, col in enumerate(columns):
+        first, last = col[0], col[-1]
+        # a zero as +0.0: a sort leaves -0.0 and +0.0 in no particular order
+        low[j, 0], high[j, 0] = first + 0.0, last + 0.0
+        # the rows equal to either end (-0.0 and +0.0 alike, as ``==`` counts them)
+        n_low[j] = np.searchsorted(col, first, side="right")
+        n_high[j] = n - np.searchsorted(col, last, side="left")
+        if n_low[j] < n:  # a second distinct value: the next one up, and down
+            low[j, 1] = col[n_low[j]] + 0.0
+            high[j, 1] = col[n - 1 - n_high[j]] + 0.0
+    return ValueExtremes(low, n_low, high, n_high, n)
 
 
 def warn_suspected_fills(extremes: ValueExtremes | None, names: Sequence[str], *,

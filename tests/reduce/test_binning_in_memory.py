@@ -263,3 +263,32 @@ def test_binned_svc_fits_in_memory_the_model_of_the_dask_path():
         assert fast.fit_report_[key] == slow.fit_report_[key]
     ok = np.isfinite(x).all(axis=1)
     np.testing.assert_array_equal(fast.decision_function(x[ok]), slow.decision_function(x[ok]))
+
+
+@pytest.mark.parametrize("chunk", [997, 2500, 6000])
+@pytest.mark.parametrize("labels", ["int8", "str", "float"])
+def test_binned_svc_numpy_and_dask_inputs_fit_one_model(chunk, labels):
+    """The model is the same bit for bit whether the rows come as numpy (the in-memory
+    plan) or as dask arrays in any chunking (the dask plans), with NaN rows, an outlier,
+    unlabelled rows masked out, and any label dtype."""
+    x, y = _data(6000, seed=3)
+    x[17, 2] = 1e12
+    y = LABELS[labels][(y > 0).astype(int)]
+    keep = np.random.default_rng(3).random(6000) < 0.9
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OutlierWarning)
+        ref = BinnedSVC(C=10.0).fit(x, y, mask=keep)
+        lazy = BinnedSVC(C=10.0).fit(da.from_array(x, chunks=(chunk, -1)),
+                                     da.from_array(y, chunks=chunk),
+                                     mask=da.from_array(keep, chunks=chunk))
+        with config.set(in_memory_rows=0):
+            planned = BinnedSVC(C=10.0).fit(x, y, mask=keep)
+    assert ref.fit_report_["plan"] == "in-memory" and planned.fit_report_["plan"] != "in-memory"
+    ok = np.isfinite(x).all(axis=1)
+    want = ref.decision_function(x[ok])
+    for other in (lazy, planned):
+        np.testing.assert_array_equal(other.classes_, ref.classes_)
+        np.testing.assert_array_equal(other.decision_function(x[ok]), want)
+        for key in ("n_valid", "n_masked", "n_nonfinite", "n_nonfinite_by_feature", "n_basis",
+                    "n_outliers"):
+            assert other.fit_report_[key] == ref.fit_report_[key], key

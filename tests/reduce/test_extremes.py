@@ -183,6 +183,31 @@ def test_small_chunks_get_the_compiled_sweeps_answers_from_numpy(seed):
             np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("d", [1, 31, 32, 33, 300])
+def test_small_row_status_counts_any_width(d):
+    """numpy's row status adds columns up to 32 features and sums rows past them: the
+    rows and counts of the definition either way (300 features: no uint8 overflow). The
+    reference is plain numpy: compiling the loop for each width here would only test numba."""
+    from bigkern.reduce.row_loops import row_status_small
+
+    rng = np.random.default_rng(d)
+    X = rng.standard_normal((500, d))
+    X[rng.random(X.shape) < 0.3 / d] = np.nan
+    X[::11] = np.inf  # absent rows
+    mask = rng.random(500) < 0.9
+    n_finite = np.isfinite(X).sum(axis=1)
+    for m in (mask, None):
+        considered = np.ones(500, bool) if m is None else m
+        want = considered & (n_finite == d)
+        absent = int((considered & (n_finite == 0)).sum())
+        valid, counts = row_status_small(X, m)
+        np.testing.assert_array_equal(valid, want)
+        assert counts.tolist() == [500, 500 - int(considered.sum()), absent,
+                                   int(considered.sum()) - int(want.sum()) - absent,
+                                   int(want.sum())]
+        assert absent and (counts[3] or d == 1)  # both kinds of left-out rows occur
+
+
 def test_a_derived_features_suspect_is_declared_on_its_stored_variable():
     """A suspect found in logSD suggests ``--fill-value SD=9999``, on the stored variable,
     not a fill of logSD, the derived one."""
@@ -208,6 +233,27 @@ def test_columns_extremes_equal_the_stacked_sweep(seed):
             for dtype in ("f4", "f4", "f8")[: 2 + seed % 2]]
     X = np.column_stack([c.astype("f8") for c in cols])
     assert columns_extremes(cols) == chunk_extremes(X, np.isfinite(X).all(axis=1))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sorted_extremes_equal_the_sweep(seed):
+    """The in-memory plan reads the extremes off each feature's sorted usable values: the
+    sweep's answer, one distinct value, signed zeros and float32 included."""
+    from bigkern.reduce.extremes import sorted_extremes
+
+    rng = np.random.default_rng(seed)
+    X = rng.choice([-9999.0, -0.0, 0.0, 1.5, 2.0, 7.0, np.nan], size=(400, 1 + seed % 3))
+    if seed % 2:
+        X[:, -1] = 2.0
+    X = X.astype("f4" if seed % 3 else "f8")
+    valid = np.isfinite(X).all(axis=1) & (rng.uniform(size=400) < 0.9)
+    columns = [np.sort(X[valid, j]) for j in range(X.shape[1])]
+    got = sorted_extremes(columns)
+    assert got == chunk_extremes(X, valid)
+    ends = np.concatenate([got.low.ravel(), got.high.ravel()])
+    assert not np.signbit(ends[ends == 0]).any()  # a zero is +0.0, whatever the sort did
+    none = sorted_extremes([c[:0] for c in columns])
+    assert none == chunk_extremes(X, np.zeros(400, bool)) and none.n == 0
 
 
 def test_a_derived_feature_is_judged_in_its_stored_units():

@@ -59,8 +59,10 @@ from bigkern.reduce.passes import (
 __all__ = [
     "OutlierWarning",
     "bin_index",
+    "bin_rows",
     "bin_statistics",
     "bins_dataset",
+    "bins_parts",
     "check_cell_count",
     "fixed_point_scales",
     "robust_scaler",
@@ -232,6 +234,24 @@ def _bin_chunk(
     """The binning pass's chunk function: the partial bins of one chunk for known edges."""
     X = as_float_block(Xb)
     valid, counts = valid_rows(X, mb)
+    return bin_rows(X, yb, valid, counts, edges=edges, grid=grid, positive=positive,
+                    classes=classes)
+
+
+def bin_rows(
+    X: np.ndarray,
+    yb: np.ndarray | None,
+    valid: np.ndarray,
+    counts: dict[str, Any],
+    *,
+    edges: tuple[np.ndarray, ...],
+    grid: FixedPointGrid,
+    positive: Any,
+    classes: tuple[Any, ...] | None,
+) -> dict[str, Any]:
+    """:func:`_bin_chunk` for rows already checked: ``X`` a C-contiguous float32/float64
+    block, ``valid`` and ``counts`` what :func:`~bigkern.reduce.passes.valid_rows` gives
+    for it (the in-memory plan's first pass has them)."""
     padded, n_edges = padded_edges(edges)
     ids = bin_ids(X, valid, padded, n_edges)
     is_positive = positive_flags(yb, valid, positive, classes)
@@ -281,6 +301,19 @@ def bins_dataset(
     names: Sequence[str], classes: Sequence[Any] | None,
 ) -> xr.Dataset:
     """The bins Dataset from a combined partial (see :func:`bin_statistics`)."""
+    data_vars, coords, attrs = bins_parts(res, edge_list, grid, names, classes)
+    return xr.Dataset(data_vars, coords=coords, attrs=attrs)
+
+
+def bins_parts(
+    res: dict[str, Any], edge_list: Sequence[np.ndarray], grid: FixedPointGrid,
+    names: Sequence[str], classes: Sequence[Any] | None,
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The variables, coordinates and attrs of :func:`bins_dataset`, in its order.
+
+    For a caller that adds variables of its own and builds the Dataset once
+    (each added variable would align the whole Dataset again).
+    """
     dims = tuple(len(e) + 1 for e in edge_list)
     n_possible = int(np.prod(dims, dtype=object))
     d = len(edge_list)
@@ -288,31 +321,27 @@ def bins_dataset(
     cells = (np.stack(np.unravel_index(res["bin"], dims), axis=1).astype(np.int32) if len(n)
              else np.zeros((0, d), dtype=np.int32))
     center = exact_means(res["sum"], n, grid)
-    ds = xr.Dataset(
-        {
-            "cell": (("bin", "feature"), cells),
-            "count": ("bin", n),
-            "center": (("bin", "feature"), center),
-        },
-        coords={"bin": res["bin"], "feature": list(names)},
-        attrs={
-            "n_bins_possible": n_possible,
-            "n_bins_occupied": len(n),
-            "n_bins_empty": n_possible - len(n),
-            **int_counts(res["counts"]),
-        },
-    )
-    ds["edge"] = xr.DataArray(
-        np.array([np.pad(e, (0, max(dims) - 1 - len(e)), constant_values=np.nan)
-                  for e in edge_list]),
-        dims=("feature", "edge_index"),
-    )
+    data_vars: dict[str, Any] = {
+        "cell": (("bin", "feature"), cells),
+        "count": ("bin", n),
+        "center": (("bin", "feature"), center),
+        "edge": (("feature", "edge_index"),
+                 np.array([np.pad(e, (0, max(dims) - 1 - len(e)), constant_values=np.nan)
+                           for e in edge_list])),
+    }
+    coords: dict[str, Any] = {"bin": res["bin"], "feature": list(names)}
+    attrs: dict[str, Any] = {
+        "n_bins_possible": n_possible,
+        "n_bins_occupied": len(n),
+        "n_bins_empty": n_possible - len(n),
+        **int_counts(res["counts"]),
+    }
     if res["positive"] is not None and classes is not None:
         pos = res["positive"]
-        ds["positive"] = ("bin", pos)
-        ds["fuzzy_label"] = ("bin", pos / n)
-        ds["majority_label"] = ("bin", np.where(2 * pos >= n, classes[1], classes[0]))
-        ds["label_sum"] = ("bin", 2 * pos - n)
-        ds.attrs["classes"] = [c.item() if hasattr(c, "item") else c for c in classes]
-        ds.attrs["n_majority_ties"] = int(np.sum(2 * pos == n))
-    return ds
+        data_vars["positive"] = ("bin", pos)
+        data_vars["fuzzy_label"] = ("bin", pos / n)
+        data_vars["majority_label"] = ("bin", np.where(2 * pos >= n, classes[1], classes[0]))
+        data_vars["label_sum"] = ("bin", 2 * pos - n)
+        attrs["classes"] = [c.item() if hasattr(c, "item") else c for c in classes]
+        attrs["n_majority_ties"] = int(np.sum(2 * pos == n))
+    return data_vars, coords, attrs

@@ -16,8 +16,11 @@ here instead, in one read of the data:
    :class:`~bigkern.reduce.binning.quantiles.QuantilePlan`), and their
    order-preserving keys, run-length encoded, are the first pass's sparse
    key-group histograms (so the same fixed-point grid, outlier counts and
-   kept-fraction bound) — without a 2**20 table;
-3. the binning pass's chunk function bins the whole array as one chunk.
+   kept-fraction bound) — without a 2**20 table; their ends are the
+   first pass's :class:`~bigkern.reduce.extremes.ValueExtremes` (the
+   suspected-fill check), with no sweep of their own;
+3. the binning pass's chunk function bins the whole array as one chunk, on
+   the usable rows and counts of step 1 (:func:`~bigkern.reduce.binning.bins.bin_rows`).
 
 The bins are bit-identical to those of the dask plans
 (:func:`xarray.testing.assert_identical`), except for the attrs that describe
@@ -35,7 +38,7 @@ import dask
 import numpy as np
 
 from bigkern.cluster.compute import compute
-from bigkern.reduce.binning.bins import _bin_chunk, check_cell_count
+from bigkern.reduce.binning.bins import bin_rows, check_cell_count
 from bigkern.reduce.binning.outliers import histogram_grid
 from bigkern.reduce.binning.plan import PlanResult
 from bigkern.reduce.binning.quantiles import QuantilePlan
@@ -47,6 +50,7 @@ from bigkern.reduce.binning.radix_select import (
     key_dtype,
     require_usable_rows,
 )
+from bigkern.reduce.extremes import EXTREMES_KEY, check_enabled, sorted_extremes
 from bigkern.reduce.passes import as_float_block, unwrap_samples, valid_rows
 
 __all__ = [
@@ -78,6 +82,7 @@ class InMemoryRun:
     names: list[str]
     where: np.ndarray
     columns: list[np.ndarray] = field(default_factory=list)
+    valid: np.ndarray | None = None
 
     @classmethod
     def start(cls, X: Any, y: Any, mask: Any, features: Sequence[str] | None, *,
@@ -88,8 +93,9 @@ class InMemoryRun:
         return cls(X, y, mask, names, where)
 
     def first_read(self) -> dict[str, Any]:
-        """:func:`first_pass`; keeps each feature's sorted usable values for :meth:`finish`."""
-        first, self.columns = first_pass(self.X, self.y, self.mask)
+        """:func:`first_pass`; keeps each feature's sorted usable values, and which rows
+        are usable, for :meth:`finish`."""
+        first, self.columns, self.valid = _first_pass(self.X, self.y, self.mask)
         return first
 
     def finish(self, first: dict[str, Any], quantile_plan: QuantilePlan, positive: Any,
@@ -106,8 +112,10 @@ class InMemoryRun:
         values = order_statistics(self.columns, wanted)
         edge_values = quantile_plan.edges(values, d)[:, where]
         edge_list = tuple(edge_values[f] for f in range(d))
-        res = _bin_chunk(X, self.y if positive is not None else None, self.mask,
-                         edges=edge_list, grid=grid, positive=positive, classes=classes)
+        # the binning pass's chunk function on the whole array, on the first pass's rows
+        counts = {k: v for k, v in first["counts"].items() if k != EXTREMES_KEY}
+        res = bin_rows(X, self.y if positive is not None else None, self.valid, counts,
+                       edges=edge_list, grid=grid, positive=positive, classes=classes)
         res["counts"]["kept"] = 0
         return PlanResult(res, edge_list, values, hist, grid, kept_bound, 1, "in-memory")
 
@@ -160,26 +168,39 @@ def first_pass(
     """The histogram pass's result for the whole of ``X``, and each feature's sorted usable values.
 
     The result has the form of the dask first pass's: ``counts`` (those of
-    :func:`~bigkern.reduce.passes.valid_rows`), ``hist`` (per feature the
-    sparse counts of the occupied top-``GROUP_BITS`` key groups, increasing)
-    and ``labels`` (the distinct labels of the usable rows, or None).
+    :func:`~bigkern.reduce.passes.valid_rows`, with the usable rows'
+    :class:`~bigkern.reduce.extremes.ValueExtremes` read off the sorted values),
+    ``hist`` (per feature the sparse counts of the occupied top-``GROUP_BITS``
+    key groups, increasing) and ``labels`` (the distinct labels of the usable
+    rows, or None).
     """
-    valid, counts = valid_rows(X, mask, extremes=True)
+    first, columns, _ = _first_pass(X, y, mask)
+    return first, columns
+
+
+def _first_pass(
+    X: np.ndarray, y: np.ndarray | None, mask: np.ndarray | None
+) -> tuple[dict[str, Any], list[np.ndarray], np.ndarray]:
+    """:func:`first_pass`, and the usable rows (bool, one per row of ``X``)."""
+    valid, counts = valid_rows(X, mask)
     require_usable_rows(counts)
     ukind, width = key_dtype(X.dtype)
     shift = ukind(width - GROUP_BITS)
-    ordered = np.ascontiguousarray(X[valid].T)  # one row per feature
-    ordered.sort(axis=1)
+    every = counts["valid"] == len(X)
     hist = []
     columns = []
-    for values in ordered:
+    for f in range(X.shape[1]):
+        values = X[:, f].copy() if every else X[:, f][valid]  # contiguous, a copy
+        values.sort()
         groups = float_keys(values) >> shift  # non-decreasing, as the values are
         starts = np.flatnonzero(np.concatenate([[True], groups[1:] != groups[:-1]]))
         sizes = np.diff(np.append(starts, len(groups)))
         hist.append((groups[starts].astype(np.intp), sizes.astype(np.int64)))
         columns.append(values)
+    if check_enabled():  # as valid_rows(..., extremes=True) adds them, without its sweep
+        counts[EXTREMES_KEY] = sorted_extremes(columns)
     labels = None if y is None else _distinct_labels(y, valid)
-    return {"counts": counts, "hist": hist, "labels": labels}, columns
+    return {"counts": counts, "hist": hist, "labels": labels}, columns, valid
 
 
 def order_statistics(

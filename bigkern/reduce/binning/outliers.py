@@ -33,9 +33,11 @@ __all__ = [
     "histogram_grid",
     "histogram_outliers",
     "outlier_limits",
+    "quantile_scaler",
     "record_outliers",
     "robust_scaler",
     "summary_grid",
+    "warn_outliers",
 ]
 
 #: Distance from the median, in robust σ, beyond which a value is an outlier.
@@ -64,6 +66,32 @@ def robust_scaler(summary: xr.Dataset, *, by_span: bool = False
     span = (summary["max"].values.astype(np.float64) - summary["min"].values
             if by_span else None)
     return robust_scale(*(q.sel(quantile=p).values for p in ROBUST_QUANTILES), span=span)
+
+
+def quantile_scaler(edges: np.ndarray, probs: np.ndarray, vmin: np.ndarray | None = None,
+                    vmax: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`robust_scaler` of a quantile summary's arrays, with no Dataset.
+
+    ``edges`` (feature, quantile) at the probabilities ``probs``, which must
+    hold each of the 10%, 50% and 90% exactly; with ``vmin`` and ``vmax``
+    (each feature's minimum and maximum) the scale is ``by_span``'s.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> offset, scale = quantile_scaler(np.array([[0.0, 1.0, 2.0]]), np.array([0.1, 0.5, 0.9]))
+    >>> offset.tolist(), bool(np.isclose(scale[0], 1 / 1.2816, rtol=1e-4))
+    ([1.0], True)
+    """
+    where = []
+    for p in ROBUST_QUANTILES:
+        at = np.flatnonzero(probs == p)
+        if not len(at):
+            raise KeyError(f"the quantiles {probs.tolist()} lack {p}")
+        where.append(int(at[0]))
+    span = (None if vmin is None or vmax is None
+            else np.asarray(vmax).astype(np.float64) - np.asarray(vmin))
+    return robust_scale(*(edges[:, i] for i in where), span=span)
 
 
 def outlier_limits(offset: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -192,6 +220,14 @@ def record_outliers(
     counts = np.asarray(counts, dtype=np.int64)
     ds["outliers"] = ("feature", counts)
     ds.attrs["n_outliers"] = int(counts.sum())
+    warn_outliers(counts, examples, limits, names, stacklevel=stacklevel + 1)
+
+
+def warn_outliers(
+    counts: np.ndarray, examples: np.ndarray, limits: np.ndarray, names: Sequence[str], *,
+    stacklevel: int = 3,
+) -> None:
+    """The :class:`OutlierWarning` of :func:`record_outliers`, once per feature with any."""
     for f in np.flatnonzero(counts):
         warnings.warn(
             f"feature {names[f]!r} has {counts[f]} value(s) more than {OUTLIER_SIGMAS:g} robust "

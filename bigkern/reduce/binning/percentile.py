@@ -19,7 +19,7 @@ import numpy as np
 import xarray as xr
 
 from bigkern.errors import LabelError
-from bigkern.reduce.binning.bins import bins_dataset, check_cell_count
+from bigkern.reduce.binning.bins import bins_parts, check_cell_count
 from bigkern.reduce.binning.fused import HistogramRun
 from bigkern.reduce.binning.in_memory import InMemoryRun
 from bigkern.reduce.binning.one_read import OneRead
@@ -27,15 +27,14 @@ from bigkern.reduce.binning.outliers import (
     extreme_examples,
     histogram_outliers,
     outlier_limits,
-    record_outliers,
-    robust_scaler,
+    quantile_scaler,
+    warn_outliers,
 )
 from bigkern.reduce.binning.plan import BinningPlan, PlanResult, PlanRun
 from bigkern.reduce.binning.quantiles import (
     DECILES,
     QuantilePlan,
     prepare_samples,
-    summary_dataset,
 )
 from bigkern.reduce.extremes import EXTREMES_KEY, warn_suspected_fills
 
@@ -161,20 +160,32 @@ def _bins_with_summary(
     result: PlanResult, first: dict[str, Any], quantile_plan: QuantilePlan,
     names: Sequence[str], classes: tuple[Any, ...] | None, dtype: np.dtype,
 ) -> xr.Dataset:
-    """The bins Dataset of a plan's result, with the robust scale, quantiles and outliers."""
-    bins = bins_dataset(result.bins, result.edges, result.grid, names, classes)
-    summary = summary_dataset(first, quantile_plan, result.order_statistics, names)
-    offset, scale = robust_scaler(summary, by_span=True)
-    bins["offset"] = ("feature", offset)
-    bins["scale"] = ("feature", scale)
-    bins["quantile_edges"] = summary["edges"]
-    limits = outlier_limits(*robust_scaler(summary))
-    record_outliers(bins, histogram_outliers(result.histograms, dtype, limits),
-                    extreme_examples(summary["min"].values, summary["max"].values, limits),
-                    limits, names)
-    bins.attrs["passes"] = result.passes
-    bins.attrs["plan"] = result.plan
-    bins.attrs["kept_fraction_bound"] = float(result.kept_fraction_bound)
+    """The bins Dataset of a plan's result, with the robust scale, quantiles and outliers.
+
+    The quantile summary's edges, minima and maxima (those of
+    :func:`~bigkern.reduce.binning.quantiles.summary_dataset`) are taken as
+    arrays and the Dataset is built once, with every variable.
+    """
+    data_vars, coords, attrs = bins_parts(result.bins, result.edges, result.grid, names,
+                                          classes)
+    values, d, probs = result.order_statistics, len(names), quantile_plan.probs
+    edges = quantile_plan.edges(values, d)
+    vmin = np.array([values[(f, 0)] for f in range(d)], dtype=np.float64)
+    vmax = np.array([values[(f, quantile_plan.n - 1)] for f in range(d)], dtype=np.float64)
+    offset, scale = quantile_scaler(edges, probs, vmin, vmax)
+    limits = outlier_limits(*quantile_scaler(edges, probs))
+    outliers = np.asarray(histogram_outliers(result.histograms, dtype, limits), dtype=np.int64)
+    data_vars["offset"] = ("feature", offset)
+    data_vars["scale"] = ("feature", scale)
+    data_vars["quantile_edges"] = (("feature", "quantile"), edges)
+    data_vars["outliers"] = ("feature", outliers)  # as record_outliers puts them
+    coords["quantile"] = probs
+    attrs["n_outliers"] = int(outliers.sum())
+    attrs["passes"] = result.passes
+    attrs["plan"] = result.plan
+    attrs["kept_fraction_bound"] = float(result.kept_fraction_bound)
+    bins = xr.Dataset(data_vars, coords=coords, attrs=attrs)
+    warn_outliers(outliers, extreme_examples(vmin, vmax, limits), limits, names)
     return bins
 
 
