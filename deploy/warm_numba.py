@@ -50,9 +50,9 @@ def warm() -> int:
         for solver in ("banded", "cg"):
             model = bigkern.CompactLSSVC(omega=0.42, lam=1e-3, radius=1.0, solver=solver)
             model.fit(X, y).predict(X)
-        bigkern.CompactSVC(omega=0.42, lam=1e-3, tau=0.7).fit(X, y).predict(X)
+        bigkern.CompactSVC(omega=0.42, C=1.0, tau=0.7).fit(X, y).predict(X)
         # a regressor: float64 expansions predict by the exact per-row pass
-        bigkern.OHTRegressor(omegas=(1.0,)).fit(X, X[:, 0]).predict(X)
+        bigkern.OHTRegressor(omega=1.0).fit(X, X[:, 0]).predict(X)
         # the other kernels' per-row loops: an L1 and an L2 kernel, blocks and expansions
         for kernel in ("laplacian", "matern52"):
             bigkern.NystromKernelRidgeClassifier(size=40, kernel=kernel).fit(
