@@ -133,11 +133,13 @@ def _domain(constraints: Sequence[object]) -> Interval | None:
     """The numeric domain among a parameter's declared constraints (None: not a number)."""
     from sklearn.utils._param_validation import Interval  # scikit-learn only for --param
 
+    from bigkern.models._constraints import domain
+
     for constraint in constraints:
         if isinstance(constraint, Interval):
             return constraint
-        if constraint == "random_state":
-            return Interval(Integral, 0, MAX_SEED, closed="both")
+        if constraint == "random_state":  # a seed: the table's domain of random_state
+            return domain("random_state")
     return None
 
 
