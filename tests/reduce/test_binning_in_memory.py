@@ -145,7 +145,7 @@ def test_first_pass_histograms_are_the_chunk_functions(case):
         with pytest.raises(DataQualityError, match="no usable rows"):
             first_pass(x, y, mask)
         return
-    got, columns = first_pass(x, y, mask)
+    got, columns, valid = first_pass(x, y, mask)
     assert got["counts"] == expected["counts"]
     for (g, c), (eg, ec) in zip(got["hist"], expected["hist"], strict=True):
         np.testing.assert_array_equal(g, eg)
@@ -155,6 +155,7 @@ def test_first_pass_histograms_are_the_chunk_functions(case):
     else:
         np.testing.assert_array_equal(got["labels"], expected["labels"])
     ok = np.isfinite(x).all(axis=1) & (True if mask is None else mask.astype(bool))
+    np.testing.assert_array_equal(valid, ok)  # the usable rows the binning reuses
     for f, col in enumerate(columns):
         np.testing.assert_array_equal(col, np.sort(x[ok, f]))
 

@@ -95,7 +95,7 @@ class InMemoryRun:
     def first_read(self) -> dict[str, Any]:
         """:func:`first_pass`; keeps each feature's sorted usable values, and which rows
         are usable, for :meth:`finish`."""
-        first, self.columns, self.valid = _first_pass(self.X, self.y, self.mask)
+        first, self.columns, self.valid = first_pass(self.X, self.y, self.mask)
         return first
 
     def finish(self, first: dict[str, Any], quantile_plan: QuantilePlan, positive: Any,
@@ -164,8 +164,9 @@ def as_numpy_samples(
 
 def first_pass(
     X: np.ndarray, y: np.ndarray | None, mask: np.ndarray | None
-) -> tuple[dict[str, Any], list[np.ndarray]]:
-    """The histogram pass's result for the whole of ``X``, and each feature's sorted usable values.
+) -> tuple[dict[str, Any], list[np.ndarray], np.ndarray]:
+    """The histogram pass's result for the whole of ``X``, each feature's sorted usable
+    values, and which rows are usable (bool, one per row of ``X``).
 
     The result has the form of the dask first pass's: ``counts`` (those of
     :func:`~bigkern.reduce.passes.valid_rows`, with the usable rows'
@@ -174,14 +175,6 @@ def first_pass(
     key groups, increasing) and ``labels`` (the distinct labels of the usable
     rows, or None).
     """
-    first, columns, _ = _first_pass(X, y, mask)
-    return first, columns
-
-
-def _first_pass(
-    X: np.ndarray, y: np.ndarray | None, mask: np.ndarray | None
-) -> tuple[dict[str, Any], list[np.ndarray], np.ndarray]:
-    """:func:`first_pass`, and the usable rows (bool, one per row of ``X``)."""
     valid, counts = valid_rows(X, mask)
     require_usable_rows(counts)
     ukind, width = key_dtype(X.dtype)

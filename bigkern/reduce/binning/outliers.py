@@ -62,10 +62,9 @@ def robust_scaler(summary: xr.Dataset, *, by_span: bool = False
     ``(max − min) / (2 z₉₀)`` (:func:`~bigkern.features.scaling.robust_scale`).
     The outlier check keeps 1: its scale must not come from the extremes it checks.
     """
-    q = summary["edges"]
-    span = (summary["max"].values.astype(np.float64) - summary["min"].values
-            if by_span else None)
-    return robust_scale(*(q.sel(quantile=p).values for p in ROBUST_QUANTILES), span=span)
+    q = summary["edges"].transpose("feature", "quantile")
+    ends = (summary["min"].values, summary["max"].values) if by_span else (None, None)
+    return quantile_scaler(q.values, q["quantile"].values, *ends)
 
 
 def quantile_scaler(edges: np.ndarray, probs: np.ndarray, vmin: np.ndarray | None = None,
