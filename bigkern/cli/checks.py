@@ -129,17 +129,15 @@ def parse_params(items: Sequence[str]) -> dict[str, object]:
     return params
 
 
-def _domain(constraints: Sequence[object]) -> Interval | None:
+def _domain(constraints: Sequence[object]) -> Interval | _TableDomain | None:
     """The numeric domain among a parameter's declared constraints (None: not a number)."""
     from sklearn.utils._param_validation import Interval  # scikit-learn only for --param
-
-    from bigkern.models._constraints import domain
 
     for constraint in constraints:
         if isinstance(constraint, Interval):
             return constraint
         if constraint == "random_state":  # a seed: the table's domain of random_state
-            return domain("random_state")
+            return _TableDomain(PARAMETERS["random_state"].domain)
     return None
 
 
