@@ -202,6 +202,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the predictions: a zarr store (resumable, the default), a .nc file "
                         "(CF netCDF4) or a .tif file (cloud-optimized GeoTIFF, a band per "
                         "scene, with the input's CRS)")
+    p.add_argument("--probability", choices=("all", "max", "none"), default="all",
+                   help="for a model fitted with calibration: write a probability map per "
+                        "class (all; two classes: cloud_probability), of the predicted class "
+                        "only (max), or none (default: all)")
     p.add_argument("--png", default=None, metavar="PATH.png",
                    help="also draw scene 0 to this PNG (a path ending in .png); an existing "
                         "file is replaced only with --overwrite and only if bigkern drew it")
