@@ -117,6 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="number of scenes (default %(default)s)")
     p.add_argument("--shape", type=int, nargs=2, default=(384, 512), metavar=("NY", "NX"),
                    help="pixels of each scene, rows and columns (default 384 512)")
+    p.add_argument("--classes", type=int, choices=(2, 3), default=2,
+                   help="label classes: 2 (cloud 1, clear -1; the default) or 3 (clear 1, "
+                        "low cloud 2, high cloud 3)")
     p.add_argument("--seed", type=int, default=0,
                    help="seed: the same seed writes the same scenes (default %(default)s)")
     p.add_argument("--overwrite", action="store_true",
