@@ -6,15 +6,16 @@ with ``dual_coef (sample)`` for :class:`~bigkern.models.CompactLSSVC`,
 :class:`~bigkern.models.CompactKernelRidge` and :class:`~bigkern.models.CompactSVC`
 (a classifier of k > 2 classes: ``dual_coef (sample, output)`` and ``intercept
 (output)``, one column per class in the order of ``classes_json``, as the expansion
-files lay out k columns), or ``eigenvectors (sample, component)``, ``eigenvalues (component)`` and ``row_means
-(sample)`` for :class:`~bigkern.models.CompactKernelPCA`. attrs: the attrs every model
-file carries (:func:`~bigkern.models.persistence.expansion_files.model_attrs`: ``model``,
+files lay out k columns), or ``eigenvectors (sample, component)``, ``eigenvalues
+(component)`` and ``row_means (sample)`` for :class:`~bigkern.models.CompactKernelPCA`.
+attrs: the attrs every model file carries
+(:func:`~bigkern.models.persistence.expansion_files.model_attrs`: ``model``,
 ``params_json``, ``fitted_json``, ``has_feature_names``, ``bigkern_format``,
 ``bigkern_version``), the kernel (``kernel``, the name of the radial kernel that is
 tapered; ``omega``, ``support_radius``, ``taper_power``; ``taper_power = -1``: chosen
-from the dimension), ``intercept`` (one column), ``classes_json`` and ``grand_mean``. The fit report
-(``fit_report_``) is not saved. Files of format 1 (before the kernel was recorded) are
-refused, saying to refit.
+from the dimension), ``intercept`` (of one column), ``classes_json`` and ``grand_mean``.
+The fit report (``fit_report_``) is not saved. Files of format 1 (before the kernel was
+recorded) are refused, saying to refit.
 """
 
 from __future__ import annotations
