@@ -352,12 +352,12 @@ class CompactSVC(_CompactClassifier):
     the solver, is the costly part (a k-d tree search over all pairs within the radius),
     and one-vs-rest uses it whole, where one-vs-one would cut k(k−1)/2 sub-matrices from
     it; one-vs-rest predicts with k columns (one sparse kernel row per new row times an
-    (n, k) matrix) where one-vs-one needs k(k−1)/2 and a vote; and on pendigits (10
-    classes, a 70/30 split, ``omega=2``, ``C=10``, ``tau=0.5``) one-vs-rest was the more
-    accurate, 98.9 % against 97.4 %, for about the same SMO time (the tapered kernel leaves
-    many test rows with few neighbours in a pair's two classes, so a pairwise vote often
-    falls to the intercept). Each column equals the binary fit of its class against the
-    rest to the solver's arithmetic (bit for bit: the same SMO steps on the same matrix).
+    (n, k) matrix) where one-vs-one needs k(k−1)/2 and a vote; and on pendigits and
+    page-blocks one-vs-rest was the more accurate, for about the same solver time
+    (``benchmarks/compact_classes.py --ovo``; the figures are on the benchmark pages):
+    the tapered kernel leaves many rows with no neighbour among a pair's two classes, and
+    there a pairwise decision is its intercept alone. Each column equals the binary fit
+    of its class against the rest bit for bit (the same SMO steps on the same matrix).
 
     **The decision function's scale**: column j (or the single column of two classes)
     is the SVM's margin function ``f_j(x) = Σ α_i y_i k_C(x, x_i) − ρ_j``: |f| ≥ 1
