@@ -212,8 +212,10 @@ class CompactLSSVC(_CompactClassifier):
     sparse product (``"cg"``). k classes thus cost one sparse Gram matrix and one
     factorization, as two do; each column equals the binary fit of its class against
     the rest (bit for bit with the direct and CG solvers of
-    :func:`~bigkern.solvers.lssvm.solve_lssvm`). A multinomial or one-vs-one variant would
-    lose exactly this sharing.
+    :func:`~bigkern.solvers.lssvm.solve_lssvm`; ``solver="auto"`` weighs CG's cost, which
+    grows with k, against the factorization's, which does not, so it may choose another
+    method for k classes than for two, and then the columns agree to CG's tolerance). A
+    multinomial or one-vs-one variant would lose exactly this sharing.
 
     **The decision function's scale**: column j (or the single column of two classes)
     is the regularized least-squares fit of the ±1 target, so it is near +1 on rows of
