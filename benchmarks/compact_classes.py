@@ -13,7 +13,7 @@ voting), the alternative that :class:`~bigkern.CompactSVC`'s docs weigh against.
 
 Usage::
 
-    python benchmarks/compact_classes.py [--small] [--ovo] [--tau 0.5 0.2]
+    python benchmarks/compact_classes.py [--small] [--ovo] [--tau 0.5 0.2] [--sets pendigits]
 """
 
 from __future__ import annotations
@@ -74,11 +74,13 @@ def main() -> None:
     p.add_argument("--tau", type=float, nargs="+", default=[0.5],
                    help="sparsity targets of the compact models (rule 10)")
     p.add_argument("--folds", type=int, default=5)
+    p.add_argument("--sets", nargs="+", choices=sorted(SETS), default=list(SETS))
     args = p.parse_args()
     header("k classes: KernelRidgeClassifier, CompactLSSVC, CompactSVC vs scikit-learn SVC")
     root = shared_data_dir()
     rows = []
-    for name, (omega, C, lam_krc, lam_ls) in SETS.items():
+    for name in args.sets:
+        omega, C, lam_krc, lam_ls = SETS[name]
         path = None if root is None else root / "classification" / f"{name}.csv"
         if path is None or not path.exists():
             print(f"# {name}: ../shared/data/classification/{name}.csv is absent, skipped")
