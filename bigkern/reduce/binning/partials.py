@@ -72,13 +72,13 @@ def class_codes(yb: np.ndarray, valid: np.ndarray, classes: Sequence[Any]) -> np
     dtype = np.uint8 if k <= 256 else np.int32
     codes = np.zeros(len(y), dtype=dtype)
     found = np.zeros(len(y), dtype=bool)
-    try:  # one sorted look-up for all classes
-        table = np.asarray(classes)
+    table = np.asarray(classes)
+    if _same_family(table.dtype, y.dtype):  # one sorted look-up for all classes
         order = np.argsort(table, kind="stable")
         pos = np.minimum(np.searchsorted(table[order], y), k - 1)
         found = table[order][pos] == y
         codes = np.where(found, order[pos], 0).astype(dtype)
-    except (TypeError, ValueError):  # labels and classes not comparable in order: one by one
+    else:  # labels and classes that do not order together (e.g. mixed types): one by one
         for j, c in enumerate(classes):
             hit = y == c
             codes[hit] = j
@@ -90,6 +90,11 @@ def class_codes(yb: np.ndarray, valid: np.ndarray, classes: Sequence[Any]) -> np
                          f"of the classes {list(classes)}")
     codes[~valid] = 0
     return codes
+
+
+def _same_family(a: np.dtype, b: np.dtype) -> bool:
+    """Whether values of dtypes ``a`` and ``b`` sort together: both numbers or both text."""
+    return (a.kind in "biuf" and b.kind in "biuf") or (a.kind in "US" and b.kind == a.kind)
 
 
 def bin_class_counts(ids: np.ndarray, codes: np.ndarray, occupied: np.ndarray,
