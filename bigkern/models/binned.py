@@ -78,7 +78,7 @@ def _named_classes(bins: xr.Dataset, classes: np.ndarray) -> xr.Dataset:
     """Bins of class codes ``0 … k−1`` relabelled with the ``classes`` they stand for."""
     bins = bins.assign_coords({"class": classes})
     bins["majority_label"] = ("bin", classes[np.asarray(bins["majority_label"].values)])
-    bins.attrs["classes"] = classes.tolist()
+    bins.attrs = {**bins.attrs, "classes": classes.tolist()}
     return bins
 
 
