@@ -203,6 +203,16 @@ class BinnedKernelRidgeClassifier(_BinnedKernelClassifier):
     ``c = (K + λ I)⁻¹ y``. Targets are coded 0/1; a pixel is positive where
     ``Σ c_j k(x, center_j) > 0.5``.
 
+    k > 2 classes are k one-vs-rest problems on the same bins, solved together:
+    one Cholesky factorization of ``K + λW⁻¹`` (the same matrix for every class)
+    and k right-hand sides, column j the share of class j in each bin (fuzzy)
+    or whether class j is the bin's most frequent (majority; ties go to the
+    later class). Each column equals the binary model fitted on bins whose
+    positives are class j's rows. ``decision_function`` gives (n, k) values
+    ``f_j(x) − 0.5`` and ``predict`` the class of the largest. The decision
+    values are fitted class shares minus one half, not probabilities: they
+    need not lie in [−0.5, 0.5] nor sum to anything.
+
     Parameters
     ----------
     omega : float
@@ -222,10 +232,10 @@ class BinnedKernelRidgeClassifier(_BinnedKernelClassifier):
 
     Attributes
     ----------
-    classes_ : ndarray (2,)
-        (negative, positive) labels.
+    classes_ : ndarray (k,)
+        The labels, sorted; for two, (negative, positive).
     expansion_ : KernelExpansion
-        The fitted model.
+        The fitted model: coefficients (bins,) for two classes, (bins, k) for more.
     n_bins_ : int
         Occupied bins.
     fit_report_ : dict
@@ -246,6 +256,15 @@ class BinnedKernelRidgeClassifier(_BinnedKernelClassifier):
     >>> model.n_bins_, model.fit_report_["n_valid"]
     (16, 300)
     >>> bool(model.score(X, y) > 0.9)
+    True
+
+    Three classes (bands across the plane), one-vs-rest on the same bins:
+
+    >>> bands = np.digitize(X[:, 0] + X[:, 1], [-1.0, 1.0])  # classes 0, 1, 2
+    >>> model = model.fit(X, bands)
+    >>> model.classes_.tolist(), model.decision_function(X[:4]).shape
+    ([0, 1, 2], (4, 3))
+    >>> bool(model.score(X, bands) > 0.9)
     True
     """
 
@@ -313,6 +332,19 @@ class BinnedSVC(_BinnedKernelClassifier):
     ``weighted``, a sample weight proportional to its count (scaled to mean 1,
     so ``C`` keeps its usual meaning).
 
+    k > 2 classes are k weighted SVMs on the same bins, one per class (one-vs-rest):
+    in class j's problem a bin is a +1 point weighted by its rows of class j and
+    a −1 point weighted by its other rows (a pure bin is one point). That is
+    the hinge loss of the bin's rows, all placed at its center, rather than of
+    a majority label: with k classes a bin is often mixed without any class
+    holding half of it, and the majority-against-the-rest label would then
+    make it "rest" in every problem (the binary model keeps the paper's
+    majority labels). libsvm's own k-class SVC is one-vs-one with a vote,
+    which no kernel expansion can hold; these k problems give one (bins, k)
+    expansion, the centers the bins that support any class.
+    ``decision_function`` gives the (n, k) SVM decision values, ``predict``
+    the class of the largest; they are margins, not probabilities.
+
     Parameters
     ----------
     omega : float
@@ -325,6 +357,17 @@ class BinnedSVC(_BinnedKernelClassifier):
     weighted : bool
         Weight bins by their counts.
     quantiles, standardize
+        As in :class:`BinnedKernelRidgeClassifier`.
+
+    Attributes
+    ----------
+    classes_ : ndarray (k,)
+        The labels, sorted; for two, (negative, positive).
+    expansion_ : KernelExpansion
+        The fitted model: coefficients (support bins,) or (support bins, k).
+    n_support_ : int
+        Bins that are support vectors (of any class's problem).
+    n_bins_, fit_report_
         As in :class:`BinnedKernelRidgeClassifier`.
 
     Examples
@@ -340,6 +383,13 @@ class BinnedSVC(_BinnedKernelClassifier):
     (56, [-1, 1])
     >>> bool(model.score(X[y != 0], y[y != 0]) > 0.9)
     True
+
+    Labels of three classes (strings too) give three one-vs-rest columns:
+
+    >>> sky = np.array(["clear", "haze", "cloud"])[np.digitize(X[:, 0], [-0.5, 0.5])]
+    >>> model = BinnedSVC(omega=0.8, C=10.0).fit(X, sky)
+    >>> model.classes_.tolist(), model.decision_function(X[:2]).shape
+    (['clear', 'cloud', 'haze'], (2, 3))
     """
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
