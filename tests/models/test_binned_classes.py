@@ -207,7 +207,7 @@ def test_a_class_absent_from_the_bins_raises_naming_it():
 
 def test_labels_outside_the_given_classes_raise():
     x, y = _data(2000)
-    with pytest.raises(LabelError, match="'snow' .* is not one of the classes"):
+    with pytest.raises(LabelError, match=r"'snow' .* is not one of the classes"):
         percentile_bins(x, y, classes=("clear", "cloud", "haze"), quantiles=QUARTILES)
 
 
