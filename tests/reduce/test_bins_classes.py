@@ -19,7 +19,7 @@ from bigkern import config
 from bigkern.errors import LabelError
 from bigkern.reduce import bin_index, bin_statistics, percentile_bins
 from bigkern.reduce.binning.one_read import OneReadSample, sample_windows
-from bigkern.reduce.binning.partials import class_codes
+from bigkern.reduce.binning.partials import bin_class_counts, class_codes
 from bigkern.reduce.binning.plan import BinningPlan
 
 PLANS = ("in-memory", "one-read", "fused", "three-pass")
@@ -207,3 +207,46 @@ def test_class_codes_of_labels():
         class_codes(np.array([2.0, np.nan]), np.array([True, True]), (2, 3, 4))
     assert class_codes(np.arange(300) % 300, np.ones(300, bool), tuple(range(300))).dtype == \
         np.int32
+    # integer classes spread too far for a look-up table: a binary search per row
+    wide = np.array([10**9, 0, 5, 10**9, -7], dtype=np.int64)
+    first_four = np.array([True, True, True, True, False])
+    np.testing.assert_array_equal(class_codes(wide, first_four, (5, 10**9, 0)), [1, 2, 0, 1, 0])
+    with pytest.raises(LabelError, match=r"label value -7 \(row 4"):
+        class_codes(wide, np.ones(5, bool), (5, 10**9, 0))
+    # a class the labels' dtype cannot hold (0.5 in int8 labels) never matches
+    np.testing.assert_array_equal(
+        class_codes(np.array([1, 2], dtype=np.int8), np.ones(2, bool), (0.5, 1, 2)), [1, 2])
+
+
+@pytest.mark.parametrize("plan", PLANS)
+def test_many_possible_bins_count_classes_in_sparse_accumulators(plan):
+    """Six features at deciles: 10**6 possible bins, more than any chunk's rows, so the
+    partial bins are sparse (sorted ids), as are the class counts."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((12_000, 6)).astype(np.float32)
+    y = np.digitize(x[:, 0] + x[:, 1], [-1.0, 0.0, 1.0]) * 10 - 5  # -5, 5, 15, 25
+    if plan == "in-memory":
+        bins = percentile_bins(x, y)
+    else:
+        bins = percentile_bins(da.from_array(x, chunks=(2500, 6)), da.from_array(y, chunks=2500),
+                               plan=plan)
+    assert bins.attrs["n_bins_possible"] == 10**6
+    edges = [e[~np.isnan(e)] for e in bins["edge"].values]
+    where = np.searchsorted(bins["bin"].values, bin_index(x.astype(np.float64), edges))
+    want = np.zeros((bins.sizes["bin"], 4), dtype=np.int64)
+    for j, c in enumerate([-5, 5, 15, 25]):
+        np.add.at(want[:, j], where[y == c], 1)
+    np.testing.assert_array_equal(bins["class_count"].values, want)
+
+
+def test_bin_class_counts_by_table_and_in_sorted_order():
+    rng = np.random.default_rng(1)
+    ids = rng.integers(-1, 40, 5000)
+    codes = rng.integers(0, 3, 5000).astype(np.uint8)
+    occupied = np.unique(ids[ids >= 0])
+    want = np.zeros((len(occupied), 3), dtype=np.int64)
+    np.add.at(want, (np.searchsorted(occupied, ids[ids >= 0]), codes[ids >= 0]), 1)
+    np.testing.assert_array_equal(bin_class_counts(ids, codes, occupied, 3), want)
+    far = np.where(ids >= 0, ids * 10**15, -1)  # ids past any table: the sorted sweep
+    np.testing.assert_array_equal(bin_class_counts(far, codes, occupied * 10**15, 3), want)
+    assert bin_class_counts(np.full(3, -1), codes[:3], occupied[:0], 3).shape == (0, 3)

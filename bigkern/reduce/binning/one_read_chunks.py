@@ -19,7 +19,7 @@ import numpy as np
 
 from bigkern.errors import LabelError
 from bigkern.reduce.binning._bin_loops import bin_ids, bin_sums_sparse
-from bigkern.reduce.binning._key_loops import sparse_histograms
+from bigkern.reduce.binning._key_loops import certain_bin_ids, sparse_histograms
 from bigkern.reduce.binning._one_read_loops import one_read_ids, one_read_sums
 from bigkern.reduce.binning.bins import n_classes_of
 from bigkern.reduce.binning.fixed_point import FixedPointGrid, normalize_limbs
@@ -83,7 +83,8 @@ def _one_read_chunk(
     ``scales`` (candidates, d) are the candidate fixed-point scales; ``tables``
     the guessed cell tables (:func:`~bigkern.reduce.binning.one_read_sample.window_tables`);
     ``classes`` those whose labels are counted (None: none). More than two classes
-    are counted from the bin ids (the dense sweep does not give them).
+    are counted from the bin ids (the dense sweep does not give them: a second sweep
+    of the chunk's keys, in memory, gives them).
     """
     X = as_float_block(Xb)
     valid, counts = valid_rows(X, mb, extremes=True)
@@ -111,12 +112,15 @@ def _one_read_chunk(
     no_outside, no_extreme = np.zeros(k * d, dtype=np.int64), np.full(k * d, np.nan)
     with_labels = n_classes == 2
     hist = np.zeros((d, 1 << GROUP_BITS), dtype=np.int32)  # pages touched where counted
-    if use_dense_sums(n_possible, n) and not several:
+    if use_dense_sums(n_possible, n):
         count, sums, pos, kept = one_read_sums(
             X, bits, valid, is_positive, width, GROUP_BITS, tables, n_cells, down, n_possible,
             hist)
         bins = dense_partial(count, sums, pos, no_outside, no_extreme, counts, cand_index,
                              with_labels)
+        if several:  # the same guessed bins again, as ids (no histograms), for the classes
+            ids, _ = certain_bin_ids(bits, valid, width, GROUP_BITS, tables, n_cells)
+            bins["class_count"] = bin_class_counts(ids, labels_of_rows, bins["bin"], n_classes)
     else:
         ids, kept = one_read_ids(bits, valid, width, GROUP_BITS, tables, n_cells, hist)
         order = np.flatnonzero(ids >= 0)
@@ -131,7 +135,7 @@ def _one_read_chunk(
         bins = {"counts": counts, "bin": uniq.astype(np.int64), "n": cnt,
                 "sum": np.concatenate([p[2] for p in parts], axis=1), "limb_index": cand_index,
                 "positive": pos if with_labels else None,
-                "class_count": (bin_class_counts(ids, labels_of_rows, uniq, n_classes)
+                "class_count": (bin_class_counts(ids, labels_of_rows, uniq, n_classes, order)
                                 if several else None),
                 "outside": no_outside, "extreme": no_extreme}
     first = {"counts": counts, "labels": labels, "hist": sparse_histograms(hist)}

@@ -23,7 +23,14 @@ from typing import Any
 import numpy as np
 
 from bigkern.errors import LabelError
-from bigkern.reduce.binning._bin_loops import bin_sums_dense, bin_sums_sparse
+from bigkern.reduce.binning._bin_loops import (
+    bin_sums_dense,
+    bin_sums_sparse,
+    class_counts_by_slot,
+    class_counts_sorted,
+    class_index,
+    class_index_lut,
+)
 from bigkern.reduce.binning.fixed_point import FixedPointGrid, normalize_limbs
 from bigkern.reduce.passes import add_counts
 from bigkern.reduce.row_loops import label_flags
@@ -71,6 +78,21 @@ def class_codes(yb: np.ndarray, valid: np.ndarray, classes: Sequence[Any]) -> np
     k = len(classes)
     dtype = np.uint8 if k <= 256 else np.int32
     codes = np.zeros(len(y), dtype=dtype)
+    typed = _typed_table(classes, y.dtype)
+    if typed is not None and y.ndim == 1 and len(y) == len(valid):  # compiled: one sweep
+        table, order = typed
+        y = np.ascontiguousarray(y)
+        lo, hi = (int(table[0]), int(table[-1])) if y.dtype.kind in "iu" else (0, -1)
+        if y.dtype.kind in "iu" and hi - lo < 1 << 16:  # small integers: a table look-up
+            lut = np.full(hi - lo + 1, -1, dtype=np.int64)
+            lut[table.astype(np.int64) - lo] = order
+            row = class_index_lut(y, valid, lo, lut, codes)
+        else:
+            row = class_index(y, valid, table, order, codes)
+        if row >= 0:
+            raise LabelError(f"label value {y[row].item()!r} (row {row} of its chunk) is not "
+                             f"one of the classes {list(classes)}")
+        return codes
     found = np.zeros(len(y), dtype=bool)
     table = np.asarray(classes)
     if _same_family(table.dtype, y.dtype):  # one sorted look-up for all classes
@@ -92,22 +114,47 @@ def class_codes(yb: np.ndarray, valid: np.ndarray, classes: Sequence[Any]) -> np
     return codes
 
 
+def _typed_table(classes: Sequence[Any], dtype: np.dtype
+                 ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The classes sorted as numbers of the labels' numeric ``dtype``, and the index of
+    each in ``classes``; None unless every class converts exactly (and is not NaN)."""
+    if dtype.kind not in "iuf":
+        return None
+    try:
+        typed = np.array([dtype.type(c) for c in classes], dtype=dtype)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if not all(t == c for t, c in zip(typed.tolist(), classes, strict=True)):
+        return None  # NaN, or a class the dtype cannot hold exactly
+    order = np.argsort(typed, kind="stable")
+    return typed[order], order.astype(np.int64)
+
+
 def _same_family(a: np.dtype, b: np.dtype) -> bool:
     """Whether values of dtypes ``a`` and ``b`` sort together: both numbers or both text."""
     return (a.kind in "biuf" and b.kind in "biuf") or (a.kind in "US" and b.kind == a.kind)
 
 
 def bin_class_counts(ids: np.ndarray, codes: np.ndarray, occupied: np.ndarray,
-                     n_classes: int) -> np.ndarray:
+                     n_classes: int, order: np.ndarray | None = None) -> np.ndarray:
     """Per occupied bin (sorted ``occupied`` ids), the rows of each class: (bins, n_classes).
 
     Rows with ``ids < 0`` are not counted; ``codes`` are the rows' class
-    indices (:func:`class_codes`).
+    indices (:func:`class_codes`). One sweep of the rows, through a table of
+    bin ids when they are few enough, else in ``order`` (the rows with
+    ``ids >= 0`` sorted by id; computed when not given).
     """
-    rows = ids >= 0
-    where = np.searchsorted(occupied, ids[rows])
-    flat = where * n_classes + codes[rows].astype(np.int64)
-    return np.bincount(flat, minlength=len(occupied) * n_classes).reshape(-1, n_classes)
+    m = len(occupied)
+    if m == 0:
+        return np.zeros((0, n_classes), dtype=np.int64)
+    if int(occupied[-1]) < max(1 << 16, 4 * len(ids)):  # a bin id → place table, one sweep
+        slot = np.zeros(int(occupied[-1]) + 1, dtype=np.int64)
+        slot[occupied] = np.arange(m)
+        return class_counts_by_slot(ids, codes, slot, m, n_classes)
+    if order is None:
+        order = np.flatnonzero(ids >= 0)
+        order = order[np.argsort(ids[order], kind="stable")]
+    return class_counts_sorted(ids, codes, order, m, n_classes)
 
 
 def positive_flags(
@@ -195,6 +242,7 @@ def accumulate_bins(
     several = with_labels and n_classes > 2
     flags = np.zeros(len(X), dtype=bool) if several else labels
     binary = with_labels and not several
+    order = None
     if use_dense_sums(n_possible, len(X)):
         count, sums, pos, outside, extreme = bin_sums_dense(X, ids, flags, *args, n_possible)
         part = dense_partial(count, sums, pos, outside, extreme, counts, grid.limb_index, binary)
@@ -205,7 +253,7 @@ def accumulate_bins(
         part = _partial(counts, uniq, count, sums, pos, outside, extreme, grid.limb_index,
                         binary)
     if several:
-        part["class_count"] = bin_class_counts(ids, labels, part["bin"], n_classes)
+        part["class_count"] = bin_class_counts(ids, labels, part["bin"], n_classes, order)
     return part
 
 
