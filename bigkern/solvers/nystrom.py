@@ -15,6 +15,10 @@ is exactly ridge regression with penalty λ on the Nyström features
 ``Gᵀy``, ``Gᵀ1``, ``yᵀy``, ``Σy``, ``n`` of one pass
 (:func:`bigkern.reduce.reduced_normal_equations_folds`), so a path of λ and the
 held-out squared error of every fold cost no further read.
+
+Several targets (the k one-vs-rest columns of a classifier) share the matrix: with
+``Gᵀy`` of shape (m̃, k), ``Σy`` of shape (k,), one factorization solves all k
+right-hand sides, each column exactly the system its target alone would give.
 """
 
 from __future__ import annotations
@@ -50,11 +54,13 @@ JITTERS = (0.0, 1e-13, 1e-12, 1e-11, 1e-10, 1e-9, 1e-8, 1e-7, 1e-6)
 
 
 class NystromSolution(tuple):
-    """``(coef, intercept, jitter)``: the solution and the relative jitter it needed."""
+    """``(coef, intercept, jitter)``: the solution and the relative jitter it needed
+    (``coef`` (m̃,) and a float ``intercept``, or (m̃, k) and (k,) for k targets)."""
 
     __slots__ = ()
 
-    def __new__(cls, coef: np.ndarray, intercept: float, jitter: float) -> NystromSolution:
+    def __new__(cls, coef: np.ndarray, intercept: float | np.ndarray,
+                jitter: float) -> NystromSolution:
         return super().__new__(cls, (coef, intercept, jitter))
 
     coef = property(lambda self: self[0])
@@ -71,7 +77,8 @@ def nystrom_solve(pieces: dict[str, Any], penalty: np.ndarray | None, lam: float
     ----------
     pieces : dict
         ``GtG`` (m̃, m̃), ``Gty``, ``Gsum`` (m̃,), ``ysum`` and ``n`` (see
-        :func:`bigkern.reduce.reduced.folds.fold_pieces`).
+        :func:`bigkern.reduce.reduced.folds.fold_pieces`); for k targets ``Gty``
+        (m̃, k) and ``ysum`` (k,): one factorization, k right-hand sides.
     penalty : ndarray, shape (m̃, m̃) or (m̃, r), or None
         ``P``: ``K(Ã, Ã)`` or the identity (None); or, better conditioned, the basis
         ``T`` of :func:`kernel_penalty_basis` (with ``transform=True``): then the
@@ -87,7 +94,8 @@ def nystrom_solve(pieces: dict[str, Any], penalty: np.ndarray | None, lam: float
     -------
     NystromSolution
         ``coef`` (m̃,), ``intercept`` and the relative jitter added to the diagonal
-        (0 when the plain factorization succeeded).
+        (0 when the plain factorization succeeded); ``coef`` (m̃, k) and ``intercept``
+        (k,) for k targets.
 
     Raises
     ------
@@ -99,10 +107,14 @@ def nystrom_solve(pieces: dict[str, Any], penalty: np.ndarray | None, lam: float
     n = float(pieces["n"])
     M = np.array(pieces["GtG"], dtype=np.float64)
     rhs = np.array(pieces["Gty"], dtype=np.float64)
+    several = rhs.ndim == 2
     if fit_intercept:
         s = np.asarray(pieces["Gsum"], dtype=np.float64)
         M -= np.outer(s, s) / n
-        rhs -= s * (float(pieces["ysum"]) / n)
+        if several:
+            rhs -= s[:, None] * (np.asarray(pieces["ysum"], dtype=np.float64) / n)
+        else:
+            rhs -= s * (float(pieces["ysum"]) / n)
     T = None
     if transform:
         T = np.asarray(penalty, dtype=np.float64)
@@ -127,21 +139,35 @@ def nystrom_solve(pieces: dict[str, Any], penalty: np.ndarray | None, lam: float
                           f"positive definite: solved with {jitter:g} × its mean diagonal "
                           f"added (a larger lam, or fewer / more distinct centers, avoids "
                           f"this)", IllConditionedWarning, stacklevel=2)
-        b = (float(pieces["ysum"]) - float(np.asarray(pieces["Gsum"]) @ coef)) / n \
-            if fit_intercept else 0.0
+        if several:
+            b = (np.asarray(pieces["ysum"], dtype=np.float64)
+                 - np.asarray(pieces["Gsum"]) @ coef) / n if fit_intercept \
+                else np.zeros(rhs.shape[1])
+        else:
+            b = (float(pieces["ysum"]) - float(np.asarray(pieces["Gsum"]) @ coef)) / n \
+                if fit_intercept else 0.0
         return NystromSolution(coef, b, float(jitter))
     raise ValueError(f"the Nyström system (λ={lam:g}) is not positive definite even with "
                      f"{JITTERS[-1]:g} × its mean diagonal added; increase lam")
 
 
-def heldout_sse(pieces: dict[str, Any], coef: np.ndarray, intercept: float) -> float:
+def heldout_sse(pieces: dict[str, Any], coef: np.ndarray,
+                intercept: float | np.ndarray) -> float:
     """``Σ (y − G c − b)²`` over the rows the pieces sum (e.g. one held-out fold).
 
     ``yᵀy − 2 cᵀGᵀy − 2 b Σy + cᵀGᵀG c + 2 b cᵀG̅ + n b²``: exact in exact arithmetic,
     it loses digits to cancellation when the fit is very good (enough to rank
-    candidates; a residual pass gives the exact value).
+    candidates; a residual pass gives the exact value). For k targets (``coef``
+    (m̃, k), ``intercept`` (k,)), the sum over all k columns.
     """
     c = np.asarray(coef, dtype=np.float64)
+    if c.ndim == 2:
+        b = np.asarray(intercept, dtype=np.float64)
+        per_target = (np.asarray(pieces["yty"]) - 2.0 * np.einsum("ij,ij->j", c, pieces["Gty"])
+                      - 2.0 * b * np.asarray(pieces["ysum"])
+                      + np.einsum("ij,ij->j", c, pieces["GtG"] @ c)
+                      + 2.0 * b * (np.asarray(pieces["Gsum"]) @ c) + pieces["n"] * b * b)
+        return float(per_target.sum())
     b = float(intercept)
     return float(pieces["yty"] - 2.0 * c @ pieces["Gty"] - 2.0 * b * pieces["ysum"]
                  + c @ (pieces["GtG"] @ c) + 2.0 * b * (c @ pieces["Gsum"])

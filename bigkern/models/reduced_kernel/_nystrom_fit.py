@@ -61,10 +61,13 @@ class _NystromFit:
         return candidates("omega", self.omega), candidates("lam", self.lam)
 
     def _fit_pieces(self, Xd: Any, yd: Any, md: Any, rs: Any, widths: tuple[float, ...],
-                    lams: tuple[float, ...], t0: float) -> None:
+                    lams: tuple[float, ...], t0: float, n_classes: int | None = None) -> None:
+        """Fit by the solver asked for (or chosen) on targets ``yd``; with ``n_classes`` = k,
+        ``yd`` holds class codes and every read serves the k one-vs-rest problems, whose
+        candidates are ranked on the mean over the classes of the held-out squared error."""
         choice = f"solver={self.solver!r}"
         if self.solver == "cg":
-            self._fit_cg(Xd, yd, md, rs, widths, lams, t0)
+            self._fit_cg(Xd, yd, md, rs, widths, lams, t0, n_classes)
             return
         if self.solver == "auto":
             choice = self._auto_choice(rs, widths, lams)
@@ -72,10 +75,11 @@ class _NystromFit:
                 fit_by_cg_path(self, Xd, yd, md, rs, widths[0], lams, t0,
                                choice=(f"solver='auto': a λ path of {len(lams)} candidates "
                                        f"with {rs.size:,} centers, at least "
-                                       f"{AUTO_CG_PATH_CENTERS:,}"))
+                                       f"{AUTO_CG_PATH_CENTERS:,}"), n_classes=n_classes)
                 return
             if choice is None:
-                why = fit_by_cg(self, Xd, yd, md, rs, widths[0], lams[0], t0, probe=True)
+                why = fit_by_cg(self, Xd, yd, md, rs, widths[0], lams[0], t0, probe=True,
+                                n_classes=n_classes)
                 if why is None:
                     return
                 choice = why
@@ -87,8 +91,9 @@ class _NystromFit:
                                             n_folds=int(self.n_folds) if many else 1,
                                             seed=int(seed), offset=basis.offset,
                                             scale=basis.scale, clip=basis.clip, mask=md,
-                                            kernel=basis.kernel)
+                                            kernel=basis.kernel, n_classes=n_classes)
         t_pass = time.perf_counter() - t0
+        n_targets = 1 if n_classes is None else int(n_classes)
         m = basis.n_basis
         folds = list(range(int(ds.sizes["fold"])))
         scores = np.full((len(widths), len(lams)), np.nan)
@@ -108,7 +113,8 @@ class _NystromFit:
                                             fit_intercept=self.fit_intercept, warn=False)
                         max_jitter = max(max_jitter, sol.jitter)
                         sse += heldout_sse(test[f], sol.coef, sol.intercept)
-                    scores[i, j] = sse / max(1, int(ds["n"].sum()))
+                    # the mean over the targets (classes) of the held-out squared error
+                    scores[i, j] = sse / max(1, int(ds["n"].sum())) / n_targets
             i, j = np.unravel_index(int(np.nanargmin(scores)), scores.shape)
         else:
             i, j = 0, 0
@@ -150,9 +156,10 @@ class _NystromFit:
                     f"direct pass is the cheaper)")
         return None
 
-    def _set_expansion(self, basis: Any, coef: np.ndarray, intercept: float, omega: float,
-                       lam: float, rs: Any) -> list[str]:
-        """The fitted expansion (either solver); returns the feature names."""
+    def _set_expansion(self, basis: Any, coef: np.ndarray, intercept: float | np.ndarray,
+                       omega: float, lam: float, rs: Any) -> list[str]:
+        """The fitted expansion (either solver; ``coef`` (m̃, k) and ``intercept`` (k,) for k
+        classes); returns the feature names."""
         self.omega_, self.lam_ = omega, lam
         self.expansion_ = fitted_expansion(self, basis.centers, coef, intercept, omega,
                                            basis.offset, basis.scale, basis.clip)
@@ -161,7 +168,7 @@ class _NystromFit:
         return [f"f{k}" for k in range(self.n_features_in_)] if names is None else list(names)
 
     def _fit_cg(self, Xd: Any, yd: Any, md: Any, rs: Any, widths: tuple[float, ...],
-                lams: tuple[float, ...], t0: float) -> None:
+                lams: tuple[float, ...], t0: float, n_classes: int | None = None) -> None:
         """``solver="cg"`` (:mod:`bigkern.models.reduced_kernel.nystrom_cg`): one omega,
         and one lam or a path of them chosen on a held-out fold."""
         if len(widths) > 1 or self.penalty != "rkhs":
@@ -170,9 +177,9 @@ class _NystromFit:
                 f"penalty='rkhs' (got {len(widths)} widths, penalty={self.penalty!r}): the "
                 f"direct solver searches widths and takes penalty='coef'")
         if len(lams) > 1:
-            fit_by_cg_path(self, Xd, yd, md, rs, widths[0], lams, t0)
+            fit_by_cg_path(self, Xd, yd, md, rs, widths[0], lams, t0, n_classes=n_classes)
         else:
-            fit_by_cg(self, Xd, yd, md, rs, widths[0], lams[0], t0)
+            fit_by_cg(self, Xd, yd, md, rs, widths[0], lams[0], t0, n_classes=n_classes)
 
 
 #: ``_auto_choice``'s answer for a λ path by conjugate gradients
