@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
+from bigkern.kernels import KernelExpansion
 from bigkern.models._base import fitted_expansion
 from bigkern.models._constraints import candidates, domain
 from bigkern.models.reduced_kernel._reduced_parts import (
@@ -161,8 +162,13 @@ class _NystromFit:
         """The fitted expansion (either solver; ``coef`` (m̃, k) and ``intercept`` (k,) for k
         classes); returns the feature names."""
         self.omega_, self.lam_ = omega, lam
-        self.expansion_ = fitted_expansion(self, basis.centers, coef, intercept, omega,
-                                           basis.offset, basis.scale, basis.clip)
+        if np.ndim(coef) == 2:  # k classes: fitted_expansion takes one intercept (a float)
+            self.expansion_ = KernelExpansion.from_parts(
+                basis.centers, coef, intercept, float(omega), basis.offset, basis.scale,
+                clip=basis.clip, dtype="float32", kernel=getattr(self, "kernel", "gaussian"))
+        else:
+            self.expansion_ = fitted_expansion(self, basis.centers, coef, intercept, omega,
+                                               basis.offset, basis.scale, basis.clip)
         self.reduced_index_ = rs.index
         names = getattr(self, "feature_names_in_", None)
         return [f"f{k}" for k in range(self.n_features_in_)] if names is None else list(names)
