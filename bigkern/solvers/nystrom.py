@@ -24,6 +24,7 @@ right-hand sides, each column exactly the system its target alone would give.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,8 @@ import scipy.linalg
 
 from bigkern.errors import IllConditionedWarning
 
-__all__ = ["NystromSolution", "heldout_sse", "kernel_penalty_basis", "nystrom_solve"]
+__all__ = ["NystromSolution", "NystromSystem", "heldout_sse", "kernel_penalty_basis",
+           "nystrom_solve", "nystrom_system", "solve_system"]
 
 #: eigenvalues of K(Ã, Ã) below this fraction of the largest are left out of the basis
 EIG_CUTOFF = 1e-10
@@ -102,28 +104,77 @@ def nystrom_solve(pieces: dict[str, Any], penalty: np.ndarray | None, lam: float
     ValueError
         λ ≤ 0, or no jitter up to 1e-6 of the mean diagonal makes the system factor.
     """
-    if not (np.isfinite(lam) and lam > 0):
-        raise ValueError(f"the ridge parameter lam must be a positive finite number; got {lam!r}")
+    return solve_system(nystrom_system(pieces, penalty, fit_intercept=fit_intercept,
+                                       transform=transform), lam, warn=warn, stacklevel=3)
+
+
+@dataclass(frozen=True)
+class NystromSystem:
+    """The centered Nyström system without its λ term (:func:`nystrom_system`): what every
+    λ of a path shares, so that each of them costs one factorization only.
+
+    ``matrix`` is ``GᵀG − ḡḡᵀ/n`` (``Tᵀ(…)T`` with ``basis`` = ``T``), ``rhs`` the
+    right-hand side(s), ``penalty`` the ``P`` the λ term adds (None: the identity), and
+    ``gsum``, ``ysum``, ``n`` what the intercepts are recovered from.
+    """
+
+    matrix: np.ndarray
+    rhs: np.ndarray
+    basis: np.ndarray | None
+    penalty: np.ndarray | None
+    gsum: np.ndarray
+    ysum: float | np.ndarray
+    n: float
+    fit_intercept: bool
+
+
+def nystrom_system(pieces: dict[str, Any], penalty: np.ndarray | None, *,
+                   fit_intercept: bool = True, transform: bool = False) -> NystromSystem:
+    """The system :func:`nystrom_solve` factors, before its λ term (arguments as there).
+
+    Examples
+    --------
+    One system, a path of λ (each solve as :func:`nystrom_solve` gives it):
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> G, y = rng.uniform(size=(50, 4)), rng.standard_normal(50)
+    >>> pieces = {"GtG": G.T @ G, "Gty": G.T @ y, "Gsum": G.sum(0), "ysum": y.sum(), "n": 50}
+    >>> system = nystrom_system(pieces, None)
+    >>> [bool(np.array_equal(solve_system(system, lam).coef,
+    ...                      nystrom_solve(pieces, None, lam).coef)) for lam in (0.1, 1.0)]
+    [True, True]
+    """
     n = float(pieces["n"])
     M = np.array(pieces["GtG"], dtype=np.float64)
     rhs = np.array(pieces["Gty"], dtype=np.float64)
+    gsum = np.asarray(pieces["Gsum"], dtype=np.float64)
     several = rhs.ndim == 2
+    ysum = np.asarray(pieces["ysum"], dtype=np.float64) if several else float(pieces["ysum"])
     if fit_intercept:
-        s = np.asarray(pieces["Gsum"], dtype=np.float64)
-        M -= np.outer(s, s) / n
+        M -= np.outer(gsum, gsum) / n
         if several:
-            rhs -= s[:, None] * (np.asarray(pieces["ysum"], dtype=np.float64) / n)
+            rhs -= gsum[:, None] * (ysum / n)
         else:
-            rhs -= s * (float(pieces["ysum"]) / n)
+            rhs -= gsum * (ysum / n)
     T = None
     if transform:
         T = np.asarray(penalty, dtype=np.float64)
         M, rhs = T.T @ M @ T, T.T @ rhs
-        M[np.diag_indices_from(M)] += lam
-    elif penalty is None:
+    P = None if transform or penalty is None else np.asarray(penalty, dtype=np.float64)
+    return NystromSystem(M, rhs, T, P, gsum, ysum, n, fit_intercept)
+
+
+def solve_system(system: NystromSystem, lam: float, *, warn: bool = True,
+                 stacklevel: int = 2) -> NystromSolution:
+    """Add the λ term to ``system`` and solve it (see :func:`nystrom_solve`)."""
+    if not (np.isfinite(lam) and lam > 0):
+        raise ValueError(f"the ridge parameter lam must be a positive finite number; got {lam!r}")
+    M, rhs, T, n = system.matrix.copy(), system.rhs, system.basis, system.n
+    if system.penalty is None:
         M[np.diag_indices_from(M)] += lam
     else:
-        M += lam * np.asarray(penalty, dtype=np.float64)
+        M += lam * system.penalty
     scale = float(np.mean(np.diag(M))) or 1.0
     for jitter in JITTERS:
         A = M if jitter == 0 else M + (jitter * scale) * np.eye(len(M))
@@ -138,14 +189,12 @@ def nystrom_solve(pieces: dict[str, Any], penalty: np.ndarray | None, lam: float
             warnings.warn(f"the Nyström system (GᵀG + λP, λ={lam:g}) is not numerically "
                           f"positive definite: solved with {jitter:g} × its mean diagonal "
                           f"added (a larger lam, or fewer / more distinct centers, avoids "
-                          f"this)", IllConditionedWarning, stacklevel=2)
-        if several:
-            b = (np.asarray(pieces["ysum"], dtype=np.float64)
-                 - np.asarray(pieces["Gsum"]) @ coef) / n if fit_intercept \
+                          f"this)", IllConditionedWarning, stacklevel=stacklevel)
+        if rhs.ndim == 2:
+            b = (system.ysum - system.gsum @ coef) / n if system.fit_intercept \
                 else np.zeros(rhs.shape[1])
         else:
-            b = (float(pieces["ysum"]) - float(np.asarray(pieces["Gsum"]) @ coef)) / n \
-                if fit_intercept else 0.0
+            b = (system.ysum - float(system.gsum @ coef)) / n if system.fit_intercept else 0.0
         return NystromSolution(coef, b, float(jitter))
     raise ValueError(f"the Nyström system (λ={lam:g}) is not positive definite even with "
                      f"{JITTERS[-1]:g} × its mean diagonal added; increase lam")

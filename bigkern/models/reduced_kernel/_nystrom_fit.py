@@ -30,7 +30,13 @@ from bigkern.models.reduced_kernel.nystrom_cg import (
 )
 from bigkern.reduce.passes import per_feature_counts, without_per_feature
 from bigkern.reduce.reduced.folds import fold_pieces, reduced_normal_equations_folds
-from bigkern.solvers.nystrom import heldout_sse, kernel_penalty_basis, nystrom_solve
+from bigkern.solvers.nystrom import (
+    heldout_sse,
+    kernel_penalty_basis,
+    nystrom_solve,
+    nystrom_system,
+    solve_system,
+)
 
 __all__: list[str] = []
 
@@ -105,13 +111,15 @@ class _NystromFit:
         max_jitter = 0.0
         if many:
             for i in range(len(widths)):
-                train = [fold_pieces(ds, i, [g for g in folds if g != f]) for f in folds]
+                # each fold's system without λ, shared by the λ path: one factorization a λ
+                train = [nystrom_system(fold_pieces(ds, i, [g for g in folds if g != f]),
+                                        penalties[i], transform=rkhs,
+                                        fit_intercept=self.fit_intercept) for f in folds]
                 test = [fold_pieces(ds, i, f) for f in folds]
                 for j, lam in enumerate(lams):
                     sse = 0.0
                     for f in folds:
-                        sol = nystrom_solve(train[f], penalties[i], lam, transform=rkhs,
-                                            fit_intercept=self.fit_intercept, warn=False)
+                        sol = solve_system(train[f], lam, warn=False)
                         max_jitter = max(max_jitter, sol.jitter)
                         sse += heldout_sse(test[f], sol.coef, sol.intercept)
                     # the mean over the targets (classes) of the held-out squared error

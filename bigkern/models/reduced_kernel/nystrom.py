@@ -278,7 +278,10 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
         labels, lazy = fit_labels(self, y, mask)
         Xd, yd, md = as_row_chunked(arr, labels, mask, min_chunks=task_threads())
         n = int(Xd.shape[0])
-        rs = select_reduced_set(Xd, yd, size=default_size(n, self.size, self.fraction),
+        size = default_size(n, self.size, self.fraction)
+        if self.size is None and self.fraction is None and not lazy:
+            size = min(n, max(size, len(self.classes_)))  # a center per class at least
+        rs = select_reduced_set(Xd, yd, size=size,
                                 fraction=self.fraction, stratified=self.stratified,
                                 random_state=self.random_state, mask=md,
                                 features=getattr(self, "feature_names_in_", None),
