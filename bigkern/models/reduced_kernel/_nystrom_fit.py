@@ -5,6 +5,8 @@ and :class:`~bigkern.models.reduced_kernel.nystrom.NystromKernelRidgeClassifier`
 their targets are a dask array: the direct solve of every (ω, λ) candidate from one
 read of the folds' normal equations, the conjugate-gradient fit
 (:mod:`bigkern.models.reduced_kernel.nystrom_cg`), and ``solver="auto"``'s choice between them.
+With ``n_classes`` the targets are class codes, and every solver fits the k one-vs-rest
+problems from the reads one problem takes.
 """
 
 from __future__ import annotations

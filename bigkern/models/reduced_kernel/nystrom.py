@@ -23,6 +23,13 @@ n·m̃·(d + 2) flops each where the direct pass costs n·m̃². ``solver="auto"
 default, takes CG where it wins: one candidate, at least 1,000 centers, and a
 solve on the starting subset that says the full one will converge
 (:mod:`bigkern.models.reduced_kernel._nystrom_fit`).
+
+The classifier fits k > 2 classes as k one-vs-rest problems that share every read:
+the pass sums ``GᵀG`` once with ``GᵀY`` for the k ±1 columns of ``Y`` (made in each
+chunk from the class codes), one factorization solves the k right-hand sides, and
+conjugate gradients advance the k recurrences in lockstep, each read computing
+``Gᵀ(G V)`` for all of them
+(:func:`~bigkern.solvers.conjugate_gradients_columns.preconditioned_cg_columns`).
 """
 
 from __future__ import annotations

@@ -22,6 +22,13 @@ Several λ make a path (:func:`fit_by_cg_path`): on all folds but one, from the 
 held-out fold scores them all, and the best is refitted on all rows from its path
 solution. ``solver="auto"`` picks among these and the direct solve
 (:data:`AUTO_CG_CENTERS`, :data:`AUTO_CG_PATH_CENTERS`, :data:`AUTO_CG_RESIDUAL`).
+
+A classifier of k > 2 classes solves its k one-vs-rest systems together: they share the
+preconditioner (one matrix), and
+:func:`~bigkern.solvers.conjugate_gradients_columns.preconditioned_cg_columns` advances their
+k recurrences in lockstep, so each read above serves all the classes still running (a
+fit reads the rows as often as its slowest class alone would). The targets travel as
+class codes, expanded to ±1 columns in each chunk.
 """
 
 from __future__ import annotations
@@ -43,11 +50,8 @@ from bigkern.reduce.reduced.products import (
     kernel_products,
     sample_usable_rows,
 )
-from bigkern.solvers.conjugate_gradients import (
-    CGColumns,
-    FalkonPreconditioner,
-    preconditioned_cg_columns,
-)
+from bigkern.solvers.conjugate_gradients import FalkonPreconditioner
+from bigkern.solvers.conjugate_gradients_columns import CGColumns, preconditioned_cg_columns
 
 __all__ = ["AUTO_CG_CENTERS", "AUTO_CG_PATH_CENTERS", "AUTO_CG_RESIDUAL",
            "START_ROWS_PER_CENTER", "fit_by_cg", "fit_by_cg_path"]
