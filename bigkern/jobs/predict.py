@@ -290,12 +290,11 @@ def class_words(ds: xr.Dataset, neg: int, pos: int) -> tuple[str, str]:
     >>> class_words(xr.Dataset(), -1, 1)
     ('clear', 'cloud')
     """
-    if "label" in ds:
-        attrs = ds["label"].attrs
-        values = np.asarray(attrs.get("flag_values", [])).ravel().tolist()
-        meanings = str(attrs.get("flag_meanings", "")).split()
-        if len(values) == len(meanings) and neg in values and pos in values:
-            return meanings[values.index(neg)], meanings[values.index(pos)]
+    if "label" in ds:  # the label's declared classes (its "unlabelled" value is none)
+        declared = label_classes(ds["label"])
+        words = (declared.name_of(neg), declared.name_of(pos))
+        if words[0] is not None and words[1] is not None:
+            return words[0], words[1]
     return ("clear", "cloud") if (neg, pos) == (-1, 1) else ("negative", "positive")
 
 

@@ -268,12 +268,14 @@ def validate_scenes(
 
     Examples
     --------
-    A usable dataset passes silently; one that lacks a feature does not:
+    A usable dataset passes, and says what its label's classes are; one that lacks a
+    feature does not:
 
     >>> from bigkern import validate_scenes
     >>> from bigkern.datasets import make_scenes
     >>> ds = make_scenes(1, (8, 8), seed=0, radiances=False).rename(scene="time")
-    >>> validate_scenes(ds, dims={"scene": "time"}, features=["NDAI"])
+    >>> validate_scenes(ds, dims={"scene": "time"}, features=["NDAI"]).names
+    ('clear', 'cloud')
     >>> validate_scenes(ds, dims={"scene": "time"}, features=["NDAI", "AN"])
     Traceback (most recent call last):
         ...
