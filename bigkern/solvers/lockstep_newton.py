@@ -1,0 +1,152 @@
+"""k one-vs-rest smooth reduced SVMs by Newton–Armijo in lockstep: one read serves them all.
+
+A k-class reduced SVM solves, for each class ``j``, the binary problem of
+:mod:`bigkern.solvers.smooth_svm` with labels +1 on class ``j`` and −1 elsewhere, on the
+same augmented kernel rows. Each problem runs the iteration of
+:func:`~bigkern.solvers.smooth_svm.newton_armijo` (written as a generator of the passes it
+needs, :func:`~bigkern.solvers.smooth_svm.newton_armijo_iterates`); here every pass
+gathers the next pass of each problem still running, and one ``evaluate`` over the rows
+answers them all (:func:`~bigkern.kernels.class_row_sums.accumulate_classes`: the kernel
+block formed once, one product for all decision values, a Hessian per problem over its
+curved rows). A problem stops when it has converged; the others go on, so a fit takes the
+passes of its slowest problem, not the sum over problems. Each problem's iterates, steps
+and stopping point are those of its own binary fit, up to the round-off of the batched
+products (and, with ``negligible`` > 0, the rows left out of its Hessian, which steer
+the steps but never change the solution).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from bigkern.kernels.class_row_sums import ClassPoints
+from bigkern.kernels.row_sums import RowSums
+from bigkern.solvers.smooth_svm import NewtonResult, newton_armijo_iterates
+
+__all__ = ["NEGLIGIBLE_CURVATURE", "LockstepResult", "newton_armijo_lockstep"]
+
+#: The curvature ``ℓ''`` below which a k-class smooth-hinge fit leaves a row out of a
+#: problem's Hessian: ``ℓ'' ≈ 2 e^{−2α(y f − 1)}`` far outside the margin, so with α = 5
+#: a row with ``y f`` beyond about 2.5. Such rows of one problem are most of the rows of
+#: the other classes; their Hessian terms are below ``1e-6`` of a margin row's (about
+#: 0.3–1) and change the steps too little to cost an iteration.
+NEGLIGIBLE_CURVATURE = 1e-6
+
+ClassEvaluate = Callable[[ClassPoints], Sequence[RowSums]]
+
+
+@dataclass
+class LockstepResult:
+    """The k problems' results, and the passes their lockstep took.
+
+    Attributes
+    ----------
+    results : list of NewtonResult
+        One per class, in the order of ``classes``; each one's ``passes`` counts the
+        passes it took part in.
+    passes : int
+        Evaluations (reads of the rows for a distributed ``evaluate``): the most any
+        problem took.
+    """
+
+    results: list[NewtonResult]
+    passes: int
+
+
+def newton_armijo_lockstep(
+    evaluate: ClassEvaluate,
+    dim: int,
+    classes: Sequence[int],
+    *,
+    C: float,
+    tol: float = 1e-8,
+    max_iter: int = 50,
+    delta: float = 1e-4,
+    max_halvings: int = 20,
+    first_trials: int | None = None,
+    float32_hessian: bool = False,
+    negligible: float = 0.0,
+) -> LockstepResult:
+    """Newton–Armijo on the one-vs-rest problems of ``classes``, one ``evaluate`` per pass.
+
+    Parameters
+    ----------
+    evaluate : callable
+        ``evaluate(points) -> [RowSums, ...]``: for each problem of the
+        :class:`~bigkern.kernels.class_row_sums.ClassPoints` (its positive class, point,
+        direction, steps), the sums over all rows, in one pass.
+    dim : int
+        ``m̃ + 1``.
+    classes : sequence of int
+        The class code of each problem's positive rows.
+    C, tol, max_iter, delta, max_halvings, first_trials
+        As for :func:`~bigkern.solvers.smooth_svm.newton_armijo`, for every problem.
+    float32_hessian : bool
+        Start each problem's Hessian products in float32; a problem switches to float64
+        when :func:`newton_armijo`'s ``refine`` rule says so for it.
+    negligible : float
+        Leave the rows with curvature at most this out of a problem's Hessian.
+
+    Returns
+    -------
+    LockstepResult
+
+    Examples
+    --------
+    Three classes on a line, one pass serving the three problems:
+
+    >>> import numpy as np
+    >>> from bigkern.kernels.class_row_sums import accumulate_classes, split_sums, buffer_size
+    >>> from bigkern.solvers.lockstep_newton import newton_armijo_lockstep
+    >>> from bigkern.solvers.smooth_svm import SmoothHinge
+    >>> x = np.linspace(-3, 3, 30)
+    >>> codes = np.digitize(x, [-1.0, 1.0]).astype(float)
+    >>> A = np.column_stack([np.exp(-(x[:, None] - [-2.0, 0.0, 2.0]) ** 2), -np.ones(30)])
+    >>> def evaluate(points):
+    ...     sums = split_sums(np.zeros(buffer_size(4, points.sizes())), 4, points.sizes())
+    ...     accumulate_classes(sums, A, codes, points, SmoothHinge())
+    ...     return sums
+    >>> out = newton_armijo_lockstep(evaluate, 4, [0, 1, 2], C=10.0)
+    >>> [r.converged for r in out.results], out.passes == max(r.passes for r in out.results)
+    ([True, True, True], True)
+    >>> scores = A @ np.column_stack([r.u for r in out.results])
+    >>> bool(np.mean(scores.argmax(axis=1) == codes) > 0.9)
+    True
+    """
+    classes = np.asarray(classes, dtype=np.int64)
+    float32 = np.full(len(classes), bool(float32_hessian))
+
+    def refine(q: int) -> Callable[[], None]:
+        def exact() -> None:
+            float32[q] = False
+        return exact
+
+    iterates = [newton_armijo_iterates(dim, C=C, tol=tol, max_iter=max_iter, delta=delta,
+                                       max_halvings=max_halvings, first_trials=first_trials,
+                                       refine=refine(q) if float32_hessian else None)
+                for q in range(len(classes))]
+    pending: dict[int, Any] = {q: next(it) for q, it in enumerate(iterates)}
+    results: dict[int, NewtonResult] = {}
+    passes = 0
+    while pending:
+        running = sorted(pending)
+        asked = [pending[q] for q in running]
+        points = ClassPoints(classes[running],
+                             np.column_stack([a[0] for a in asked]),
+                             np.column_stack([a[1] for a in asked]),
+                             tuple(np.asarray(a[2], dtype=np.float64) for a in asked),
+                             np.asarray([a[3] for a in asked], dtype=np.float64),
+                             float32[running].copy(), float(negligible))
+        sums = evaluate(points)
+        passes += 1
+        for q, s in zip(running, sums, strict=True):
+            try:
+                pending[q] = iterates[q].send(s)
+            except StopIteration as done:
+                results[q] = done.value
+                del pending[q]
+    return LockstepResult([results[q] for q in range(len(classes))], passes)
