@@ -42,11 +42,14 @@ Hessian summed over the active rows of each chunk.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Generator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
+from bigkern.cluster.compute import blas_controller
 from bigkern.kernels.basis import syrk_product
 from bigkern.solvers.lockstep_newton import LockstepResult
 from bigkern.solvers.smooth_svm import (
@@ -329,6 +332,7 @@ def finite_newton_classes(
     max_iter: int = 50,
     refactor_every: int = 10,
     hessian_dtype: Any = np.float64,
+    threads: int | None = None,
 ) -> LockstepResult:
     """The one-vs-rest problems of ``classes`` by the finite Newton method, in lockstep.
 
@@ -354,6 +358,11 @@ def finite_newton_classes(
         As for :func:`finite_newton`.
     U0 : ndarray, shape (dim, len(classes)), optional
         Starting points (columns), e.g. from a fit on a subset of the rows.
+    threads : int, optional
+        Problems advanced side by side between the products (default: the CPUs). After
+        the shared first Hessian, everything runs on one BLAS thread per problem: the
+        products over the rows are bound by reading ``A``, and a problem's Newton system
+        and Hessian updates are too small to share among threads.
 
     Returns
     -------
@@ -375,6 +384,7 @@ def finite_newton_classes(
     A = np.asarray(A, dtype=np.float64)
     codes = np.asarray(codes)
     classes = list(classes)
+    threads = (os.cpu_count() or 1) if threads is None else int(threads)
     start = None
     if U0 is None:  # every row active at u = 0: one Hessian for all the problems
         _check_newton_options(C, tol, 1e-4, max_iter)
@@ -384,6 +394,13 @@ def finite_newton_classes(
                                        max_iter=max_iter, refactor_every=refactor_every,
                                        hessian_dtype=hessian_dtype, start_hessian=start)
                for q, c in enumerate(classes)]
+    with blas_controller().limit(limits=1, user_api="blas"):
+        return _lockstep(A, iterates, threads)
+
+
+def _lockstep(A: np.ndarray, iterates: list[Generator[Product, np.ndarray, NewtonResult]],
+              threads: int) -> LockstepResult:
+    """Answer the problems' products together until every problem has finished."""
     pending: dict[int, Product] = {q: next(it) for q, it in enumerate(iterates)}
     results: dict[int, NewtonResult] = {}
     passes = 0
@@ -398,10 +415,23 @@ def finite_newton_classes(
             passes += 1
             for i, q in enumerate(asking):
                 answers[q] = P[:, i] if kind == "times" else P[i]
-        for q, product in answers.items():
-            try:
-                pending[q] = iterates[q].send(product)
-            except StopIteration as done:
-                results[q] = done.value
+        # each problem's own work (its Newton system, line search, Hessian update) is
+        # small: the problems run side by side, one BLAS thread each
+        with ThreadPoolExecutor(max(1, min(threads, len(answers)))) as pool:
+            steps = list(pool.map(lambda q: _advance(iterates[q], answers[q]), list(answers)))
+        for q, (ask, result) in zip(list(answers), steps, strict=True):
+            if result is None:
+                pending[q] = ask
+            else:
+                results[q] = result
                 del pending[q]
-    return LockstepResult([results[q] for q in range(len(classes))], passes)
+    return LockstepResult([results[q] for q in range(len(iterates))], passes)
+
+
+def _advance(iterates: Generator[Product, np.ndarray, NewtonResult], product: np.ndarray
+             ) -> tuple[Product | None, NewtonResult | None]:
+    """Send a problem its product: its next request, or its result when it has finished."""
+    try:
+        return iterates.send(product), None
+    except StopIteration as done:
+        return None, done.value
