@@ -26,6 +26,7 @@ import xarray as xr
 from scipy.ndimage import gaussian_filter, uniform_filter
 
 from bigkern.features.variables import VARIABLE_ATTRS
+from bigkern.scenes.labels import bigkern_label_flags
 
 __all__ = ["FEATURES", "RADIANCES", "make_scenes"]
 
@@ -332,7 +333,10 @@ def make_scenes(
             data = da.stack(per_scene[name], axis=0)
         else:
             data = da.empty((0, *shape), dtype=dtypes[name], chunks=(1, *shape))
-        data_vars[name] = (("scene", "y", "x"), data, dict(VARIABLE_ATTRS[name]))
+        attrs = dict(VARIABLE_ATTRS[name])
+        if name == "label":  # what the codes mean, as CF flags
+            attrs.update(bigkern_label_flags())
+        data_vars[name] = (("scene", "y", "x"), data, attrs)
 
     ds = xr.Dataset(
         data_vars,
