@@ -418,7 +418,9 @@ def _lockstep(A: np.ndarray, iterates: list[Generator[Product, np.ndarray, Newto
         # each problem's own work (its Newton system, line search, Hessian update) is
         # small: the problems run side by side, one BLAS thread each
         with ThreadPoolExecutor(max(1, min(threads, len(answers)))) as pool:
-            steps = list(pool.map(lambda q: _advance(iterates[q], answers[q]), list(answers)))
+            asked = list(answers)
+            steps = list(pool.map(_advance, [iterates[q] for q in asked],
+                                  [answers[q] for q in asked]))
         for q, (ask, result) in zip(list(answers), steps, strict=True):
             if result is None:
                 pending[q] = ask

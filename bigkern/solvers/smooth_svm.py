@@ -215,26 +215,30 @@ def newton_armijo_iterates(
     callback: Callable[[dict[str, Any]], None] | None = None,
     refine: Callable[[], Any] | None = None,
     first_trials: int | None = None,
+    u0: np.ndarray | None = None,
+    grad_norm0: float | None = None,
 ) -> Generator[Point, RowSums, NewtonResult]:
     """:func:`newton_armijo` as a generator: it yields each pass it needs, ``(u, d, steps,
     at)``, is sent that pass's :class:`RowSums`, and returns the :class:`NewtonResult`.
 
     So one driver can advance several problems whose passes share one read of the rows
     (:func:`bigkern.solvers.lockstep_newton.newton_armijo_lockstep`); the arguments are
-    :func:`newton_armijo`'s.
+    :func:`newton_armijo`'s, and ``u0`` a starting point other than 0 (e.g. a fit on a
+    subset of the rows), with ``grad_norm0`` the norm ``‖∇F(0)‖`` of the stopping rule
+    (which a pass at ``u0`` does not give).
     """
     _check_newton_options(C, tol, delta, max_iter)
     C = float(C)
     steps = armijo_steps(max_halvings)
     first = len(steps) if first_trials is None else max(1, min(int(first_trials), len(steps)))
-    u = np.zeros(dim)
+    u = np.zeros(dim) if u0 is None else np.array(u0, dtype=np.float64)
     zero = np.zeros(dim)
     sums = yield u, zero, np.zeros(1), 0.0
     passes, backtracked, taken = 1, 0, []
     refined_at: int | None = None
-    f = C * float(sums.loss[0])
+    f = C * float(sums.loss[0]) if u0 is None else objective(u, float(sums.loss[0]), C)
     g, H = _gradient_hessian(u, sums, C)
-    g0 = float(np.linalg.norm(g))
+    g0 = float(np.linalg.norm(g)) if grad_norm0 is None else float(grad_norm0)
     message = "max_iter reached"
     while True:
         gnorm = float(np.linalg.norm(g))
