@@ -55,6 +55,9 @@ class ClassPoints:
     negligible : float
         Curvature ``ℓ''`` at or below which a row is left out of a Hessian (0: only the
         rows with none, as for one problem).
+    hessian : ndarray of bool, shape (J,), optional
+        Whether a problem's Hessian is summed (None: every problem's); a problem without
+        gets its loss and gradient only.
 
     Examples
     --------
@@ -72,6 +75,7 @@ class ClassPoints:
     at: np.ndarray
     float32_hessian: np.ndarray
     negligible: float = 0.0
+    hessian: np.ndarray | None = None
 
     @classmethod
     def at_zero(cls, classes: Sequence[int], dim: int) -> ClassPoints:
@@ -134,6 +138,8 @@ def accumulate_classes(sums: Sequence[RowSums], A: np.ndarray, codes: np.ndarray
     done: list[tuple[int, np.ndarray]] = []  # (problem, its Hessian increment) so far
     for q, s in enumerate(sums):
         s.grad += grads[q]
+        if points.hessian is not None and not points.hessian[q]:
+            continue
         w = d2[:, q]
         shared = next((inc for p, inc in done
                        if points.float32_hessian[p] == points.float32_hessian[q]

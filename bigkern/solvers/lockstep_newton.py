@@ -96,8 +96,11 @@ def newton_armijo_lockstep(
     negligible : float
         Leave the rows with curvature at most this out of a problem's Hessian.
     U0 : ndarray, shape (dim, len(classes)), optional
-        Starting points (columns), e.g. from a fit on a subset of the rows; then
-        ``grad_norm0`` gives each problem's ``‖∇F(0)‖`` for its stopping rule.
+        Starting points (columns), e.g. from a fit on a subset of the rows.
+    grad_norm0 : sequence of float, optional
+        With ``U0``: each problem's ``‖∇F(0)‖``, of its stopping rule. Without, the first
+        pass (at ``U0``) also sums each problem's gradient at 0 (no Hessian), in the
+        same read.
 
     Returns
     -------
@@ -133,6 +136,9 @@ def newton_armijo_lockstep(
             float32[q] = False
         return exact
 
+    first: list[RowSums] | None = None
+    if U0 is not None and grad_norm0 is None:
+        first, grad_norm0 = _first_pass(evaluate, classes, U0, float(C), float32, negligible)
     iterates = [newton_armijo_iterates(dim, C=C, tol=tol, max_iter=max_iter, delta=delta,
                                        max_halvings=max_halvings, first_trials=first_trials,
                                        refine=refine(q) if float32_hessian else None,
@@ -143,6 +149,14 @@ def newton_armijo_lockstep(
     pending: dict[int, Any] = {q: next(it) for q, it in enumerate(iterates)}
     results: dict[int, NewtonResult] = {}
     passes = 0
+    if first is not None:  # the generators' first pass, at U0, is made
+        for q in list(pending):
+            try:
+                pending[q] = iterates[q].send(first[q])
+            except StopIteration as done:
+                results[q] = done.value
+                del pending[q]
+        passes = 1
     while pending:
         running = sorted(pending)
         asked = [pending[q] for q in running]
@@ -161,3 +175,18 @@ def newton_armijo_lockstep(
                 results[q] = done.value
                 del pending[q]
     return LockstepResult([results[q] for q in range(len(classes))], passes)
+
+
+def _first_pass(evaluate: ClassEvaluate, classes: np.ndarray, U0: np.ndarray, C: float,
+                float32: np.ndarray, negligible: float) -> tuple[list[RowSums], np.ndarray]:
+    """The pass at ``U0`` of every problem, with each problem's gradient at 0 in the same
+    read (k more gradient-only problems); returns the sums at ``U0`` and ``‖∇F(0)‖``."""
+    k, dim = len(classes), U0.shape[0]
+    both = np.concatenate([classes, classes])
+    points = ClassPoints(both, np.hstack([U0, np.zeros((dim, k))]), np.zeros((dim, 2 * k)),
+                         tuple(np.zeros(1) for _ in range(2 * k)), np.zeros(2 * k),
+                         np.concatenate([float32, float32]), float(negligible),
+                         np.arange(2 * k) < k)
+    sums = list(evaluate(points))
+    # ∇F(0) = 0 + C Σ ℓ'(0, y_i) a_i
+    return sums[:k], np.asarray([C * float(np.linalg.norm(s.grad)) for s in sums[k:]])

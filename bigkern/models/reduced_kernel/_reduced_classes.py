@@ -22,7 +22,6 @@ from sklearn.exceptions import ConvergenceWarning
 from bigkern import config
 from bigkern.errors import LabelError
 from bigkern.kernels import Basis
-from bigkern.kernels.class_row_sums import one_vs_rest
 from bigkern.models.reduced_kernel._reduced_parts import (
     IN_MEMORY_FIRST_TRIALS,
     WARM_START_FLOPS,
@@ -110,84 +109,87 @@ class ClassesResult:
 
 def classes_fit(est: Any, loss: Any, basis: Basis, k: int,
                 chunked: Callable[[], tuple[Any, Any, Any]],
-                in_memory: tuple[np.ndarray, np.ndarray, Any] | None, fits: bool, seed: int
+                in_memory: tuple[np.ndarray, np.ndarray, Any] | None, fits: bool, rs: Any,
+                sample: tuple[np.ndarray, np.ndarray] | None
                 ) -> tuple[ClassesResult, dict[str, int], dict[str, Any]]:
     """Fit the k one-vs-rest problems on the kernel rows of ``basis``.
 
     ``in_memory`` is ``(X, codes, mask)`` for numpy input, used when ``fits`` (its kernel
     rows fit in memory); otherwise each pass is one read of the dask arrays ``(X, class
     codes, mask)`` that ``chunked()`` makes. The squared hinge in memory is
-    :func:`~bigkern.solvers.finite_newton.finite_newton_classes`, the smooth hinge in memory
-    :func:`~bigkern.solvers.lockstep_newton.newton_armijo_lockstep`, both from a fit on a
-    tenth of the rows when the k problems' Hessians over all rows would cost at least
-    :data:`~bigkern.models.reduced_kernel._reduced_parts.WARM_START_FLOPS`; every
-    distributed fit is :func:`~bigkern.solvers.lockstep_newton.newton_armijo_lockstep`.
-    Returns the result, the row counts and what the fit report adds.
+    :func:`~bigkern.solvers.finite_newton.finite_newton_classes` (from a fit on a tenth of
+    the rows for large problems, as for two classes); the smooth hinge in memory and every
+    distributed fit are :func:`~bigkern.solvers.lockstep_newton.newton_armijo_lockstep`,
+    from a fit on ``sample`` (the draw's scale sample ``(X, codes)``, uniform over the
+    usable rows) when the k problems' Hessians over all rows cost at least
+    :data:`~bigkern.models.reduced_kernel._reduced_parts.WARM_START_FLOPS` per pass: they
+    then start near their solutions, where most rows lie far outside each problem's
+    margin, and take fewer passes. ``rs`` is the draw. Returns the result, the row counts
+    and what the fit report adds.
     """
     dim, classes = basis.n_basis + 1, list(range(k))
     C, tol, max_iter = float(est.C), float(est.tol), int(est.max_iter)
     squared = isinstance(loss, SquaredHinge)
     negligible = 0.0 if squared else NEGLIGIBLE_CURVATURE
-    extra: dict[str, Any] = {}
+    float32 = est.hessian == "float32"
+    n_usable = int(rs.counts["valid"])
     if in_memory is not None and fits:
         X, codes, mask = in_memory
         A, codes_usable, _, counts = augmented_kernel_rows(X, codes.astype(np.float64), basis,
                                                            mask)
+    if in_memory is not None and fits and squared:
         n = len(A)
         size = max(2 * dim, n // 10)
-        # a fit on a tenth of the rows first (C scaled up to weigh as all of them): the k
-        # full problems then start near their solutions, where most rows of each lie far
-        # outside its margin and its Hessian sums few rows
-        warm = size < n and k * n * dim * dim >= WARM_START_FLOPS
-        rows = np.sort(np.random.default_rng(seed).choice(n, size, replace=False)) \
-            if warm else None
-        if squared:
-            U0, warm_iterations = None, 0
-            if rows is not None:
-                start = finite_newton_classes(A[rows], codes_usable[rows], classes,
-                                              C=C * n / size, tol=1e-6,
-                                              hessian_dtype=np.dtype(est.hessian))
-                U0 = np.column_stack([r.u for r in start.results])
-                warm_iterations = max(r.iterations for r in start.results)
-            out = finite_newton_classes(A, codes_usable, classes, C=C, U0=U0, tol=tol,
-                                        max_iter=max_iter, hessian_dtype=np.dtype(est.hessian))
-            extra = {"solver": f"finite newton, in memory, {k} classes in lockstep"}
-        else:
-            def passes(A_: np.ndarray, codes_: np.ndarray) -> InMemoryClassPasses:
-                return InMemoryClassPasses(A_, codes_, loss,
-                                           block_rows=int(config.get("kernel_block_rows")),
-                                           threads=os.cpu_count() or 1)
-
-            options = {"max_iter": max_iter, "first_trials": IN_MEMORY_FIRST_TRIALS,
-                       "float32_hessian": est.hessian == "float32", "negligible": negligible}
-            U0, grad0, warm_iterations = None, None, 0
-            if rows is not None:
-                start = newton_armijo_lockstep(passes(A[rows], codes_usable[rows]), dim,
-                                               classes, C=C * n / size, tol=1e-6, **options)
-                U0 = np.column_stack([r.u for r in start.results])
-                warm_iterations = max(r.iterations for r in start.results)
-                # the stopping rule's ‖∇F(0)‖ = C ‖Σ ℓ'(0, y_i) a_i‖ of each problem
-                d1, _ = loss.derivatives(np.zeros((n, k)), one_vs_rest(codes_usable, classes))
-                grad0 = C * np.linalg.norm(d1.T @ A, axis=1)
-            out = newton_armijo_lockstep(passes(A, codes_usable), dim, classes, C=C, tol=tol,
-                                         U0=U0, grad_norm0=grad0, **options)
-            extra = {"solver": f"newton-armijo, in memory, {k} classes in lockstep"}
-        extra.update({"warm_start_rows": size if rows is not None else 0,
-                      "warm_start_iterations": warm_iterations})
-        # the data is read twice: to draw Ã, and once into the kernel rows
-        extra["reads"] = 2
+        U0, warm = None, 0
+        if size < n and k * n * dim * dim >= WARM_START_FLOPS:
+            # a fit on a tenth of the rows first (C scaled up to weigh as all of them)
+            rows = np.sort(np.random.default_rng(rs.seed).choice(n, size, replace=False))
+            start = finite_newton_classes(A[rows], codes_usable[rows], classes,
+                                          C=C * n / size, tol=1e-6,
+                                          hessian_dtype=np.dtype(est.hessian))
+            U0 = np.column_stack([r.u for r in start.results])
+            warm = max(r.iterations for r in start.results)
+        out = finite_newton_classes(A, codes_usable, classes, C=C, U0=U0, tol=tol,
+                                    max_iter=max_iter, hessian_dtype=np.dtype(est.hessian))
+        extra = {"solver": f"finite newton, in memory, {k} classes in lockstep",
+                 "warm_start_rows": size if U0 is not None else 0,
+                 "warm_start_iterations": warm, "reads": 2}
     else:
-        Xd, yd, md = chunked()
-        with ReducedNewtonPasses(Xd, yd, basis, loss, mask=md) as passes:
-            out = newton_armijo_lockstep(passes.classes, dim, classes, C=C, tol=tol,
-                                         max_iter=max_iter,
-                                         float32_hessian=est.hessian == "float32",
-                                         negligible=negligible)
-        counts = passes.counts
-        extra = {"solver": f"newton-armijo, one pass per step, {k} classes in lockstep"}
+        options = {"max_iter": max_iter, "float32_hessian": float32, "negligible": negligible}
+        U0, warm = None, 0
+        use = sample is not None and 2 * dim <= len(sample[0]) < n_usable \
+            and k * n_usable * dim * dim >= WARM_START_FLOPS
+        if use:
+            As, cs, _, _ = augmented_kernel_rows(sample[0], sample[1], basis)
+            start = newton_armijo_lockstep(_in_memory(As, cs, loss), dim, classes,
+                                           C=C * n_usable / len(As), tol=1e-6,
+                                           first_trials=IN_MEMORY_FIRST_TRIALS, **options)
+            U0 = np.column_stack([r.u for r in start.results])
+            warm = max(r.iterations for r in start.results)
+        if in_memory is not None and fits:
+            out = newton_armijo_lockstep(_in_memory(A, codes_usable, loss), dim, classes, C=C,
+                                         tol=tol, U0=U0, first_trials=IN_MEMORY_FIRST_TRIALS,
+                                         **options)
+            # the data is read twice: to draw Ã, and once into the kernel rows
+            extra = {"solver": f"newton-armijo, in memory, {k} classes in lockstep",
+                     "reads": 2}
+        else:
+            Xd, yd, md = chunked()
+            with ReducedNewtonPasses(Xd, yd, basis, loss, mask=md) as passes:
+                out = newton_armijo_lockstep(passes.classes, dim, classes, C=C, tol=tol,
+                                             U0=U0, **options)
+            counts = passes.counts
+            extra = {"solver": f"newton-armijo, one pass per step, {k} classes in lockstep"}
+        extra.update({"warm_start_rows": len(sample[0]) if use else 0,
+                      "warm_start_iterations": warm})
     res = ClassesResult.of(out)
     _warn_unconverged(est, out)
     return res, counts, {**extra, "by_class": res.by_class}
+
+
+def _in_memory(A: np.ndarray, codes: np.ndarray, loss: Any) -> InMemoryClassPasses:
+    return InMemoryClassPasses(A, codes, loss, block_rows=int(config.get("kernel_block_rows")),
+                               threads=os.cpu_count() or 1)
 
 
 def _warn_unconverged(est: Any, out: LockstepResult) -> None:

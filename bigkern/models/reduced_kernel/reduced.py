@@ -318,9 +318,13 @@ class ReducedSVC(_KernelClassifier):
             fits = not lazy_labels and kernel_rows_fit_in_memory(
                 arr, mask, n_rows, basis.n_basis,
                 None if self.loss == "squared_hinge" else SMOOTH_IN_MEMORY_BYTES)
+            # the draw's uniform scale sample, with its labels: where a large fit starts
+            sample = None if rs.scale_X is None or rs.scale_y is None else (
+                rs.scale_X, class_codes(rs.scale_y, self.classes_ if lazy_labels
+                                        else np.arange(k)))
             res, counts, extra = classes_fit(
                 self, loss, basis, k, chunked,
-                None if lazy_labels else (arr, labels, numpy_mask(mask)), fits, rs.seed)
+                None if lazy_labels else (arr, labels, numpy_mask(mask)), fits, rs, sample)
             coef, intercept = res.u[:-1], -res.u[-1]
         else:
             if self.loss == "squared_hinge":
