@@ -8,7 +8,7 @@ problem still running, so that the kernel block (the costly part of a distribute
 pass) is formed once for all of them:
 
 * the decision values of all problems at their points and along their directions are
-  two matrix products ``A U`` and ``A D`` (``U``, ``D``: one column per problem);
+  one matrix product ``A [U D]`` (``U``, ``D``: one column per problem);
 * the gradients are one product ``ℓ'ᵀ A``;
 * each problem's Hessian is a ``syrk`` of its own curved rows only. In one-vs-rest
   most rows are far outside problem ``j``'s margin (those of the other classes,
@@ -127,8 +127,9 @@ def accumulate_classes(sums: Sequence[RowSums], A: np.ndarray, codes: np.ndarray
     rows whose curvature is at most ``points.negligible`` are left out of its Hessian.
     """
     Y = one_vs_rest(codes, points.classes)
-    S = A @ points.U
-    T = A @ points.D
+    J = len(points.classes)
+    ST = A @ np.hstack([points.U, points.D])  # one read of the block for both
+    S, T = ST[:, :J], ST[:, J:]
     for q, s in enumerate(sums):
         lam = points.steps[q]
         s.loss += loss.value(S[:, q, None] + T[:, q, None] * lam[None, :],
@@ -153,11 +154,16 @@ def accumulate_classes(sums: Sequence[RowSums], A: np.ndarray, codes: np.ndarray
 def _curved_gram(A: np.ndarray, w: np.ndarray, negligible: float, float32: bool) -> np.ndarray:
     """``Σ w_i a_i a_iᵀ`` over the rows with ``w_i > negligible`` (upper triangle)."""
     curved = w > negligible
-    rows = A if curved.all() else A[curved]
-    scale = np.sqrt(w if curved.all() else w[curved])[:, None]
-    if float32:
-        B = np.multiply(rows, scale, out=np.empty(rows.shape, dtype=np.float32),
-                        casting="same_kind")
+    if curved.all():
+        scale = np.sqrt(w)[:, None]
+        B = np.multiply(A, scale, out=np.empty(A.shape, dtype=np.float32 if float32
+                                               else np.float64), casting="same_kind")
     else:
-        B = rows * scale
+        scale = np.sqrt(w[curved])[:, None]
+        B = A[curved]  # a copy: scaled in place
+        if float32:
+            B = np.multiply(B, scale, out=np.empty(B.shape, dtype=np.float32),
+                            casting="same_kind")
+        else:
+            B *= scale
     return syrk_product(B)

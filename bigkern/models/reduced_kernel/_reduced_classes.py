@@ -118,7 +118,8 @@ def classes_fit(est: Any, loss: Any, basis: Basis, k: int,
     rows fit in memory); otherwise each pass is one read of the dask arrays ``(X, class
     codes, mask)`` that ``chunked()`` makes. The squared hinge in memory is
     :func:`~bigkern.solvers.finite_newton.finite_newton_classes` (from a fit on a tenth of
-    the rows for large problems, as for two classes); the smooth hinge in memory and every
+    the rows when one Hessian over all rows costs at least ``WARM_START_FLOPS``, as for two
+    classes); the smooth hinge in memory and every
     distributed fit are :func:`~bigkern.solvers.lockstep_newton.newton_armijo_lockstep`,
     from a fit on ``sample`` (the draw's scale sample ``(X, codes)``, uniform over the
     usable rows) when the k problems' Hessians over all rows cost at least
@@ -141,7 +142,9 @@ def classes_fit(est: Any, loss: Any, basis: Basis, k: int,
         n = len(A)
         size = max(2 * dim, n // 10)
         U0, warm = None, 0
-        if size < n and k * n * dim * dim >= WARM_START_FLOPS:
+        # as for two classes: the cold start's first Hessian, over all rows, is one for
+        # all the classes (every row is in every margin at u = 0)
+        if size < n and n * dim * dim >= WARM_START_FLOPS:
             # a fit on a tenth of the rows first (C scaled up to weigh as all of them)
             rows = np.sort(np.random.default_rng(rs.seed).choice(n, size, replace=False))
             start = finite_newton_classes(A[rows], codes_usable[rows], classes,
