@@ -45,6 +45,11 @@ implementation that evaluates one trial step at a time). Should no step down to
 ``2^-L`` pass the test, the iteration stops and says so; when the Newton
 decrement is then below ``1e4 ε |F|`` (the test failed to round-off in ``F``)
 that counts as converged.
+
+The iteration itself is :func:`newton_armijo_iterates`, a generator of the passes it
+needs: :func:`newton_armijo` answers them with one ``evaluate``, and
+:func:`~bigkern.solvers.lockstep_newton.newton_armijo_lockstep` answers those of k
+one-vs-rest problems with one pass for all.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The k problems share the reduced set Ã (drawn stratified over the k classes), hence
 their kernel rows: each read of the rows, in memory or distributed, serves all the
 problems still running (:mod:`bigkern.solvers.lockstep_newton`,
-:func:`~bigkern.solvers.finite_newton.finite_newton_classes`). Their solutions are the
+:func:`~bigkern.solvers.finite_newton_classes.finite_newton_classes`). Their solutions are the
 columns of one expansion's coefficients. This module turns labels into class codes for
 the passes, runs the fits and sums their results up for the ``fit_report_``.
 """
@@ -27,7 +27,7 @@ from bigkern.models.reduced_kernel._reduced_parts import (
     WARM_START_FLOPS,
 )
 from bigkern.reduce.reduced.svm import ReducedNewtonPasses, augmented_kernel_rows
-from bigkern.solvers.finite_newton import finite_newton_classes
+from bigkern.solvers.finite_newton_classes import finite_newton_classes
 from bigkern.solvers.in_memory_newton import InMemoryClassPasses
 from bigkern.solvers.lockstep_newton import (
     NEGLIGIBLE_CURVATURE,
@@ -117,7 +117,7 @@ def classes_fit(est: Any, loss: Any, basis: Basis, k: int,
     ``in_memory`` is ``(X, codes, mask)`` for numpy input, used when ``fits`` (its kernel
     rows fit in memory); otherwise each pass is one read of the dask arrays ``(X, class
     codes, mask)`` that ``chunked()`` makes. The squared hinge in memory is
-    :func:`~bigkern.solvers.finite_newton.finite_newton_classes` (from a fit on a tenth of
+    :func:`~bigkern.solvers.finite_newton_classes.finite_newton_classes` (from a fit on a tenth of
     the rows when one Hessian over all rows costs at least ``WARM_START_FLOPS``, as for two
     classes); the smooth hinge in memory and every
     distributed fit are :func:`~bigkern.solvers.lockstep_newton.newton_armijo_lockstep`,
