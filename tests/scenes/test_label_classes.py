@@ -83,3 +83,19 @@ def test_flags_that_do_not_pair_declare_nothing():
     assert label_classes(label).values is None
     assert class_names([-1, 1]) == ["clear", "cloud"]
     assert class_names([4, 7]) == ["class_4", "class_7"]
+
+
+def test_three_class_synthetic_scenes_are_the_two_class_clouds_by_height():
+    two = make_scenes(2, (32, 40), seed=5, radiances=False).compute()
+    three = make_scenes(2, (32, 40), seed=5, radiances=False, classes=3).compute()
+    for name in ("NDAI", "SD", "CORR"):  # the same features
+        np.testing.assert_array_equal(two[name].values, three[name].values)
+    t2, t3 = two["cloud_truth"].values, three["cloud_truth"].values
+    np.testing.assert_array_equal(t3 != 1, t2 == 1)  # low or high cloud where cloud
+    np.testing.assert_array_equal(three["label"].values == 0, two["label"].values == 0)
+    labelled = three["label"].values != 0
+    np.testing.assert_array_equal(three["label"].values[labelled], t3[labelled])
+    assert set(np.unique(t3).tolist()) == {1, 2, 3}
+    assert label_classes(three["label"]).names == ("clear", "low_cloud", "high_cloud")
+    with pytest.raises(ValueError, match="classes must be 2"):
+        make_scenes(1, (8, 8), classes=4)
