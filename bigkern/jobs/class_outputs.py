@@ -24,13 +24,13 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
-__all__ = ["PROBABILITY_OUTPUTS", "class_codes", "class_maps", "probability_map"]
+__all__ = ["PROBABILITY_OUTPUTS", "class_map_codes", "class_maps", "probability_map"]
 
 #: What ``predict_scenes(probability=…)`` and ``bigkern predict --probability`` take.
 PROBABILITY_OUTPUTS = ("all", "max", "none")
 
 
-def class_codes(classes: Any) -> tuple[list[int], int]:
+def class_map_codes(classes: Any) -> tuple[list[int], int]:
     """The int8 codes of a class map: the class labels, and the "no prediction" code.
 
     "No prediction" is 0 (the unlabelled value) unless 0 is a class; then −128, so that
@@ -38,7 +38,7 @@ def class_codes(classes: Any) -> tuple[list[int], int]:
 
     Examples
     --------
-    >>> class_codes([1, 2, 3]), class_codes([0, 1, 2])
+    >>> class_map_codes([1, 2, 3]), class_map_codes([0, 1, 2])
     (([1, 2, 3], 0), ([0, 1, 2], -128))
     """
     values = list(np.asarray(classes).tolist())
@@ -88,7 +88,7 @@ def class_maps(decision: da.Array, classes: Any, names: Sequence[str], calibrati
     """
     from bigkern.scenes.dims import SCENE_DIMS
 
-    codes, none = class_codes(classes)
+    codes, none = class_map_codes(classes)
     labels = np.asarray(codes, dtype=np.int8)
     cls = decision.map_blocks(_class_block, codes=labels, none=none, drop_axis=3,
                               dtype=np.int8)

@@ -17,7 +17,7 @@ from bigkern.cluster.memory import worker_memory
 from bigkern.features.matching import model_features
 from bigkern.jobs.class_outputs import (
     PROBABILITY_OUTPUTS,
-    class_codes,
+    class_map_codes,
     class_maps,
     probability_map,
 )
@@ -95,9 +95,9 @@ def mask_codes(classes: Any) -> tuple[int, int, int]:
     """The int8 codes of a cloud mask: negative class, positive class, and "no prediction".
 
     "No prediction" is 0 (MISR's "unlabelled") unless 0 is one of the classes;
-    then it is -128, so that it is never a real class (:func:`class_codes` of two).
+    then it is -128, so that it is never a real class (:func:`class_map_codes` of two).
     """
-    (neg, pos), none = class_codes(classes)
+    (neg, pos), none = class_map_codes(classes)
     return neg, pos, none
 
 
@@ -225,7 +225,7 @@ def predict_scenes(
         declared = label_classes(ds["label"]) if "label" in ds else None
         maps = class_maps(decision, model.classes_, class_names(model.classes_, declared),
                           calibration, probability, type(model).__name__, grid)
-        codes, _ = class_codes(model.classes_)
+        codes, _ = class_map_codes(model.classes_)
         out = xr.Dataset({k: (dims, data) for k, (dims, data, _) in maps.items()},
                          coords=coords, attrs={**attrs, "classes": codes})
         for k, (_, _, var_attrs) in maps.items():

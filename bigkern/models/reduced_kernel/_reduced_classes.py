@@ -26,6 +26,7 @@ from bigkern.models.reduced_kernel._reduced_parts import (
     IN_MEMORY_FIRST_TRIALS,
     WARM_START_FLOPS,
 )
+from bigkern.reduce.reduced.row_draws import MAX_STRATA
 from bigkern.reduce.reduced.svm import ReducedNewtonPasses, augmented_kernel_rows
 from bigkern.solvers.finite_newton_classes import finite_newton_classes
 from bigkern.solvers.in_memory_newton import InMemoryClassPasses
@@ -36,7 +37,8 @@ from bigkern.solvers.lockstep_newton import (
 )
 from bigkern.solvers.smooth_losses import SquaredHinge
 
-__all__ = ["ClassesResult", "check_classes_present", "class_codes", "classes_fit"]
+__all__ = ["ClassesResult", "check_classes_present", "class_codes", "classes_fit",
+           "classes_from_draw"]
 
 
 def class_codes(block: np.ndarray, classes: np.ndarray) -> np.ndarray:
@@ -51,6 +53,25 @@ def class_codes(block: np.ndarray, classes: np.ndarray) -> np.ndarray:
     block = np.asarray(block)
     at = np.clip(np.searchsorted(classes, block), 0, len(classes) - 1)
     return np.where(classes[at] == block, at.astype(np.float64), np.nan)
+
+
+def classes_from_draw(est: Any, rs: Any) -> None:
+    """``est.classes_`` from the labels the draw of the centers saw (lazy ``y``): two or more.
+
+    Raises
+    ------
+    LabelError
+        One class among the usable rows, or more distinct values than the draw counts
+        (:data:`~bigkern.reduce.reduced.row_draws.MAX_STRATA`).
+    """
+    if rs.classes is None:
+        raise LabelError(f"y has over {MAX_STRATA} distinct values among the usable rows: "
+                         f"{type(est).__name__} takes class labels (mask out the others, "
+                         f"e.g. unlabelled pixels)")
+    if len(rs.classes) < 2:
+        raise LabelError(f"y has one class only ({rs.classes.tolist()}): "
+                         f"{type(est).__name__} needs samples of two classes at least")
+    est.classes_ = np.asarray(rs.classes)
 
 
 def check_classes_present(est: Any, present: np.ndarray, k: int) -> None:

@@ -104,7 +104,7 @@ def fit_labels(est: Any, y: Any, mask: Any) -> tuple[Any, bool]:
     numpy ``y`` with a numpy (or no) mask becomes 0/1 codes, ``classes_`` taken from
     the rows the mask keeps (the others may hold anything, e.g. 0 for unlabelled
     pixels); a dask ``y`` or mask stays lazy, and ``classes_`` comes from the draw
-    (:meth:`ReducedSVC._classes_from_draw`).
+    (:func:`~bigkern.models.reduced_kernel._reduced_classes.classes_from_draw`).
     """
     if isinstance(mask, xr.DataArray):
         mask = mask.data

@@ -42,9 +42,13 @@ import numpy as np
 from sklearn.base import _fit_context
 
 from bigkern.cluster.compute import task_threads
-from bigkern.errors import LabelError
 from bigkern.models._base import _KernelClassifier
 from bigkern.models.reduced_kernel._nystrom_fit import _PARAMS_DOC, _NystromFit
+from bigkern.models.reduced_kernel._reduced_classes import (
+    check_classes_present,
+    class_codes,
+    classes_from_draw,
+)
 from bigkern.models.reduced_kernel._reduced_parts import (
     default_size,
     fit_labels,
@@ -55,7 +59,6 @@ from bigkern.models.reduced_kernel._reduced_parts import (
 from bigkern.models.regression.kernel_regression import _KernelRegressor
 from bigkern.reduce.passes import as_row_chunked
 from bigkern.reduce.reduced.reduced_set import select_reduced_set
-from bigkern.reduce.reduced.row_draws import MAX_STRATA
 
 __all__ = ["NystromKernelRidge", "NystromKernelRidgeClassifier"]
 
@@ -295,8 +298,8 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
                                 scale_rows=scale_sample_rows(self))
         if lazy:
             classes_from_draw(self, rs)
-        else:
-            check_classes_drawn(self, rs)
+        elif rs.classes is not None:
+            check_classes_present(self, rs.classes, len(self.classes_))
         if len(self.classes_) == 2:
             ypm = yd.map_blocks(plus_minus, positive=self.classes_[1] if lazy else 1,
                                 dtype=np.float64)
@@ -306,56 +309,3 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
             if lazy else yd
         self._fit_pieces(Xd, codes, md, rs, widths, lams, t0, n_classes=len(self.classes_))
         return self
-
-
-def classes_from_draw(est: Any, rs: Any) -> None:
-    """``classes_`` from the labels the draw of the centers saw (lazy ``y``): two or more.
-
-    Raises
-    ------
-    LabelError
-        One class among the usable rows, or more than the draw counts
-        (:data:`~bigkern.reduce.reduced.row_draws.MAX_STRATA`).
-    """
-    if rs.classes is None:
-        raise LabelError(f"y has more than {MAX_STRATA} distinct values among the usable rows: "
-                         f"{type(est).__name__} takes class labels")
-    if len(rs.classes) < 2:
-        raise LabelError(f"y has one class only ({rs.classes.tolist()}): "
-                         f"{type(est).__name__} needs samples of two classes at least")
-    est.classes_ = np.asarray(rs.classes)
-
-
-def check_classes_drawn(est: Any, rs: Any) -> None:
-    """Every class of ``est.classes_`` (codes ``0 … k−1`` in the draw) has usable rows.
-
-    A class whose rows are all masked out or hold a non-finite feature would be fitted
-    on no row (its one-vs-rest target −1 everywhere).
-
-    Raises
-    ------
-    LabelError
-        Naming the classes with no usable row.
-    """
-    if rs.classes is None:
-        return
-    seen = {int(c) for c in np.asarray(rs.classes).tolist()}
-    absent = [c for j, c in enumerate(est.classes_.tolist()) if j not in seen]
-    if absent:
-        raise LabelError(f"class(es) {absent} of y have no usable row (all of theirs are "
-                         f"masked out or have a non-finite feature): {type(est).__name__} "
-                         f"cannot fit them; drop them from y, or give them usable rows")
-
-
-def class_codes(block: np.ndarray, classes: np.ndarray) -> np.ndarray:
-    """Labels as class codes ``0 … k−1`` (float64, the index in the sorted ``classes``); NaN
-    for a label not among them (left out of the fit and counted as a non-finite target).
-
-    Examples
-    --------
-    >>> class_codes(np.array(["b", "a", "z", "c"]), np.array(["a", "b", "c"])).tolist()
-    [1.0, 0.0, nan, 2.0]
-    """
-    block = np.asarray(block)
-    where = np.clip(np.searchsorted(classes, block), 0, len(classes) - 1)
-    return np.where(classes[where] == block, where.astype(np.float64), np.nan)

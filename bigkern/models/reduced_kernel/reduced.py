@@ -36,6 +36,7 @@ from bigkern.models.reduced_kernel._reduced_classes import (
     check_classes_present,
     class_codes,
     classes_fit,
+    classes_from_draw,
 )
 from bigkern.models.reduced_kernel._reduced_parts import (
     NEWTON_CONSTRAINTS,
@@ -53,7 +54,6 @@ from bigkern.models.reduced_kernel._reduced_parts import (
 )
 from bigkern.reduce.passes import as_row_chunked
 from bigkern.reduce.reduced.reduced_set import select_reduced_set
-from bigkern.reduce.reduced.row_draws import MAX_STRATA
 from bigkern.solvers.smooth_losses import SmoothHinge, SquaredHinge
 
 __all__ = ["DEFAULT_SMOOTHING", "ReducedSVC"]
@@ -290,7 +290,7 @@ class ReducedSVC(_KernelClassifier):
                                 features=getattr(self, "feature_names_in_", None),
                                 scale_rows=scale_sample_rows(self))
         if lazy_labels:
-            self._classes_from_draw(rs)
+            classes_from_draw(self, rs)
         elif rs.class_counts is not None and len(self.classes_) > 2:
             check_classes_present(self, rs.classes, len(self.classes_))
         elif rs.class_counts is not None and len(rs.class_counts) < 2:
@@ -344,14 +344,3 @@ class ReducedSVC(_KernelClassifier):
         self.fit_report_ = fit_report(self, rs, res, counts, basis.n_basis, t0, t_draw, extra,
                                       clipped=clipped)
         return self
-
-    def _classes_from_draw(self, rs: Any) -> None:
-        """``classes_`` from the labels the draw saw (lazy ``y``): two or more."""
-        if rs.classes is None:
-            raise LabelError(f"y has over {MAX_STRATA} distinct values among the usable rows: "
-                             f"{type(self).__name__} takes class labels (mask out the others, "
-                             f"e.g. unlabelled pixels)")
-        if len(rs.classes) < 2:
-            raise LabelError(f"y has one class only ({rs.classes.tolist()}): "
-                             f"{type(self).__name__} needs samples of two classes at least")
-        self.classes_ = np.asarray(rs.classes)
