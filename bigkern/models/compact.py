@@ -34,6 +34,7 @@ from bigkern.kernels import CompactSupport, as_kernel
 from bigkern.models._base import BigkernEstimator, BinaryClassifierMixin
 from bigkern.models._constraints import KERNEL, domain
 from bigkern.models._input import map_rows
+from bigkern.models.calibrated_fit import CALIBRATION, ProbabilityMixin, calibrated_fit
 from bigkern.models.criteria import distance_quantile
 from bigkern.reduce.compact.sparse_gram import gram_report, sparse_gram
 from bigkern.solvers.kpca import centred_projections, kernel_pca
@@ -164,7 +165,7 @@ class _CompactExpansion(_CompactKernelModel):
         return self
 
 
-class _CompactClassifier(BinaryClassifierMixin, _CompactExpansion):
+class _CompactClassifier(ProbabilityMixin, BinaryClassifierMixin, _CompactExpansion):
     def decision_function(self, X: Any) -> Any:
         """``f(x) = intercept_ + Σ_i dual_coef_i k_C(x, x_i)`` (> 0 → ``classes_[1]``;
         lazy for a dask ``X``)."""
@@ -195,6 +196,10 @@ class CompactLSSVC(_CompactClassifier):
         Taper power (default the smallest positive definite one, ⌈(d+1)/2⌉).
     solver : {"auto", "cholmod", "banded", "cg"}
         Sparse solve of ``K_C + nλI`` (see :mod:`bigkern.solvers.sparse_spd`).
+    calibration : {None, "sigmoid", "isotonic"}, default None
+        Probabilities: None gives none (no ``predict_proba``); "sigmoid" (Platt) or
+        "isotonic" fit a calibrator of the decision values on a share of the rows held
+        out of the fit (:mod:`bigkern.models.calibrated_fit`).
 
     Attributes
     ----------
@@ -225,11 +230,12 @@ class CompactLSSVC(_CompactClassifier):
         **_CompactKernelModel._parameter_constraints,
         "lam": [domain("lam")],
         "solver": [StrOptions(set(SPARSE_SOLVERS))],
+        "calibration": CALIBRATION,
     }
 
     def __init__(self, omega: float = 0.5, lam: float = 1e-3, *, kernel: Any = "gaussian",
                  radius: float | None = None, tau: float = 0.7, taper_power: int | None = None,
-                 solver: str = "auto") -> None:
+                 solver: str = "auto", calibration: str | None = None) -> None:
         self.omega = omega
         self.lam = lam
         self.kernel = kernel
@@ -237,8 +243,10 @@ class CompactLSSVC(_CompactClassifier):
         self.tau = tau
         self.taper_power = taper_power
         self.solver = solver
+        self.calibration = calibration
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @calibrated_fit
     def fit(self, X: Any, y: Any) -> CompactLSSVC:
         """Fit on samples ``X`` (numpy, dask or DataArray) and targets ``y``."""
         return self._fit_lssvm(X, y, y_numeric=False)
@@ -268,8 +276,19 @@ class CompactKernelRidge(RegressorMixin, _CompactExpansion):
     True
     """
 
-    __init__ = CompactLSSVC.__init__
-    _parameter_constraints = CompactLSSVC._parameter_constraints
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        k: v for k, v in CompactLSSVC._parameter_constraints.items() if k != "calibration"}
+
+    def __init__(self, omega: float = 0.5, lam: float = 1e-3, *, kernel: Any = "gaussian",
+                 radius: float | None = None, tau: float = 0.7, taper_power: int | None = None,
+                 solver: str = "auto") -> None:
+        self.omega = omega
+        self.lam = lam
+        self.kernel = kernel
+        self.radius = radius
+        self.tau = tau
+        self.taper_power = taper_power
+        self.solver = solver
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any) -> CompactKernelRidge:
@@ -292,7 +311,7 @@ class CompactSVC(_CompactClassifier):
 
     Parameters
     ----------
-    omega, kernel, radius, tau, taper_power
+    omega, kernel, radius, tau, taper_power, calibration
         As in :class:`CompactLSSVC`.
     C : float
         SVM penalty: the weight of the hinge losses, libsvm's box bound on the dual
@@ -320,11 +339,12 @@ class CompactSVC(_CompactClassifier):
         **_CompactKernelModel._parameter_constraints,
         "C": [domain("C")],
         "tol": [domain("tol")],
+        "calibration": CALIBRATION,
     }
 
     def __init__(self, omega: float = 0.5, C: float = 1.0, *, kernel: Any = "gaussian",
                  radius: float | None = None, tau: float = 0.7, taper_power: int | None = None,
-                 tol: float = 1e-3) -> None:
+                 tol: float = 1e-3, calibration: str | None = None) -> None:
         self.omega = omega
         self.C = C
         self.kernel = kernel
@@ -332,8 +352,10 @@ class CompactSVC(_CompactClassifier):
         self.tau = tau
         self.taper_power = taper_power
         self.tol = tol
+        self.calibration = calibration
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @calibrated_fit
     def fit(self, X: Any, y: Any) -> CompactSVC:
         """Fit on samples ``X`` and two-class labels ``y``."""
         _, y, K = self._gram(X, y)
