@@ -137,10 +137,9 @@ def _sample_data(X: Any) -> Any:
 
 
 def _n_rows(X: Any) -> int:
-    data = _sample_data(X)
-    shape = getattr(data, "shape", None)
-    n = int(shape[0]) if shape is not None and len(shape) else len(data)
-    return n
+    from sklearn.utils.validation import _num_samples
+
+    return int(_num_samples(_sample_data(X)))
 
 
 def _held(model: Any, X: Any) -> tuple[Any, float]:
@@ -179,7 +178,7 @@ def calibrated_fit(fit: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fit)
     def calibrating_fit(self: Any, X: Any, y: Any, **kwargs: Any) -> Any:
-        if self.calibration is None:
+        if self.calibration is None or y is None:  # None: the fit's own error
             result = fit(self, X, y, **kwargs)
             self.calibration_ = None
             return result
@@ -192,6 +191,9 @@ def calibrated_fit(fit: Callable[..., Any]) -> Callable[..., Any]:
             n_held = int(use.sum()) if isinstance(use, np.ndarray) else None
             decision, labels, n_held = _held_out_decisions(self, X, y, use, n_held)
         else:
+            from sklearn.utils.validation import indexable
+
+            X, y = indexable(X, y)  # same lengths; sparse stays sparse for the fit to refuse
             fit(self, *_take_rows(X, y, np.flatnonzero(~held)), **kwargs)
             X_held, y_held = _take_rows(X, y, np.flatnonzero(held))
             n_held = int(held.sum())
@@ -253,6 +255,8 @@ def _held_out_decisions(model: Any, X: Any, y: Any, use: Any,
         labels = np.asarray(y)[keep]
     decision = np.asarray(decision, dtype=np.float64)
     labels = np.asarray(labels)
+    if labels.ndim == 2 and labels.shape[1] == 1:  # a column y (the fit warned about it)
+        labels = labels[:, 0]
     good = np.isfinite(decision).reshape(len(decision), -1).all(axis=1)
     if labels.dtype.kind == "f":
         good &= np.isfinite(labels)
