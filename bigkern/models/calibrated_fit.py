@@ -142,12 +142,13 @@ def _n_rows(X: Any) -> int:
     return int(_num_samples(_sample_data(X)))
 
 
-def _held(model: Any, X: Any) -> tuple[Any, float]:
-    """The held-out rows of ``X``: numpy, or dask in ``X``'s row chunks; and the share."""
+def _held(model: Any, X: Any, *, lazy: bool) -> tuple[Any, float]:
+    """The held-out rows of ``X`` and the share: numpy, or (``lazy`` and a dask ``X``) dask
+    in ``X``'s row chunks."""
     n = _n_rows(X)
     share = held_out_share(n)
     data = _sample_data(X)
-    if isinstance(data, da.Array):
+    if lazy and isinstance(data, da.Array):
         rows = da.arange(n, chunks=(data.chunks[0],), dtype=np.int64)
         return rows.map_blocks(_held_block, seed=_seed(model), share=share, dtype=bool), share
     return held_out_rows(np.arange(n), seed=_seed(model), share=share), share
@@ -183,7 +184,7 @@ def calibrated_fit(fit: Callable[..., Any]) -> Callable[..., Any]:
             self.calibration_ = None
             return result
         t0 = time.perf_counter()
-        held, share = _held(self, X)
+        held, share = _held(self, X, lazy=takes_mask)  # a fit without a mask takes rows
         if takes_mask:
             user = _user_mask(kwargs.pop("mask", None), _n_rows(X))
             fit(self, X, y, mask=~held if user is None else user & ~held, **kwargs)
