@@ -176,6 +176,10 @@ def predict_scenes(
     if not callable(getattr(model, "decision_rows", None)):
         raise TypeError(f"{type(model).__name__} cannot predict scenes: predict_scenes takes "
                         f"a fitted bigkern model with a kernel expansion (decision_rows)")
+    if len(getattr(model, "classes_", ())) > 2:
+        raise ValueError(f"{type(model).__name__} was fitted on {len(model.classes_)} classes; "
+                         f"predict_scenes writes two-class masks only (cloud_mask): predict "
+                         f"the rows with model.predict for now")
     features = model_features(model, features)
     # the fit's feature cube; the features the model was fitted on are derived (logSD
     # from SD) after the stored variables met the validity rules

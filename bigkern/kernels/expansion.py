@@ -71,10 +71,11 @@ class KernelExpansion:
     ----------
     basis : Basis
         Centers, width ω and standardization.
-    coef : ndarray, shape (m,)
-        One coefficient per center.
-    intercept : float
-        Added to every decision value.
+    coef : ndarray, shape (m,) or (m, k)
+        One coefficient per center, or one column per output (a classifier's k
+        classes: each row's kernel values are formed once and serve every column).
+    intercept : float or ndarray, shape (k,)
+        Added to every decision value (one per column).
     dtype : {"float32", "float64"}
         Precision of the kernel blocks (float32 halves the cost of the exp; the
         sum is float64 either way). Regressors use float64.
@@ -95,24 +96,38 @@ class KernelExpansion:
 
     basis: Basis
     coef: np.ndarray
-    intercept: float = 0.0
+    intercept: float | np.ndarray = 0.0
     dtype: str = "float32"
 
     @classmethod
-    def from_parts(cls, centers: Any, coef: Any, intercept: float, omega: float,
+    def from_parts(cls, centers: Any, coef: Any, intercept: Any, omega: float,
                    offset: Any = None, scale: Any = None, *, clip: float | None = None,
                    dtype: str = "float32",
                    kernel: str | Kernel | type[Kernel] = "gaussian") -> KernelExpansion:
         """Build and validate from arrays; ``centers`` may have no rows when ``coef`` is empty.
 
+        ``coef`` of shape (m,) (or (m, 1)-like: raveled) gives one output; (m, k) with
+        k ≥ 2 gives k, and ``intercept`` is then one number per column (or one for all).
         ``kernel`` is a name, a :class:`~bigkern.kernels.Kernel` class or an instance; its
         width is ``omega``.
         """
         C = np.asarray(centers, dtype=np.float64)
-        c = np.asarray(coef, dtype=np.float64).ravel()
+        c = np.asarray(coef, dtype=np.float64)
+        c = c if c.ndim == 2 and c.shape[1] > 1 else c.ravel()
         if C.ndim != 2 or C.shape[0] != len(c):
             raise ValueError(f"an expansion needs one coefficient per center; got centers of "
                              f"shape {C.shape} and {len(c)} coefficients")
+        if c.ndim == 2:
+            b = np.asarray(intercept, dtype=np.float64)
+            if b.ndim > 1 or b.size not in (1, c.shape[1]):
+                raise ValueError(f"an expansion of {c.shape[1]} columns needs one intercept "
+                                 f"per column (or one for all); got shape {b.shape}")
+            b = np.broadcast_to(b, (c.shape[1],)).copy()
+            b.flags.writeable = False
+            c.flags.writeable = False
+            intercepts: float | np.ndarray = b
+        else:
+            intercepts = float(np.asarray(intercept, dtype=np.float64).reshape(()))
         d = C.shape[1]
         if len(c):
             basis = Basis.checked(C, omega, d, offset, scale, clip, kernel)
@@ -122,12 +137,17 @@ class KernelExpansion:
             basis = Basis(C, as_kernel(kernel, float(omega)), off, sc, checked_clip(clip))
         if np.dtype(dtype) not in (np.float32, np.float64):
             raise ValueError(f"dtype must be float32 or float64; got {dtype!r}")
-        return cls(basis, c, float(intercept), np.dtype(dtype).name)
+        return cls(basis, c, intercepts, np.dtype(dtype).name)
 
     @property
     def n_basis(self) -> int:
         """Number of basis functions (bins, samples, support vectors or a reduced set)."""
         return len(self.coef)
+
+    @property
+    def n_outputs(self) -> int:
+        """Columns of the decision values: 1 for a (m,) ``coef``, else k."""
+        return 1 if self.coef.ndim == 1 else int(self.coef.shape[1])
 
     @property
     def n_features(self) -> int:
@@ -161,7 +181,8 @@ class KernelExpansion:
 
     def decision(self, X: np.ndarray, *, block_rows: int | None = None,
                  path: str = "auto") -> np.ndarray:
-        """``f`` for the rows of ``X`` (n, d), float64; NaN where a feature is non-finite.
+        """``f`` for the rows of ``X`` (n, d), float64, shape (n,) or (n, k) for k outputs;
+        NaN where a feature is non-finite.
 
         Parameters
         ----------
@@ -198,7 +219,8 @@ class KernelExpansion:
             raise ValueError(f"X must have shape (n, {self.n_features}); got {X.shape}")
         if path not in ("auto", "fused", "exact", "blas"):
             raise ValueError(f"path must be 'auto', 'fused', 'exact' or 'blas'; got {path!r}")
-        out = np.full(len(X), np.nan, dtype=np.float64)
+        shape = (len(X),) if self.coef.ndim == 1 else (len(X), self.n_outputs)
+        out = np.full(shape, np.nan, dtype=np.float64)
         if not self.n_basis:
             out[np.isfinite(X).all(axis=1)] = self.intercept
             return out
@@ -231,8 +253,7 @@ class KernelExpansion:
             return out
         for rows, G in kernel_blocks(X, b, dtype=np.float64):  # a kernel of one's own
             out[rows] = G @ self.coef
-        out[np.isfinite(out)] += self.intercept
-        return out
+        return out + self.intercept  # NaN rows stay NaN
 
     def _fused(self, X: np.ndarray, out: np.ndarray) -> np.ndarray:
         """The fused path (standardization and the NaN rule inside the compiled loop)."""

@@ -36,6 +36,7 @@ library's ``exp``, each row's order of operations fixed.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numba
 import numpy as np
@@ -166,10 +167,44 @@ def _fused_block(X: np.ndarray, rows: np.ndarray, offset: np.ndarray, scale_: np
             out[a, j] = value[j]
 
 
+@numba.njit(nogil=True, cache=True, fastmath=_FASTMATH)
+def _fused_rows_columns(X: np.ndarray, offset: np.ndarray, scale_: np.ndarray, clip: float,
+                        centers_t: np.ndarray, coef_t: np.ndarray, gamma: float,
+                        intercept: np.ndarray, lowest: np.float32,
+                        out: np.ndarray) -> None:  # pragma: no cover - compiled
+    """:func:`_fused_rows` for k columns of coefficients ``coef_t`` (k, m): each row's kernel
+    values are formed once, then folded into its k sums."""
+    d = X.shape[1]
+    m = centers_t.shape[1]
+    z_row = np.empty(d, np.float32)
+    dist = np.empty(m, np.float32)
+    value = np.empty(m, np.float32)
+    shift = np.empty(m, np.int32)
+    scale = np.float32(-gamma) * _LOG2E
+    floor = lowest * _LOG2E
+    for i in range(X.shape[0]):
+        finite = True
+        for f in range(d):
+            if not np.isfinite(np.float64(X[i, f])):
+                finite = False
+        if not finite:
+            out[i, :] = np.nan
+            continue
+        _kernel_row(X, i, offset, scale_, clip, centers_t, scale, floor, z_row, dist, value,
+                    shift)
+        for c in range(coef_t.shape[0]):
+            s = np.float32(0)
+            for j in range(m):
+                s += value[j] * coef_t[c, j]
+            out[i, c] = s + intercept[c]
+
+
 @numba.njit(nogil=True, cache=True)  # no fastmath: one fixed order of operations per row
 def _exact_rows(X: np.ndarray, offset: np.ndarray, scale_: np.ndarray, clip: float,
-                centers_t: np.ndarray, coef: np.ndarray, gamma: float, intercept: float,
+                centers_t: np.ndarray, coef_t: np.ndarray, gamma: float, intercept: np.ndarray,
                 lowest: float, out: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Each row's expansion for each of the k columns of ``coef_t`` (k, m) into ``out``
+    (n, k); with no fastmath, column c's value is the same, bit for bit, whatever k is."""
     n, d = X.shape
     m = centers_t.shape[1]
     z_row = np.empty(d, np.float64)
@@ -182,7 +217,7 @@ def _exact_rows(X: np.ndarray, offset: np.ndarray, scale_: np.ndarray, clip: flo
                 finite = False
             z_row[f] = min(max((x - offset[f]) / scale_[f], -clip), clip)
         if not finite:
-            out[i] = np.nan
+            out[i, :] = np.nan
             continue
         dist[:] = 0.0
         for f in range(d):  # each dist[j] sums its features in order: vectorizing over j
@@ -194,16 +229,17 @@ def _exact_rows(X: np.ndarray, offset: np.ndarray, scale_: np.ndarray, clip: flo
             dist[j] = math.exp(max(-gamma * dist[j], lowest))  # the C library's exp
         # four running sums in a fixed pattern (not reassociated: written out), so that
         # the additions need not wait on each other
-        s0 = s1 = s2 = s3 = 0.0
         top = m - m % 4
-        for j in range(0, top, 4):
-            s0 += coef[j] * dist[j]
-            s1 += coef[j + 1] * dist[j + 1]
-            s2 += coef[j + 2] * dist[j + 2]
-            s3 += coef[j + 3] * dist[j + 3]
-        for j in range(top, m):
-            s0 += coef[j] * dist[j]
-        out[i] = ((s0 + s1) + (s2 + s3)) + intercept
+        for c in range(coef_t.shape[0]):
+            s0 = s1 = s2 = s3 = 0.0
+            for j in range(0, top, 4):
+                s0 += coef_t[c, j] * dist[j]
+                s1 += coef_t[c, j + 1] * dist[j + 1]
+                s2 += coef_t[c, j + 2] * dist[j + 2]
+                s3 += coef_t[c, j + 3] * dist[j + 3]
+            for j in range(top, m):
+                s0 += coef_t[c, j] * dist[j]
+            out[i, c] = ((s0 + s1) + (s2 + s3)) + intercept[c]
 
 
 def fused_kernel_block(X: np.ndarray, rows: np.ndarray, centers_t: np.ndarray, gamma: float,
@@ -240,7 +276,7 @@ def fused_kernel_block(X: np.ndarray, rows: np.ndarray, centers_t: np.ndarray, g
 
 
 def fused_expansion(X: np.ndarray, centers: np.ndarray, coef: np.ndarray, gamma: float,
-                    intercept: float = 0.0, offset: np.ndarray | None = None,
+                    intercept: Any = 0.0, offset: np.ndarray | None = None,
                     scale: np.ndarray | None = None, clip: float = math.inf) -> np.ndarray:
     """``Σ_j coef_j exp(-γ‖z − c_j‖²) + intercept`` for every row, ``z = (x − offset) / scale``
     clipped to ``±clip``.
@@ -252,12 +288,13 @@ def fused_expansion(X: np.ndarray, centers: np.ndarray, coef: np.ndarray, gamma:
         non-finite feature gives NaN.
     centers : ndarray, shape (m, d)
         The centers ``c_j``, standardized (evaluated in float32).
-    coef : ndarray, shape (m,)
-        The coefficients (float32).
+    coef : ndarray, shape (m,) or (m, k)
+        The coefficients (float32): one column per output (a classifier's k classes),
+        each row's kernel values formed once for all of them.
     gamma : float
         ``1 / (2 ω²)``.
-    intercept : float
-        Added to every sum.
+    intercept : float or ndarray, shape (k,)
+        Added to every sum (one per column).
     offset, scale : ndarray, shape (d,), optional
         Standardization (default none).
     clip : float
@@ -265,15 +302,33 @@ def fused_expansion(X: np.ndarray, centers: np.ndarray, coef: np.ndarray, gamma:
 
     Returns
     -------
-    ndarray, shape (n,), float64
+    ndarray, shape (n,) or (n, k), float64
         The sums (float32 arithmetic, as the BLAS path's float32 blocks).
     """
-    X, offset, scale, centers_t, c = _prepared(X, offset, scale, centers, coef, np.float32)
+    coef = np.asarray(coef)
+    X, offset, scale, centers_t, c = _prepared(X, offset, scale, centers, coef.T, np.float32)
+    if coef.ndim == 2:
+        out = np.empty((len(X), coef.shape[1]), dtype=np.float64)
+        if len(X):
+            _fused_rows_columns(X, offset, scale, float(clip), centers_t, c, float(gamma),
+                                _intercepts(intercept, coef.shape[1]), _LOWEST, out)
+        return out
     out = np.empty(len(X), dtype=np.float64)
     if len(X):
         _fused_rows(X, offset, scale, float(clip), centers_t, c, float(gamma), float(intercept),
                     _LOWEST, out)
     return out
+
+
+def _intercepts(intercept: Any, k: int) -> np.ndarray:
+    """One intercept per column: ``intercept`` of shape (k,) or a scalar for all k."""
+    b = np.asarray(intercept, dtype=np.float64)
+    if b.ndim == 0:
+        return np.full(k, float(b))
+    if b.shape != (k,):
+        raise ValueError(f"intercept must be a number or one per column ({k}); got shape "
+                         f"{b.shape}")
+    return np.ascontiguousarray(b)
 
 
 def _prepared(X: np.ndarray, offset: np.ndarray | None, scale: np.ndarray | None,
@@ -293,7 +348,7 @@ def _prepared(X: np.ndarray, offset: np.ndarray | None, scale: np.ndarray | None
 
 
 def exact_expansion(X: np.ndarray, centers: np.ndarray, coef: np.ndarray, gamma: float,
-                    intercept: float = 0.0, offset: np.ndarray | None = None,
+                    intercept: Any = 0.0, offset: np.ndarray | None = None,
                     scale: np.ndarray | None = None, clip: float = math.inf) -> np.ndarray:
     """:func:`fused_expansion` in float64, with each row's arithmetic fixed.
 
@@ -313,12 +368,13 @@ def exact_expansion(X: np.ndarray, centers: np.ndarray, coef: np.ndarray, gamma:
         Raw rows; a row with a non-finite feature gives NaN.
     centers : ndarray, shape (m, d)
         Standardized centers.
-    coef : ndarray, shape (m,)
-        Coefficients.
+    coef : ndarray, shape (m,) or (m, k)
+        Coefficients, one column per output; a column's values are the same, bit for
+        bit, as those of a one-column expansion of it.
     gamma : float
         ``1 / (2 ω²)``.
-    intercept : float
-        Added to every sum.
+    intercept : float or ndarray, shape (k,)
+        Added to every sum (one per column).
     offset, scale : ndarray, shape (d,), optional
         Standardization (default none).
     clip : float
@@ -326,7 +382,7 @@ def exact_expansion(X: np.ndarray, centers: np.ndarray, coef: np.ndarray, gamma:
 
     Returns
     -------
-    ndarray, shape (n,), float64
+    ndarray, shape (n,) or (n, k), float64
 
     Examples
     --------
@@ -335,10 +391,13 @@ def exact_expansion(X: np.ndarray, centers: np.ndarray, coef: np.ndarray, gamma:
     >>> exact_expansion(X, np.zeros((1, 2)), np.array([2.0]), 0.5).round(6).tolist()
     [2.0, 0.735759]
     """
-    X, offset, scale, centers_t, c = _prepared(X, offset, scale, centers, coef, np.float64)
-    out = np.empty(len(X), dtype=np.float64)
+    coef = np.asarray(coef)
+    columns = coef.reshape(len(coef), -1)
+    X, offset, scale, centers_t, c = _prepared(X, offset, scale, centers, columns.T,
+                                               np.float64)
+    out = np.empty((len(X), columns.shape[1]), dtype=np.float64)
     if len(X):
         lowest = float(np.ceil(np.log(np.finfo(np.float64).tiny)))
-        _exact_rows(X, offset, scale, float(clip), centers_t, c, float(gamma), float(intercept),
-                    lowest, out)
-    return out
+        _exact_rows(X, offset, scale, float(clip), centers_t, c, float(gamma),
+                    _intercepts(intercept, columns.shape[1]), lowest, out)
+    return out if coef.ndim == 2 else out[:, 0]

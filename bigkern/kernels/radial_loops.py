@@ -12,6 +12,7 @@ selects the function here.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numba
 import numpy as np
@@ -84,20 +85,23 @@ def _block_rows(X: np.ndarray, rows: np.ndarray, offset: np.ndarray, scale_: np.
 
 @numba.njit(nogil=True, cache=True)
 def _expansion_rows(X: np.ndarray, offset: np.ndarray, scale_: np.ndarray, clip: float,
-                    centers_t: np.ndarray, coef: np.ndarray, code: int, inv_omega: float,
-                    intercept: float, out: np.ndarray) -> None:  # pragma: no cover - compiled
+                    centers_t: np.ndarray, coef_t: np.ndarray, code: int, inv_omega: float,
+                    intercept: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover
+    """Each row's expansion for each column of ``coef_t`` (k, m) into ``out`` (n, k), the
+    row's kernel values formed once; column c's value does not depend on k."""
     d, m = centers_t.shape
     z = np.empty(d, np.float64)
     k = np.empty(m, np.float64)
     for i in range(X.shape[0]):
         if not _standardized_row(X, i, offset, scale_, clip, z):
-            out[i] = np.nan
+            out[i, :] = np.nan
             continue
         _kernel_row(code, z, centers_t, inv_omega, k)
-        s = 0.0
-        for j in range(m):
-            s += coef[j] * k[j]
-        out[i] = s + intercept
+        for c in range(coef_t.shape[0]):
+            s = 0.0
+            for j in range(m):
+                s += coef_t[c, j] * k[j]
+            out[i, c] = s + intercept[c]
 
 
 def _compiled(kernel: Kernel) -> int:
@@ -129,10 +133,11 @@ def radial_block(X: np.ndarray, rows: np.ndarray, centers: np.ndarray, kernel: K
 
 
 def radial_expansion(X: np.ndarray, centers: np.ndarray, coef: np.ndarray, kernel: Kernel,
-                     intercept: float, offset: np.ndarray, scale: np.ndarray,
+                     intercept: Any, offset: np.ndarray, scale: np.ndarray,
                      clip: float) -> np.ndarray:
     """``f(x) = Σ_j coef_j k(z(x), c_j) + intercept`` per row (float64; NaN for a row with a
-    non-finite feature).
+    non-finite feature); ``coef`` (m, k) and ``intercept`` (k,) give k columns (n, k), each
+    row's kernel values formed once for all of them.
 
     Examples
     --------
@@ -143,10 +148,13 @@ def radial_expansion(X: np.ndarray, centers: np.ndarray, coef: np.ndarray, kerne
     [2.5, nan]
     """
     code = _compiled(kernel)
-    out = np.empty(len(X), dtype=np.float64)
+    coef = np.asarray(coef, dtype=np.float64)
+    columns = coef.reshape(len(coef), -1)
+    out = np.empty((len(X), columns.shape[1]), dtype=np.float64)
     centers_t = np.ascontiguousarray(np.asarray(centers, dtype=np.float64).T)
     _expansion_rows(np.asarray(X), np.asarray(offset, dtype=np.float64),
                     np.asarray(scale, dtype=np.float64), float(clip), centers_t,
-                    np.asarray(coef, dtype=np.float64), code, 1.0 / kernel.omega,
-                    float(intercept), out)
-    return out
+                    np.ascontiguousarray(columns.T), code, 1.0 / kernel.omega,
+                    np.broadcast_to(np.asarray(intercept, dtype=np.float64),
+                                    (columns.shape[1],)).copy(), out)
+    return out if coef.ndim == 2 else out[:, 0]

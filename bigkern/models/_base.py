@@ -1,5 +1,5 @@
 """Shared parts of bigkern's estimators: the base (input handling, tags, the dask path), the
-regressor and binary-classifier bases, and the classifiers' kernel expansion and persistence."""
+regressor and classifier bases, and the classifiers' kernel expansion and persistence."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from bigkern.kernels import KernelExpansion
 from bigkern.models._input import fit_input, map_rows, predict_input, refuse_nonfinite
 from bigkern.reduce.passes import per_feature_counts
 
-__all__ = ["BigkernEstimator", "BigkernRegressor", "BinaryClassifierMixin", "fitted_expansion"]
+__all__ = ["BigkernEstimator", "BigkernRegressor", "ClassesMixin", "class_code_dtype",
+           "fitted_expansion"]
 
 
 class BigkernEstimator(BaseEstimator):
@@ -109,44 +110,57 @@ def _finite_rows(block: np.ndarray, func: Any, who: str, block_info: Any = None)
     return func(block)
 
 
-class BinaryClassifierMixin(ClassifierMixin):
-    """Two classes of any dtype, mapped once at fit; ``predict`` never invents a class.
+class ClassesMixin(ClassifierMixin):
+    """Classes of any dtype, mapped to codes once at fit; ``predict`` never invents a class.
 
-    ``fit`` stores ``classes_`` (sorted, as :func:`numpy.unique` gives them)
-    and works on codes 0/1. ``predict`` returns ``classes_[1]`` where the
-    decision value is > 0 and ``classes_[0]`` elsewhere. A row that cannot be
-    predicted (a non-finite feature: its decision value is NaN) is **an
-    error** in ``predict`` — no class, not even 0, is ever made up for it;
-    ``decision_function`` gives NaN there, and :func:`bigkern.predict_scenes`
-    writes its "no prediction" flag.
+    ``fit`` stores ``classes_`` (sorted, as :func:`numpy.unique` gives them) and
+    works on integer codes ``0 … k−1``. Two classes give one decision value per
+    row: ``predict`` returns ``classes_[1]`` where it is > 0 and ``classes_[0]``
+    elsewhere. k > 2 classes give k one-vs-rest decision values per row (column
+    j: ``classes_[j]`` against the rest) and ``predict`` returns the class of the
+    largest. A row that cannot be predicted (a non-finite feature: its decision
+    values are NaN) is **an error** in ``predict`` — no class, not even 0, is ever
+    made up for it; ``decision_function`` gives NaN there, and
+    :func:`bigkern.predict_scenes` writes its "no prediction" flag.
+
+    ``_binary_only = True`` (a class attribute) keeps a model to two classes: more
+    are refused with scikit-learn's "Only binary classification is supported".
     """
+
+    _binary_only = True
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
+        tags.classifier_tags.multi_class = not self._binary_only
         return tags
 
     def _fit_classes(self, y: Any) -> np.ndarray:
-        """``y`` as codes 0/1 (int8); sets ``classes_``. Raises unless there are two classes."""
+        """``y`` as codes ``0 … k−1`` (int8 up to 127 classes); sets ``classes_``.
+
+        Raises :class:`~bigkern.errors.LabelError` for one class, for more than two
+        in a binary-only model, and for targets that are not one class per row.
+        """
         from sklearn.utils.multiclass import check_classification_targets, type_of_target
 
-        # check_classification_targets' own call: binary targets pass its check, which is
-        # then spared; any other kind gets its errors and warnings, as it always did
+        # check_classification_targets' own call: binary and multiclass targets pass its
+        # check, which is then spared; any other kind gets its errors and warnings
         kind = type_of_target(y, input_name="y")
-        if kind != "binary":
+        if kind not in ("binary", "multiclass"):
             check_classification_targets(y)  # "unknown" and "continuous" raise here
+            raise LabelError(f"y must hold one class per row; the type of the target is "
+                             f"{kind}: {type(self).__name__} takes one label per row")
+        if kind == "multiclass" and self._binary_only:
             raise LabelError(
                 f"Only binary classification is supported. The type of the target is {kind}: "
                 f"{type(self).__name__} takes two classes (mask out the others, e.g. "
                 f"unlabelled pixels)")
-        classes = np.unique(y)
+        classes, codes = np.unique(y, return_inverse=True)
         if len(classes) == 1:  # "binary" above means one or two classes
             raise LabelError(
                 f"y has one class only ({classes.tolist()}): {type(self).__name__} needs "
-                f"samples of two classes")
+                f"samples of two classes at least")
         self.classes_ = classes
-        # the inverse of np.unique for two classes: 1 where y is the larger
-        return (np.asarray(y) == classes[1]).astype(np.int8)
+        return codes.reshape(np.shape(y)).astype(class_code_dtype(len(classes)))
 
     def predict(self, X: Any) -> Any:
         """The class of each row; rows with a non-finite feature raise (see the class docs)."""
@@ -154,22 +168,37 @@ class BinaryClassifierMixin(ClassifierMixin):
         classes = self.classes_
         if isinstance(dec, da.Array):
             return dec.map_blocks(_classes_of, classes=classes, dtype=classes.dtype,
+                                  drop_axis=1 if dec.ndim == 2 else None,
                                   meta=np.empty((0,), dtype=classes.dtype))
         return _classes_of(dec, classes)
 
 
+def class_code_dtype(n_classes: int) -> np.dtype:
+    """The smallest signed integer dtype of the codes ``0 … n_classes−1``.
+
+    Examples
+    --------
+    >>> class_code_dtype(2), class_code_dtype(300)
+    (dtype('int8'), dtype('int16'))
+    """
+    return np.min_scalar_type(-max(int(n_classes), 2))
+
+
 def _classes_of(dec: np.ndarray, classes: np.ndarray, block_info: Any = None) -> np.ndarray:
-    bad = np.isnan(dec)
+    """The class of each row of decision values: (n,) by sign, (n, k) by the largest."""
+    bad = np.isnan(dec) if dec.ndim == 1 else np.isnan(dec).any(axis=1)
     if bad.any():
         first = _first_row(bad, block_info)
         raise DataQualityError(
             f"{int(bad.sum())} row(s) of X (first: row {first}) have a non-finite feature and "
             f"cannot be predicted: no class is made up for them; drop them first, or use "
             f"decision_function (NaN there) or predict_scenes (a no-prediction flag)")
+    if dec.ndim == 2:
+        return classes[np.argmax(dec, axis=1)]
     return classes[(dec > 0).astype(np.intp)]
 
 
-class _KernelClassifier(BinaryClassifierMixin, BigkernEstimator):
+class _KernelClassifier(ClassesMixin, BigkernEstimator):
     """Shared predict/score/persistence of the kernel-expansion classifiers."""
 
     _bins_based = False
@@ -189,11 +218,15 @@ class _KernelClassifier(BinaryClassifierMixin, BigkernEstimator):
         return self.expansion_.n_basis
 
     def decision_function(self, X: Any) -> Any:
-        """Decision values (> 0 → ``classes_[1]``); NaN for rows with a non-finite feature.
+        """Decision values; NaN for rows with a non-finite feature.
 
-        numpy in → numpy out; dask in → lazy dask out (one task per row chunk).
+        Two classes: one value per row, > 0 → ``classes_[1]``. k classes: (n, k), column
+        j the one-vs-rest value of ``classes_[j]``. numpy in → numpy out; dask in → lazy
+        dask out (one task per row chunk).
         """
-        return map_rows(self.decision_rows, self._predict_input(X))
+        arr = self._predict_input(X)  # raises NotFittedError before fit
+        k = self.expansion_.n_outputs
+        return map_rows(self.decision_rows, arr, trailing=() if k == 1 else (k,))
 
     # -- persistence ---------------------------------------------------------------------------
     def to_dataset(self) -> xr.Dataset:

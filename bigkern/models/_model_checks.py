@@ -32,8 +32,9 @@ from bigkern.models.parameters import PARAMETERS
 
 __all__ = ["check_model_dataset"]
 _FINITE_ATTRS = ("intercept", "grand_mean")
-_FINITE_ARRAYS = ("basis", "coef", "offset", "scale", "X_fit", "y_fit", "dual_coef", "centers",
-                  "eigenvectors", "eigenvalues", "row_means", "bin_counts")
+_FINITE_ARRAYS = ("basis", "coef", "intercept", "offset", "scale", "X_fit", "y_fit",
+                  "dual_coef", "centers", "eigenvectors", "eigenvalues", "row_means",
+                  "bin_counts")
 
 
 def _number(ds: xr.Dataset, key: str, where: str) -> float:
@@ -65,18 +66,32 @@ def _check_classes(ds: xr.Dataset, where: str) -> None:
             labels = json.loads(raw) if key == "classes_json" else np.asarray(raw).tolist()
         except (TypeError, ValueError):
             raise StoreError(f"model {where}: attribute {key!r} is not readable JSON") from None
-        if not isinstance(labels, list) or len(labels) != 2:
+        if not isinstance(labels, list) or len(labels) < 2:
             raise StoreError(f"model {where}: attribute {key!r} is {labels!r}; a classifier "
-                             f"has exactly two class labels")
+                             f"has two class labels or more")
         strings = all(isinstance(c, str) for c in labels)
         numbers = all(isinstance(c, int | float) and not isinstance(c, bool)
                       and math.isfinite(c) for c in labels)
         if not (strings or numbers):
-            raise StoreError(f"model {where}: attribute {key!r} is {labels!r}; the two class "
-                             f"labels must both be finite numbers or both strings")
-        if labels[0] == labels[1]:
-            raise StoreError(f"model {where}: attribute {key!r} is {labels!r}; the two class "
+            raise StoreError(f"model {where}: attribute {key!r} is {labels!r}; the class "
+                             f"labels must all be finite numbers or all strings")
+        if len(set(labels)) != len(labels):
+            raise StoreError(f"model {where}: attribute {key!r} is {labels!r}; the class "
                              f"labels must differ")
+        _check_outputs(ds, where, key, len(labels))
+
+
+def _check_outputs(ds: xr.Dataset, where: str, key: str, n_classes: int) -> None:
+    """A k-class model's coefficients have one column (dim ``output``) per class; a
+    two-class model's have one column."""
+    for name in ("coef", "dual_coef"):
+        if name not in ds.variables:
+            continue
+        columns = ds.sizes["output"] if "output" in ds[name].dims else 1
+        wanted = 1 if n_classes == 2 else n_classes
+        if columns != wanted:
+            raise StoreError(f"model {where}: attribute {key!r} names {n_classes} classes but "
+                             f"variable {name!r} has {columns} column(s); {wanted} expected")
 
 
 def _check_json(ds: xr.Dataset, where: str) -> None:

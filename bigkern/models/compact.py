@@ -31,7 +31,7 @@ from sklearn.utils._param_validation import StrOptions
 from bigkern.cluster.compute import compute
 from bigkern.errors import BigkernWarning
 from bigkern.kernels import CompactSupport, as_kernel
-from bigkern.models._base import BigkernEstimator, BinaryClassifierMixin
+from bigkern.models._base import BigkernEstimator, ClassesMixin
 from bigkern.models._constraints import KERNEL, domain
 from bigkern.models._input import map_rows
 from bigkern.models.calibrated_fit import CALIBRATION, ProbabilityMixin, calibrated_fit
@@ -165,7 +165,7 @@ class _CompactExpansion(_CompactKernelModel):
         return self
 
 
-class _CompactClassifier(ProbabilityMixin, BinaryClassifierMixin, _CompactExpansion):
+class _CompactClassifier(ProbabilityMixin, ClassesMixin, _CompactExpansion):
     def decision_function(self, X: Any) -> Any:
         """``f(x) = intercept_ + Σ_i dual_coef_i k_C(x, x_i)`` (> 0 → ``classes_[1]``;
         lazy for a dask ``X``)."""

@@ -266,14 +266,25 @@ def test_a_bad_omega_is_named(tmp_path, omega, suffix):
 
 
 @pytest.mark.parametrize(("classes", "why"), [
-    ([1, 1], "must differ"), ([1, 2, 3], "exactly two"), ([float("nan"), 1.0], "finite"),
-    (["cloud", 1], "must both be finite numbers or both strings"),
+    ([1, 1], "must differ"), ([1], "two class labels or more"), ([float("nan"), 1.0], "finite"),
+    (["cloud", 1], "must all be finite numbers or all strings"),
 ])
 def test_bad_classes_are_named(tmp_path, classes, why):
     ds = _model("compact").to_dataset()
     ds.attrs["classes_json"] = json.dumps(classes)
     path = write_model_dataset(ds, tmp_path / "m.zarr")
     with pytest.raises(StoreError, match=rf"model {path}: attribute 'classes_json' .*{why}"):
+        load_model(path)
+
+
+@pytest.mark.parametrize("kind", ["baseline", "compact"])
+def test_more_classes_than_columns_are_named(tmp_path, kind):
+    ds = _model(kind).to_dataset()
+    key = "classes_json" if "classes_json" in ds.attrs else "classes"
+    ds.attrs[key] = json.dumps([1, 2, 3]) if key == "classes_json" else [1, 2, 3]
+    path = write_model_dataset(ds, tmp_path / "m.zarr")
+    with pytest.raises(StoreError, match=rf"attribute '{key}' names 3 classes but variable "
+                                         rf"'\w+' has 1 column\(s\); 3 expected"):
         load_model(path)
 
 

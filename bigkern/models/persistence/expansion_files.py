@@ -3,10 +3,12 @@
 Classifiers and regressors alike (every estimator with a fitted ``expansion_``) are
 saved as one Dataset:
 
-* ``basis (basis, feature)`` — the centers, in standardized units; ``coef (basis)``;
-  ``offset`` and ``scale (feature)``;
+* ``basis (basis, feature)`` — the centers, in standardized units; ``coef (basis)``,
+  or ``coef (basis, output)`` and ``intercept (output)`` for an expansion of k columns
+  (a classifier's k classes, in the order of ``classes``); ``offset`` and
+  ``scale (feature)``;
 * attrs ``kernel`` (its name in :data:`bigkern.kernels.KERNELS`), ``omega``,
-  ``intercept``, ``clip`` (absent: not clipped), ``dtype`` (the precision of the
+  ``intercept`` (one column), ``clip`` (absent: not clipped), ``dtype`` (the precision of the
   kernel blocks: float32 for the classifiers, float64 for the regressors), ``classes``
   (classifiers only);
 * ``params_json`` (the constructor parameters), ``fitted_json`` (the fit's scalar
@@ -103,17 +105,21 @@ def expansion_to_dataset(model: Any) -> xr.Dataset:
     exp: KernelExpansion = model.expansion_
     fitted = {k: getattr(model, k) for k in getattr(model, "_saved_fitted", ())
               if hasattr(model, k)}
+    columns = exp.n_outputs > 1
     data: dict[str, Any] = {
         "basis": (("basis", "feature"), np.asarray(exp.centers, dtype=np.float64)),
-        "coef": ("basis", np.asarray(exp.coef, dtype=np.float64)),
+        "coef": (("basis", "output") if columns else "basis",
+                 np.asarray(exp.coef, dtype=np.float64)),
         "offset": ("feature", np.asarray(exp.offset, dtype=np.float64)),
         "scale": ("feature", np.asarray(exp.scale, dtype=np.float64)),
     }
+    if columns:
+        data["intercept"] = ("output", np.asarray(exp.intercept, dtype=np.float64))
     for name, dims in getattr(model, "_saved_arrays", {}).items():
         if getattr(model, name, None) is not None:
             data[name.rstrip("_")] = (dims, np.asarray(getattr(model, name)))
     attrs = {"kernel": saved_kernel(exp.kernel), "omega": float(exp.omega),
-             "intercept": float(exp.intercept), "dtype": exp.dtype,
+             **({} if columns else {"intercept": float(exp.intercept)}), "dtype": exp.dtype,
              **clip_attrs(exp.basis.clip), **model_attrs(model, fitted, FORMAT)}
     if hasattr(model, "classes_"):
         attrs["classes"] = [c.item() if hasattr(c, "item") else c for c in model.classes_]
@@ -144,7 +150,8 @@ def expansion_from_dataset(ds: xr.Dataset, cls: type) -> Any:
     model.expansion_ = KernelExpansion.from_parts(
         np.asarray(ds["basis"].values, dtype=np.float64),
         np.asarray(ds["coef"].values, dtype=np.float64),
-        float(ds.attrs["intercept"]),
+        np.asarray(ds["intercept"].values, dtype=np.float64) if "intercept" in ds
+        else float(ds.attrs["intercept"]),
         float(ds.attrs["omega"]),
         np.asarray(ds["offset"].values, dtype=np.float64),
         np.asarray(ds["scale"].values, dtype=np.float64),
