@@ -33,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["METHODS", "ProbabilityCalibration", "expected_calibration_error",
-           "fit_calibration", "platt_scaling"]
+__all__ = ["METHODS", "ProbabilityCalibration", "calibration_variables",
+           "expected_calibration_error", "fit_calibration", "platt_scaling", "saved_calibration"]
 
 #: The calibrators ``calibration=`` takes.
 METHODS = ("sigmoid", "isotonic")
@@ -115,6 +115,72 @@ class ProbabilityCalibration:
         """Column ``j``'s isotonic step function, interpolated, constant beyond its ends."""
         lo, hi = int(self.starts[j]), int(self.starts[j + 1])
         return np.interp(f, self.knots[lo:hi], self.levels[lo:hi])
+
+
+def calibration_variables(calibration: ProbabilityCalibration | None
+                          ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The variables and attrs that save a calibrator in a model's Dataset (none for None).
+
+    ``"sigmoid"``: ``calibration_coef (calibration_output, calibration_input)`` and
+    ``calibration_intercept (calibration_output)``; ``"isotonic"``: ``calibration_knots``
+    and ``calibration_levels (calibration_knot)``, ``calibration_starts
+    (calibration_column_edge)``; attrs ``calibration_method`` and ``calibration_classes``
+    (k). :func:`saved_calibration` reads them back.
+    """
+    if calibration is None:
+        return {}, {}
+    attrs = {"calibration_method": calibration.method,
+             "calibration_classes": int(calibration.n_classes)}
+    if calibration.method == "sigmoid":
+        return {"calibration_coef": (("calibration_output", "calibration_input"),
+                                     calibration.coef),
+                "calibration_intercept": ("calibration_output", calibration.intercept)}, attrs
+    return {"calibration_knots": ("calibration_knot", calibration.knots),
+            "calibration_levels": ("calibration_knot", calibration.levels),
+            "calibration_starts": ("calibration_column_edge",
+                                   np.asarray(calibration.starts, dtype=np.int64))}, attrs
+
+
+def saved_calibration(ds: Any) -> ProbabilityCalibration | None:
+    """The calibrator :func:`calibration_variables` saved in ``ds``, or None if there is none.
+
+    Raises
+    ------
+    StoreError
+        A calibrator of an unknown method, or whose arrays do not fit together.
+    """
+    from bigkern.errors import StoreError
+
+    method = ds.attrs.get("calibration_method")
+    if method is None:
+        return None
+    k = int(ds.attrs.get("calibration_classes", 0))
+    empty = np.empty(0)
+
+    def array(name: str) -> np.ndarray:
+        if name not in ds.variables:
+            raise StoreError(f"the model's {method} calibrator lacks variable {name!r}")
+        return np.asarray(ds[name].values, dtype=np.float64)
+
+    if method == "sigmoid":
+        coef, intercept = array("calibration_coef"), array("calibration_intercept")
+        width = 1 if k == 2 else k
+        if k < 2 or coef.shape != (width, width) or intercept.shape != (width,):
+            raise StoreError(f"the model's sigmoid calibrator has coef {coef.shape} and "
+                             f"intercept {intercept.shape} for {k} classes")
+        return ProbabilityCalibration(method, k, coef, intercept, empty, empty,
+                                      np.zeros(1, dtype=np.intp))
+    if method != "isotonic":
+        raise StoreError(f"the model's calibrator has method {method!r}; bigkern knows "
+                         f"{METHODS}")
+    knots, levels = array("calibration_knots"), array("calibration_levels")
+    starts = array("calibration_starts").astype(np.intp)
+    columns = 1 if k == 2 else k
+    if (k < 2 or len(starts) != columns + 1 or starts[0] != 0 or starts[-1] != len(knots)
+            or np.any(np.diff(starts) < 1) or len(levels) != len(knots)):
+        raise StoreError(f"the model's isotonic calibrator's knots do not fit together "
+                         f"({len(knots)} knots, column starts {starts.tolist()}, {k} classes)")
+    return ProbabilityCalibration(method, k, np.empty((0, 0)), empty, knots, levels, starts)
 
 
 def _expit(z: np.ndarray) -> np.ndarray:

@@ -423,3 +423,53 @@ def test_expected_calibration_error_by_hand_and_at_the_limits():
         expected_calibration_error([0, 2], np.full((2, 2), 0.5), classes=[0, 1])
     with pytest.raises(ValueError, match=r"\(n, k\)"):
         expected_calibration_error([0, 1], np.full((2, 3), 1 / 3))
+
+
+# -- model files ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", ["zarr", "nc"])
+@pytest.mark.parametrize("method", ["sigmoid", "isotonic"])
+@pytest.mark.parametrize("index", range(7), ids=lambda i: type(small_models("x")[i]).__name__)
+def test_a_saved_calibrated_model_gives_the_same_probabilities(tmp_path, index, method, suffix):
+    from bigkern.models import load_model, save_model
+
+    # string classes in zarr; numbers in netCDF (its attrs cannot hold a list of strings:
+    # main's expansion files fail there with or without a calibrator)
+    X, y, _ = noisy_circle(400, labels=("clear", "cloud") if suffix == "zarr" else (-1, 1))
+    model = small_models(method)[index].fit(X, y)
+    back = load_model(save_model(model, tmp_path / f"model.{suffix}"))
+    assert back.get_params() == model.get_params()
+    Xt, _, _ = noisy_circle(100, seed=3)
+    Xt[5, 0] = np.nan
+    np.testing.assert_array_equal(back.predict_proba(Xt), model.predict_proba(Xt))
+    np.testing.assert_array_equal(
+        back.predict_proba(da.from_array(Xt, chunks=(30, 2))).compute(scheduler="sync"),
+        model.predict_proba(Xt))
+
+
+def test_an_uncalibrated_model_file_has_no_calibrator_and_a_damaged_one_is_refused(tmp_path):
+    import xarray as xr
+
+    from bigkern.errors import StoreError
+    from bigkern.models import load_model, save_model
+    from bigkern.models.persistence.model_files import load_model_dataset
+
+    X, y, _ = noisy_circle(300)
+    plain = load_model(save_model(BinnedSVC().fit(X, y), tmp_path / "plain.zarr"))
+    assert plain.calibration_ is None and not hasattr(plain, "predict_proba")
+    model = BinnedSVC(calibration="isotonic").fit(X, y)
+    ds = model.to_dataset()
+    assert ds.attrs["calibration_method"] == "isotonic"
+    bad = ds.copy()
+    bad["calibration_levels"] = bad["calibration_levels"].copy(data=np.full(
+        bad.sizes["calibration_knot"], np.nan))
+    with pytest.raises(StoreError, match="calibration_levels"):
+        load_model_dataset(bad)
+    bad = ds.assign(calibration_starts=("calibration_column_edge", np.array([0, 1])))
+    with pytest.raises(StoreError, match="do not fit together"):
+        load_model_dataset(bad)
+    bad = ds.assign_attrs(calibration_method="beta")
+    with pytest.raises(StoreError, match="'beta'"):
+        load_model_dataset(bad)
+    assert isinstance(ds, xr.Dataset)
