@@ -316,20 +316,27 @@ def platt_scaling(decision: np.ndarray, codes: np.ndarray, *, tol: float = 1e-12
 
 
 def _multinomial(f: np.ndarray, codes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """A multinomial logistic regression of the codes on the k decision columns."""
+    """A multinomial logistic regression of the codes on the k decision columns.
+
+    Fitted to Platt's smoothed targets carried over to k classes: a row of class c
+    aims at ``(N_c + 1) / (N_c + 2)`` for c and shares the rest among the other
+    classes (for two classes these are exactly Platt's). Each row enters once per class
+    with its target as weight, so a class with few or no held-out rows still gets a
+    small probability rather than none, and separable rows keep the fit finite.
+    """
     from sklearn.linear_model import LogisticRegression
 
-    from bigkern.errors import LabelError
-
-    absent = [j for j in range(k) if not np.any(codes == j)]
-    if absent:
-        raise LabelError(f"the held-out rows have no row of class code(s) {absent}: a "
-                         f"multinomial calibrator needs every class; give more rows or "
-                         f"a larger bigkern.calibration_share, or calibration='isotonic'")
+    n = len(codes)
+    counts = np.bincount(codes, minlength=k).astype(np.float64)
+    own = (counts[codes] + 1.0) / (counts[codes] + 2.0)
+    targets = np.repeat(((1.0 - own) / (k - 1))[:, None], k, axis=1)
+    targets[np.arange(n), codes] = own
     scale = float(np.max(np.abs(f))) or 1.0
-    # a light penalty only keeps a separable held-out set finite; C multiplies the sum
+    rows = np.repeat(f / scale, k, axis=0)
+    labels = np.tile(np.arange(k), n)
+    # C multiplies the (weighted) sum of the log losses: the penalty is only a safeguard
     lr = LogisticRegression(C=1e4, max_iter=1000, tol=1e-10)
-    lr.fit(f / scale, codes)
+    lr.fit(rows, labels, sample_weight=targets.ravel())
     return lr.coef_ / scale, lr.intercept_.copy()
 
 
