@@ -21,6 +21,15 @@ share of the rows out of the model's own fit and fits a calibrator
   available only when ``calibration`` is set (as scikit-learn's ``SVC`` with
   ``probability=False``).
 
+The fitted calibrator is ``calibration_`` (a
+:class:`~bigkern.models.calibration.ProbabilityCalibration`, None without calibration),
+and ``fit_report_["calibration"]`` says how it was fitted: ``method``, ``share`` (the
+share of the rows held out), ``n_held_out`` (held-out rows the user's mask keeps: rows
+the model's fit did not use), ``n_calibration`` (those with finite features and a
+label, which the calibrator was fitted on), their ``log_loss`` and
+``expected_calibration_error`` (of the calibrated probabilities on those same rows,
+so an isotonic calibrator's is optimistic) and ``seconds`` (the whole fit).
+
 With ``calibration=None`` (the default) nothing is held out: the fit is what it was.
 """
 
@@ -179,6 +188,8 @@ def calibrated_fit(fit: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fit)
     def calibrating_fit(self: Any, X: Any, y: Any, **kwargs: Any) -> Any:
+        for stale in ("calibration_", "fit_report_"):  # a previous fit's, if any
+            self.__dict__.pop(stale, None)
         if self.calibration is None or y is None:  # None: the fit's own error
             result = fit(self, X, y, **kwargs)
             self.calibration_ = None
