@@ -296,11 +296,14 @@ def platt_scaling(decision: np.ndarray, codes: np.ndarray, *, tol: float = 1e-12
     for _ in range(max_iter):
         p = _expit(u[0] * x + u[1])
         r = p - t
-        grad = np.array([r @ x, r.sum()])
+        # sums of products, not BLAS dot products: a vector's ddot on a busy machine's
+        # threaded BLAS costs a hundred times the arithmetic
+        grad = np.array([np.sum(r * x), r.sum()])
         if np.max(np.abs(grad)) <= tol * max(len(f), 1):
             break
         w = p * (1.0 - p)
-        hess = np.array([[w @ (x * x), w @ x], [w @ x, w.sum()]]) + 1e-12 * np.eye(2)
+        wx = np.sum(w * x)
+        hess = np.array([[np.sum(w * x * x), wx], [wx, w.sum()]]) + 1e-12 * np.eye(2)
         step = np.linalg.solve(hess, grad)
         rate = 1.0
         while rate > 1e-10:
