@@ -23,6 +23,13 @@ n·m̃·(d + 2) flops each where the direct pass costs n·m̃². ``solver="auto"
 default, takes CG where it wins: one candidate, at least 1,000 centers, and a
 solve on the starting subset that says the full one will converge
 (:mod:`bigkern.models.reduced_kernel._nystrom_fit`).
+
+The classifier fits k > 2 classes as k one-vs-rest problems that share every read:
+the pass sums ``GᵀG`` once with ``GᵀY`` for the k ±1 columns of ``Y`` (made in each
+chunk from the class codes), one factorization solves the k right-hand sides, and
+conjugate gradients advance the k recurrences in lockstep, each read computing
+``Gᵀ(G V)`` for all of them
+(:func:`~bigkern.solvers.conjugate_gradients_columns.preconditioned_cg_columns`).
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ import numpy as np
 from sklearn.base import _fit_context
 
 from bigkern.cluster.compute import task_threads
+from bigkern.errors import LabelError
 from bigkern.models._base import _KernelClassifier
 from bigkern.models.calibrated_fit import CALIBRATION, ProbabilityMixin, calibrated_fit
 from bigkern.models.reduced_kernel._nystrom_fit import _PARAMS_DOC, _NystromFit
@@ -45,10 +53,10 @@ from bigkern.models.reduced_kernel._reduced_parts import (
     plus_minus,
     scale_sample_rows,
 )
-from bigkern.models.reduced_kernel.reduced import ReducedSVC
 from bigkern.models.regression.kernel_regression import _KernelRegressor
 from bigkern.reduce.passes import as_row_chunked
 from bigkern.reduce.reduced.reduced_set import select_reduced_set
+from bigkern.reduce.reduced.row_draws import MAX_STRATA
 
 __all__ = ["NystromKernelRidge", "NystromKernelRidgeClassifier"]
 
@@ -154,18 +162,26 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
 
 
 class NystromKernelRidgeClassifier(ProbabilityMixin, _NystromFit, _KernelClassifier):
-    __doc__ = f"""Nyström kernel ridge classification: the regressor on ±1 targets.
+    __doc__ = f"""Nyström kernel ridge classification: the regressor on ±1 one-vs-rest targets.
 
-    Fits :class:`NystromKernelRidge` to ``+1`` (``classes_[1]``) / ``−1`` targets
-    on a reduced set drawn per class (``stratified``); predicts the sign. The
-    candidates are ranked by held-out squared error of the ±1 targets (what the
-    one read provides), as scikit-learn's ``RidgeClassifierCV`` does.
+    Two classes: fits :class:`NystromKernelRidge` to ``+1`` (``classes_[1]``) / ``−1``
+    targets on a reduced set drawn per class (``stratified``); predicts the sign.
+    k > 2 classes: fits the k one-vs-rest problems (``+1`` for ``classes_[j]``, ``−1``
+    for the others) together — on the same centers, and for the price of one: each
+    read of the rows evaluates the kernel once and sums ``GᵀG`` (or, with
+    ``solver="cg"``, ``Gᵀ(G V)`` for the k columns of ``V``) once with ``GᵀY`` for
+    the k columns of ``Y``; the direct solve factors one matrix for k right-hand
+    sides. ``predict`` returns the class of the largest decision value. The
+    candidates (``omega``, ``lam``) are ranked by the held-out squared error of the
+    ±1 targets (what the one read provides), as scikit-learn's ``RidgeClassifierCV``
+    does; with k classes, by its mean over the classes.
 
     Parameters
     ----------
     {_PARAMS_DOC}
     stratified : bool
-        Draw the centers within each class, in proportion (Lee & Huang's Remark 2).
+        Draw the centers within each class, in proportion (Lee & Huang's Remark 2;
+        every class gets one center at least).
     calibration : {None, "sigmoid", "isotonic"}, default None
         Probabilities: None gives none (no ``predict_proba``); "sigmoid" (Platt) or
         "isotonic" fit a calibrator of the decision values on a share of the rows held
@@ -173,12 +189,25 @@ class NystromKernelRidgeClassifier(ProbabilityMixin, _NystromFit, _KernelClassif
 
     Attributes
     ----------
-    classes_ : ndarray (2,)
-        (negative, positive) labels.
+    classes_ : ndarray (k,)
+        The labels, sorted (two: negative, positive).
     expansion_ : KernelExpansion
-        The decision function (> 0 → ``classes_[1]``).
+        The decision function: one column for two classes (> 0 → ``classes_[1]``), k
+        columns for k > 2 (``coef`` (m̃, k), ``intercept`` (k,)).
     lam_, omega_, cv_scores_, n_iter_, solver_, reduced_index_, fit_report_
-        As for :class:`NystromKernelRidge`.
+        As for :class:`NystromKernelRidge`. With ``solver="cg"`` and k classes,
+        ``n_iter_`` is the largest of the classes' iterations (each read serves all
+        those still running) and ``fit_report_`` gives each class's
+        (``n_iter_by_class``, ``residual_by_class``).
+
+    Notes
+    -----
+    ``decision_function`` returns (n,) for two classes and (n, k) for k > 2, column
+    ``j`` the one-vs-rest value of ``classes_[j]``. Each value is a least-squares fit
+    of a ±1 target: on that scale it estimates ``2 P(class | x) − 1`` (a regression of
+    the indicator), but it is neither clipped to [−1, 1] nor normalized across the
+    columns (they sum to about ``2 − k``), and the ridge penalty shrinks it towards
+    the class's mean target. Rank with it, or calibrate it for probabilities.
 
     Examples
     --------
@@ -193,9 +222,21 @@ class NystromKernelRidgeClassifier(ProbabilityMixin, _NystromFit, _KernelClassif
     (40, [-1, 1])
     >>> bool(model.score(X, y) > 0.9)
     True
+
+    Three classes, one column of decision values each:
+
+    >>> rings = np.digitize((X**2).sum(axis=1), [0.7, 2.0])  # 0, 1, 2 from the centre out
+    >>> labels = np.array(["inner", "middle", "outer"])[rings]
+    >>> model = NystromKernelRidgeClassifier(omega=1.0, lam=1e-3, size=40, random_state=0)
+    >>> model = model.fit(X, labels)
+    >>> model.classes_.tolist(), model.decision_function(X).shape
+    (['inner', 'middle', 'outer'], (300, 3))
+    >>> bool(model.score(X, labels) > 0.85)
+    True
     """
 
     _allow_nan = True
+    _binary_only = False
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **_NystromFit._parameter_constraints,
         "stratified": ["boolean"],
@@ -229,7 +270,8 @@ class NystromKernelRidgeClassifier(ProbabilityMixin, _NystromFit, _KernelClassif
     @_fit_context(prefer_skip_nested_validation=True)
     @calibrated_fit
     def fit(self, X: Any, y: Any, *, mask: Any = None) -> NystromKernelRidgeClassifier:
-        """Fit on ``X`` (n, d) and two-class labels ``y`` (any dtype; dask stays lazy).
+        """Fit on ``X`` (n, d) and labels ``y`` of two classes or more (any dtype; dask stays
+        lazy: its classes are found by the read that draws the centers).
 
         ``mask`` (n,) of bool, optional, keeps the rows to fit on (e.g. the
         labelled pixels); the others are counted (``n_masked``), their labels
@@ -238,6 +280,12 @@ class NystromKernelRidgeClassifier(ProbabilityMixin, _NystromFit, _KernelClassif
         Returns
         -------
         self
+
+        Raises
+        ------
+        LabelError
+            One class only, or a class with no usable row (all its rows masked out or
+            with a non-finite feature), named.
         """
         t0 = time.perf_counter()
         widths, lams = self._candidates()
@@ -245,15 +293,77 @@ class NystromKernelRidgeClassifier(ProbabilityMixin, _NystromFit, _KernelClassif
         labels, lazy = fit_labels(self, y, mask)
         Xd, yd, md = as_row_chunked(arr, labels, mask, min_chunks=task_threads())
         n = int(Xd.shape[0])
-        rs = select_reduced_set(Xd, yd, size=default_size(n, self.size, self.fraction),
+        size = default_size(n, self.size, self.fraction)
+        if self.size is None and self.fraction is None and not lazy:
+            size = min(n, max(size, len(self.classes_)))  # a center per class at least
+        rs = select_reduced_set(Xd, yd, size=size,
                                 fraction=self.fraction, stratified=self.stratified,
                                 random_state=self.random_state, mask=md,
                                 features=getattr(self, "feature_names_in_", None),
                                 scale_rows=scale_sample_rows(self))
         if lazy:
-            ReducedSVC._classes_from_draw(self, rs)  # the same two-class rule and errors
-        ypm = yd.map_blocks(plus_minus, positive=self.classes_[1] if lazy else 1,
-                            dtype=np.float64)
-        self._fit_pieces(Xd, ypm, md, rs, widths, lams, t0)
+            classes_from_draw(self, rs)
+        else:
+            check_classes_drawn(self, rs)
+        if len(self.classes_) == 2:
+            ypm = yd.map_blocks(plus_minus, positive=self.classes_[1] if lazy else 1,
+                                dtype=np.float64)
+            self._fit_pieces(Xd, ypm, md, rs, widths, lams, t0)
+            return self
+        codes = yd.map_blocks(class_codes, classes=self.classes_, dtype=np.float64) \
+            if lazy else yd
+        self._fit_pieces(Xd, codes, md, rs, widths, lams, t0, n_classes=len(self.classes_))
         return self
 
+
+def classes_from_draw(est: Any, rs: Any) -> None:
+    """``classes_`` from the labels the draw of the centers saw (lazy ``y``): two or more.
+
+    Raises
+    ------
+    LabelError
+        One class among the usable rows, or more than the draw counts
+        (:data:`~bigkern.reduce.reduced.row_draws.MAX_STRATA`).
+    """
+    if rs.classes is None:
+        raise LabelError(f"y has more than {MAX_STRATA} distinct values among the usable rows: "
+                         f"{type(est).__name__} takes class labels")
+    if len(rs.classes) < 2:
+        raise LabelError(f"y has one class only ({rs.classes.tolist()}): "
+                         f"{type(est).__name__} needs samples of two classes at least")
+    est.classes_ = np.asarray(rs.classes)
+
+
+def check_classes_drawn(est: Any, rs: Any) -> None:
+    """Every class of ``est.classes_`` (codes ``0 … k−1`` in the draw) has usable rows.
+
+    A class whose rows are all masked out or hold a non-finite feature would be fitted
+    on no row (its one-vs-rest target −1 everywhere).
+
+    Raises
+    ------
+    LabelError
+        Naming the classes with no usable row.
+    """
+    if rs.classes is None:
+        return
+    seen = {int(c) for c in np.asarray(rs.classes).tolist()}
+    absent = [c for j, c in enumerate(est.classes_.tolist()) if j not in seen]
+    if absent:
+        raise LabelError(f"class(es) {absent} of y have no usable row (all of theirs are "
+                         f"masked out or have a non-finite feature): {type(est).__name__} "
+                         f"cannot fit them; drop them from y, or give them usable rows")
+
+
+def class_codes(block: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    """Labels as class codes ``0 … k−1`` (float64, the index in the sorted ``classes``); NaN
+    for a label not among them (left out of the fit and counted as a non-finite target).
+
+    Examples
+    --------
+    >>> class_codes(np.array(["b", "a", "z", "c"]), np.array(["a", "b", "c"])).tolist()
+    [1.0, 0.0, nan, 2.0]
+    """
+    block = np.asarray(block)
+    where = np.clip(np.searchsorted(classes, block), 0, len(classes) - 1)
+    return np.where(classes[where] == block, where.astype(np.float64), np.nan)
