@@ -370,10 +370,9 @@ def test_grid_search_chooses_by_log_loss():
 PROBA_BOUNDARY = ("argmax(predict_proba) is predict except where the calibrated sigmoid "
                   "crosses 1/2 at a decision value other than 0: one of the check's 200 rows "
                   "(scikit-learn's SVC(probability=True) behaves alike)")
-PROBA_CLASSES = ("k classes: predict takes the largest one-vs-rest decision value, "
-                 "predict_proba is a calibrator fitted on held-out rows; where two classes' "
-                 "decision values are close the calibrated probabilities may rank them the "
-                 "other way (4 of the check's 300 rows)")
+PROBA_ARGMAX_K = ("k classes: argmax(predict_proba) differs from argmax of the one-vs-rest "
+                  "values on a few of the check's 300 rows near a boundary (each calibrator "
+                  "is monotone in its own column only); the check wants them equal")
 NAN_ROWS = ("the check makes 9 of 30 rows NaN, over bigkern.max_nonfinite_fraction; as in "
             "tests/models/test_sklearn_conformance.py")
 
@@ -381,12 +380,13 @@ CONFORMANCE = {
     "ReducedSVC": (ReducedSVC(calibration="sigmoid"),
                    {"check_classifiers_train": PROBA_BOUNDARY,
                     "check_estimators_pickle": NAN_ROWS}),
-    "BinnedSVC": (BinnedSVC(calibration="sigmoid"), {"check_classifiers_train": PROBA_CLASSES,
-                                                      "check_estimators_pickle": NAN_ROWS}),
+    "BinnedSVC": (BinnedSVC(calibration="sigmoid"),
+                  {"check_classifiers_train": PROBA_ARGMAX_K,
+                   "check_estimators_pickle": NAN_ROWS}),
     "KernelRidgeClassifier": (KernelRidgeClassifier(calibration="sigmoid"),
-                              {"check_classifiers_train": PROBA_CLASSES}),
+                              {"check_classifiers_train": PROBA_ARGMAX_K}),
     "CompactSVC": (CompactSVC(calibration="isotonic"),
-                   {"check_classifiers_train": PROBA_CLASSES}),
+                   {"check_classifiers_train": PROBA_ARGMAX_K}),
 }
 
 
@@ -651,3 +651,44 @@ def test_scikit_learns_multiclass_checks_with_predict_proba():
         results = check_estimator(OneVsRestRidge(calibration="sigmoid"), on_fail=None)
     failed = {r["check_name"] for r in results if r["status"] == "failed"}
     assert failed == {"check_classifiers_train"}, failed
+
+
+K_CLASS_MODELS = [
+    NystromKernelRidgeClassifier(omega=1.0, lam=1e-3, size=80, random_state=0),
+    BinnedKernelRidgeClassifier(omega=0.8, lam=0.01),
+    KernelRidgeClassifier(omega=0.8, lam=1.0),
+    CompactLSSVC(omega=0.5, lam=1e-3, radius=1.5),
+]
+
+
+@pytest.mark.parametrize("method", ["sigmoid", "isotonic"])
+@pytest.mark.parametrize("model", K_CLASS_MODELS, ids=lambda m: type(m).__name__)
+def test_the_k_class_classifiers_give_calibrated_probabilities(model, method, tmp_path):
+    """Three classes on the converted classifiers: sums, ECE on fresh rows, a model file."""
+    from bigkern.models import load_model, save_model
+
+    if not model.__sklearn_tags__().classifier_tags.multi_class:
+        pytest.skip(f"{type(model).__name__} is binary only on this branch")
+    X, y, _ = three_sectors(4000 if "Compact" not in type(model).__name__ else 2500)
+    Xt, yt, _ = three_sectors(20_000, seed=1)
+    model = clone(model).set_params(calibration=method).fit(X, y)
+    proba = model.predict_proba(Xt)
+    assert proba.shape == (20_000, 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-12)
+    ece = expected_calibration_error(yt, proba, classes=model.classes_)
+    assert ece <= 0.05, ece
+    back = load_model(save_model(model, tmp_path / "model.zarr"))
+    np.testing.assert_array_equal(back.predict_proba(Xt[:500]), proba[:500])
+
+
+def test_k_class_binned_probabilities_are_the_same_for_numpy_and_any_chunking():
+    X, y, _ = three_sectors(2000)
+    Xt, _, _ = three_sectors(300, seed=2)
+    ref = BinnedKernelRidgeClassifier(omega=0.8, lam=0.01, calibration="sigmoid").fit(X, y)
+    if len(ref.classes_) != 3:
+        pytest.skip("BinnedKernelRidgeClassifier is binary only on this branch")
+    with dask.config.set(scheduler="sync"):
+        for rows in (300, 512):
+            model = clone(ref).fit(*_lazy(X, y, rows))
+            np.testing.assert_allclose(model.predict_proba(Xt), ref.predict_proba(Xt),
+                                       rtol=0, atol=1e-9)

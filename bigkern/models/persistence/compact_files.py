@@ -13,8 +13,8 @@ attrs: the attrs every model file carries
 ``params_json``, ``fitted_json``, ``has_feature_names``, ``bigkern_format``,
 ``bigkern_version``), the kernel (``kernel``, the name of the radial kernel that is
 tapered; ``omega``, ``support_radius``, ``taper_power``; ``taper_power = -1``: chosen
-from the dimension), ``intercept`` (of one column), ``classes_json`` and ``grand_mean``; a
-classifier fitted with ``calibration``: its calibrator's arrays and attrs
+from the dimension), ``intercept`` (of one column), ``classes_json`` and ``grand_mean``;
+a classifier fitted with ``calibration``: its calibrator's arrays and attrs
 (:func:`~bigkern.models.calibration.calibration_variables`). The fit report
 (``fit_report_``) is not saved. Files of format 1 (before the kernel was recorded) are
 refused, saying to refit.
