@@ -336,9 +336,10 @@ def _job_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _count_predictions(decision: np.ndarray, mask: np.ndarray | None = None) -> dict[str, int]:
+def _count_predictions(decision: np.ndarray, mask: np.ndarray | None = None,
+                       *_: np.ndarray) -> dict[str, int]:
     """Pixels, pixels with no prediction, and (with a mask) pixels per predicted sign in
-    one region."""
+    one region (a probability map after them is not needed)."""
     no_prediction = int(np.count_nonzero(np.isnan(decision)))
     counts = {"pixels": int(decision.size), "no_prediction": no_prediction}
     if mask is not None:
