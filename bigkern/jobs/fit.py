@@ -238,8 +238,9 @@ def _fit_on_rows(spec: ModelSpec, ds: xr.Dataset, features: list[str], target: s
     if not search:
         return out
     t1 = time.perf_counter()
-    out.metric, out.score, out.n_scored, out.target_std = holdout_score(
-        out.model, X.data, y, mask=held_out)
+    scored = holdout_score(out.model, X.data, y, mask=held_out)
+    out.metric, out.score, out.n_scored = scored.metric, scored.score, scored.n_scored
+    out.target_std, out.log_loss = scored.target_std, scored.log_loss
     out.seconds["score"] = time.perf_counter() - t1
     say(f"bigkern: held-out {score_text(out)} ({out.seconds['score']:.1f} s)")
     return out

@@ -53,6 +53,8 @@ class FitOutcome:
         Held-out rows scored.
     target_std : float or None
         Standard deviation of the scored held-out targets (regression only).
+    log_loss : float or None
+        Mean held-out log loss of a classifier fitted with ``calibration``.
     seconds : dict of str to float
         Wall times of the steps.
     """
@@ -69,6 +71,7 @@ class FitOutcome:
     score: float | None = None
     n_scored: int = 0
     target_std: float | None = None
+    log_loss: float | None = None
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -137,7 +140,10 @@ def _by_feature(report: dict[str, Any], before: str, after: str = "") -> str:
 def score_text(out: FitOutcome) -> str:
     """The held-out score in words."""
     if out.metric == "accuracy":
-        return f"accuracy {out.score:.2%} on {out.n_scored:,} pixels of the other half"
+        classes = getattr(out.model, "classes_", ())
+        loss = "" if out.log_loss is None else f", log loss {out.log_loss:.4f}"
+        return (f"accuracy {out.score:.2%}{loss} on {out.n_scored:,} pixels of the other half"
+                + (f" ({len(classes)} classes)" if len(classes) > 2 else ""))
     return (f"RMSE {out.score:.4g} on {out.n_scored:,} pixels of the other half "
             f"(their target's standard deviation {out.target_std:.4g})")
 

@@ -14,7 +14,7 @@ import itertools
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import dask
 import numpy as np
@@ -25,6 +25,7 @@ from bigkern.reduce.passes import RowReduction, as_row_chunked, run_reduction
 
 __all__ = [
     "GridSearchResult",
+    "HoldoutScore",
     "grid_search_bins",
     "holdout_accuracy",
     "holdout_grid_search",
@@ -116,7 +117,8 @@ def holdout_accuracy(
 
 def _score_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None, *,
                  model: Any) -> np.ndarray:
-    """[correct or Σ squared errors, rows, Σy, Σy²] of one chunk's scorable rows."""
+    """[correct or Σ squared errors, rows, Σy, Σy²] of one chunk's scorable rows; for a
+    calibrated classifier, [correct, rows, Σ −log p(true class), 0]."""
     keep = np.isfinite(Xb).all(axis=1)
     classes = getattr(model, "classes_", None)
     keep &= np.isfinite(yb) if classes is None else np.isin(yb, classes)
@@ -130,6 +132,11 @@ def _score_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None, *,
     yk = yb[keep]
     if classes is not None:
         out[:2] = np.count_nonzero(_decided(decision, classes) == yk), len(yk)
+        calibration = getattr(model, "calibration_", None)
+        if calibration is not None:  # the log loss of its probabilities, clipped as sklearn's
+            p = calibration.probabilities(decision)[np.arange(len(yk)),
+                                                    np.searchsorted(classes, yk)]
+            out[2] = -np.log(np.clip(p, np.finfo(np.float64).eps, 1.0)).sum()
         return out
     yk = np.asarray(yk, dtype=np.float64)
     err = decision - yk
@@ -142,8 +149,17 @@ def _score_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None, *,
 _HOLDOUT_SCORE = RowReduction("holdout-score", chunk=_score_chunk, combine=_sum)
 
 
-def holdout_score(model: Any, X: Any, y: Any, *, mask: Any = None
-                  ) -> tuple[str, float, int, float | None]:
+class HoldoutScore(NamedTuple):
+    """A model's score on held-out rows (:func:`holdout_score`)."""
+
+    metric: str  #: "accuracy" or "rmse"
+    score: float  #: accuracy (a fraction) or RMSE
+    n_scored: int  #: rows scored
+    target_std: float | None  #: the scored targets' standard deviation (regressor)
+    log_loss: float | None = None  #: mean log loss of a calibrated classifier's probabilities
+
+
+def holdout_score(model: Any, X: Any, y: Any, *, mask: Any = None) -> HoldoutScore:
     """Accuracy (classifier) or root mean squared error (regressor) on held-out rows, one pass.
 
     Rows with a non-finite feature, a label outside the classifier's classes (e.g.
@@ -164,14 +180,11 @@ def holdout_score(model: Any, X: Any, y: Any, *, mask: Any = None
 
     Returns
     -------
-    metric : {"accuracy", "rmse"}
-    score : float
-        Accuracy (a fraction) or RMSE.
-    n_scored : int
-        Rows scored.
-    target_std : float or None
-        Standard deviation of the scored targets (the RMSE of predicting their
-        mean); None for a classifier.
+    HoldoutScore
+        ``metric`` ("accuracy" or "rmse"), ``score`` (accuracy, a fraction, or RMSE),
+        ``n_scored``, ``target_std`` (the scored targets' standard deviation: the RMSE
+        of predicting their mean; None for a classifier) and ``log_loss`` (the mean log
+        loss of a classifier fitted with ``calibration``, else None), from the same pass.
     """
     X, y, mask = as_row_chunked(X, y, mask)
     total, n, s1, s2 = run_reduction(_HOLDOUT_SCORE, X, y, mask, model=_shared(model),
@@ -180,9 +193,11 @@ def holdout_score(model: Any, X: Any, y: Any, *, mask: Any = None
         raise ValueError("no held-out row can be scored (each has a non-finite feature, "
                          "no label or a non-finite target)")
     if getattr(model, "classes_", None) is not None:
-        return "accuracy", float(total / n), int(n), None
+        calibrated = getattr(model, "calibration_", None) is not None
+        return HoldoutScore("accuracy", float(total / n), int(n), None,
+                            float(s1 / n) if calibrated else None)
     std = float(np.sqrt(max(0.0, s2 / n - (s1 / n) ** 2)))
-    return "rmse", float(np.sqrt(total / n)), int(n), std
+    return HoldoutScore("rmse", float(np.sqrt(total / n)), int(n), std)
 
 
 @dataclass

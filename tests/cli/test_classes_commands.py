@@ -9,6 +9,8 @@ calibrated, ``cloud_probability``).
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -46,6 +48,10 @@ def test_three_classes_fit_and_predict_with_probabilities(tmp_path, on_cluster, 
     assert main(["predict", str(store), str(fitted), "-o", str(out), *on_cluster]) == 0
     said = capsys.readouterr().out
     assert "pixels per predicted class: clear" in said
+    # the held-out score: accuracy and the calibrated probabilities' log loss
+    loss = float(re.search(r"held-out accuracy [\d.]+%, log loss ([\d.]+) on [\d,]+ pixels of "
+                           r"the other half \(3 classes\)", said).group(1))
+    assert 0 < loss < np.log(3)
 
     pred = open_zarr(out)
     names = ["clear", "low_cloud", "high_cloud"]
