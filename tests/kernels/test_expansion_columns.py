@@ -137,3 +137,18 @@ def test_a_model_of_k_columns_is_saved_and_loaded_bit_for_bit(tmp_path, suffix):
         np.testing.assert_array_equal(
             back.predict(da.from_array(X[keep], chunks=(50, 2))).compute(),
             model.predict(X[keep]))
+
+
+@pytest.mark.parametrize("suffix", ["zarr", "nc"])
+def test_string_classes_are_saved_in_netcdf_and_zarr(tmp_path, suffix):
+    from bigkern import KernelRidgeClassifier, load_model, save_model
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(60, 2))
+    y = np.array(["clear", "low_cloud", "high_cloud"])[np.digitize(X[:, 0], [-0.4, 0.4])]
+    model = KernelRidgeClassifier(omega=1.0).fit(X, y)
+    path = tmp_path / f"m.{suffix}"
+    save_model(model, path)
+    back = load_model(path)
+    np.testing.assert_array_equal(back.classes_, model.classes_)
+    np.testing.assert_array_equal(back.predict(X), model.predict(X))

@@ -10,6 +10,7 @@ saved as one Dataset:
 * attrs ``kernel`` (its name in :data:`bigkern.kernels.KERNELS`), ``omega``,
   ``intercept`` (one column), ``clip`` (absent: not clipped), ``dtype`` (the precision of the
   kernel blocks: float32 for the classifiers, float64 for the regressors), ``classes``
+  (``classes_json`` for string labels, which netCDF attributes cannot list)
   (classifiers only);
 * ``params_json`` (the constructor parameters), ``fitted_json`` (the fit's scalar
   results the class names in ``_saved_fitted``: the chosen width and penalty, counts),
@@ -128,7 +129,11 @@ def expansion_to_dataset(model: Any) -> xr.Dataset:
              **clip_attrs(exp.basis.clip), **model_attrs(model, fitted, FORMAT),
              **calibration_attrs}
     if hasattr(model, "classes_"):
-        attrs["classes"] = [c.item() if hasattr(c, "item") else c for c in model.classes_]
+        labels = [c.item() if hasattr(c, "item") else c for c in model.classes_]
+        if all(isinstance(c, str) for c in labels):  # netCDF keeps no list of strings
+            attrs["classes_json"] = json.dumps(labels)
+        else:
+            attrs["classes"] = labels
     return xr.Dataset(data, coords={"feature": feature_names(model)}, attrs=attrs)
 
 
@@ -148,6 +153,8 @@ def expansion_from_dataset(ds: xr.Dataset, cls: type) -> Any:
                                              dtype=object)
     if "classes" in ds.attrs:
         model.classes_ = np.asarray(ds.attrs["classes"])
+    elif "classes_json" in ds.attrs:
+        model.classes_ = np.asarray(json.loads(ds.attrs["classes_json"]))
     for k, v in json.loads(ds.attrs.get("fitted_json", "{}")).items():
         setattr(model, k, v)
     for name in getattr(cls, "_saved_arrays", {}):
