@@ -533,8 +533,9 @@ def cost_targets(y: np.ndarray) -> dict[str, np.ndarray]:
     in two halves (sorted), and the first class against the rest."""
     classes = np.unique(y)
     low = classes[: len(classes) // 2]
+    halves = f"{low[0]}" if len(low) == 1 else f"{low[0]}-{low[-1]}"
     return {f"{len(classes)} classes": y,
-            f"binary: {low[0]}-{low[-1]} vs rest": np.where(np.isin(y, low), 1, -1),
+            f"binary: {halves} vs rest": np.where(np.isin(y, low), 1, -1),
             f"binary: {classes[0]} vs rest": np.where(y == classes[0], 1, -1)}
 
 
