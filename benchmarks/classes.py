@@ -39,7 +39,8 @@ Parts
 -----
 1. ``accuracy``: per set, mean test accuracy ± SD over the folds per model, the
    difference to SVC in points, fit and predict seconds and their ratio to SVC's
-   (model / SVC), the grid points chosen. Goal (acceptance 1): within 1 point of SVC.
+   (model / SVC), the grid points chosen. Goal (acceptance 1): within 1 point of SVC
+   (at most 1 point below it).
 2. ``cost``: the cost of k classes on pendigits — the 10-class ``ReducedSVC`` fit on
    the first outer training fold against its binary fits on the same rows (digits 0-4
    against 5-9, and digit 0 against the rest), at the same parameters (the point part 1
@@ -633,13 +634,12 @@ def run(args: argparse.Namespace) -> None:
             if "accuracy" in args.parts:
                 print_accuracy(data, results)
                 for res in list(results.values())[1:]:
-                    ok = None if not (res.ran and svc.ran) else (
-                        abs(np.mean(res.accuracy) - np.mean(svc.accuracy)) * 100
-                        <= ACCURACY_POINTS)
-                    gap = (f" ({100 * (np.mean(res.accuracy) - np.mean(svc.accuracy)):+.2f} pt)"
-                           if ok is not None else "")
-                    summary.append((name, f"{res.name} accuracy within {ACCURACY_POINTS:g} pt "
-                                          f"of SVC", verdict(ok) + gap))
+                    gap = (100 * (np.mean(res.accuracy) - np.mean(svc.accuracy))
+                           if res.ran and svc.ran else None)
+                    summary.append((name, f"{res.name} accuracy at most {ACCURACY_POINTS:g} pt "
+                                          f"below SVC's",
+                                    verdict(None if gap is None else gap >= -ACCURACY_POINTS)
+                                    + ("" if gap is None else f" ({gap:+.2f} pt)")))
             if "cost" in args.parts and name == "pendigits":
                 reduced = results["ReducedSVC"]
                 point = (dict(Counter(tuple(p.items()) for p in reduced.chosen)
