@@ -2,7 +2,7 @@
 
     python benchmarks/classes.py [--small] [--data DIR] [--sets pendigits page-blocks]
         [--parts accuracy cost probabilities] [--folds 5] [--seed 0] [--omegas 1 2 4]
-        [--Cs 1 10 100] [--lams 1e-4 1e-3 1e-2] [--scaling own|zscore] [--repeats 2]
+        [--Cs 1 10 100] [--lams 1e-4 1e-3 1e-2 0.1] [--scaling own|zscore] [--repeats 2]
         [--chunk 2000] [--out FILE]
 
 Output also written to ``benchmarks/results/classes.txt`` (``--small``: a temporary
@@ -94,7 +94,7 @@ ECE_BINS = 15
 HELD_OUT = 0.25  # share of an outer training fold that scores the grid
 COST_DEFAULT = {"omega": 2.0, "C": 10.0}
 SMALL_ROWS = 1500
-GRID = {"omegas": (1.0, 2.0, 4.0), "Cs": (1.0, 10.0, 100.0), "lams": (1e-4, 1e-3, 1e-2)}
+GRID = {"omegas": (1.0, 2.0, 4.0), "Cs": (1.0, 10.0, 100.0), "lams": (1e-4, 1e-3, 1e-2, 1e-1)}
 SYMBOLS = {"omega": "ω", "lam": "λ"}
 SMALL_GRID = {"omegas": (2.0, 4.0), "Cs": (1.0, 10.0), "lams": (1e-3, 1e-2)}
 
