@@ -3,7 +3,7 @@
     python benchmarks/classes.py [--small] [--data DIR] [--sets pendigits page-blocks]
         [--parts accuracy cost probabilities] [--folds 5] [--seed 0] [--omegas 1 2 4]
         [--Cs 1 10 100] [--lams 1e-4 1e-3 1e-2 0.1] [--scaling own|zscore] [--repeats 2]
-        [--chunk 2000] [--out FILE]
+        [--chunk 2000] [--note TEXT] [--out FILE]
 
 Output also written to ``benchmarks/results/classes.txt`` (``--small``: a temporary
 file). Needs ``classification/pendigits.csv`` (10 classes) and ``page-blocks.csv`` (5,
@@ -612,6 +612,8 @@ def run(args: argparse.Namespace) -> None:
 
     C.header(f"issue 42: k-class classifiers and probabilities vs scikit-learn SVC, "
              f"{args.folds}-fold CV")
+    if args.note:
+        print(f"# note: {args.note}")
     ece, ece_source = calibration_error_function()
     specs = model_specs(args)
     print(f"# outer {args.folds}-fold StratifiedKFold (seed {args.seed}); tuning on a "
@@ -702,6 +704,8 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--repeats", type=int, default=2,
                    help="fits per row of part 2 (the fastest kept)")
     p.add_argument("--chunk", type=int, default=2000, help="rows per chunk of part 2's dask input")
+    p.add_argument("--note", default="", help="a line printed under the header (e.g. which "
+                                              "branches the build merges)")
     p.add_argument("--out", type=Path, default=None, help="write the output here instead")
     args = p.parse_args(argv)
     grid = SMALL_GRID if args.small else GRID
