@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 import time
 import warnings
@@ -313,15 +314,15 @@ class Warnings:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             yield
-        for w in caught:
-            first = str(w.message).splitlines()[0]
-            self.counts[(model, w.category.__name__, first[:150])] += 1
+        for w in caught:  # numbers become "#", so that one kind of warning is one line
+            first = re.sub(r"-?\d[\d.,e+-]*", "#", str(w.message).splitlines()[0])
+            self.counts[(model, w.category.__name__, first[:110])] += 1
 
     def report(self, title: str) -> None:
         if self.counts:
             print(f"\nwarnings during the fits ({title}):")
             for (model, category, text), n in sorted(self.counts.items()):
-                print(f"  {n} x {model}: {category}: {text}")
+                print(f"  {n} x {model}: {category}: {text} ...")
         self.counts.clear()
 
 

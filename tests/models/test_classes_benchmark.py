@@ -138,3 +138,22 @@ def test_small_run_on_page_blocks(bench, tmp_path, capsys):
     for model in ("ReducedSVC", "NystromKRClassifier"):
         row = next(ln for ln in text.splitlines() if ln.startswith(f"| {model} "))
         assert "not available in this build" in row or "±" in row
+
+
+def test_warnings_of_one_kind_are_counted_on_one_line(bench, capsys):
+    import warnings
+
+    from bigkern.errors import BigkernWarning
+
+    log = bench.Warnings()
+    with log.recording("ReducedSVC"):
+        warnings.warn("5 feature(s) reach beyond ±20 robust σ: f0 (-2.2 … 48.7)", BigkernWarning,
+                      stacklevel=1)
+        warnings.warn("6 feature(s) reach beyond ±20 robust σ: f2 (-0.3 … 1e+03)", BigkernWarning,
+                      stacklevel=1)
+    log.report("pendigits")
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines == ["warnings during the fits (pendigits):",
+                     "  2 x ReducedSVC: BigkernWarning: # feature(s) reach beyond ±# robust σ: "
+                     "f# (# … #) ..."]
+    assert not log.counts  # reported once
