@@ -56,7 +56,7 @@ class StoreError(BigkernError, ValueError):
 
 
 class LabelError(BigkernError, ValueError):
-    """Labels are unusable: values outside {-1, 0, 1}, one class only, mismatched length.
+    """Labels are unusable: values that are no class, one class only, mismatched length.
 
     Examples
     --------

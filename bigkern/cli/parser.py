@@ -117,6 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="number of scenes (default %(default)s)")
     p.add_argument("--shape", type=int, nargs=2, default=(384, 512), metavar=("NY", "NX"),
                    help="pixels of each scene, rows and columns (default 384 512)")
+    p.add_argument("--classes", type=int, choices=(2, 3), default=2,
+                   help="label classes: 2 (cloud 1, clear -1; the default) or 3 (clear 1, "
+                        "low cloud 2, high cloud 3)")
     p.add_argument("--seed", type=int, default=0,
                    help="seed: the same seed writes the same scenes (default %(default)s)")
     p.add_argument("--overwrite", action="store_true",
@@ -202,6 +205,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the predictions: a zarr store (resumable, the default), a .nc file "
                         "(CF netCDF4) or a .tif file (cloud-optimized GeoTIFF, a band per "
                         "scene, with the input's CRS)")
+    p.add_argument("--probability", choices=("all", "max", "none"), default="all",
+                   help="for a model fitted with calibration: write a probability map per "
+                        "class (all; two classes: cloud_probability), of the predicted class "
+                        "only (max), or none (default: all)")
     p.add_argument("--png", default=None, metavar="PATH.png",
                    help="also draw scene 0 to this PNG (a path ending in .png); an existing "
                         "file is replaced only with --overwrite and only if bigkern drew it")

@@ -30,7 +30,7 @@ def run_predict(args: argparse.Namespace, inputs: tuple[Any, Any]) -> int:
     scenes, model = inputs
     features = [str(f) for f in model.feature_names_in_]
     t = time.perf_counter()
-    pred = predict_scenes(model, scenes)
+    pred = predict_scenes(model, scenes, probability=getattr(args, "probability", "all"))
     report = write_predictions(pred, args.out,
                                overwrite=args.overwrite, resume=not args.no_resume,
                                inputs=[*args.store, args.model])
@@ -48,6 +48,10 @@ def run_predict(args: argparse.Namespace, inputs: tuple[Any, Any]) -> int:
           f"{missing:,} without a prediction ({missing / max(1, n):.1%}); "
           f"{'masks' if is_classifier(model) else 'predicted values'} written to "
           f"{report.path}")
+    by_class = {k: v for k, v in counts.items() if k not in ("pixels", "no_prediction")}
+    if by_class and n:
+        print("bigkern: pixels per predicted class: " + ", ".join(
+            f"{name} {count:,} ({count / n:.1%})" for name, count in by_class.items()))
     for suspect in report.suspects:  # each also warned, with what to do
         name, value = suspect.stored()
         print(f"bigkern: suspected undeclared fill: {suspect.count:,} predicted pixels have "

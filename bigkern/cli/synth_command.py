@@ -21,6 +21,6 @@ def run_synth(args: argparse.Namespace) -> None:
     # generated a scene a task, stored in chunks of bigkern's size (~100 MB)
     shape = (args.scenes, *args.shape)
     scenes = make_scenes(args.scenes, tuple(args.shape), seed=args.seed,
-                         chunks=default_chunks(shape))
+                         chunks=default_chunks(shape), classes=getattr(args, "classes", 2))
     path = write_scenes(scenes, args.out, overwrite=args.overwrite)
     print(f"bigkern: wrote {args.scenes} scenes to {path}")

@@ -28,6 +28,7 @@ import xarray as xr
 from bigkern import config
 from bigkern.errors import StoreError
 from bigkern.features.variables import VARIABLE_ATTRS
+from bigkern.scenes.labels import bigkern_label_flags
 from bigkern.scenes.validity import (
     FillValues,
     ValidRanges,
@@ -268,7 +269,7 @@ def read_misr_text(
     data_vars: dict[str, Any] = {
         name: (dims, features[name], dict(VARIABLE_ATTRS[name])) for name in _FEATURE_COLUMNS
     }
-    data_vars["label"] = (dims, label, dict(VARIABLE_ATTRS["label"]))
+    data_vars["label"] = (dims, label, {**VARIABLE_ATTRS["label"], **bigkern_label_flags()})
     return xr.Dataset(
         data_vars,
         coords={

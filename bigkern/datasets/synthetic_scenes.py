@@ -26,6 +26,7 @@ import xarray as xr
 from scipy.ndimage import gaussian_filter, uniform_filter
 
 from bigkern.features.variables import VARIABLE_ATTRS
+from bigkern.scenes.labels import bigkern_label_flags
 
 __all__ = ["FEATURES", "RADIANCES", "make_scenes"]
 
@@ -103,8 +104,18 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-z))
 
 
+#: The attributes of a three-class label and truth (``make_scenes(classes=3)``).
+_THREE_CLASS_LABEL = {"long_name": "expert label: 1 clear, 2 low cloud, 3 high cloud, "
+                                   "0 unlabelled",
+                      "flag_values": np.array([0, 1, 2, 3], dtype=np.int8),
+                      "flag_meanings": "unlabelled clear low_cloud high_cloud"}
+_THREE_CLASS_TRUTH = {"long_name": "true class: 1 clear, 2 low cloud, 3 high cloud",
+                      "flag_values": np.array([1, 2, 3], dtype=np.int8),
+                      "flag_meanings": "clear low_cloud high_cloud"}
+
+
 def _scene_arrays(
-    seed: int, index: int, shape: tuple[int, int], radiances: bool
+    seed: int, index: int, shape: tuple[int, int], radiances: bool, classes: int = 2
 ) -> tuple[np.ndarray, ...]:
     """Generate one scene: the features, radiances, ``label`` and ``cloud_truth`` arrays.
 
@@ -123,6 +134,9 @@ def _scene_arrays(
     if radiances:
         out.update(_radiances(rng_rad, shape, out, rough, albedo, opacity))
     label, truth = _labels(rng_label, shape, cloud)
+    if classes == 3:  # clear 1, low cloud 2, high cloud 3 (CORR tells the heights apart)
+        truth = np.where(cloud, np.where(high, 3, 2), 1).astype(np.int8)
+        label = np.where(label == 0, 0, truth).astype(np.int8)
 
     # --- dropouts: NaN in every feature, label 0 --------------------------------
     dropout = rng_drop.random(shape, dtype=np.float32) < _DROPOUT_RATE
@@ -265,6 +279,7 @@ def make_scenes(
     seed: int = 0,
     chunks: dict[str, Any] | None = None,
     radiances: bool = True,
+    classes: int = 2,
 ) -> xr.Dataset:
     """Make lazy, seeded, synthetic MISR-like scenes.
 
@@ -284,6 +299,10 @@ def make_scenes(
     radiances : bool, default True
         Include the five camera radiances ``DF CF BF AF AN``. Leaving them out does
         not change the other variables.
+    classes : {2, 3}, default 2
+        Two: ``label`` 1 cloud, −1 clear. Three: 1 clear, 2 low cloud, 3 high cloud
+        (the same clouds, told apart by their height; CORR is lower over high cloud),
+        declared in the label's CF flags; the features are the same either way.
 
     Returns
     -------
@@ -307,6 +326,9 @@ def make_scenes(
     (('scene', 'y', 'x'), 2)
     """
     n_scenes = int(n_scenes)
+    if classes not in (2, 3):
+        raise ValueError(f"classes must be 2 (cloud, clear) or 3 (clear, low cloud, high "
+                         f"cloud); got {classes!r}")
     if n_scenes < 0:
         raise ValueError(f"n_scenes must be >= 0, got {n_scenes}")
     if len(shape) != 2 or min(int(shape[0]), int(shape[1])) < 1:
@@ -322,7 +344,7 @@ def make_scenes(
     make = dask.delayed(_scene_arrays, pure=True, nout=len(names))
     per_scene: dict[str, list[da.Array]] = {name: [] for name in names}
     for i in range(n_scenes):
-        parts = make(seed, i, shape, radiances)
+        parts = make(seed, i, shape, radiances, classes)
         for name, part in zip(names, parts, strict=True):
             per_scene[name].append(da.from_delayed(part, shape=shape, dtype=dtypes[name]))
 
@@ -332,7 +354,12 @@ def make_scenes(
             data = da.stack(per_scene[name], axis=0)
         else:
             data = da.empty((0, *shape), dtype=dtypes[name], chunks=(1, *shape))
-        data_vars[name] = (("scene", "y", "x"), data, dict(VARIABLE_ATTRS[name]))
+        attrs = dict(VARIABLE_ATTRS[name])
+        if name == "label":  # what the codes mean, as CF flags
+            attrs.update(bigkern_label_flags() if classes == 2 else _THREE_CLASS_LABEL)
+        elif name == "cloud_truth" and classes == 3:
+            attrs.update(_THREE_CLASS_TRUTH)
+        data_vars[name] = (("scene", "y", "x"), data, attrs)
 
     ds = xr.Dataset(
         data_vars,

@@ -32,7 +32,9 @@ import numpy as np
 import xarray as xr
 
 from bigkern.extras import require
+from bigkern.jobs.class_figure import class_colours, predicted_probability
 from bigkern.scenes.dims import SCENE_DIMS, scene_dims
+from bigkern.scenes.labels import label_classes
 
 __all__ = ["MASK_COLORS", "mask_colormap", "plot_scene", "save_scene_figure"]
 
@@ -89,19 +91,25 @@ def mask_colormap() -> tuple[Any, Any]:
     return cmap, BoundaryNorm([c - 0.5 for c in classes] + [classes[-1] + 0.5], cmap.N)
 
 
-def _agreement(mask: np.ndarray, reference: np.ndarray) -> tuple[int, int]:
-    """Pixels where both have a class (±1), and those where the classes agree."""
-    both = (mask != 0) & (reference != 0) & np.isfinite(reference)
+def _agreement(mask: np.ndarray, reference: np.ndarray, none: int = 0) -> tuple[int, int]:
+    """Pixels where both have a class (not ``none``: 0, ±1 masks), and those where the
+    classes agree."""
+    both = (mask != none) & (reference != none) & np.isfinite(reference)
     return int(both.sum()), int((both & (mask == reference)).sum())
 
 
 def _agreement_text(mask: np.ndarray, layers: Mapping[str, np.ndarray],
-                    truth: str | None) -> str:
-    """How the predicted mask agrees with the labels (and the truth), for a panel's title."""
+                    truth: str | None, classes: Any = None) -> str:
+    """How the predicted mask agrees with the labels (and the truth), for a panel's title;
+    a class map (``classes``: its ClassColours) is compared with the labels as colour
+    indices, "no class" the last."""
     parts = []
     for name, what in (("label", "labels"), (truth, "truth")):
         if name and name in layers:
-            n, ok = _agreement(mask, layers[name])
+            if classes is not None:
+                n, ok = _agreement(classes.indices(mask), layers[name], len(classes.codes) - 1)
+            else:
+                n, ok = _agreement(mask, layers[name])
             if n:
                 parts.append(f"{ok / n:.1%} agree with the {what} ({n:,} px)")
     return "\n".join(parts)
@@ -391,7 +399,8 @@ def plot_scene(
 
     layers = {name: values(one, name, s_dims) for name in
               (*(f for f, _, _ in _FEATURE_PANELS), "label", truth) if name and name in one}
-    predicted = values(p, "cloud_mask" if "cloud_mask" in p else "prediction", p_dims)
+    kind = next((v for v in ("cloud_mask", "class", "prediction") if v in p), "prediction")
+    predicted = values(p, kind, p_dims)
     shape = (one.sizes[s_dims[1]], one.sizes[s_dims[2]])
     if predicted.shape != shape:
         raise ValueError(f"plot_scene: the predictions' grid {p_dims[1:]} of {predicted.shape} "
@@ -401,16 +410,31 @@ def plot_scene(
     panels: list[tuple[str, Any, str | None, bool]] = [
         (name, layers[name], colours, log) for name, colours, log in _FEATURE_PANELS
         if name in layers]
+    classes = class_colours(p["class"]) if kind == "class" else None
+    if classes is not None:  # k classes: their own colours, labels drawn in them too
+        cmap, norm = classes.colormap()
+        unlabelled = label_classes(one["label"]).unlabelled if "label" in one else None
+        if "label" in layers:
+            layers["label"] = classes.indices(layers["label"], unlabelled)
+        agree = _agreement_text(predicted, layers, None, classes)
+        predicted = classes.indices(predicted)
     if "label" in layers:
         panels.append(("expert labels", layers["label"], None, False))
-    if "cloud_mask" in p:
+    if classes is not None:
+        panels.append(("predicted class" + (f"\n{agree}" if agree else ""), predicted, None,
+                       False))
+        top = predicted_probability(p)
+        if top is not None:
+            panels.append(("probability of the predicted class",
+                           values(p.assign(_top=top), "_top", p_dims), "viridis", False))
+    elif "cloud_mask" in p:
         agree = _agreement_text(predicted, layers, truth)
         panels.append(("predicted mask" + (f"\n{agree}" if agree else ""), predicted, None,
                        False))
     else:
         panels.append((f"predicted value ({p.attrs.get('model', 'regressor')})", predicted,
                        "viridis", False))
-    if truth and truth in layers:
+    if truth and truth in layers and classes is None:  # a two-class truth
         panels.append(("truth", layers[truth], None, False))
     axes_of_maps = _map_axes(one, s_dims[1], s_dims[2], mapping)
     if axes_of_maps.x is None:
@@ -432,9 +456,11 @@ def plot_scene(
             ax.set_xlabel(axes_of_maps.xlabel)
     for ax in axes[len(panels):]:
         ax.axis("off")
-    fig.legend(handles=[Patch(facecolor=color, edgecolor="0.5", label=name)
-                        for color, name in (MASK_COLORS[c] for c in (1, -1, 0))],
-               loc="outside lower center", ncols=3, frameon=False)
+    handles = classes.legend_handles() if classes is not None else [
+        Patch(facecolor=color, edgecolor="0.5", label=name)
+        for color, name in (MASK_COLORS[c] for c in (1, -1, 0))]
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 6),
+               frameon=False)
     title = _scene_title(scenes, s_dims[0], scene, mapping)
     if title == f"scene {scene}":
         title = _scene_title(pred, p_dims[0], scene, mapping)

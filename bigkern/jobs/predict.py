@@ -15,9 +15,16 @@ import xarray as xr
 from bigkern import config
 from bigkern.cluster.memory import worker_memory
 from bigkern.features.matching import model_features
+from bigkern.jobs.class_outputs import (
+    PROBABILITY_OUTPUTS,
+    class_map_codes,
+    class_maps,
+    probability_map,
+)
 from bigkern.jobs.prediction_fills import attach_inputs, decide_and_look
 from bigkern.scenes.cf import cf_attrs
 from bigkern.scenes.dims import SCENE_DIMS, DimMapping, from_scene_dims, scene_dims
+from bigkern.scenes.labels import class_names, label_classes
 from bigkern.scenes.samples import feature_cube
 from bigkern.scenes.validity import FillValues, ValidRanges
 from bigkern.store.regions import RegionReport, write_regions
@@ -88,19 +95,10 @@ def mask_codes(classes: Any) -> tuple[int, int, int]:
     """The int8 codes of a cloud mask: negative class, positive class, and "no prediction".
 
     "No prediction" is 0 (MISR's "unlabelled") unless 0 is one of the classes;
-    then it is -128, so that it is never a real class.
+    then it is -128, so that it is never a real class (:func:`class_map_codes` of two).
     """
-    values = list(np.asarray(classes).tolist())
-    if len(values) != 2 or not all(isinstance(v, (int, np.integer)) or (
-            isinstance(v, float) and v.is_integer()) for v in values):
-        raise TypeError(f"predict_scenes writes an int8 cloud mask: the model's classes must be "
-                        f"two integers in [-127, 127]; got {values} (use decision values, or "
-                        f"fit on integer labels)")
-    neg, pos = (int(v) for v in values)
-    if not all(-127 <= v <= 127 for v in (neg, pos)):
-        raise TypeError(f"predict_scenes writes an int8 cloud mask: classes {values} are "
-                        f"outside [-127, 127]")
-    return neg, pos, (0 if 0 not in (neg, pos) else -128)
+    (neg, pos), none = class_map_codes(classes)
+    return neg, pos, none
 
 
 def predict_scenes(
@@ -111,6 +109,7 @@ def predict_scenes(
     fill_values: FillValues = None,
     valid_ranges: ValidRanges = None,
     dims: DimMapping = None,
+    probability: str = "all",
 ) -> xr.Dataset:
     """Predict every pixel of every scene, lazily (tasks of ~``bigkern.predict_block_pixels``).
 
@@ -138,6 +137,11 @@ def predict_scenes(
         → the dataset's, e.g. ``{"scene": "time"}``. A dataset opened with
         :func:`bigkern.open_scenes` and ``dims=`` remembers its mapping. The
         output has the dataset's own dim names.
+    probability : {"all", "max", "none"}
+        For a classifier fitted with ``calibration=``: a probability map per class
+        (``"all"``; two classes: ``cloud_probability``, of ``classes_[1]``), of the
+        predicted class only (``"max"``, k classes), or none. Models without
+        calibration write none.
 
     Returns
     -------
@@ -158,6 +162,10 @@ def predict_scenes(
         ``cloud_mask`` has CF ``flag_values`` (int8) and ``flag_meanings``, one
         word per code, e.g. ``clear no_prediction cloud``.
 
+        k > 2 classes: ``class`` (int8, the class labels and the "no prediction"
+        code, CF flags with the names the label declares) and the probabilities
+        asked for; see :mod:`bigkern.jobs.class_outputs`.
+
     Examples
     --------
     >>> from bigkern import BinnedSVC, predict_scenes, stack_samples
@@ -176,10 +184,10 @@ def predict_scenes(
     if not callable(getattr(model, "decision_rows", None)):
         raise TypeError(f"{type(model).__name__} cannot predict scenes: predict_scenes takes "
                         f"a fitted bigkern model with a kernel expansion (decision_rows)")
-    if len(getattr(model, "classes_", ())) > 2:
-        raise ValueError(f"{type(model).__name__} was fitted on {len(model.classes_)} classes; "
-                         f"predict_scenes writes two-class masks only (cloud_mask): predict "
-                         f"the rows with model.predict for now")
+    if probability not in PROBABILITY_OUTPUTS:
+        raise ValueError(f"probability must be one of {PROBABILITY_OUTPUTS}; got "
+                         f"{probability!r}")
+    n_classes = len(getattr(model, "classes_", ())) if not is_regressor(model) else 0
     features = model_features(model, features)
     # the fit's feature cube; the features the model was fitted on are derived (logSD
     # from SD) after the stored variables met the validity rules
@@ -197,9 +205,10 @@ def predict_scenes(
                                          max_pixels)
     tasks = task_chunks(chunks, max_pixels)
     cube = cube.rechunk((*tasks, -1))
-    decision, looked = decide_and_look(cube, model.decision_rows)
-    if decision.chunks != chunks:
-        decision = decision.rechunk(chunks)
+    columns = n_classes if n_classes > 2 else 1
+    decision, looked = decide_and_look(cube, model.decision_rows, columns)
+    if decision.chunks[:3] != chunks:
+        decision = decision.rechunk(chunks if columns == 1 else (*chunks, (columns,)))
     coords = {str(k): v.variable for k, v in ds.coords.items() if set(v.dims) <= set(SCENE_DIMS)}
     attrs = {**cf_attrs(ds.attrs, f"predict_scenes: {type(model).__name__}"),
              "model": type(model).__name__, "features": features}
@@ -211,6 +220,19 @@ def predict_scenes(
                                                 f"from {', '.join(features)}", **grid}
         out["prediction"].encoding["_FillValue"] = np.float32(np.nan)
         return attach_inputs(from_scene_dims(out, mapping), features, looked, sources, stored)
+    calibration = getattr(model, "calibration_", None)
+    if n_classes > 2:
+        declared = label_classes(ds["label"]) if "label" in ds else None
+        maps = class_maps(decision, model.classes_, class_names(model.classes_, declared),
+                          calibration, probability, type(model).__name__, grid)
+        codes, _ = class_map_codes(model.classes_)
+        out = xr.Dataset({k: (dims, data) for k, (dims, data, _) in maps.items()},
+                         coords=coords, attrs={**attrs, "classes": codes})
+        for k, (_, _, var_attrs) in maps.items():
+            out[k].attrs = var_attrs
+            if k.startswith("probability"):
+                out[k].encoding["_FillValue"] = np.float32(np.nan)
+        return attach_inputs(from_scene_dims(out, mapping), features, looked, sources, stored)
     neg, pos, none = mask_codes(model.classes_)
     mask = da.where(da.isnan(decision), none, da.where(decision > 0, pos, neg)).astype(np.int8)
     out = xr.Dataset(
@@ -221,6 +243,12 @@ def predict_scenes(
         coords=coords,
         attrs={**attrs, "classes": [neg, pos]},
     )
+    if calibration is not None and probability != "none":
+        out["cloud_probability"] = (SCENE_DIMS, probability_map(decision, calibration)[..., 1])
+        out["cloud_probability"].attrs = {
+            "long_name": f"probability of class {pos} (calibrated on held-out rows)",
+            "units": "1", "valid_min": np.float32(0), "valid_max": np.float32(1), **grid}
+        out["cloud_probability"].encoding["_FillValue"] = np.float32(np.nan)
     words = class_words(ds, neg, pos)
     out["cloud_mask"].attrs = {
         "long_name": f"class predicted by {type(model).__name__}"
@@ -262,17 +290,23 @@ def class_words(ds: xr.Dataset, neg: int, pos: int) -> tuple[str, str]:
     >>> class_words(xr.Dataset(), -1, 1)
     ('clear', 'cloud')
     """
-    if "label" in ds:
-        attrs = ds["label"].attrs
-        values = np.asarray(attrs.get("flag_values", [])).ravel().tolist()
-        meanings = str(attrs.get("flag_meanings", "")).split()
-        if len(values) == len(meanings) and neg in values and pos in values:
-            return meanings[values.index(neg)], meanings[values.index(pos)]
+    if "label" in ds:  # the label's declared classes (its "unlabelled" value is none)
+        declared = label_classes(ds["label"])
+        words = (declared.name_of(neg), declared.name_of(pos))
+        if words[0] is not None and words[1] is not None:
+            return words[0], words[1]
     return ("clear", "cloud") if (neg, pos) == (-1, 1) else ("negative", "positive")
 
 
 def _in_words(summary: dict[str, int], pred: xr.Dataset) -> dict[str, int]:
     """The counts of each predicted class under its name (``cloud``, ``clear`` …)."""
+    if "class" in pred:  # k classes: counted by code, named by the map's flags
+        attrs = pred["class"].attrs
+        names = dict(zip(np.asarray(attrs["flag_values"]).tolist(),
+                         str(attrs["flag_meanings"]).split(), strict=True))
+        return {"pixels": summary.get("pixels", 0),
+                **{names[int(k[5:])]: v for k, v in summary.items() if k.startswith("code_")},
+                "no_prediction": summary.get("no_prediction", 0)}
     if "cloud_mask" not in pred or "positive" not in summary:
         return summary
     attrs = pred["cloud_mask"].attrs
@@ -311,6 +345,28 @@ def _count_predictions(decision: np.ndarray, mask: np.ndarray | None = None) -> 
         positive = int(np.count_nonzero(decision > 0))
         counts.update(positive=positive, negative=int(mask.size) - no_prediction - positive)
     return counts
+
+
+def _count_classes(classes: np.ndarray, *_: np.ndarray, codes: Sequence[int],
+                   none: int) -> dict[str, int]:
+    """Pixels, pixels with no prediction, and pixels per class code of a class map's region
+    (the first of the region's blocks; the probability maps are not needed)."""
+    counts = {"pixels": int(classes.size),
+              "no_prediction": int(np.count_nonzero(classes == none))}
+    counts.update({f"code_{c}": int(np.count_nonzero(classes == c)) for c in codes})
+    return counts
+
+
+def _summarize(pred: xr.Dataset) -> Any:
+    """The region summary of a prediction: by sign (two classes, or a regressor's pixels) or
+    by class (k classes)."""
+    if "class" not in pred:
+        return _count_predictions
+    import functools
+
+    values = np.asarray(pred["class"].attrs["flag_values"]).tolist()
+    codes, none = values[:-1], values[-1]
+    return functools.partial(_count_classes, codes=codes, none=none)
 
 
 def prediction_job(pred: xr.Dataset) -> str:
@@ -406,12 +462,12 @@ def write_predictions(
     if prediction_file_format(path) is not None:
         report = write_prediction_file(
             pred, path, overwrite=overwrite, inputs=inputs, storage_options=storage_options,
-            summarize=_count_predictions, label=f"predicting and writing {path}")
+            summarize=_summarize(pred), label=f"predicting and writing {path}")
         extremes = None
     else:
         report = write_regions(
             pred, path, kind="predictions", job=prediction_job(pred),
-            overwrite=overwrite, resume=resume, inputs=inputs, summarize=_count_predictions,
+            overwrite=overwrite, resume=resume, inputs=inputs, summarize=_summarize(pred),
             storage_options=storage_options, label=f"predicting and writing {path}",
             along=[read.extremes] if read is not None else (),
         )

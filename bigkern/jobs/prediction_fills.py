@@ -79,28 +79,38 @@ def decision_and_extremes(block: np.ndarray, decision_rows: Any) -> tuple[np.nda
 
 
 def decision_block(block: np.ndarray, decision_rows: Any) -> np.ndarray:
-    """One prediction task without the check: the decision of a stacked block."""
+    """One prediction task without the check: the decision of a stacked block, (scene, y, x)
+    or, for decision values of k columns, (scene, y, x, k)."""
     flat = block.reshape(-1, block.shape[-1])
-    return np.asarray(decision_rows(flat)).astype(np.float32).reshape(block.shape[:-1])
+    values = np.asarray(decision_rows(flat)).astype(np.float32)
+    return values.reshape(*block.shape[:-1], *values.shape[1:])
 
 
-def decide_and_look(cube: da.Array, decision_rows: Any) -> tuple[da.Array, da.Array | None]:
+def decide_and_look(cube: da.Array, decision_rows: Any, columns: int = 1
+                    ) -> tuple[da.Array, da.Array | None]:
     """The decision of every row of ``cube`` (scene, y, x, feature) and, when the
     suspected-fill check is on, the extremes of its features (one object block per task).
+
+    ``columns`` > 1: ``decision_rows`` gives that many values per row (a classifier of
+    k classes), and the decision is (scene, y, x, k), the last axis one chunk.
 
     Both come out of one task per block, so that the read, the stacking, the decision
     and the sweep stay one fused task (a second task reading the stacked block would
     make dask keep the block for it).
     """
+    shape = {"drop_axis": 3} if columns == 1 else {"chunks": (*cube.chunks[:3], (columns,))}
     if not check_enabled():
-        decision = cube.map_blocks(decision_block, decision_rows=decision_rows, drop_axis=3,
+        decision = cube.map_blocks(decision_block, decision_rows=decision_rows, **shape,
                                    dtype=np.float32, token="bigkern-decision")
         return decision, None
     both = cube.map_blocks(decision_and_extremes, decision_rows=decision_rows, drop_axis=3,
                            dtype=object, meta=np.empty((0, 0, 0), dtype=object),
                            token="bigkern-decision-and-extremes")
     decision = both.map_blocks(_first, dtype=np.float32, token="bigkern-decision",
-                               meta=np.empty((0, 0, 0), dtype=np.float32))
+                               meta=np.empty((0,) * (3 if columns == 1 else 4),
+                                             dtype=np.float32),
+                               **({} if columns == 1 else {"new_axis": 3,
+                                                           "chunks": shape["chunks"]}))
     looked = both.map_blocks(_second, dtype=object,
                              chunks=tuple((1,) * len(c) for c in both.chunks),
                              meta=np.empty((0, 0, 0), dtype=object), token="bigkern-extremes")

@@ -50,10 +50,15 @@ def _accuracy_chunk(
 def _predicted(model: Any, X: np.ndarray) -> np.ndarray:
     """Classes of finite rows in the fitted feature order (no name check: columns in order)."""
     if hasattr(model, "decision_rows"):
-        classes = model.classes_
-        return np.where(model.decision_rows(np.asarray(X, dtype=np.float64)) > 0,
-                        classes[1], classes[0])
+        return _decided(model.decision_rows(np.asarray(X, dtype=np.float64)), model.classes_)
     return model.predict(X)
+
+
+def _decided(decision: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    """The class of finite decision values: by sign (n,), by the largest one-vs-rest (n, k)."""
+    if decision.ndim == 2:
+        return classes[np.argmax(decision, axis=1)]
+    return np.where(decision > 0, classes[1], classes[0])
 
 
 def _sum(parts: list[np.ndarray]) -> np.ndarray:
@@ -124,7 +129,7 @@ def _score_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None, *,
     decision = model.decision_rows(np.asarray(Xb[keep], dtype=np.float64))
     yk = yb[keep]
     if classes is not None:
-        out[:2] = np.count_nonzero(np.where(decision > 0, classes[1], classes[0]) == yk), len(yk)
+        out[:2] = np.count_nonzero(_decided(decision, classes) == yk), len(yk)
         return out
     yk = np.asarray(yk, dtype=np.float64)
     err = decision - yk
@@ -253,6 +258,15 @@ def grid_search_bins(
     >>> found = grid_search_bins(BinnedSVC(), bins, {"C": [0.1, 10.0]}, X[200:], y[200:])
     >>> found.best_params, found.n_scored, found.scores.shape
     ({'C': 10.0}, 100, (2,))
+
+    Bins of k classes are scored by accuracy too (the class of the largest
+    one-vs-rest decision value):
+
+    >>> y3 = np.digitize(X[:, 0], [-0.5, 0.5])  # three classes
+    >>> bins3 = percentile_bins(X[:200], y3[:200], quantiles=[0.25, 0.5, 0.75])
+    >>> found = grid_search_bins(BinnedSVC(), bins3, {"C": [0.1, 10.0]}, X[200:], y3[200:])
+    >>> found.best_model.classes_.tolist(), bool(found.best_score > 0.8)
+    ([0, 1, 2], True)
     """
     return holdout_grid_search(
         lambda p: clone(estimator).set_params(**p).fit_bins(bins),

@@ -237,7 +237,7 @@ class _KernelClassifier(ClassesMixin, BigkernEstimator):
         return expansion_to_dataset(self)
 
 
-def fitted_expansion(model: Any, centers: Any, coef: Any, intercept: float, omega: float,
+def fitted_expansion(model: Any, centers: Any, coef: Any, intercept: Any, omega: float,
                      offset: Any = None, scale: Any = None, clip: float | None = None
                      ) -> KernelExpansion:
     """The ``expansion_`` of a fitted model, in its kernel (``model.kernel``, else the
@@ -245,7 +245,7 @@ def fitted_expansion(model: Any, centers: Any, coef: Any, intercept: float, omeg
     it predicts), float64 for a regressor."""
     from sklearn.base import is_classifier
 
-    return KernelExpansion.from_parts(centers, coef, float(intercept), float(omega), offset,
+    return KernelExpansion.from_parts(centers, coef, intercept, float(omega), offset,
                                       scale, clip=clip,
                                       dtype="float32" if is_classifier(model) else "float64",
                                       kernel=getattr(model, "kernel", "gaussian"))

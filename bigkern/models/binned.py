@@ -1,4 +1,10 @@
-"""Percentile-bin classifiers (Shi & Yu, 5.2): distributed bins + a small kernel solve."""
+"""Percentile-bin classifiers (Shi & Yu, 5.2): distributed bins + a small kernel solve.
+
+Two classes are fitted as in the paper. k > 2 classes are fitted one-vs-rest
+on the same bins, with no further read of the rows: the bins count each class
+per cell (``class_count``), and each class's problem takes its own count on
+one side and the rest of the bin on the other.
+"""
 
 from __future__ import annotations
 
@@ -32,13 +38,59 @@ def _row_mask(mask: Any, n: int) -> np.ndarray:
     return mask.astype(bool)
 
 
+def bin_class_counts(bins: xr.Dataset) -> np.ndarray:
+    """Rows of each class per bin, (bins, k), in the order of ``bins.attrs["classes"]``.
+
+    From ``class_count`` (k > 2 classes), or for two classes ``count − positive``
+    and ``positive``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern.models.binned import bin_class_counts
+    >>> from bigkern.reduce import bin_statistics
+    >>> X = np.array([[0.0], [0.1], [1.0], [1.1], [1.2]])
+    >>> bins = bin_statistics(X, np.array([0, 1, 1, 1, 0]), edges=[[0.5]], classes=(0, 1))
+    >>> bin_class_counts(bins).tolist()
+    [[1, 1], [1, 2]]
+    """
+    if "class_count" in bins:
+        return np.asarray(bins["class_count"].values, dtype=np.int64)
+    if "positive" not in bins:
+        raise LabelError("the bins carry no labels: bin with y to fit a classifier")
+    positive = np.asarray(bins["positive"].values, dtype=np.int64)
+    return np.stack([np.asarray(bins["count"].values, dtype=np.int64) - positive, positive],
+                    axis=1)
+
+
+def _check_every_class_present(counts: np.ndarray, classes: np.ndarray) -> None:
+    """A class with no row in the bins cannot be fitted: :class:`LabelError` naming it."""
+    absent = np.flatnonzero(counts.sum(axis=0) == 0)
+    if len(absent):
+        names = ", ".join(repr(c) for c in classes[absent].tolist())
+        raise LabelError(
+            f"class {names} has no row in the bins (of {int(counts.sum())} rows binned): a "
+            f"classifier cannot learn a class it never sees; give classes= without it, or bin "
+            f"rows that hold it")
+
+
+def _named_classes(bins: xr.Dataset, classes: np.ndarray) -> xr.Dataset:
+    """Bins of class codes ``0 … k−1`` relabelled with the ``classes`` they stand for."""
+    bins = bins.assign_coords({"class": classes})
+    bins["majority_label"] = ("bin", classes[np.asarray(bins["majority_label"].values)])
+    bins.attrs = {**bins.attrs, "classes": classes.tolist()}
+    return bins
+
+
 class _BinnedKernelClassifier(_KernelClassifier):
     """Fit = percentile bins of the samples (2 distributed passes) + a solve on the bins.
 
     Rows with NaN/±inf are left out of the bins and counted (``_allow_nan``).
+    Two classes or more: k > 2 are fitted one-vs-rest on the same bins.
     """
 
     _allow_nan = True
+    _binary_only = False
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "omega": [domain("omega")],
         "kernel": KERNEL,
@@ -58,7 +110,9 @@ class _BinnedKernelClassifier(_KernelClassifier):
             ``n_nonfinite_by_feature``); over ``bigkern.max_nonfinite_fraction``
             of them raises :class:`~bigkern.errors.DataQualityError`.
         y : array-like (n,)
-            Two-class labels (e.g. -1 clear / 1 cloud).
+            Labels of two classes (e.g. -1 clear / 1 cloud) or more (any
+            integers or strings); a dask ``y`` has its classes found by the
+            binning's first read.
         mask : array-like of bool (n,), optional
             Rows to use, e.g. ``y != 0`` to leave out unlabelled pixels.
         """
@@ -68,16 +122,19 @@ class _BinnedKernelClassifier(_KernelClassifier):
         names = None if names is None else [str(f) for f in names]
         classes = None
         if isinstance(y, da.Array) or isinstance(mask, da.Array):
-            # lazy labels: their two classes are found by the binning's first pass
+            # lazy labels: their classes are found by the binning's first pass
             bins = percentile_bins(arr, y, quantiles=self.quantiles, mask=mask, features=names)
         else:
             used = np.ones(len(y), dtype=bool) if mask is None else _row_mask(mask, len(y))
-            codes = np.zeros(len(y), dtype=np.int8)
-            codes[used] = self._fit_classes(y[used])
+            used_codes = self._fit_classes(y[used])
+            codes = np.zeros(len(y), dtype=used_codes.dtype)
+            codes[used] = used_codes
             classes = self.classes_
             bins = percentile_bins(arr, codes, quantiles=self.quantiles, mask=used,
-                                   classes=(0, 1), features=names)
+                                   classes=tuple(range(len(classes))), features=names)
         t_bins = time.perf_counter() - t0
+        if classes is not None and len(classes) > 2:
+            bins = _named_classes(bins, classes)
         self.fit_bins(bins)
         if classes is not None:
             self.classes_ = classes
@@ -91,13 +148,24 @@ class _BinnedKernelClassifier(_KernelClassifier):
 
         Reusing one set of bins across a parameter grid is how
         :func:`~bigkern.jobs.tuning.grid_search_bins` avoids re-reading the data.
+        Bins of two classes (``positive``) give one decision value per row; bins
+        of k > 2 (``class_count``) give k one-vs-rest columns, in the order of
+        ``classes_`` (the bins' classes, sorted when they sort). A class with no
+        row in the bins raises :class:`~bigkern.errors.LabelError` naming it.
         """
-        if "positive" not in bins:
-            raise LabelError("the bins carry no labels: bin with y to fit a classifier")
+        counts = bin_class_counts(bins)
         t0 = time.perf_counter()
         names = [str(f) for f in bins["feature"].values]
         _check_nonfinite(bins.attrs, names)
-        self.classes_ = np.asarray(bins.attrs["classes"])
+        classes = np.asarray(bins.attrs["classes"])
+        if len(classes) > 2:  # one-vs-rest columns in scikit-learn's order of classes_
+            try:
+                order = np.argsort(classes, kind="stable")
+            except TypeError:  # classes that do not sort: the bins' order
+                order = np.arange(len(classes))
+            classes, counts = classes[order], counts[:, order]
+        _check_every_class_present(counts, classes)
+        self.classes_ = classes
         if not all(n == f"f{i}" for i, n in enumerate(names)):
             self.feature_names_in_ = np.asarray(names, dtype=object)
         elif hasattr(self, "feature_names_in_"):
@@ -106,8 +174,11 @@ class _BinnedKernelClassifier(_KernelClassifier):
         offset = bins["offset"].values if self.standardize else np.zeros(len(names))
         scale = bins["scale"].values if self.standardize else np.ones(len(names))
         Z = (bins["center"].values - offset) / scale
-        basis, coef, intercept = self._solve(Z, bins)
-        self.expansion_ = KernelExpansion.from_parts(basis, coef, float(intercept),
+        if len(classes) == 2:
+            basis, coef, intercept = self._solve(Z, bins)
+        else:
+            basis, coef, intercept = self._solve_one_vs_rest(Z, bins, counts)
+        self.expansion_ = KernelExpansion.from_parts(basis, coef, intercept,
                                                        float(self.omega), offset, scale,
                                                        kernel=self.kernel)
         self.n_bins_ = int(bins.sizes["bin"])
@@ -132,6 +203,16 @@ class BinnedKernelRidgeClassifier(_BinnedKernelClassifier):
     ``c = (K + λ I)⁻¹ y``. Targets are coded 0/1; a pixel is positive where
     ``Σ c_j k(x, center_j) > 0.5``.
 
+    k > 2 classes are k one-vs-rest problems on the same bins, solved together:
+    one Cholesky factorization of ``K + λW⁻¹`` (the same matrix for every class)
+    and k right-hand sides, column j the share of class j in each bin (fuzzy)
+    or whether class j is the bin's most frequent (majority; ties go to the
+    later class). Each column equals the binary model fitted on bins whose
+    positives are class j's rows. ``decision_function`` gives (n, k) values
+    ``f_j(x) − 0.5`` and ``predict`` the class of the largest. The decision
+    values are fitted class shares minus one half, not probabilities: they
+    need not lie in [−0.5, 0.5] nor sum to anything.
+
     Parameters
     ----------
     omega : float
@@ -151,10 +232,10 @@ class BinnedKernelRidgeClassifier(_BinnedKernelClassifier):
 
     Attributes
     ----------
-    classes_ : ndarray (2,)
-        (negative, positive) labels.
+    classes_ : ndarray (k,)
+        The labels, sorted; for two, (negative, positive).
     expansion_ : KernelExpansion
-        The fitted model.
+        The fitted model: coefficients (bins,) for two classes, (bins, k) for more.
     n_bins_ : int
         Occupied bins.
     fit_report_ : dict
@@ -175,6 +256,15 @@ class BinnedKernelRidgeClassifier(_BinnedKernelClassifier):
     >>> model.n_bins_, model.fit_report_["n_valid"]
     (16, 300)
     >>> bool(model.score(X, y) > 0.9)
+    True
+
+    Three classes (bands across the plane), one-vs-rest on the same bins:
+
+    >>> bands = np.digitize(X[:, 0] + X[:, 1], [-1.0, 1.0])  # classes 0, 1, 2
+    >>> model = model.fit(X, bands)
+    >>> model.classes_.tolist(), model.decision_function(X[:4]).shape
+    ([0, 1, 2], (4, 3))
+    >>> bool(model.score(X, bands) > 0.9)
     True
     """
 
@@ -213,6 +303,27 @@ class BinnedKernelRidgeClassifier(_BinnedKernelClassifier):
         coef = solve_weighted_kernel_ridge(K, target, self.lam, weights)
         return Z, coef, -0.5
 
+    def _solve_one_vs_rest(self, Z: np.ndarray, bins: xr.Dataset, counts: np.ndarray
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """k one-vs-rest problems on one factorization of ``K + λW⁻¹``: k right-hand sides.
+
+        Column j's targets are class j's share of each bin (fuzzy) or whether it
+        is the bin's majority label; each is what the binary model fits on bins
+        whose positives are class j's rows.
+        """
+        K = as_kernel(self.kernel, float(self.omega))(Z, Z)
+        n = counts.sum(axis=1).astype(np.float64)
+        if self.bin_target == "fuzzy":
+            target = counts / n[:, None]
+            weights = n / n.mean()
+        else:  # "majority": the most frequent class, ties to the later (as the bins')
+            k = counts.shape[1]
+            target = np.zeros(counts.shape)
+            target[np.arange(len(counts)), k - 1 - np.argmax(counts[:, ::-1], axis=1)] = 1.0
+            weights = None
+        coef = solve_weighted_kernel_ridge(K, target, self.lam, weights)
+        return Z, coef, np.full(counts.shape[1], -0.5)
+
 
 class BinnedSVC(_BinnedKernelClassifier):
     """Gaussian-kernel SVM (libsvm via scikit-learn) on percentile-bin centers (Shi & Yu, 5.2.2).
@@ -220,6 +331,19 @@ class BinnedSVC(_BinnedKernelClassifier):
     Each bin is one training point with its majority label and, when
     ``weighted``, a sample weight proportional to its count (scaled to mean 1,
     so ``C`` keeps its usual meaning).
+
+    k > 2 classes are k weighted SVMs on the same bins, one per class (one-vs-rest):
+    in class j's problem a bin is a +1 point weighted by its rows of class j and
+    a −1 point weighted by its other rows (a pure bin is one point). That is
+    the hinge loss of the bin's rows, all placed at its center, rather than of
+    a majority label: with k classes a bin is often mixed without any class
+    holding half of it, and the majority-against-the-rest label would then
+    make it "rest" in every problem (the binary model keeps the paper's
+    majority labels). libsvm's own k-class SVC is one-vs-one with a vote,
+    which no kernel expansion can hold; these k problems give one (bins, k)
+    expansion, the centers the bins that support any class.
+    ``decision_function`` gives the (n, k) SVM decision values, ``predict``
+    the class of the largest; they are margins, not probabilities.
 
     Parameters
     ----------
@@ -235,6 +359,17 @@ class BinnedSVC(_BinnedKernelClassifier):
     quantiles, standardize
         As in :class:`BinnedKernelRidgeClassifier`.
 
+    Attributes
+    ----------
+    classes_ : ndarray (k,)
+        The labels, sorted; for two, (negative, positive).
+    expansion_ : KernelExpansion
+        The fitted model: coefficients (support bins,) or (support bins, k).
+    n_support_ : int
+        Bins that are support vectors (of any class's problem).
+    n_bins_, fit_report_
+        As in :class:`BinnedKernelRidgeClassifier`.
+
     Examples
     --------
     >>> import numpy as np
@@ -248,6 +383,13 @@ class BinnedSVC(_BinnedKernelClassifier):
     (56, [-1, 1])
     >>> bool(model.score(X[y != 0], y[y != 0]) > 0.9)
     True
+
+    Labels of three classes (strings too) give three one-vs-rest columns:
+
+    >>> sky = np.array(["clear", "haze", "cloud"])[np.digitize(X[:, 0], [-0.5, 0.5])]
+    >>> model = BinnedSVC(omega=0.8, C=10.0).fit(X, sky)
+    >>> model.classes_.tolist(), model.decision_function(X[:2]).shape
+    (['clear', 'cloud', 'haze'], (2, 3))
     """
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
@@ -294,3 +436,60 @@ class BinnedSVC(_BinnedKernelClassifier):
             support = Z[svc.support_]
         self.n_support_ = int(svc.support_.size)
         return support, sign * svc.dual_coef_[0], sign * float(svc.intercept_[0])
+
+    def _solve_one_vs_rest(self, Z: np.ndarray, bins: xr.Dataset, counts: np.ndarray
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """k weighted SVMs on the bins, one per class: class j's rows of a bin on the +1
+        side, the bin's other rows on the −1 side (:func:`_one_vs_rest_points`).
+
+        The centers are the bins that support any of them; coefficient (i, j) adds
+        bin i's two signed duals in problem j (both sides share its center).
+        """
+        kernel = as_kernel(self.kernel, float(self.omega))
+        gram = None if type(kernel) is Gaussian else kernel(Z, Z)
+        m, k = counts.shape
+        coef = np.zeros((m, k))
+        intercept = np.zeros(k)
+        supports = np.zeros(m, dtype=bool)
+        for j in range(k):
+            rows, labels, weights = _one_vs_rest_points(counts, j, self.weighted)
+            if gram is None:  # libsvm's own rbf
+                svc = SVC(C=self.C, kernel="rbf", gamma=omega_to_gamma(self.omega))
+                svc.fit(Z[rows], labels, sample_weight=weights)
+            else:
+                svc = SVC(C=self.C, kernel="precomputed")
+                svc.fit(gram[np.ix_(rows, rows)], labels, sample_weight=weights)
+            bins_of_support = rows[svc.support_]
+            np.add.at(coef[:, j], bins_of_support, svc.dual_coef_[0])  # labels −1 < +1
+            supports[bins_of_support] = True
+            intercept[j] = svc.intercept_[0]
+        self.n_support_ = int(supports.sum())
+        return Z[supports], coef[supports], intercept
+
+
+def _one_vs_rest_points(counts: np.ndarray, j: int, weighted: bool
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The training points of class ``j`` against the rest on the bins of ``counts``.
+
+    Each bin with rows of class ``j`` is a +1 point weighted by them, each bin with
+    other rows a −1 point weighted by those: the bin's rows, all at its center,
+    as the hinge loss sums them. Weights are scaled by the mean bin count
+    (``weighted``: ``C`` keeps its meaning per row of an average bin) or by the
+    bin's own count (each bin weighs 1 in all).
+
+    Returns
+    -------
+    rows : ndarray of int
+        The bin of each point.
+    labels : ndarray of float
+        +1 or −1.
+    weights : ndarray of float
+    """
+    n = counts.sum(axis=1)
+    own, rest = counts[:, j], n - counts[:, j]
+    plus, minus = np.flatnonzero(own > 0), np.flatnonzero(rest > 0)
+    rows = np.concatenate([plus, minus])
+    labels = np.concatenate([np.ones(len(plus)), -np.ones(len(minus))])
+    mass = np.concatenate([own[plus], rest[minus]]).astype(np.float64)
+    weights = mass / n.mean() if weighted else mass / n[rows]
+    return rows, labels, weights

@@ -4,9 +4,11 @@ Each one builds the sparse Gram matrix ``K_C`` (only pairs closer than ``C``,
 found by k-d trees; chunk pairs on workers for a dask ``X``) and hands it to a
 single-node sparse solver:
 
-- :class:`CompactLSSVC` — the least-squares SVM, bordered system (14);
+- :class:`CompactLSSVC` — the least-squares SVM, bordered system (14); k classes
+  one-vs-rest with one factorization for all;
 - :class:`CompactKernelRidge` — the same system for real-valued targets;
-- :class:`CompactSVC` — the SVM dual (12) by SMO on the sparse ``K_C``;
+- :class:`CompactSVC` — the SVM dual (12) by SMO on the sparse ``K_C``; k classes
+  one-vs-rest on the one ``K_C``;
 - :class:`CompactKernelPCA` — kernel PCA by ``eigsh`` on the implicitly centred ``K_C``.
 
 The kernel tapered is the Gaussian ``exp(−r²/(2ω²))`` as everywhere in bigkern (the
@@ -39,7 +41,7 @@ from bigkern.reduce.compact.sparse_gram import gram_report, sparse_gram
 from bigkern.solvers.kpca import centred_projections, kernel_pca
 from bigkern.solvers.lssvm import solve_lssvm
 from bigkern.solvers.sparse_spd import METHODS as SPARSE_SOLVERS
-from bigkern.solvers.sparse_svm import solve_svm_dual
+from bigkern.solvers.sparse_svm import solve_svm_dual, solve_svm_duals
 
 __all__ = ["CompactKernelPCA", "CompactKernelRidge", "CompactLSSVC", "CompactSVC"]
 
@@ -128,30 +130,41 @@ class _CompactKernelModel(BigkernEstimator):
 
 
 class _CompactExpansion(_CompactKernelModel):
-    """The decision function ``f(x) = b + Σ a_i k_C(x, x_i)`` of the classifiers and ridge."""
+    """The decision function ``f(x) = b + Σ a_i k_C(x, x_i)`` of the classifiers and ridge,
+    or its k columns ``f_j(x) = b_j + Σ a_ij k_C(x, x_i)`` (``dual_coef_`` (n, k))."""
 
     def decision_rows(self, X: np.ndarray) -> np.ndarray:
-        """``f`` on a float array of rows in the fitted feature order, unvalidated; NaN for a
-        row with a non-finite feature (what :func:`bigkern.predict_scenes` evaluates)."""
+        """``f`` on a float array of rows in the fitted feature order, unvalidated: (n,), or
+        (n, k) for k columns of coefficients, each row's kernel values (the training rows
+        within the radius) found and evaluated once for all k columns; NaN for a row with
+        a non-finite feature (what :func:`bigkern.predict_scenes` evaluates)."""
         X = np.asarray(X, dtype=np.float64)
         good = np.isfinite(X).all(axis=1)
-        out = np.full(len(X), np.nan)
+        coef = self.dual_coef_
+        out = np.full((len(X), *coef.shape[1:]), np.nan)
         if good.any():
             K = sparse_gram(X[good], self.kernel_, self.X_fit_)
-            out[good] = np.asarray(K @ self.dual_coef_).ravel() + self.intercept_
+            if coef.ndim == 1:
+                out[good] = np.asarray(K @ coef).ravel() + self.intercept_
+            else:
+                out[good] = np.asarray(K @ coef) + self.intercept_
         return out
 
     @property
     def n_basis_(self) -> int:
-        """Training rows with a nonzero coefficient (the expansion's size)."""
-        return int(np.count_nonzero(self.dual_coef_))
+        """Training rows with a nonzero coefficient, in any column (the expansion's size)."""
+        coef = self.dual_coef_
+        return int(np.count_nonzero(coef if coef.ndim == 1 else np.any(coef != 0, axis=1)))
 
     def _decision(self, X: Any) -> Any:
         """``f(x) = intercept_ + Σ_i dual_coef_i k_C(x, x_i)`` (lazy for a dask ``X``)."""
-        return map_rows(self.decision_rows, self._predict_input(X))
+        arr = self._predict_input(X)  # raises NotFittedError before fit
+        return map_rows(self.decision_rows, arr, trailing=np.shape(self.dual_coef_)[1:])
 
     def _fit_lssvm(self, X: Any, y: Any, *, y_numeric: bool) -> Any:
-        """The LS-SVM bordered system (14) on ``K_C``, for labels or real targets."""
+        """The LS-SVM bordered system (14) on ``K_C``, for labels or real targets: one
+        factorization (or one CG sequence a target, sharing each sparse product) for all
+        the target's columns."""
         _, y, K = self._gram(X, y, y_numeric=y_numeric)
         solution = solve_lssvm(K, self._targets(y), self.lam, method=self.solver)
         self.dual_coef_, self.intercept_ = solution.coef, solution.intercept
@@ -165,18 +178,49 @@ class _CompactExpansion(_CompactKernelModel):
 
 
 class _CompactClassifier(ClassesMixin, _CompactExpansion):
+    """Two classes or k: one decision column per class beyond two (one-vs-rest)."""
+
+    _binary_only = False
+
     def decision_function(self, X: Any) -> Any:
-        """``f(x) = intercept_ + Σ_i dual_coef_i k_C(x, x_i)`` (> 0 → ``classes_[1]``;
-        lazy for a dask ``X``)."""
+        """The decision values, lazy for a dask ``X``; NaN for a row with a non-finite feature.
+
+        Two classes: ``f(x) = intercept_ + Σ_i dual_coef_i k_C(x, x_i)``, > 0 →
+        ``classes_[1]``. k classes: (n, k), column j the one-vs-rest function of
+        ``classes_[j]`` (coefficients ``dual_coef_[:, j]``, intercept ``intercept_[j]``);
+        ``predict`` takes the largest. The scale is the model's own (see its class docs),
+        not a probability.
+        """
         return self._decision(X)
 
     def _targets(self, y: Any) -> np.ndarray:
-        """Labels as ±1 targets; sets ``classes_``."""
-        return np.where(self._fit_classes(np.asarray(y)) == 1, 1.0, -1.0)
+        """Labels as ±1 targets, (n,) for two classes (+1: ``classes_[1]``) and (n, k) for
+        k (column j: +1 where the class is ``classes_[j]``); sets ``classes_``."""
+        codes = self._fit_classes(np.asarray(y))
+        if len(self.classes_) == 2:
+            return np.where(codes == 1, 1.0, -1.0)
+        return np.where(codes[:, None] == np.arange(len(self.classes_)), 1.0, -1.0)
 
 
 class CompactLSSVC(_CompactClassifier):
-    """Least-squares SVM with a compactly supported kernel (eqs. 13–14).
+    """Least-squares SVM with a compactly supported kernel (eqs. 13–14), two classes or k.
+
+    **k classes**: one-vs-rest, column j fitting the ±1 target "``classes_[j]`` or not".
+    The LS-SVM system matrix ``K_C + nλI`` does not depend on the target, so all k
+    columns are solved together: one factorization and k + 1 triangular solves
+    (``"cholmod"``, ``"banded"``), or k conjugate-gradient sequences that share each
+    sparse product (``"cg"``). k classes thus cost one sparse Gram matrix and one
+    factorization, as two do; each column equals the binary fit of its class against
+    the rest (bit for bit with the direct and CG solvers of
+    :func:`~bigkern.solvers.lssvm.solve_lssvm`; ``solver="auto"`` weighs CG's cost, which
+    grows with k, against the factorization's, which does not, so it may choose another
+    method for k classes than for two, and then the columns agree to CG's tolerance). A
+    multinomial or one-vs-one variant would lose exactly this sharing.
+
+    **The decision function's scale**: column j (or the single column of two classes)
+    is the regularized least-squares fit of the ±1 target, so it is near +1 on rows of
+    its class and near −1 elsewhere; 0 is the binary boundary. It is not a
+    probability, and values beyond ±1 are common.
 
     Parameters
     ----------
@@ -198,7 +242,10 @@ class CompactLSSVC(_CompactClassifier):
 
     Attributes
     ----------
-    dual_coef_, intercept_ : the expansion ``f(x) = b + Σ a_i k_C(x, x_i)``.
+    classes_ : ndarray (k,)
+        The class labels, sorted.
+    dual_coef_, intercept_ : the expansion ``f(x) = b + Σ a_i k_C(x, x_i)``: (n,) and a
+        float for two classes, (n, k) and (k,) for k, column j that of ``classes_[j]``.
     support_radius_ : float
     fit_report_ : dict
         ``"gram"``: the :class:`~bigkern.reduce.compact.sparse_gram.GramReport` of ``K_C``
@@ -218,6 +265,15 @@ class CompactLSSVC(_CompactClassifier):
     >>> model.fit_report_["gram"].shape, bool(model.fit_report_["gram"].sparsity > 0.5)
     ((300, 300), True)
     >>> bool(model.score(X, y) > 0.9)
+    True
+
+    Three classes (rings), one factorization:
+
+    >>> rings = np.digitize(np.hypot(X[:, 0], X[:, 1]), [0.8, 1.6])  # 0, 1, 2
+    >>> three = CompactLSSVC(omega=0.5, lam=1e-3, radius=1.5).fit(X, rings)
+    >>> three.classes_.tolist(), three.decision_function(X[:4]).shape
+    ([0, 1, 2], (4, 3))
+    >>> bool(three.score(X, rings) > 0.8)
     True
     """
 
@@ -288,7 +344,27 @@ class CompactKernelRidge(RegressorMixin, _CompactExpansion):
 
 
 class CompactSVC(_CompactClassifier):
-    """SVM (hinge loss, eq. 11) with a compactly supported kernel, solved sparse.
+    """SVM (hinge loss, eq. 11) with a compactly supported kernel, solved sparse; two
+    classes or k.
+
+    **k classes**: one-vs-rest: k SVM duals, class j (+1) against the rest (−1), on the
+    one sparse Gram matrix ``K_C`` of all the rows, built once and laid out for the
+    solver once (:func:`~bigkern.solvers.sparse_svm.solve_svm_duals`, one problem per
+    thread). Why not one-vs-one, scikit-learn's ``SVC`` choice: here the Gram matrix, not
+    the solver, is the costly part (a k-d tree search over all pairs within the radius),
+    and one-vs-rest uses it whole, where one-vs-one would cut k(k−1)/2 sub-matrices from
+    it; one-vs-rest predicts with k columns (one sparse kernel row per new row times an
+    (n, k) matrix) where one-vs-one needs k(k−1)/2 and a vote; and on pendigits and
+    page-blocks one-vs-rest was the more accurate, for about the same solver time
+    (``benchmarks/compact_classes.py --ovo``; the figures are on the benchmark pages):
+    the tapered kernel leaves many rows with no neighbour among a pair's two classes, and
+    there a pairwise decision is its intercept alone. Each column equals the binary fit
+    of its class against the rest bit for bit (the same SMO steps on the same matrix).
+
+    **The decision function's scale**: column j (or the single column of two classes)
+    is the SVM's margin function ``f_j(x) = Σ α_i y_i k_C(x, x_i) − ρ_j``: |f| ≥ 1
+    outside the margin, no probability; columns of different classes are compared as
+    they are (``predict`` takes the largest), as in scikit-learn's one-vs-rest.
 
     Parameters
     ----------
@@ -299,6 +375,19 @@ class CompactSVC(_CompactClassifier):
         coefficients (the paper's λ of eq. (11) is ``1 / (2 n C)``).
     tol : float
         KKT tolerance of the SMO solver (libsvm's default 1e-3).
+
+    Attributes
+    ----------
+    classes_ : ndarray (k,)
+        The class labels, sorted.
+    dual_coef_, intercept_ : the expansion ``f(x) = Σ α_i y_i k_C(x, x_i) − ρ``: (n,) and
+        a float for two classes, (n, k) and (k,) for k, column j that of ``classes_[j]``.
+    support_ : ndarray
+        Rows with a nonzero dual coefficient (in any column).
+    support_radius_ : float
+    fit_report_ : dict
+        ``"gram"`` as in :class:`CompactLSSVC`; the solver's ``iterations``, ``seconds``,
+        ``objective`` and final KKT ``gap`` (lists of k for k classes).
 
     Examples
     --------
@@ -313,6 +402,15 @@ class CompactSVC(_CompactClassifier):
     >>> round(model.support_radius_, 2), bool(len(model.support_) < 300)
     (1.65, True)
     >>> bool(model.score(X, y) > 0.9)
+    True
+
+    Three classes (rings), one Gram matrix for the three one-vs-rest problems:
+
+    >>> rings = np.digitize(np.hypot(X[:, 0], X[:, 1]), [0.8, 1.6])  # 0, 1, 2
+    >>> three = CompactSVC(omega=0.5, C=10.0, tau=0.5).fit(X, rings)
+    >>> three.dual_coef_.shape, three.intercept_.shape
+    ((300, 3), (3,))
+    >>> bool(three.score(X, rings) > 0.8)
     True
     """
 
@@ -335,14 +433,23 @@ class CompactSVC(_CompactClassifier):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any) -> CompactSVC:
-        """Fit on samples ``X`` and two-class labels ``y``."""
+        """Fit on samples ``X`` and labels ``y`` of two classes or more."""
         _, y, K = self._gram(X, y)
         target = self._targets(y)
-        solution = solve_svm_dual(K, target, float(self.C), eps=self.tol)
-        self.dual_coef_, self.intercept_ = solution.dual_coef, solution.intercept
-        self.support_ = np.flatnonzero(solution.dual_coef)
-        self.fit_report_ |= {"iterations": solution.iterations, "seconds": solution.seconds,
-                              "objective": solution.objective, "gap": solution.gap}
+        if target.ndim == 1:
+            solution = solve_svm_dual(K, target, float(self.C), eps=self.tol)
+            self.dual_coef_, self.intercept_ = solution.dual_coef, solution.intercept
+            self.support_ = np.flatnonzero(solution.dual_coef)
+            self.fit_report_ |= {"iterations": solution.iterations,
+                                 "seconds": solution.seconds,
+                                 "objective": solution.objective, "gap": solution.gap}
+            return self
+        solutions = solve_svm_duals(K, target, float(self.C), eps=self.tol)
+        self.dual_coef_ = np.column_stack([s.dual_coef for s in solutions])
+        self.intercept_ = np.array([s.intercept for s in solutions])
+        self.support_ = np.flatnonzero(np.any(self.dual_coef_ != 0, axis=1))
+        self.fit_report_ |= {name: [getattr(s, name) for s in solutions]
+                             for name in ("iterations", "seconds", "objective", "gap")}
         return self
 
 

@@ -26,7 +26,7 @@ import numpy as np
 import xarray as xr
 
 from bigkern import config
-from bigkern.errors import LabelError, StoreError
+from bigkern.errors import StoreError
 from bigkern.scenes.dims import (
     FOUND_ATTR,
     SCENE_DIMS,
@@ -38,6 +38,7 @@ from bigkern.scenes.dims import (
 )
 from bigkern.scenes.granule_formats import expand_paths, granule_format, is_pattern
 from bigkern.scenes.granules import open_granules
+from bigkern.scenes.labels import LabelClasses, check_label_values
 from bigkern.scenes.validity import FillValues, ValidRanges, apply_validity
 from bigkern.store.integrity import open_checked
 from bigkern.store.limits import ArrayMeta, guided_chunks, planned_read_chunks
@@ -49,7 +50,6 @@ __all__ = [
     "validate_scenes",
 ]
 
-LABEL_VALUES = (-1, 0, 1)
 
 
 def default_chunks(shape: tuple[int, int, int], itemsize: int = 4) -> dict[str, int]:
@@ -148,7 +148,7 @@ def open_scenes(
         or ``fill_values``/``valid_ranges`` are nonsense (a feature not in the
         store, a range with min > max ...).
     LabelError
-        ``label`` holds values outside {-1, 0, 1}.
+        ``label`` holds a value that is no class (see :mod:`bigkern.scenes.labels`).
 
     Examples
     --------
@@ -253,23 +253,29 @@ def validate_scenes(
     where: str = "the scene dataset",
     check_labels: bool = True,
     dims: DimMapping = None,
-) -> None:
+) -> LabelClasses | None:
     """Check that ``ds`` is a usable scene dataset; raise naming what is wrong and where.
+
+    Returns what the checked ``label`` declares
+    (:class:`~bigkern.scenes.labels.LabelClasses`), None when no label was checked.
 
     Checks: at least one data variable and non-empty dims; every feature
     (and ``label``) has dims ``(scene, y, x)`` (or the dims ``dims`` maps them
     to, see :func:`to_scene_dims`); requested ``features`` exist; ``label``
-    values lie in {-1, 0, 1} (one cheap pass over ``label``; the first
+    values are classes or "unlabelled" (its CF flags, else integers in [-127, 127]:
+    :func:`~bigkern.scenes.labels.check_label_values`; one cheap pass over ``label``; the first
     offending scene is named).
 
     Examples
     --------
-    A usable dataset passes silently; one that lacks a feature does not:
+    A usable dataset passes, and says what its label's classes are; one that lacks a
+    feature does not:
 
     >>> from bigkern import validate_scenes
     >>> from bigkern.datasets import make_scenes
     >>> ds = make_scenes(1, (8, 8), seed=0, radiances=False).rename(scene="time")
-    >>> validate_scenes(ds, dims={"scene": "time"}, features=["NDAI"])
+    >>> validate_scenes(ds, dims={"scene": "time"}, features=["NDAI"]).names
+    ('clear', 'cloud')
     >>> validate_scenes(ds, dims={"scene": "time"}, features=["NDAI", "AN"])
     Traceback (most recent call last):
         ...
@@ -305,27 +311,5 @@ def validate_scenes(
                 f"variable {name!r} in {where} has dims {dims}; expected {SCENE_DIMS}{hint}"
             )
     if check_labels and "label" in ds:
-        _check_label_values(ds["label"], where, scene_dims(ds).get("scene", "scene"))
-
-
-def _check_label_values(label: xr.DataArray, where: str, dim: str = "scene") -> None:
-    data = label.data
-    bad = ~((data == -1) | (data == 0) | (data == 1))
-    if isinstance(data, da.Array):
-        from bigkern.cluster.compute import compute  # watched on any client
-
-        (per_scene,) = compute(bad.sum(axis=(1, 2)), label="checking the labels")
-    else:
-        per_scene = np.asarray(bad).sum(axis=(1, 2))
-    if per_scene.any():
-        i = int(np.flatnonzero(per_scene)[0])
-        scene_data = np.asarray(label.isel(scene=i).values)
-        values = np.unique(scene_data[~np.isin(scene_data, LABEL_VALUES)])
-        scene: Any = i
-        if "scene" in label.coords:
-            value = label["scene"].values[i]
-            scene = str(value) if value.dtype.kind in "mM" else value.item()
-        raise LabelError(
-            f"variable 'label' in {where} has {int(per_scene.sum())} value(s) outside "
-            f"{{-1, 0, 1}}, first in {dim} {scene!r}: {values[:5].tolist()}"
-        )
+        return check_label_values(ds["label"], where, scene_dims(ds).get("scene", "scene"))
+    return None

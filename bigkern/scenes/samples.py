@@ -24,6 +24,7 @@ from numpy.typing import DTypeLike
 from bigkern.errors import StoreError
 from bigkern.features.matching import stored_sources, with_model_features
 from bigkern.scenes.dims import DimMapping, to_scene_dims
+from bigkern.scenes.labels import label_classes
 from bigkern.scenes.reading import default_chunks, validate_scenes
 from bigkern.scenes.validity import FillValues, ValidRanges, ensure_validity
 
@@ -57,6 +58,7 @@ class Samples:
     mask: da.Array | None
     features: tuple[str, ...]
     pixel: da.Array  # C-order index of (scene, y, x): the same whatever the chunking
+    unlabelled: int = 0  # the label value of a pixel with no label (its CF flags say which)
 
     def as_dataarray(self) -> xr.DataArray:
         """``X`` as a DataArray with dims (sample, feature) and the feature coordinate."""
@@ -77,8 +79,8 @@ class Samples:
             "nonfinite": (~all_f & ~none_f).sum(),
         }
         if self.y is not None:
-            parts["unlabelled"] = (self.y == 0).sum()
-            parts["labelled_usable"] = ((self.y != 0) & all_f).sum()
+            parts["unlabelled"] = (self.y == self.unlabelled).sum()
+            parts["labelled_usable"] = ((self.y != self.unlabelled) & all_f).sum()
         from bigkern.cluster.compute import compute
 
         values = compute(*parts.values(), label="counting samples")
@@ -262,7 +264,8 @@ def stack_samples(
     features : sequence of str
         Feature variables, in order; they become the ``feature`` coordinate.
     labelled_only : bool
-        Set ``mask`` to the labelled pixels (label ≠ 0). When false, ``mask``
+        Set ``mask`` to the labelled pixels (label ≠ 0, or ≠ the value its CF flags call
+        ``unlabelled``). When false, ``mask``
         is None and every pixel with finite features is used.
     label : str
         Name of the label variable; if absent, ``y`` and ``mask`` are None.
@@ -294,16 +297,18 @@ def stack_samples(
     X = _flatten_blocks(fc.cube, trailing=(len(features),))
     pixel = _flatten_blocks(_pixel_index(chunks), trailing=())
     y = mask = None
+    unlabelled = 0  # or the value the label's CF flags call "unlabelled"
     if label in ds:
         lab = as_dask_array(ds[label])
         if lab.chunks != chunks:
             lab = lab.rechunk(chunks)
         y = _flatten_blocks(lab, trailing=())
+        unlabelled = label_classes(ds[label]).unlabelled
         if labelled_only:
-            mask = y != 0
+            mask = y != unlabelled
     elif labelled_only:
         raise StoreError(f"the dataset has no {label!r} variable; pass labelled_only=False")
-    return Samples(X, y, mask, features, pixel)
+    return Samples(X, y, mask, features, pixel, unlabelled)
 
 
 def _pixel_index_block(shape: tuple[int, ...], block_info: Any = None) -> np.ndarray:

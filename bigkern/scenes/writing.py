@@ -25,7 +25,8 @@ from bigkern.scenes.dims import (
     scene_dims,
     to_scene_dims,
 )
-from bigkern.scenes.reading import LABEL_VALUES, default_chunks, validate_scenes
+from bigkern.scenes.labels import bigkern_label_flags
+from bigkern.scenes.reading import default_chunks, validate_scenes
 from bigkern.store.manifest import MANIFEST_ATTR, manifest_digests, write_manifests
 from bigkern.store.staging import staged_output
 from bigkern.store.urls import Location, PathOrURL, StorageOptions, location
@@ -33,8 +34,6 @@ from bigkern.store.zarr_store import finish_store, to_zarr
 
 __all__ = ["write_chunks", "write_scenes"]
 
-# what the label codes mean (CF flag_meanings: one word per value of flag_values)
-_LABEL_FLAGS = {"flag_values": LABEL_VALUES, "flag_meanings": "clear unlabelled cloud"}
 
 
 def write_chunks(ds: xr.Dataset, chunks: Mapping[str, int] | None = None) -> dict[str, int]:
@@ -113,8 +112,10 @@ def write_scenes(
     The dataset's coordinates and attributes are kept; the store gets the CF
     attributes ``Conventions`` and a ``history`` line (:func:`cf_attrs`), and
     ``label`` its ``flag_values``/``flag_meanings`` (-1 clear, 0 unlabelled,
-    1 cloud) unless it declares its own. A dataset opened with a dim mapping
-    (:func:`open_scenes` with ``dims=``) is written in the source's dim names.
+    1 cloud) when it holds those codes and declares no flags of its own (a label of
+    other classes is written as it is: see :mod:`bigkern.scenes.labels`). A dataset
+    opened with a dim mapping (:func:`open_scenes` with ``dims=``) is written in the
+    source's dim names.
 
     Parameters
     ----------
@@ -145,7 +146,8 @@ def write_scenes(
     ------
     StoreError, LabelError
         What :func:`open_scenes` would refuse in the store (dims that cannot be
-        told apart, an empty dataset, ``label`` values outside {-1, 0, 1}),
+        told apart, an empty dataset, ``label`` values that are no class: see
+        :mod:`bigkern.scenes.labels`),
         refused before anything is written, with the same message.
 
     Returns
@@ -173,7 +175,7 @@ def write_scenes(
         found, _ = find_scene_dims(ds, where=where)
         ds = to_scene_dims(ds, found, where=where)
     # refused here, before anything is written, with the message open_scenes would give
-    validate_scenes(ds, where=where)
+    labels = validate_scenes(ds, where=where)
     mapping = scene_dims(ds)
     inverse = {theirs: ours for ours, theirs in mapping.items()}
     given = {inverse.get(str(k), str(k)): v for k, v in (chunks or {}).items()}
@@ -187,11 +189,11 @@ def write_scenes(
         out[name].encoding.pop("chunks", None)
         out[name].encoding.pop("preferred_chunks", None)
         out[name].attrs.pop(MANIFEST_ATTR, None)  # a manifest read with the source is not ours
+    # bigkern's own flags for a label of bigkern's codes that declares none; a label of
+    # other classes keeps its values undeclared (declare them to name the classes)
     if "label" in out.data_vars and "flag_values" not in out["label"].attrs \
-            and out["label"].dtype.kind in "iu":
-        out["label"].attrs.update(
-            flag_values=np.array(_LABEL_FLAGS["flag_values"], dtype=out["label"].dtype),
-            flag_meanings=_LABEL_FLAGS["flag_meanings"])
+            and out["label"].dtype.kind in "iu" and labels is not None and labels.bigkern_codes:
+        out["label"].attrs.update(bigkern_label_flags(out["label"].dtype))
     out.attrs = cf_attrs(ds.attrs, "write_scenes")
     out = from_scene_dims(out, mapping)
     from bigkern.cluster.compute import compute

@@ -36,12 +36,16 @@ saw. At ``max_iter`` the residual reported is the recurrence's, fewer than
 ``restart`` iterations from a recomputed one (the drift the restarts tolerate
 anyway), since recomputing it would cost one more pass over the rows for a
 number only; ``CGResult.residual_recomputed`` says which it is.
+
+The recurrence is a generator (:func:`_cg_steps`) that asks for each product it
+needs, so that :mod:`bigkern.solvers.conjugate_gradients_columns` can advance several
+of them together, one pass over the rows serving all.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 
 import numpy as np
@@ -214,35 +218,68 @@ def preconditioned_cg(
     >>> bool(np.linalg.norm(H @ found.coef - rhs) < 1e-6 * np.linalg.norm(rhs))
     True
     """
-    B = preconditioner
+    steps = _cg_steps(rhs, preconditioner, lam, tol=tol, max_iter=max_iter, restart=restart,
+                      start=start, start_product=start_product)
+    try:
+        vector = next(steps)
+        while True:
+            vector = steps.send(product(vector))
+    except StopIteration as stop:
+        found, why = stop.value
+    if why is not None:
+        warnings.warn(_short_of_tol(found, why, tol), ConvergenceWarning, stacklevel=2)
+    return found
+
+
+def _short_of_tol(found: CGResult, why: str, tol: float) -> str:
+    """What a solve that stopped above ``tol`` says: iterations, why, residual, advice."""
+    if why == "stalled":
+        why, advice = ("its residual no longer decreasing (round-off's floor at this "
+                       "conditioning)"), "raise lam or loosen tol"
+    else:
+        advice = "raise max_iter or lam, or loosen tol"
+    how = "" if found.residual_recomputed else " (by the recurrence)"
+    return (f"conjugate gradients stopped after {found.n_iter} iterations ({why}) at a "
+            f"relative residual of {found.residual:.3g}{how}, above tol={tol:g}: {advice}")
+
+
+def _cg_steps(rhs: np.ndarray, B: FalkonPreconditioner, lam: float, *, tol: float,
+              max_iter: int, restart: int, start: np.ndarray | None,
+              start_product: np.ndarray | None
+              ) -> Generator[np.ndarray, np.ndarray, tuple[CGResult, str | None]]:
+    """The recurrence of :func:`preconditioned_cg` for one right-hand side, as a generator:
+    it yields each vector ``v`` whose product ``H₀ v`` it needs, is sent that product, and
+    returns the result and why it stopped short (None when converged)."""
     b_hat = B.apply_transpose(np.asarray(rhs, dtype=np.float64))
     norm_b = float(np.linalg.norm(b_hat))
     m = len(b_hat)
     if norm_b == 0.0:
-        return CGResult(np.zeros(m), 0, 0, 0.0, True)
+        return CGResult(np.zeros(m), 0, 0, 0.0, True), None
     n_products = 0
 
-    def matrix_times(beta: np.ndarray, data_product: np.ndarray | None = None) -> np.ndarray:
+    def matrix_times(beta: np.ndarray, data_product: np.ndarray | None = None
+                     ) -> Generator[np.ndarray, np.ndarray, np.ndarray]:
         """BᵀHB β, the penalty as λ A⁻ᵀA⁻¹ β (``data_product``: H₀ B β, if known)."""
         nonlocal n_products
         u = scipy.linalg.solve_triangular(B.A, beta, lower=False)
         if data_product is None:
             n_products += 1
             coef = scipy.linalg.solve_triangular(B.T, u, lower=False)  # B β, from A⁻¹β once
-            data_product = product(coef)
+            data_product = yield coef
         data = scipy.linalg.solve_triangular(B.T, data_product, lower=False, trans="T")
         return scipy.linalg.solve_triangular(B.A, data + lam * u, lower=False, trans="T")
 
-    def residual_of(beta: np.ndarray, data_product: np.ndarray | None = None) -> np.ndarray:
-        return b_hat - matrix_times(beta, data_product)
+    def residual_of(beta: np.ndarray, data_product: np.ndarray | None = None
+                    ) -> Generator[np.ndarray, np.ndarray, np.ndarray]:
+        return b_hat - (yield from matrix_times(beta, data_product))
 
     if start is None:
         beta = np.zeros(m)
         r = b_hat.copy()
     else:
         beta = B.A @ (B.T @ np.asarray(start, dtype=np.float64))  # c = T⁻¹A⁻¹β
-        r = residual_of(beta, None if start_product is None
-                        else np.asarray(start_product, dtype=np.float64))
+        r = yield from residual_of(beta, None if start_product is None
+                                   else np.asarray(start_product, dtype=np.float64))
     p = r.copy()
     rs = float(r @ r)
     it = 0
@@ -253,11 +290,11 @@ def preconditioned_cg(
             if true:
                 break
             # the recurrence says converged: check with the true residual, go on if not
-            r, true = residual_of(beta), True
+            r, true = (yield from residual_of(beta)), True
             rs = float(r @ r)
             p = r.copy()  # restart from the true residual
             continue
-        Hp = matrix_times(p)
+        Hp = yield from matrix_times(p)
         alpha = rs / float(p @ Hp)
         beta += alpha * p
         it += 1
@@ -266,7 +303,7 @@ def preconditioned_cg(
             # as large as the residual and the residual has not improved (a CG residual
             # need not fall at every step), round-off's floor is reached: twice running,
             # further iterations only wander
-            recurred, r, true = r - alpha * Hp, residual_of(beta), True
+            recurred, r, true = r - alpha * Hp, (yield from residual_of(beta)), True
             now = float(np.linalg.norm(r))
             if now < best:
                 best, best_beta, stalls = now, beta.copy(), 0
@@ -280,19 +317,10 @@ def preconditioned_cg(
         p = r + (rs_new / rs) * p
         rs = rs_new
     if not true and np.sqrt(rs) <= tol * norm_b:
-        r, true = residual_of(beta), True  # convergence is claimed by a recomputed residual
+        r, true = (yield from residual_of(beta)), True  # convergence: a recomputed residual
     if float(np.linalg.norm(r)) >= best:
         beta, r, true = best_beta, None, True
     residual = (best if r is None else float(np.linalg.norm(r))) / norm_b
     converged = true and residual <= tol
-    if not converged:
-        if stalls == 2:
-            why, advice = ("its residual no longer decreasing (round-off's floor at this "
-                           "conditioning)"), "raise lam or loosen tol"
-        else:
-            why, advice = "max_iter", "raise max_iter or lam, or loosen tol"
-        how = "" if true else " (by the recurrence)"
-        warnings.warn(f"conjugate gradients stopped after {it} iterations ({why}) at a "
-                      f"relative residual of {residual:.3g}{how}, above tol={tol:g}: "
-                      f"{advice}", ConvergenceWarning, stacklevel=2)
-    return CGResult(B.apply(beta), it, n_products, residual, converged, true)
+    why = None if converged else ("stalled" if stalls == 2 else "max_iter")
+    return CGResult(B.apply(beta), it, n_products, residual, converged, true), why

@@ -38,10 +38,16 @@ solution ``∇F = 0`` never depends on how ``H`` was updated; ``H`` only steers.
 The distributed version of the method is :func:`~bigkern.solvers.smooth_svm.newton_armijo`
 with :class:`~bigkern.solvers.smooth_losses.SquaredHinge`: one pass per step, its
 Hessian summed over the active rows of each chunk.
+
+:func:`finite_newton_iterates` is the method as a generator of the products over the
+rows it needs; :func:`finite_newton` answers them one by one, and
+:func:`~bigkern.solvers.finite_newton_classes.finite_newton_classes` answers those of
+k one-vs-rest problems on the same rows with one matrix product for all.
 """
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import Any
 
 import numpy as np
@@ -51,10 +57,11 @@ from bigkern.solvers.smooth_svm import (
     NewtonResult,
     _check_newton_options,
     cholesky_solve,
+    drive,
     newton_direction,
 )
 
-__all__ = ["exact_line_search", "finite_newton", "subset_warm_start"]
+__all__ = ["exact_line_search", "finite_newton", "finite_newton_iterates", "subset_warm_start"]
 
 
 def exact_line_search(r: np.ndarray, w: np.ndarray, ud: float, dd: float, C: float) -> float:
@@ -183,39 +190,73 @@ def finite_newton(
     >>> res.converged, bool(np.all(np.sign(A @ res.u) == np.sign(x)))
     (True, True)
     """
+    A = np.asarray(A, dtype=np.float64)
+    return drive(finite_newton_iterates(A, y, C=C, u0=u0, tol=tol, max_iter=max_iter,
+                                        refactor_every=refactor_every,
+                                        hessian_dtype=hessian_dtype),
+                 lambda ask: A @ ask[1] if ask[0] == "times" else ask[1] @ A)
+
+
+#: What :func:`finite_newton_iterates` asks for: ``("times", v)``, the product ``A v``
+#: (n,), or ``("weights", w)``, the product ``wᵀA`` (dim,).
+Product = tuple[str, np.ndarray]
+
+
+def finite_newton_iterates(
+    A: np.ndarray,
+    y: np.ndarray,
+    *,
+    C: float,
+    u0: np.ndarray | None = None,
+    tol: float = 1e-8,
+    max_iter: int = 50,
+    refactor_every: int = 10,
+    hessian_dtype: Any = np.float64,
+    start_hessian: np.ndarray | None = None,
+) -> Generator[Product, np.ndarray, NewtonResult]:
+    """:func:`finite_newton` as a generator of the products over all rows it needs.
+
+    It yields ``("times", v)`` for ``A v`` and ``("weights", w)`` for ``wᵀA``, is sent
+    each product, and returns the :class:`NewtonResult`: one driver can then answer
+    several problems' products on the same rows with one matrix product
+    (:func:`~bigkern.solvers.finite_newton_classes.finite_newton_classes`).
+    ``start_hessian``, when given, is ``H`` at the starting point's active set, formed
+    by the caller (every row is active at ``u = 0``, whatever the labels, so k problems
+    starting there share it); it is copied. The other arguments are
+    :func:`finite_newton`'s.
+    """
     _check_newton_options(C, tol, 1e-4, max_iter)
     C = float(C)
-    A = np.asarray(A, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     dim = A.shape[1]
     u = np.zeros(dim) if u0 is None else np.array(u0, dtype=np.float64)
     # ∇F(0) = −C Σ y_i a_i: every row is inside the margin at u = 0
-    g0 = C * float(np.linalg.norm(y @ A))
-    r = 1.0 - y * (A @ u)
+    g0 = C * float(np.linalg.norm((yield "weights", y)))
+    r = 1.0 - y * (yield "times", u)
     active = r > 0.0
-    H = _hessian(A, active, C, hessian_dtype)
+    H = _hessian(A, active, C, hessian_dtype) if start_hessian is None else start_hessian.copy()
     updates, taken, passes = 0, [], 1
-    message = "max_iter reached"
 
-    def gradient() -> np.ndarray:
+    def gradient() -> Generator[Product, np.ndarray, np.ndarray]:
         # one product over all rows, with the rows outside the margin weighted 0, costs
         # less than gathering the active rows into a copy
-        return u - C * (np.where(active, y * r, 0.0) @ A)
+        return u - C * (yield "weights", np.where(active, y * r, 0.0))
 
-    g = gradient()
+    g = yield from gradient()
     exact = True  # r was computed from u (not updated along the steps)
     while True:
         gnorm = float(np.linalg.norm(g))
         if gnorm <= tol * g0 or g0 == 0.0:
             if not exact:  # confirm with margins from u itself
-                r, exact = 1.0 - y * (A @ u), True
+                r, exact = 1.0 - y * (yield "times", u), True
                 active = r > 0.0
                 passes += 1
-                g = gradient()
+                g = yield from gradient()
                 continue
             message = "gradient norm below tol"
             break
         if len(taken) >= max_iter:
+            message = "max_iter reached"
             break
         try:
             d = -cholesky_solve(H, g)
@@ -223,7 +264,7 @@ def finite_newton(
             # updates have rounded H away from positive definite: rebuild it
             H, updates = _hessian(A, active, C, hessian_dtype), 0
             d = -newton_direction(H, g, C)
-        t = A @ d
+        t = yield "times", d
         passes += 1
         lam = exact_line_search(r, y * t, float(u @ d), float(d @ d), C)
         if lam == 0.0:
@@ -231,7 +272,7 @@ def finite_newton(
             break
         u = u + lam * d
         if len(taken) % 10 == 9:
-            r, exact = 1.0 - y * (A @ u), True  # every 10 steps from u, against drift
+            r, exact = 1.0 - y * (yield "times", u), True  # every 10 steps from u, against drift
             passes += 1
         else:
             r, exact = r - lam * (y * t), False
@@ -246,7 +287,7 @@ def finite_newton(
             updates += 1
         active = now
         taken.append(lam)
-        g = gradient()
+        g = yield from gradient()
     gnorm = float(np.linalg.norm(g))
     converged = gnorm <= tol * g0 or g0 == 0.0 or message.endswith("round-off")
     objective = 0.5 * C * float(r[active] @ r[active]) + 0.5 * float(u @ u)
@@ -279,3 +320,4 @@ def subset_warm_start(A: np.ndarray, y: np.ndarray, rows: np.ndarray, *, C: floa
     scale = A.shape[0] / max(1, rows.size)
     return finite_newton(A[rows], y[rows], C=float(C) * scale, tol=1e-6,
                          hessian_dtype=hessian_dtype)
+

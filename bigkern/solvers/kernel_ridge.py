@@ -16,17 +16,20 @@ __all__ = ["solve_weighted_kernel_ridge"]
 def solve_weighted_kernel_ridge(
     K: np.ndarray, y: np.ndarray, lam: float, weights: np.ndarray | None = None
 ) -> np.ndarray:
-    """Solve ``(K + λ W⁻¹) c = y`` by Cholesky.
+    """Solve ``(K + λ W⁻¹) c = y`` by Cholesky, for one target or k of them.
 
     This is the minimiser of ``(y − Kc)ᵀ W (y − Kc) + λ cᵀ K c`` (Shi & Yu,
-    section 5.2); ``W = I`` gives plain kernel ridge ``(K + λ I) c = y``.
+    section 5.2); ``W = I`` gives plain kernel ridge ``(K + λ I) c = y``. A target
+    matrix ``y`` (m, k) (the k one-vs-rest indicators of a k-class label) is solved
+    with the one factorization of ``K + λ W⁻¹``: the O(m³) step is paid once, each
+    further column costs two triangular solves, O(m²).
 
     Parameters
     ----------
     K : ndarray, shape (m, m)
         Symmetric positive semi-definite kernel matrix.
-    y : ndarray, shape (m,)
-        Targets.
+    y : ndarray, shape (m,) or (m, k)
+        Targets, one column per problem.
     lam : float
         Regularization λ > 0.
     weights : ndarray, shape (m,), optional
@@ -34,8 +37,8 @@ def solve_weighted_kernel_ridge(
 
     Returns
     -------
-    ndarray, shape (m,)
-        Coefficients ``c``.
+    ndarray, shape (m,) or (m, k)
+        Coefficients ``c``, shaped as ``y``.
 
     Warns
     -----

@@ -39,10 +39,14 @@ __all__ = ["LSSVMSolution", "solve_lssvm"]
 
 @dataclass
 class LSSVMSolution:
-    """Coefficients of ``f(x) = intercept + Σ coef_i k(x, x_i)`` and how they were solved."""
+    """Coefficients of ``f(x) = intercept + Σ coef_i k(x, x_i)`` and how they were solved.
+
+    For k targets, ``coef`` is (n, k) and ``intercept`` (k,): column j is the solution
+    for target j.
+    """
 
     coef: np.ndarray
-    intercept: float
+    intercept: float | np.ndarray
     ridge: float
     method: str
     seconds: float
@@ -55,13 +59,21 @@ def solve_lssvm(
 ) -> LSSVMSolution:
     """Solve the LS-SVM bordered system (14) for a dense ``K`` or a sparse ``K_C``.
 
+    The system matrix ``K + nλI`` does not depend on the targets, so k targets (the k
+    one-vs-rest ±1 columns of a k-class label) cost one factorization and k + 1
+    triangular solves, or, by conjugate gradients, k sequences that share one sparse
+    product per iteration. Column j of the solution is the solution for ``y[:, j]``
+    alone: with a direct method, to round-off in the last digit; by CG, bit for bit
+    (each column runs its own recurrence and stops at its own residual).
+
     Parameters
     ----------
     K : ndarray or scipy sparse matrix (n, n)
         Gram matrix (positive definite; a compactly supported kernel's sparse
         Gram matrix for the sparse solvers).
-    y : ndarray (n,)
-        Targets, ±1 for classification (any real values work: LS-SVM regression).
+    y : ndarray (n,) or (n, k)
+        Targets, ±1 for classification (any real values work: LS-SVM regression);
+        one column per problem.
     lam : float
         λ of eq. (13) (> 0); the ridge added to K's diagonal is ``n λ``.
     method : str
@@ -71,8 +83,36 @@ def solve_lssvm(
         A dense ``K`` is solved by LAPACK Cholesky (``method="dense"``).
     tol : float
         Relative residual for ``method="cg"``.
+
+    Returns
+    -------
+    LSSVMSolution
+        ``coef`` (n,) and a float ``intercept`` for a 1-D ``y``; (n, k) and (k,) for
+        a 2-D one.
+
+    Examples
+    --------
+    Three one-vs-rest targets, one factorization:
+
+    >>> import numpy as np
+    >>> from bigkern import CompactSupport, Gaussian, sparse_gram
+    >>> from bigkern.solvers.lssvm import solve_lssvm
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 2))
+    >>> codes = np.digitize(X[:, 0], [-0.5, 0.5])  # classes 0, 1, 2
+    >>> Y = np.where(codes[:, None] == np.arange(3), 1.0, -1.0)
+    >>> K = sparse_gram(X, CompactSupport(Gaussian(omega=0.5), radius=1.5))
+    >>> both = solve_lssvm(K, Y, 1e-3, method="banded")
+    >>> both.coef.shape, both.intercept.shape
+    ((200, 3), (3,))
+    >>> one = solve_lssvm(K, Y[:, 1], 1e-3, method="banded")
+    >>> bool(np.allclose(both.coef[:, 1], one.coef, rtol=0, atol=1e-12))
+    True
     """
     y = np.asarray(y, dtype=np.float64)
+    if y.ndim not in (1, 2):
+        raise ValueError(f"y must be 1-D (one target) or 2-D (one column per target); got "
+                         f"shape {y.shape}")
     n = len(y)
     if K.shape != (n, n):
         raise ValueError(f"K has shape {K.shape}; expected ({n}, {n}) for {n} targets")
@@ -80,18 +120,24 @@ def solve_lssvm(
         raise ValueError(f"lam must be a positive finite number; got {lam!r}")
     ridge = n * float(lam)
     rhs = np.column_stack([np.ones(n), y])
+    n_targets = 1 if y.ndim == 1 else y.shape[1]
     t0 = time.perf_counter()
     if sp.issparse(K):
         K = sp.csr_matrix(K, dtype=np.float64)
         estimate: dict = {}
         if method == "auto" and not has_cholmod():
-            method, estimate = choose_method(K, tol, ridge, 1, shift=ridge)
+            method, estimate = choose_method(K, tol, ridge, n_targets, shift=ridge)
         if method == "cg":
             t1 = time.perf_counter()
-            coef, iterations = _projected_cg(K, ridge, y, tol)
-            intercept = float(np.mean(y - K @ coef - ridge * coef))
+            rows = y.reshape(n, -1).T.copy()  # one contiguous row per target
+            A, iterations, products = _projected_cg(K, ridge, rows, tol)
+            residual = rows - (K @ A.T).T - ridge * A
+            b = np.array([float(np.mean(r)) for r in residual])
+            coef, intercept = (A[0], float(b[0])) if y.ndim == 1 else (A.T.copy(), b)
             seconds = time.perf_counter() - t1
-            solve = SPDSolve(coef, "cg", seconds, bandwidth(K), iterations=iterations,
+            if y.ndim == 2:
+                estimate["iterations_per_target"] = iterations.tolist()
+            solve = SPDSolve(coef, "cg", seconds, bandwidth(K), iterations=products,
                              info=estimate)
             return LSSVMSolution(coef, intercept, ridge, "cg", time.perf_counter() - t0, solve)
         M = K + ridge * sp.identity(n, format="csr")
@@ -103,39 +149,59 @@ def solve_lssvm(
         M[np.diag_indices(n)] += ridge
         uv = scipy.linalg.cho_solve(scipy.linalg.cho_factor(M, lower=True), rhs)
         solve, used = None, "dense"
-    u, v = uv[:, 0], uv[:, 1]
-    intercept = float(v.sum() / u.sum())
-    coef = v - intercept * u
+    u = uv[:, 0]
+    if y.ndim == 1:
+        v = uv[:, 1]
+        intercept = float(v.sum() / u.sum())
+        coef = v - intercept * u
+    else:
+        V = uv[:, 1:]
+        intercept = np.array([V[:, j].sum() for j in range(n_targets)]) / u.sum()
+        coef = V - intercept * u[:, None]
     return LSSVMSolution(coef, intercept, ridge, used, time.perf_counter() - t0, solve)
 
 
-def _projected_cg(K: sp.spmatrix, ridge: float, y: np.ndarray,
-                  tol: float) -> tuple[np.ndarray, int]:
-    """CG on ``P M P z = P y`` with ``M = K + ridge·I``, ``P = I − 11ᵀ/n``.
+def _projected_cg(K: sp.spmatrix, ridge: float, Y: np.ndarray,
+                  tol: float) -> tuple[np.ndarray, np.ndarray, int]:
+    """CG on ``P M P z = P y`` with ``M = K + ridge·I``, ``P = I − 11ᵀ/n``, for each row of
+    ``Y`` (k, n).
 
-    Returns ``a = Pz`` and the iterations. ``K`` must be symmetric (a Gram matrix):
-    only its upper triangle is read.
+    Returns ``A`` (k, n), the rows ``a = Pz``, each target's iterations and the sparse
+    products made. Every iteration multiplies ``K`` once for all the targets still
+    running; each target keeps its own recurrence and stops at its own residual, so its
+    row is what a run on that target alone gives. ``K`` must be symmetric (a Gram
+    matrix): only its upper triangle is read.
     """
     K = SymmetricCSR(K)
-    r = y - y.mean()
-    target = tol * float(np.linalg.norm(r))
-    a = np.zeros_like(r)
-    p = r.copy()
-    rr = float(r @ r)
-    limit = 10 * len(y)
-    iterations = 0
-    while np.sqrt(rr) > target:
-        if iterations >= limit:
+    k, n = Y.shape
+    R = np.empty_like(Y)
+    for t in range(k):
+        R[t] = Y[t] - Y[t].mean()
+    targets = np.array([tol * float(np.linalg.norm(r)) for r in R])
+    A = np.zeros_like(R)
+    P = R.copy()
+    rr = np.array([float(r @ r) for r in R])
+    iterations = np.zeros(k, dtype=np.int64)
+    limit = 10 * n
+    products = 0
+    running = np.flatnonzero(np.sqrt(rr) > targets)
+    while len(running):
+        if products >= limit:
             raise RuntimeError(f"projected conjugate gradients did not reach rtol={tol:g} in "
                                f"{limit} iterations")
-        iterations += 1
-        q = K @ p
-        q += ridge * p
-        q -= q.mean()
-        alpha = rr / float(p @ q)
-        a += alpha * p
-        r -= alpha * q
-        rr, rr_old = float(r @ r), rr
-        p *= rr / rr_old
-        p += r
-    return a, iterations
+        products += 1
+        Q = np.ascontiguousarray((K @ P[running].T).T) if k > 1 else (K @ P[0])[None]
+        for row, t in enumerate(running):
+            q = Q[row]
+            q += ridge * P[t]
+            q -= q.mean()
+            alpha = rr[t] / float(P[t] @ q)
+            A[t] += alpha * P[t]
+            R[t] -= alpha * q
+            rr_old = rr[t]
+            rr[t] = float(R[t] @ R[t])
+            P[t] *= rr[t] / rr_old
+            P[t] += R[t]
+            iterations[t] += 1
+        running = running[np.sqrt(rr[running]) > targets[running]]
+    return A, iterations, products

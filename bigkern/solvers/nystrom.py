@@ -15,11 +15,16 @@ is exactly ridge regression with penalty λ on the Nyström features
 ``Gᵀy``, ``Gᵀ1``, ``yᵀy``, ``Σy``, ``n`` of one pass
 (:func:`bigkern.reduce.reduced_normal_equations_folds`), so a path of λ and the
 held-out squared error of every fold cost no further read.
+
+Several targets (the k one-vs-rest columns of a classifier) share the matrix: with
+``Gᵀy`` of shape (m̃, k), ``Σy`` of shape (k,), one factorization solves all k
+right-hand sides, each column exactly the system its target alone would give.
 """
 
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,7 +32,8 @@ import scipy.linalg
 
 from bigkern.errors import IllConditionedWarning
 
-__all__ = ["NystromSolution", "heldout_sse", "kernel_penalty_basis", "nystrom_solve"]
+__all__ = ["NystromSolution", "NystromSystem", "heldout_sse", "kernel_penalty_basis",
+           "nystrom_solve", "nystrom_system", "solve_system"]
 
 #: eigenvalues of K(Ã, Ã) below this fraction of the largest are left out of the basis
 EIG_CUTOFF = 1e-10
@@ -50,11 +56,13 @@ JITTERS = (0.0, 1e-13, 1e-12, 1e-11, 1e-10, 1e-9, 1e-8, 1e-7, 1e-6)
 
 
 class NystromSolution(tuple):
-    """``(coef, intercept, jitter)``: the solution and the relative jitter it needed."""
+    """``(coef, intercept, jitter)``: the solution and the relative jitter it needed
+    (``coef`` (m̃,) and a float ``intercept``, or (m̃, k) and (k,) for k targets)."""
 
     __slots__ = ()
 
-    def __new__(cls, coef: np.ndarray, intercept: float, jitter: float) -> NystromSolution:
+    def __new__(cls, coef: np.ndarray, intercept: float | np.ndarray,
+                jitter: float) -> NystromSolution:
         return super().__new__(cls, (coef, intercept, jitter))
 
     coef = property(lambda self: self[0])
@@ -71,7 +79,8 @@ def nystrom_solve(pieces: dict[str, Any], penalty: np.ndarray | None, lam: float
     ----------
     pieces : dict
         ``GtG`` (m̃, m̃), ``Gty``, ``Gsum`` (m̃,), ``ysum`` and ``n`` (see
-        :func:`bigkern.reduce.reduced.folds.fold_pieces`).
+        :func:`bigkern.reduce.reduced.folds.fold_pieces`); for k targets ``Gty``
+        (m̃, k) and ``ysum`` (k,): one factorization, k right-hand sides.
     penalty : ndarray, shape (m̃, m̃) or (m̃, r), or None
         ``P``: ``K(Ã, Ã)`` or the identity (None); or, better conditioned, the basis
         ``T`` of :func:`kernel_penalty_basis` (with ``transform=True``): then the
@@ -87,31 +96,85 @@ def nystrom_solve(pieces: dict[str, Any], penalty: np.ndarray | None, lam: float
     -------
     NystromSolution
         ``coef`` (m̃,), ``intercept`` and the relative jitter added to the diagonal
-        (0 when the plain factorization succeeded).
+        (0 when the plain factorization succeeded); ``coef`` (m̃, k) and ``intercept``
+        (k,) for k targets.
 
     Raises
     ------
     ValueError
         λ ≤ 0, or no jitter up to 1e-6 of the mean diagonal makes the system factor.
     """
-    if not (np.isfinite(lam) and lam > 0):
-        raise ValueError(f"the ridge parameter lam must be a positive finite number; got {lam!r}")
+    return solve_system(nystrom_system(pieces, penalty, fit_intercept=fit_intercept,
+                                       transform=transform), lam, warn=warn, stacklevel=3)
+
+
+@dataclass(frozen=True)
+class NystromSystem:
+    """The centered Nyström system without its λ term (:func:`nystrom_system`): what every
+    λ of a path shares, so that each of them costs one factorization only.
+
+    ``matrix`` is ``GᵀG − ḡḡᵀ/n`` (``Tᵀ(…)T`` with ``basis`` = ``T``), ``rhs`` the
+    right-hand side(s), ``penalty`` the ``P`` the λ term adds (None: the identity), and
+    ``gsum``, ``ysum``, ``n`` what the intercepts are recovered from.
+    """
+
+    matrix: np.ndarray
+    rhs: np.ndarray
+    basis: np.ndarray | None
+    penalty: np.ndarray | None
+    gsum: np.ndarray
+    ysum: float | np.ndarray
+    n: float
+    fit_intercept: bool
+
+
+def nystrom_system(pieces: dict[str, Any], penalty: np.ndarray | None, *,
+                   fit_intercept: bool = True, transform: bool = False) -> NystromSystem:
+    """The system :func:`nystrom_solve` factors, before its λ term (arguments as there).
+
+    Examples
+    --------
+    One system, a path of λ (each solve as :func:`nystrom_solve` gives it):
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> G, y = rng.uniform(size=(50, 4)), rng.standard_normal(50)
+    >>> pieces = {"GtG": G.T @ G, "Gty": G.T @ y, "Gsum": G.sum(0), "ysum": y.sum(), "n": 50}
+    >>> system = nystrom_system(pieces, None)
+    >>> [bool(np.array_equal(solve_system(system, lam).coef,
+    ...                      nystrom_solve(pieces, None, lam).coef)) for lam in (0.1, 1.0)]
+    [True, True]
+    """
     n = float(pieces["n"])
     M = np.array(pieces["GtG"], dtype=np.float64)
     rhs = np.array(pieces["Gty"], dtype=np.float64)
+    gsum = np.asarray(pieces["Gsum"], dtype=np.float64)
+    several = rhs.ndim == 2
+    ysum = np.asarray(pieces["ysum"], dtype=np.float64) if several else float(pieces["ysum"])
     if fit_intercept:
-        s = np.asarray(pieces["Gsum"], dtype=np.float64)
-        M -= np.outer(s, s) / n
-        rhs -= s * (float(pieces["ysum"]) / n)
+        M -= np.outer(gsum, gsum) / n
+        if several:
+            rhs -= gsum[:, None] * (ysum / n)
+        else:
+            rhs -= gsum * (ysum / n)
     T = None
     if transform:
         T = np.asarray(penalty, dtype=np.float64)
         M, rhs = T.T @ M @ T, T.T @ rhs
-        M[np.diag_indices_from(M)] += lam
-    elif penalty is None:
+    P = None if transform or penalty is None else np.asarray(penalty, dtype=np.float64)
+    return NystromSystem(M, rhs, T, P, gsum, ysum, n, fit_intercept)
+
+
+def solve_system(system: NystromSystem, lam: float, *, warn: bool = True,
+                 stacklevel: int = 2) -> NystromSolution:
+    """Add the λ term to ``system`` and solve it (see :func:`nystrom_solve`)."""
+    if not (np.isfinite(lam) and lam > 0):
+        raise ValueError(f"the ridge parameter lam must be a positive finite number; got {lam!r}")
+    M, rhs, T, n = system.matrix.copy(), system.rhs, system.basis, system.n
+    if system.penalty is None:
         M[np.diag_indices_from(M)] += lam
     else:
-        M += lam * np.asarray(penalty, dtype=np.float64)
+        M += lam * system.penalty
     scale = float(np.mean(np.diag(M))) or 1.0
     for jitter in JITTERS:
         A = M if jitter == 0 else M + (jitter * scale) * np.eye(len(M))
@@ -126,22 +189,34 @@ def nystrom_solve(pieces: dict[str, Any], penalty: np.ndarray | None, lam: float
             warnings.warn(f"the Nyström system (GᵀG + λP, λ={lam:g}) is not numerically "
                           f"positive definite: solved with {jitter:g} × its mean diagonal "
                           f"added (a larger lam, or fewer / more distinct centers, avoids "
-                          f"this)", IllConditionedWarning, stacklevel=2)
-        b = (float(pieces["ysum"]) - float(np.asarray(pieces["Gsum"]) @ coef)) / n \
-            if fit_intercept else 0.0
+                          f"this)", IllConditionedWarning, stacklevel=stacklevel)
+        if rhs.ndim == 2:
+            b = (system.ysum - system.gsum @ coef) / n if system.fit_intercept \
+                else np.zeros(rhs.shape[1])
+        else:
+            b = (system.ysum - float(system.gsum @ coef)) / n if system.fit_intercept else 0.0
         return NystromSolution(coef, b, float(jitter))
     raise ValueError(f"the Nyström system (λ={lam:g}) is not positive definite even with "
                      f"{JITTERS[-1]:g} × its mean diagonal added; increase lam")
 
 
-def heldout_sse(pieces: dict[str, Any], coef: np.ndarray, intercept: float) -> float:
+def heldout_sse(pieces: dict[str, Any], coef: np.ndarray,
+                intercept: float | np.ndarray) -> float:
     """``Σ (y − G c − b)²`` over the rows the pieces sum (e.g. one held-out fold).
 
     ``yᵀy − 2 cᵀGᵀy − 2 b Σy + cᵀGᵀG c + 2 b cᵀG̅ + n b²``: exact in exact arithmetic,
     it loses digits to cancellation when the fit is very good (enough to rank
-    candidates; a residual pass gives the exact value).
+    candidates; a residual pass gives the exact value). For k targets (``coef``
+    (m̃, k), ``intercept`` (k,)), the sum over all k columns.
     """
     c = np.asarray(coef, dtype=np.float64)
+    if c.ndim == 2:
+        b = np.asarray(intercept, dtype=np.float64)
+        per_target = (np.asarray(pieces["yty"]) - 2.0 * np.einsum("ij,ij->j", c, pieces["Gty"])
+                      - 2.0 * b * np.asarray(pieces["ysum"])
+                      + np.einsum("ij,ij->j", c, pieces["GtG"] @ c)
+                      + 2.0 * b * (np.asarray(pieces["Gsum"]) @ c) + pieces["n"] * b * b)
+        return float(per_target.sum())
     b = float(intercept)
     return float(pieces["yty"] - 2.0 * c @ pieces["Gty"] - 2.0 * b * pieces["ysum"]
                  + c @ (pieces["GtG"] @ c) + 2.0 * b * (c @ pieces["Gsum"])

@@ -45,12 +45,17 @@ implementation that evaluates one trial step at a time). Should no step down to
 ``2^-L`` pass the test, the iteration stops and says so; when the Newton
 decrement is then below ``1e4 ε |F|`` (the test failed to round-off in ``F``)
 that counts as converged.
+
+The iteration itself is :func:`newton_armijo_iterates`, a generator of the passes it
+needs: :func:`newton_armijo` answers them with one ``evaluate``, and
+:func:`~bigkern.solvers.lockstep_newton.newton_armijo_lockstep` answers those of k
+one-vs-rest problems with one pass for all.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,7 +73,9 @@ __all__ = [
     "SmoothHinge",
     "armijo_steps",
     "cholesky_solve",
+    "drive",
     "newton_armijo",
+    "newton_armijo_iterates",
     "newton_direction",
     "objective",
     "smooth_plus",
@@ -182,18 +189,61 @@ def newton_armijo(
     -------
     NewtonResult
     """
+    return drive(newton_armijo_iterates(dim, C=C, tol=tol, max_iter=max_iter, delta=delta,
+                                        max_halvings=max_halvings, callback=callback,
+                                        refine=refine, first_trials=first_trials),
+                 lambda point: evaluate(*point))
+
+
+#: What :func:`newton_armijo_iterates` asks for: one pass ``(u, d, steps, at)``.
+Point = tuple[np.ndarray, np.ndarray, np.ndarray, float]
+
+
+def drive(iterates: Generator[Any, Any, Any], answer: Callable[[Any], Any]) -> Any:
+    """Run a solver written as a generator of requests, answering each with ``answer``."""
+    try:
+        request = next(iterates)
+        while True:
+            request = iterates.send(answer(request))
+    except StopIteration as done:
+        return done.value
+
+
+def newton_armijo_iterates(
+    dim: int,
+    *,
+    C: float,
+    tol: float = 1e-8,
+    max_iter: int = 50,
+    delta: float = 1e-4,
+    max_halvings: int = 20,
+    callback: Callable[[dict[str, Any]], None] | None = None,
+    refine: Callable[[], Any] | None = None,
+    first_trials: int | None = None,
+    u0: np.ndarray | None = None,
+    grad_norm0: float | None = None,
+) -> Generator[Point, RowSums, NewtonResult]:
+    """:func:`newton_armijo` as a generator: it yields each pass it needs, ``(u, d, steps,
+    at)``, is sent that pass's :class:`RowSums`, and returns the :class:`NewtonResult`.
+
+    So one driver can advance several problems whose passes share one read of the rows
+    (:func:`bigkern.solvers.lockstep_newton.newton_armijo_lockstep`); the arguments are
+    :func:`newton_armijo`'s, and ``u0`` a starting point other than 0 (e.g. a fit on a
+    subset of the rows), with ``grad_norm0`` the norm ``‖∇F(0)‖`` of the stopping rule
+    (which a pass at ``u0`` does not give).
+    """
     _check_newton_options(C, tol, delta, max_iter)
     C = float(C)
     steps = armijo_steps(max_halvings)
     first = len(steps) if first_trials is None else max(1, min(int(first_trials), len(steps)))
-    u = np.zeros(dim)
+    u = np.zeros(dim) if u0 is None else np.array(u0, dtype=np.float64)
     zero = np.zeros(dim)
-    sums = evaluate(u, zero, np.zeros(1), 0.0)
+    sums = yield u, zero, np.zeros(1), 0.0
     passes, backtracked, taken = 1, 0, []
     refined_at: int | None = None
-    f = C * float(sums.loss[0])
+    f = C * float(sums.loss[0]) if u0 is None else objective(u, float(sums.loss[0]), C)
     g, H = _gradient_hessian(u, sums, C)
-    g0 = float(np.linalg.norm(g))
+    g0 = float(np.linalg.norm(g)) if grad_norm0 is None else float(grad_norm0)
     message = "max_iter reached"
     while True:
         gnorm = float(np.linalg.norm(g))
@@ -204,10 +254,12 @@ def newton_armijo(
             break
         d = -newton_direction(H, g, C)
         slope = float(g @ d)
-        trial, f_trial, ok = _armijo_trials(evaluate, u, d, f, slope, steps[:first], C, delta)
+        trial = yield u, d, steps[:first], 1.0
+        f_trial, ok = _armijo_test(trial, u, d, f, slope, steps[:first], C, delta)
         passes += 1
         if not len(ok) and first < len(steps):  # the shorter steps, in a second batch
-            _, f_rest, ok = _armijo_trials(evaluate, u, d, f, slope, steps[first:], C, delta)
+            rest = yield u, d, steps[first:], 1.0
+            f_rest, ok = _armijo_test(rest, u, d, f, slope, steps[first:], C, delta)
             f_trial, ok = np.concatenate([f_trial, f_rest]), ok + first
             passes += 1
         if not len(ok):
@@ -220,7 +272,7 @@ def newton_armijo(
         j = int(ok[0])
         lam = float(steps[j])
         if j:
-            trial = evaluate(u, d, steps[j:j + 1], lam)
+            trial = yield u, d, steps[j:j + 1], lam
             passes += 1
             backtracked += 1
         u = u + lam * d
@@ -253,19 +305,17 @@ def _check_newton_options(C: Any, tol: Any, delta: Any, max_iter: Any) -> None:
         raise ValueError(f"max_iter must be a non-negative int; got {max_iter!r}")
 
 
-def _armijo_trials(evaluate: Evaluate, u: np.ndarray, d: np.ndarray, f: float, slope: float,
-                   steps: np.ndarray, C: float, delta: float
-                   ) -> tuple[RowSums, np.ndarray, np.ndarray]:
-    """Every trial step of one batch in one pass: the sums, ``F(u + λ d)`` and the steps that pass.
+def _armijo_test(trial: RowSums, u: np.ndarray, d: np.ndarray, f: float, slope: float,
+                 steps: np.ndarray, C: float, delta: float) -> tuple[np.ndarray, np.ndarray]:
+    """``F(u + λ d)`` at every trial step of one batch's sums, and the steps that pass.
 
     A step passes Armijo's test ``F(u) − F(u + λ d) ≥ −δ λ gᵀd``; the first that
     passes is the longest.
     """
-    trial = evaluate(u, d, steps, 1.0)
     # ‖u + λd‖² = ‖u‖² + 2λ uᵀd + λ² ‖d‖², for every step at once
     uu, ud, dd = float(u @ u), float(u @ d), float(d @ d)
     f_trial = C * trial.loss + 0.5 * (uu + steps * (2.0 * ud + steps * dd))
-    return trial, f_trial, np.flatnonzero(f - f_trial >= -delta * steps * slope)
+    return f_trial, np.flatnonzero(f - f_trial >= -delta * steps * slope)
 
 
 def newton_direction(H: np.ndarray, g: np.ndarray, C: float) -> np.ndarray:

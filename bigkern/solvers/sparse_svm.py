@@ -11,18 +11,24 @@ throws its sparsity away; here every step touches only the two CSR rows of
 its working pair (gradient updates cost ``nnz(row i) + nnz(row j)``), plus
 one O(n) scan for the pair. The decision function is
 ``f(x) = Σ α_i y_i k(x, x_i) − ρ``.
+
+:func:`solve_svm_duals` solves k such problems (the one-vs-rest labellings of a
+k-class label) on one Gram matrix, prepared once and shared by threads, one
+problem per thread.
 """
 
 from __future__ import annotations
 
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numba
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["SVMSolution", "solve_svm_dual"]
+__all__ = ["SVMSolution", "solve_svm_dual", "solve_svm_duals"]
 
 _TAU = 1e-12
 
@@ -160,7 +166,7 @@ def _intercept(alpha, grad, y, c):
     return total_free / free if free > 0 else (upper + lower) / 2
 
 
-@numba.njit(cache=True)
+@numba.njit(nogil=True, cache=True)
 def _smo(indptr, indices, data, diag, y, c, eps, max_iter):
     n = len(y)
     alpha = np.zeros(n)
@@ -216,23 +222,102 @@ def solve_svm_dual(
         Default ``max(10⁷, 100 n)``.
     """
     y = np.asarray(y, dtype=np.float64)
-    n = len(y)
-    if K.shape != (n, n):
-        raise ValueError(f"K has shape {K.shape}; expected ({n}, {n}) for {n} labels")
+    gram = _SharedGram(K, len(y), c)
+    return gram.solve(_checked_labels(y), float(eps), max_iter)
+
+
+def solve_svm_duals(
+    K: sp.spmatrix | np.ndarray, Y: np.ndarray, c: float, *, eps: float = 1e-3,
+    max_iter: int | None = None, threads: int | None = None,
+) -> list[SVMSolution]:
+    """Solve k SVM duals (12) that share one Gram matrix: one per column of ``Y``.
+
+    The one-vs-rest problems of a k-class label differ only in their labels; the Gram
+    matrix is checked and laid out once and read by all of them, each problem on its
+    own thread (the compiled SMO releases the GIL). Each solution is exactly what
+    :func:`solve_svm_dual` gives for that column alone.
+
+    Parameters
+    ----------
+    K : scipy sparse or ndarray (n, n)
+        Symmetric positive semi-definite Gram matrix.
+    Y : ndarray (n, k)
+        Labels ±1, one column per problem.
+    c, eps, max_iter
+        As in :func:`solve_svm_dual`.
+    threads : int, optional
+        Problems solved at once; default the processors available, at most k.
+
+    Returns
+    -------
+    list of SVMSolution
+        One per column of ``Y``, in order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern import CompactSupport, Gaussian, sparse_gram
+    >>> from bigkern.solvers.sparse_svm import solve_svm_dual, solve_svm_duals
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 2))
+    >>> codes = np.digitize(X[:, 0], [-0.5, 0.5])  # classes 0, 1, 2
+    >>> Y = np.where(codes[:, None] == np.arange(3), 1.0, -1.0)
+    >>> K = sparse_gram(X, CompactSupport(Gaussian(omega=0.5), radius=1.5))
+    >>> solutions = solve_svm_duals(K, Y, 1.0)
+    >>> len(solutions), solutions[0].dual_coef.shape
+    (3, (200,))
+    >>> alone = solve_svm_dual(K, Y[:, 2], 1.0)
+    >>> bool(np.array_equal(solutions[2].dual_coef, alone.dual_coef))
+    True
+    """
+    Y = np.asarray(Y, dtype=np.float64)
+    if Y.ndim != 2:
+        raise ValueError(f"Y must be 2-D, one column of ±1 labels per problem; got shape "
+                         f"{Y.shape}")
+    gram = _SharedGram(K, len(Y), c)
+    columns = [_checked_labels(np.ascontiguousarray(Y[:, j])) for j in range(Y.shape[1])]
+    if threads is None:
+        threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+            else (os.cpu_count() or 1)
+    threads = max(1, min(int(threads), len(columns)))
+    if threads == 1:
+        return [gram.solve(y, float(eps), max_iter) for y in columns]
+    with ThreadPoolExecutor(threads, thread_name_prefix="bigkern-smo") as pool:
+        return list(pool.map(lambda y: gram.solve(y, float(eps), max_iter), columns))
+
+
+def _checked_labels(y: np.ndarray) -> np.ndarray:
     if not np.all(np.abs(y) == 1):
         raise ValueError("y must hold the labels -1 and +1 only")
     if len(np.unique(y)) < 2:
         raise ValueError("y has one class only: an SVM needs both -1 and +1")
-    if not (np.isfinite(c) and c > 0):
-        raise ValueError(f"the box bound c must be a positive finite number; got {c!r}")
-    Kc = sp.csr_matrix(K, dtype=np.float64)
-    Kc.sum_duplicates()
-    if not np.all(np.isfinite(Kc.data)):
-        raise ValueError("K has non-finite entries")
-    diag = Kc.diagonal()
-    t0 = time.perf_counter()
-    alpha, rho, iterations, objective, gap = _smo(
-        Kc.indptr.astype(np.int64), Kc.indices.astype(np.int64), Kc.data, diag, y,
-        float(c), float(eps), int(max_iter if max_iter is not None else max(10**7, 100 * n)))
-    return SVMSolution(alpha * y, -float(rho), int(np.count_nonzero(alpha)), int(iterations),
-                       float(objective), float(gap), time.perf_counter() - t0)
+    return y
+
+
+class _SharedGram:
+    """A Gram matrix checked and laid out (CSR, int64 indices, its diagonal) for SMO once."""
+
+    def __init__(self, K: sp.spmatrix | np.ndarray, n: int, c: float) -> None:
+        if K.shape != (n, n):
+            raise ValueError(f"K has shape {K.shape}; expected ({n}, {n}) for {n} labels")
+        if not (np.isfinite(c) and c > 0):
+            raise ValueError(f"the box bound c must be a positive finite number; got {c!r}")
+        Kc = sp.csr_matrix(K, dtype=np.float64)
+        Kc.sum_duplicates()
+        if not np.all(np.isfinite(Kc.data)):
+            raise ValueError("K has non-finite entries")
+        self.c = float(c)
+        self.indptr = Kc.indptr.astype(np.int64)
+        self.indices = Kc.indices.astype(np.int64)
+        self.data = Kc.data
+        self.diag = Kc.diagonal()
+
+    def solve(self, y: np.ndarray, eps: float, max_iter: int | None) -> SVMSolution:
+        n = len(y)
+        t0 = time.perf_counter()
+        alpha, rho, iterations, objective, gap = _smo(
+            self.indptr, self.indices, self.data, self.diag, y, self.c, eps,
+            int(max_iter if max_iter is not None else max(10**7, 100 * n)))
+        return SVMSolution(alpha * y, -float(rho), int(np.count_nonzero(alpha)),
+                           int(iterations), float(objective), float(gap),
+                           time.perf_counter() - t0)

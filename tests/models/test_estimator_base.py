@@ -134,12 +134,19 @@ def test_an_xarray_dataset_as_x_points_to_stack_samples(model):
         model.fit(ds, y)
 
 
+class _BinaryOnlyBinnedSVC(BinnedSVC):
+    """A model kept to two classes by ``_binary_only`` (BinnedSVC itself takes k)."""
+
+    _binary_only = True
+
+
 def test_binary_only_is_declared_in_the_tags_and_multiclass_is_refused():
     X, y = _data()
-    model = BinnedSVC()
+    model = _BinaryOnlyBinnedSVC()
     assert model.__sklearn_tags__().classifier_tags.multi_class is False
     with pytest.raises(LabelError, match="Only binary classification is supported"):
         model.fit(X, np.arange(len(y)) % 3)
+    assert BinnedSVC().__sklearn_tags__().classifier_tags.multi_class is True
 
 
 def test_masked_labels_choose_the_classes():
@@ -209,7 +216,7 @@ def test_predict_scenes_refuses_string_classes_for_an_int8_mask():
 
     ds, frame, y = _scenes_and_samples()
     model = BinnedSVC(omega=1.0, C=3.0).fit(frame, np.where(y > 0, "cloud", "clear"))
-    with pytest.raises(TypeError, match="two integers"):
+    with pytest.raises(TypeError, match=r"classes must be integers in \[-127, 127\]"):
         predict_scenes(model, ds)
 
 

@@ -223,13 +223,16 @@ def test_explicit_choices():
         ((np.zeros(10),), {}),
         ((np.zeros((10, 2)),), {"features": ["a"]}),
         ((np.full((10, 2), np.nan),), {}),
-        ((np.ones((10, 2)), np.arange(10)), {}),
+        ((np.ones((300, 2)), np.arange(300)), {}),
         ((np.ones((10, 2)), np.ones(10)), {}),
-        ((np.ones((10, 2)), np.arange(10) % 2), {"classes": (0, 1, 2)}),
+        ((np.ones((10, 2)), np.arange(10) % 2), {"classes": (1,)}),
+        ((np.ones((10, 2)), np.arange(10) % 2), {"classes": (0, 1, 1)}),
         ((np.ones((10, 2)), np.arange(10) % 3), {"classes": (0, 1)}),
+        ((np.ones((10, 2)), np.arange(10) % 4), {"classes": (0, 1, 2)}),
     ],
-    ids=["1-D X", "names", "no usable rows", "ten classes",
-         "one class", "three classes given", "label outside classes"],
+    ids=["1-D X", "names", "no usable rows", "300 classes",
+         "one class", "one class given", "a class given twice", "label outside classes",
+         "label outside three classes"],
 )
 def test_same_errors_as_the_dask_path(args, kwargs):
     memory = _outcome(lambda: percentile_bins(*args, **kwargs))

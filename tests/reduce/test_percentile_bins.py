@@ -97,12 +97,13 @@ def test_empty_bins_counted_and_sparse_ids():
     np.testing.assert_array_equal(bins["cell"].values[:, 0], bins["cell"].values[:, 1])
 
 
-def test_labels_must_be_two_classes():
+def test_labels_must_be_two_classes_or_more():
     x, _ = _data(1000)
     with pytest.raises(LabelError, match="one class only"):
         percentile_bins(x, np.ones(1000))
-    with pytest.raises(LabelError, match="3 classes"):
-        percentile_bins(x, np.arange(1000) % 3 - 1)
+    three = percentile_bins(x, np.arange(1000) % 3 - 1)  # k classes: counted per class
+    assert three["class"].values.tolist() == [-1, 0, 1]
+    assert "positive" not in three
 
 
 def test_labels_outside_given_classes():

@@ -3,16 +3,19 @@
 A compact model predicts from its training rows (only those within ``radius`` of a
 new point contribute), so the Dataset holds them: ``X_fit (sample, feature)``,
 with ``dual_coef (sample)`` for :class:`~bigkern.models.CompactLSSVC`,
-:class:`~bigkern.models.CompactKernelRidge` and :class:`~bigkern.models.CompactSVC`,
-or ``eigenvectors (sample, component)``, ``eigenvalues (component)`` and ``row_means
-(sample)`` for :class:`~bigkern.models.CompactKernelPCA`. attrs: the attrs every model
-file carries (:func:`~bigkern.models.persistence.expansion_files.model_attrs`: ``model``,
+:class:`~bigkern.models.CompactKernelRidge` and :class:`~bigkern.models.CompactSVC`
+(a classifier of k > 2 classes: ``dual_coef (sample, output)`` and ``intercept
+(output)``, one column per class in the order of ``classes_json``, as the expansion
+files lay out k columns), or ``eigenvectors (sample, component)``, ``eigenvalues
+(component)`` and ``row_means (sample)`` for :class:`~bigkern.models.CompactKernelPCA`.
+attrs: the attrs every model file carries
+(:func:`~bigkern.models.persistence.expansion_files.model_attrs`: ``model``,
 ``params_json``, ``fitted_json``, ``has_feature_names``, ``bigkern_format``,
 ``bigkern_version``), the kernel (``kernel``, the name of the radial kernel that is
 tapered; ``omega``, ``support_radius``, ``taper_power``; ``taper_power = -1``: chosen
-from the dimension), ``intercept``, ``classes_json`` and ``grand_mean``. The fit report
-(``fit_report_``) is not saved. Files of format 1 (before the kernel was recorded) are
-refused, saying to refit.
+from the dimension), ``intercept`` (of one column), ``classes_json`` and ``grand_mean``.
+The fit report (``fit_report_``) is not saved. Files of format 1 (before the kernel was
+recorded) are refused, saying to refit.
 """
 
 from __future__ import annotations
@@ -46,8 +49,13 @@ def compact_to_dataset(model: Any) -> xr.Dataset:
         **model_attrs(model, {}, FORMAT),
     }
     if hasattr(model, "dual_coef_"):
-        data["dual_coef"] = ("sample", np.asarray(model.dual_coef_, dtype=np.float64))
-        attrs["intercept"] = float(model.intercept_)
+        coef = np.asarray(model.dual_coef_, dtype=np.float64)
+        if coef.ndim == 1:
+            data["dual_coef"] = ("sample", coef)
+            attrs["intercept"] = float(model.intercept_)
+        else:  # k classes: one column each
+            data["dual_coef"] = (("sample", "output"), coef)
+            data["intercept"] = ("output", np.asarray(model.intercept_, dtype=np.float64))
     else:
         sol = model._solution
         data["eigenvectors"] = (("sample", "component"), sol.eigenvectors)
@@ -70,8 +78,8 @@ def compact_from_dataset(ds: xr.Dataset, cls: type, *, support_from_coef: bool =
     cls : type
         The estimator class named by ``ds.attrs["model"]``.
     support_from_coef : bool
-        Set ``support_`` to the rows with a nonzero dual coefficient (the indices
-        of the support vectors that :class:`~bigkern.models.CompactSVC` keeps).
+        Set ``support_`` to the rows with a nonzero dual coefficient in any column (the
+        indices of the support vectors that :class:`~bigkern.models.CompactSVC` keeps).
         The caller says so: this module does not import the estimators.
 
     Returns
@@ -101,9 +109,14 @@ def compact_from_dataset(ds: xr.Dataset, cls: type, *, support_from_coef: bool =
                                              dtype=object)
     if "dual_coef" in ds:
         model.dual_coef_ = np.asarray(ds["dual_coef"].values, dtype=np.float64)
-        model.intercept_ = float(ds.attrs["intercept"])
+        if model.dual_coef_.ndim == 1:
+            model.intercept_ = float(ds.attrs["intercept"])
+        else:
+            model.intercept_ = np.asarray(ds["intercept"].values, dtype=np.float64)
         if support_from_coef:
-            model.support_ = np.flatnonzero(model.dual_coef_)
+            nonzero = model.dual_coef_ != 0
+            model.support_ = np.flatnonzero(nonzero if nonzero.ndim == 1 else
+                                            nonzero.any(axis=1))
     else:
         model._solution = KernelPCASolution(
             np.asarray(ds["eigenvalues"].values, dtype=np.float64),

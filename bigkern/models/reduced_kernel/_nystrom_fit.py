@@ -5,6 +5,8 @@ and :class:`~bigkern.models.reduced_kernel.nystrom.NystromKernelRidgeClassifier`
 their targets are a dask array: the direct solve of every (ω, λ) candidate from one
 read of the folds' normal equations, the conjugate-gradient fit
 (:mod:`bigkern.models.reduced_kernel.nystrom_cg`), and ``solver="auto"``'s choice between them.
+With ``n_classes`` the targets are class codes, and every solver fits the k one-vs-rest
+problems from the reads one problem takes.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
+from bigkern.kernels import KernelExpansion
 from bigkern.models._base import fitted_expansion
 from bigkern.models._constraints import candidates, domain
 from bigkern.models.reduced_kernel._reduced_parts import (
@@ -29,7 +32,13 @@ from bigkern.models.reduced_kernel.nystrom_cg import (
 )
 from bigkern.reduce.passes import per_feature_counts, without_per_feature
 from bigkern.reduce.reduced.folds import fold_pieces, reduced_normal_equations_folds
-from bigkern.solvers.nystrom import heldout_sse, kernel_penalty_basis, nystrom_solve
+from bigkern.solvers.nystrom import (
+    heldout_sse,
+    kernel_penalty_basis,
+    nystrom_solve,
+    nystrom_system,
+    solve_system,
+)
 
 __all__: list[str] = []
 
@@ -61,10 +70,13 @@ class _NystromFit:
         return candidates("omega", self.omega), candidates("lam", self.lam)
 
     def _fit_pieces(self, Xd: Any, yd: Any, md: Any, rs: Any, widths: tuple[float, ...],
-                    lams: tuple[float, ...], t0: float) -> None:
+                    lams: tuple[float, ...], t0: float, n_classes: int | None = None) -> None:
+        """Fit by the solver asked for (or chosen) on targets ``yd``; with ``n_classes`` = k,
+        ``yd`` holds class codes and every read serves the k one-vs-rest problems, whose
+        candidates are ranked on the mean over the classes of the held-out squared error."""
         choice = f"solver={self.solver!r}"
         if self.solver == "cg":
-            self._fit_cg(Xd, yd, md, rs, widths, lams, t0)
+            self._fit_cg(Xd, yd, md, rs, widths, lams, t0, n_classes)
             return
         if self.solver == "auto":
             choice = self._auto_choice(rs, widths, lams)
@@ -72,10 +84,11 @@ class _NystromFit:
                 fit_by_cg_path(self, Xd, yd, md, rs, widths[0], lams, t0,
                                choice=(f"solver='auto': a λ path of {len(lams)} candidates "
                                        f"with {rs.size:,} centers, at least "
-                                       f"{AUTO_CG_PATH_CENTERS:,}"))
+                                       f"{AUTO_CG_PATH_CENTERS:,}"), n_classes=n_classes)
                 return
             if choice is None:
-                why = fit_by_cg(self, Xd, yd, md, rs, widths[0], lams[0], t0, probe=True)
+                why = fit_by_cg(self, Xd, yd, md, rs, widths[0], lams[0], t0, probe=True,
+                                n_classes=n_classes)
                 if why is None:
                     return
                 choice = why
@@ -87,8 +100,9 @@ class _NystromFit:
                                             n_folds=int(self.n_folds) if many else 1,
                                             seed=int(seed), offset=basis.offset,
                                             scale=basis.scale, clip=basis.clip, mask=md,
-                                            kernel=basis.kernel)
+                                            kernel=basis.kernel, n_classes=n_classes)
         t_pass = time.perf_counter() - t0
+        n_targets = 1 if n_classes is None else int(n_classes)
         m = basis.n_basis
         folds = list(range(int(ds.sizes["fold"])))
         scores = np.full((len(widths), len(lams)), np.nan)
@@ -99,16 +113,19 @@ class _NystromFit:
         max_jitter = 0.0
         if many:
             for i in range(len(widths)):
-                train = [fold_pieces(ds, i, [g for g in folds if g != f]) for f in folds]
+                # each fold's system without λ, shared by the λ path: one factorization a λ
+                train = [nystrom_system(fold_pieces(ds, i, [g for g in folds if g != f]),
+                                        penalties[i], transform=rkhs,
+                                        fit_intercept=self.fit_intercept) for f in folds]
                 test = [fold_pieces(ds, i, f) for f in folds]
                 for j, lam in enumerate(lams):
                     sse = 0.0
                     for f in folds:
-                        sol = nystrom_solve(train[f], penalties[i], lam, transform=rkhs,
-                                            fit_intercept=self.fit_intercept, warn=False)
+                        sol = solve_system(train[f], lam, warn=False)
                         max_jitter = max(max_jitter, sol.jitter)
                         sse += heldout_sse(test[f], sol.coef, sol.intercept)
-                    scores[i, j] = sse / max(1, int(ds["n"].sum()))
+                    # the mean over the targets (classes) of the held-out squared error
+                    scores[i, j] = sse / max(1, int(ds["n"].sum())) / n_targets
             i, j = np.unravel_index(int(np.nanargmin(scores)), scores.shape)
         else:
             i, j = 0, 0
@@ -150,18 +167,24 @@ class _NystromFit:
                     f"direct pass is the cheaper)")
         return None
 
-    def _set_expansion(self, basis: Any, coef: np.ndarray, intercept: float, omega: float,
-                       lam: float, rs: Any) -> list[str]:
-        """The fitted expansion (either solver); returns the feature names."""
+    def _set_expansion(self, basis: Any, coef: np.ndarray, intercept: float | np.ndarray,
+                       omega: float, lam: float, rs: Any) -> list[str]:
+        """The fitted expansion (either solver; ``coef`` (m̃, k) and ``intercept`` (k,) for k
+        classes); returns the feature names."""
         self.omega_, self.lam_ = omega, lam
-        self.expansion_ = fitted_expansion(self, basis.centers, coef, intercept, omega,
-                                           basis.offset, basis.scale, basis.clip)
+        if np.ndim(coef) == 2:  # k classes: fitted_expansion takes one intercept (a float)
+            self.expansion_ = KernelExpansion.from_parts(
+                basis.centers, coef, intercept, float(omega), basis.offset, basis.scale,
+                clip=basis.clip, dtype="float32", kernel=getattr(self, "kernel", "gaussian"))
+        else:
+            self.expansion_ = fitted_expansion(self, basis.centers, coef, intercept, omega,
+                                               basis.offset, basis.scale, basis.clip)
         self.reduced_index_ = rs.index
         names = getattr(self, "feature_names_in_", None)
         return [f"f{k}" for k in range(self.n_features_in_)] if names is None else list(names)
 
     def _fit_cg(self, Xd: Any, yd: Any, md: Any, rs: Any, widths: tuple[float, ...],
-                lams: tuple[float, ...], t0: float) -> None:
+                lams: tuple[float, ...], t0: float, n_classes: int | None = None) -> None:
         """``solver="cg"`` (:mod:`bigkern.models.reduced_kernel.nystrom_cg`): one omega,
         and one lam or a path of them chosen on a held-out fold."""
         if len(widths) > 1 or self.penalty != "rkhs":
@@ -170,9 +193,9 @@ class _NystromFit:
                 f"penalty='rkhs' (got {len(widths)} widths, penalty={self.penalty!r}): the "
                 f"direct solver searches widths and takes penalty='coef'")
         if len(lams) > 1:
-            fit_by_cg_path(self, Xd, yd, md, rs, widths[0], lams, t0)
+            fit_by_cg_path(self, Xd, yd, md, rs, widths[0], lams, t0, n_classes=n_classes)
         else:
-            fit_by_cg(self, Xd, yd, md, rs, widths[0], lams[0], t0)
+            fit_by_cg(self, Xd, yd, md, rs, widths[0], lams[0], t0, n_classes=n_classes)
 
 
 #: ``_auto_choice``'s answer for a λ path by conjugate gradients

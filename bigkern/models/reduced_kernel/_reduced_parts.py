@@ -62,6 +62,7 @@ __all__ = [
     "kernel_rows_fit_in_memory",
     "masked_targets",
     "newton_fit",
+    "numpy_mask",
     "plus_minus",
     "reduced_basis",
     "scale_sample_rows",
@@ -103,7 +104,7 @@ def fit_labels(est: Any, y: Any, mask: Any) -> tuple[Any, bool]:
     numpy ``y`` with a numpy (or no) mask becomes 0/1 codes, ``classes_`` taken from
     the rows the mask keeps (the others may hold anything, e.g. 0 for unlabelled
     pixels); a dask ``y`` or mask stays lazy, and ``classes_`` comes from the draw
-    (:meth:`ReducedSVC._classes_from_draw`).
+    (:func:`~bigkern.models.reduced_kernel._reduced_classes.classes_from_draw`).
     """
     if isinstance(mask, xr.DataArray):
         mask = mask.data
@@ -140,11 +141,14 @@ def masked_targets(y: Any, mask: Any) -> Any:
     return np.where(keep if y.ndim == 1 else keep[:, None], y, 0)
 
 
-def default_size(n_rows: int, size: int | None, fraction: float | None) -> int | None:
+def default_size(n_rows: int, size: int | None, fraction: float | None,
+                 n_classes: int = 2) -> int | None:
     """``size`` as given, or (neither ``size`` nor ``fraction`` given) 10% of the rows in
-    ``[2, DEFAULT_MAX_SIZE]``."""
+    ``[2, DEFAULT_MAX_SIZE]``, and at least ``n_classes`` (a stratified draw takes a
+    center of each class)."""
     if size is None and fraction is None:
-        return min(n_rows, max(2, min(DEFAULT_MAX_SIZE, math.ceil(0.1 * n_rows))))
+        least = max(2, int(n_classes))
+        return min(n_rows, max(least, min(DEFAULT_MAX_SIZE, math.ceil(0.1 * n_rows))))
     return size
 
 
@@ -255,7 +259,7 @@ def newton_fit(est: Any, chunked: Callable[[], tuple[Any, Any, Any]], basis: Bas
             in_memory[0], in_memory[2], len(in_memory[0]), basis.n_basis,
             SMOOTH_IN_MEMORY_BYTES):
         X, y, mask = in_memory
-        A, y_usable, _, counts = augmented_kernel_rows(X, y, basis, _numpy_mask(mask))
+        A, y_usable, _, counts = augmented_kernel_rows(X, y, basis, numpy_mask(mask))
         rows = InMemoryNewtonPasses(A, y_usable, loss, hessian_dtype=est.hessian,
                                     block_rows=int(config.get("kernel_block_rows")),
                                     threads=os.cpu_count() or 1)
@@ -274,7 +278,8 @@ def newton_fit(est: Any, chunked: Callable[[], tuple[Any, Any, Any]], basis: Bas
     return res, passes.counts, {"solver": "newton-armijo, one pass per step"}
 
 
-def _numpy_mask(mask: Any) -> np.ndarray | None:
+def numpy_mask(mask: Any) -> np.ndarray | None:
+    """A mask as a numpy array (None stays None)."""
     if isinstance(mask, xr.DataArray):
         mask = mask.data
     return None if mask is None else np.asarray(mask)
@@ -341,7 +346,7 @@ def squared_hinge_fit(est: Any, X: Any, labels: Any, mask: Any, basis: Basis,
             X, mask, X.shape[0], basis.n_basis):
         return newton_fit(est, chunked, basis, SquaredHinge())
     A, y, _, counts = augmented_kernel_rows(X, np.where(labels == 1, 1.0, -1.0), basis,
-                                                 _numpy_mask(mask))
+                                                 numpy_mask(mask))
     n, dim = A.shape
     # a tenth of the rows (at least twice the unknowns), drawn with the draw's seed: its
     # solution lies close to the full one, so the full fit needs fewer of its costly steps

@@ -23,6 +23,13 @@ n·m̃·(d + 2) flops each where the direct pass costs n·m̃². ``solver="auto"
 default, takes CG where it wins: one candidate, at least 1,000 centers, and a
 solve on the starting subset that says the full one will converge
 (:mod:`bigkern.models.reduced_kernel._nystrom_fit`).
+
+The classifier fits k > 2 classes as k one-vs-rest problems that share every read:
+the pass sums ``GᵀG`` once with ``GᵀY`` for the k ±1 columns of ``Y`` (made in each
+chunk from the class codes), one factorization solves the k right-hand sides, and
+conjugate gradients advance the k recurrences in lockstep, each read computing
+``Gᵀ(G V)`` for all of them
+(:func:`~bigkern.solvers.conjugate_gradients_columns.preconditioned_cg_columns`).
 """
 
 from __future__ import annotations
@@ -37,6 +44,11 @@ from sklearn.base import _fit_context
 from bigkern.cluster.compute import task_threads
 from bigkern.models._base import _KernelClassifier
 from bigkern.models.reduced_kernel._nystrom_fit import _PARAMS_DOC, _NystromFit
+from bigkern.models.reduced_kernel._reduced_classes import (
+    check_classes_present,
+    class_codes,
+    classes_from_draw,
+)
 from bigkern.models.reduced_kernel._reduced_parts import (
     default_size,
     fit_labels,
@@ -44,7 +56,6 @@ from bigkern.models.reduced_kernel._reduced_parts import (
     plus_minus,
     scale_sample_rows,
 )
-from bigkern.models.reduced_kernel.reduced import ReducedSVC
 from bigkern.models.regression.kernel_regression import _KernelRegressor
 from bigkern.reduce.passes import as_row_chunked
 from bigkern.reduce.reduced.reduced_set import select_reduced_set
@@ -153,27 +164,48 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
 
 
 class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
-    __doc__ = f"""Nyström kernel ridge classification: the regressor on ±1 targets.
+    __doc__ = f"""Nyström kernel ridge classification: the regressor on ±1 one-vs-rest targets.
 
-    Fits :class:`NystromKernelRidge` to ``+1`` (``classes_[1]``) / ``−1`` targets
-    on a reduced set drawn per class (``stratified``); predicts the sign. The
-    candidates are ranked by held-out squared error of the ±1 targets (what the
-    one read provides), as scikit-learn's ``RidgeClassifierCV`` does.
+    Two classes: fits :class:`NystromKernelRidge` to ``+1`` (``classes_[1]``) / ``−1``
+    targets on a reduced set drawn per class (``stratified``); predicts the sign.
+    k > 2 classes: fits the k one-vs-rest problems (``+1`` for ``classes_[j]``, ``−1``
+    for the others) together — on the same centers, and for the price of one: each
+    read of the rows evaluates the kernel once and sums ``GᵀG`` (or, with
+    ``solver="cg"``, ``Gᵀ(G V)`` for the k columns of ``V``) once with ``GᵀY`` for
+    the k columns of ``Y``; the direct solve factors one matrix for k right-hand
+    sides. ``predict`` returns the class of the largest decision value. The
+    candidates (``omega``, ``lam``) are ranked by the held-out squared error of the
+    ±1 targets (what the one read provides), as scikit-learn's ``RidgeClassifierCV``
+    does; with k classes, by its mean over the classes.
 
     Parameters
     ----------
     {_PARAMS_DOC}
     stratified : bool
-        Draw the centers within each class, in proportion (Lee & Huang's Remark 2).
+        Draw the centers within each class, in proportion (Lee & Huang's Remark 2;
+        every class gets one center at least).
 
     Attributes
     ----------
-    classes_ : ndarray (2,)
-        (negative, positive) labels.
+    classes_ : ndarray (k,)
+        The labels, sorted (two: negative, positive).
     expansion_ : KernelExpansion
-        The decision function (> 0 → ``classes_[1]``).
+        The decision function: one column for two classes (> 0 → ``classes_[1]``), k
+        columns for k > 2 (``coef`` (m̃, k), ``intercept`` (k,)).
     lam_, omega_, cv_scores_, n_iter_, solver_, reduced_index_, fit_report_
-        As for :class:`NystromKernelRidge`.
+        As for :class:`NystromKernelRidge`. With ``solver="cg"`` and k classes,
+        ``n_iter_`` is the largest of the classes' iterations (each read serves all
+        those still running) and ``fit_report_`` gives each class's
+        (``n_iter_by_class``, ``residual_by_class``).
+
+    Notes
+    -----
+    ``decision_function`` returns (n,) for two classes and (n, k) for k > 2, column
+    ``j`` the one-vs-rest value of ``classes_[j]``. Each value is a least-squares fit
+    of a ±1 target: on that scale it estimates ``2 P(class | x) − 1`` (a regression of
+    the indicator), but it is neither clipped to [−1, 1] nor normalized across the
+    columns (they sum to about ``2 − k``), and the ridge penalty shrinks it towards
+    the class's mean target. Rank with it, or calibrate it for probabilities.
 
     Examples
     --------
@@ -188,9 +220,21 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
     (40, [-1, 1])
     >>> bool(model.score(X, y) > 0.9)
     True
+
+    Three classes, one column of decision values each:
+
+    >>> rings = np.digitize((X**2).sum(axis=1), [0.7, 2.0])  # 0, 1, 2 from the centre out
+    >>> labels = np.array(["inner", "middle", "outer"])[rings]
+    >>> model = NystromKernelRidgeClassifier(omega=1.0, lam=1e-3, size=40, random_state=0)
+    >>> model = model.fit(X, labels)
+    >>> model.classes_.tolist(), model.decision_function(X).shape
+    (['inner', 'middle', 'outer'], (300, 3))
+    >>> bool(model.score(X, labels) > 0.85)
+    True
     """
 
     _allow_nan = True
+    _binary_only = False
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **_NystromFit._parameter_constraints,
         "stratified": ["boolean"],
@@ -221,7 +265,8 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any, *, mask: Any = None) -> NystromKernelRidgeClassifier:
-        """Fit on ``X`` (n, d) and two-class labels ``y`` (any dtype; dask stays lazy).
+        """Fit on ``X`` (n, d) and labels ``y`` of two classes or more (any dtype; dask stays
+        lazy: its classes are found by the read that draws the centers).
 
         ``mask`` (n,) of bool, optional, keeps the rows to fit on (e.g. the
         labelled pixels); the others are counted (``n_masked``), their labels
@@ -230,6 +275,12 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
         Returns
         -------
         self
+
+        Raises
+        ------
+        LabelError
+            One class only, or a class with no usable row (all its rows masked out or
+            with a non-finite feature), named.
         """
         t0 = time.perf_counter()
         widths, lams = self._candidates()
@@ -237,15 +288,24 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
         labels, lazy = fit_labels(self, y, mask)
         Xd, yd, md = as_row_chunked(arr, labels, mask, min_chunks=task_threads())
         n = int(Xd.shape[0])
-        rs = select_reduced_set(Xd, yd, size=default_size(n, self.size, self.fraction),
+        size = default_size(n, self.size, self.fraction)
+        if self.size is None and self.fraction is None and not lazy:
+            size = min(n, max(size, len(self.classes_)))  # a center per class at least
+        rs = select_reduced_set(Xd, yd, size=size,
                                 fraction=self.fraction, stratified=self.stratified,
                                 random_state=self.random_state, mask=md,
                                 features=getattr(self, "feature_names_in_", None),
                                 scale_rows=scale_sample_rows(self))
         if lazy:
-            ReducedSVC._classes_from_draw(self, rs)  # the same two-class rule and errors
-        ypm = yd.map_blocks(plus_minus, positive=self.classes_[1] if lazy else 1,
-                            dtype=np.float64)
-        self._fit_pieces(Xd, ypm, md, rs, widths, lams, t0)
+            classes_from_draw(self, rs)
+        elif rs.classes is not None:
+            check_classes_present(self, rs.classes, len(self.classes_))
+        if len(self.classes_) == 2:
+            ypm = yd.map_blocks(plus_minus, positive=self.classes_[1] if lazy else 1,
+                                dtype=np.float64)
+            self._fit_pieces(Xd, ypm, md, rs, widths, lams, t0)
+            return self
+        codes = yd.map_blocks(class_codes, classes=self.classes_, dtype=np.float64) \
+            if lazy else yd
+        self._fit_pieces(Xd, codes, md, rs, widths, lams, t0, n_classes=len(self.classes_))
         return self
-

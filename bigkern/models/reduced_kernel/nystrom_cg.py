@@ -22,6 +22,13 @@ Several λ make a path (:func:`fit_by_cg_path`): on all folds but one, from the 
 held-out fold scores them all, and the best is refitted on all rows from its path
 solution. ``solver="auto"`` picks among these and the direct solve
 (:data:`AUTO_CG_CENTERS`, :data:`AUTO_CG_PATH_CENTERS`, :data:`AUTO_CG_RESIDUAL`).
+
+A classifier of k > 2 classes solves its k one-vs-rest systems together: they share the
+preconditioner (one matrix), and
+:func:`~bigkern.solvers.conjugate_gradients_columns.preconditioned_cg_columns` advances their
+k recurrences in lockstep, so each read above serves all the classes still running (a
+fit reads the rows as often as its slowest class alone would). The targets travel as
+class codes, expanded to ±1 columns in each chunk.
 """
 
 from __future__ import annotations
@@ -43,11 +50,8 @@ from bigkern.reduce.reduced.products import (
     kernel_products,
     sample_usable_rows,
 )
-from bigkern.solvers.conjugate_gradients import (
-    CGResult,
-    FalkonPreconditioner,
-    preconditioned_cg,
-)
+from bigkern.solvers.conjugate_gradients import FalkonPreconditioner
+from bigkern.solvers.conjugate_gradients_columns import CGColumns, preconditioned_cg_columns
 
 __all__ = ["AUTO_CG_CENTERS", "AUTO_CG_PATH_CENTERS", "AUTO_CG_RESIDUAL",
            "START_ROWS_PER_CENTER", "fit_by_cg", "fit_by_cg_path"]
@@ -73,42 +77,68 @@ AUTO_CG_PATH_CENTERS = 2000
 AUTO_CG_RESIDUAL = 2.0
 
 
+def _target_columns(products: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``Gᵀy``, ``Σy`` and ``Σy²`` of a :func:`kernel_products` result as columns: (m̃, t),
+    (t,), (t,) — one column for one target, t for t classes."""
+    gty = np.asarray(products["Gty"])
+    if gty.ndim == 1:
+        return gty[:, None], np.array([products["ysum"]]), np.array([products["yty"]])
+    return gty, np.asarray(products["ysum"]), np.asarray(products["yty"])
+
+
 def _centered(products: dict[str, Any], fit_intercept: bool) -> np.ndarray:
-    """The right-hand side ``Gᵀy − ḡ Σy / n`` (or ``Gᵀy`` without an intercept)."""
+    """The right-hand sides ``Gᵀy − ḡ Σy / n`` (or ``Gᵀy`` without an intercept), one column
+    per target."""
+    gty, ysum, _ = _target_columns(products)
     gsum, n = products["Gsum"], products["n"]
-    return products["Gty"] - gsum * (products["ysum"] / n) if fit_intercept \
-        else products["Gty"]
+    if not fit_intercept:
+        return gty
+    return np.column_stack([gty[:, j] - gsum * (ysum[j] / n) for j in range(len(ysum))])
 
 
-def _less_mean(gtgv: np.ndarray, v: np.ndarray, gsum: np.ndarray, n: int,
+def _less_mean(gtgv: np.ndarray, V: np.ndarray, gsum: np.ndarray, n: int,
                fit_intercept: bool) -> np.ndarray:
-    """``GᵀG v − ḡ ḡᵀv / n`` from ``GᵀG v`` (unchanged without an intercept)."""
-    return gtgv - gsum * (float(gsum @ v) / n) if fit_intercept else gtgv
-
-
-def _data_product(products: Any, gsum: np.ndarray, n: int, fit_intercept: bool) -> Any:
-    """``v ↦ GᵀG v − ḡ ḡᵀv / n`` from ``products(v)`` = ``GᵀG v``."""
-    def product(v: np.ndarray) -> np.ndarray:
-        return _less_mean(products(v), v, gsum, n, fit_intercept)
-    return product
+    """``GᵀG V − ḡ ḡᵀV / n`` from ``GᵀG V`` (unchanged without an intercept), column by
+    column (each as it would be alone)."""
+    if not fit_intercept:
+        return gtgv
+    out = np.empty_like(gtgv)
+    for j in range(V.shape[1]):
+        v = np.ascontiguousarray(V[:, j])
+        out[:, j] = gtgv[:, j] - gsum * (float(gsum @ v) / n)
+    return out
 
 
 def _read_product(Xd: Any, yd: Any, basis: Any, mask: Any, gsum: np.ndarray, n: int,
                   fit_intercept: bool, label: str) -> Any:
-    """``v ↦ GᵀG v − ḡ ḡᵀv / n`` over the rows of ``mask``, one read per call."""
-    return _data_product(
-        lambda v: kernel_products(Xd, yd, basis, v[:, None], targets=False, mask=mask,
-                                  label=label)["GtGV"][:, 0],
-        gsum, n, fit_intercept)
+    """``V ↦ GᵀG V − ḡ ḡᵀV / n`` over the rows of ``mask``, one read per call for all the
+    columns of ``V``."""
+    def product(V: np.ndarray) -> np.ndarray:
+        gtgv = kernel_products(Xd, yd, basis, V, targets=False, mask=mask,
+                               label=label)["GtGV"]
+        return _less_mean(gtgv, V, gsum, n, fit_intercept)
+    return product
+
+
+def _intercepts(products: dict[str, Any], coef: np.ndarray, n: int,
+                fit_intercept: bool) -> np.ndarray:
+    """``(Σy − ḡᵀc) / n`` per column of ``coef`` (m̃, t) (zeros without an intercept)."""
+    _, ysum, _ = _target_columns(products)
+    if not fit_intercept:
+        return np.zeros(coef.shape[1])
+    gsum = products["Gsum"]
+    return np.array([(ysum[j] - float(gsum @ np.ascontiguousarray(coef[:, j]))) / n
+                     for j in range(coef.shape[1])])
 
 
 def _subset_start(est: Any, Xd: Any, yd: Any, md: Any, basis: Any, K: np.ndarray,
-                  n_drawn: int, lam: float) -> tuple[CGResult | None, int, int | None,
-                                                     FalkonPreconditioner | None]:
+                  n_drawn: int, lam: float, n_classes: int | None
+                  ) -> tuple[CGColumns | None, int, int | None, FalkonPreconditioner | None]:
     """The solution on a random subset of the rows, the subset's rows, the usable rows ``n``
     and the preconditioner for ``n`` rows; ``(None, 0, None, None)`` when there is no start
     (``cg_start="zero"``, or the subset would be over half of the ``n_drawn`` rows that the
-    draw of the centers found usable)."""
+    draw of the centers found usable). One column per target (per class with
+    ``n_classes``), the columns' recurrences advanced together."""
     m = basis.n_basis
     fraction = START_ROWS_PER_CENTER * m / max(n_drawn, 1)
     if est.cg_start != "subset" or fraction > 0.5:
@@ -119,22 +149,24 @@ def _subset_start(est: Any, Xd: Any, yd: Any, md: Any, basis: Any, K: np.ndarray
     pre = FalkonPreconditioner.from_kernel(K, max(n, 1), lam)
     if len(Xs) < 2:
         return None, len(Xs), n, pre
-    first = in_memory_products(Xs, ys, basis, np.zeros((m, 0)))
+    first = in_memory_products(Xs, ys, basis, np.zeros((m, 0)), n_classes=n_classes)
     n_s = first["n"]
-    product = _data_product(
-        lambda v: in_memory_products(Xs, ys, basis, v[:, None], targets=False)["GtGV"][:, 0],
-        first["Gsum"], n_s, est.fit_intercept)
+
+    def product(V: np.ndarray) -> np.ndarray:
+        gtgv = in_memory_products(Xs, ys, basis, V, targets=False)["GtGV"]
+        return _less_mean(gtgv, V, first["Gsum"], n_s, est.fit_intercept)
+
     scaled = FalkonPreconditioner(pre.T, pre.A * np.sqrt(n_s / n), pre.jitter)
     with warnings.catch_warnings():  # a start need not converge
         warnings.simplefilter("ignore", ConvergenceWarning)
-        found = preconditioned_cg(product, _centered(first, est.fit_intercept), scaled,
-                                  lam * n_s / n, tol=max(START_TOL, float(est.tol)),
-                                  max_iter=START_MAX_ITER)
+        found = preconditioned_cg_columns(product, _centered(first, est.fit_intercept), scaled,
+                                          lam * n_s / n, tol=max(START_TOL, float(est.tol)),
+                                          max_iter=START_MAX_ITER)
     return found, n_s, n, pre
 
 
 def fit_by_cg(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float, lam: float,
-              t0: float, *, probe: bool = False) -> str | None:
+              t0: float, *, probe: bool = False, n_classes: int | None = None) -> str | None:
     """Fit ``est`` (a Nyström model) by conjugate gradients for one ``omega`` and ``lam``.
 
     With a start from a subset, the read summing the right-hand side also gives the
@@ -145,36 +177,42 @@ def fit_by_cg(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float, lam: f
     converge in ``max_iter`` reads; its model would be worse than the direct one),
     nothing is fitted and the reason is returned, for the direct solve to take over.
     Returns None when ``est`` was fitted.
+
+    With ``n_classes`` = k, ``yd`` holds class codes: the k one-vs-rest problems share the
+    preconditioner and every read (:func:`preconditioned_cg_columns`); the subset's
+    residual that decides is the largest of the k.
     """
     basis, clipped = reduced_basis(rs, omega, est.standardize,
                                    getattr(est, "feature_names_in_", None), est.kernel)
     K = basis.kernel(basis.centers, basis.centers)
     t_begin = time.perf_counter()
     start, n_start, n, pre = _subset_start(est, Xd, yd, md, basis, K,
-                                           int(rs.counts.get("valid", 0)), lam)
+                                           int(rs.counts.get("valid", 0)), lam, n_classes)
+    start_residual = None if start is None else float(start.residual.max())
     if probe:
         bound = AUTO_CG_RESIDUAL * float(est.tol)
         if start is None:
             return ("solver='auto': no subset to try conjugate gradients on (cg_start="
                     f"{est.cg_start!r}, or the subset would be over half the rows); the direct "
                     "solve")
-        if not start.residual <= bound:
+        if not start_residual <= bound:
             return (f"solver='auto': conjugate gradients on a subset of {n_start:,} rows "
-                    f"reached a relative residual of {start.residual:.3g} in {start.n_iter} "
-                    f"iterations, over {AUTO_CG_RESIDUAL:g} × tol = {bound:.3g} (they would "
-                    f"not converge in max_iter reads); the direct solve")
+                    f"reached a relative residual of {start_residual:.3g} in "
+                    f"{int(start.n_iter.max())} iterations, over {AUTO_CG_RESIDUAL:g} × tol = "
+                    f"{bound:.3g} (they would not converge in max_iter reads); the direct "
+                    f"solve")
     sampled = n is not None  # one read gathered a subset
     t_start = time.perf_counter()
     solve = _solve_all_rows(est, Xd, yd, md, basis, K, lam,
-                            None if start is None else start.coef, n, pre)
+                            None if start is None else start.coef, n, pre, n_classes)
     choice = ("solver='auto': conjugate gradients (the subset's solve reached "
-              f"{start.residual:.3g})" if probe and start is not None
+              f"{start_residual:.3g})" if probe and start is not None
               else f"solver={est.solver!r}")
     _set_cg_fit(est, rs, basis, clipped, omega, lam, solve, t0, extra={
         "reads": 2 + solve.found.n_products + sampled, "solver_choice": choice,
         "start": "zero" if start is None else "subset", "start_rows": n_start,
-        "start_iterations": 0 if start is None else start.n_iter,
-        "start_residual": None if start is None else float(start.residual),
+        "start_iterations": 0 if start is None else int(start.n_iter.max()),
+        "start_residual": start_residual,
         "n_candidates": 1, "seconds_start": t_start - t_begin})
     est.cv_scores_ = np.full((1, 1), np.nan)
     return None
@@ -182,26 +220,30 @@ def fit_by_cg(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float, lam: f
 
 @dataclass
 class _AllRowsSolve:
-    """A conjugate-gradient solve over the usable rows: its result, its right-hand side's
-    read (``first``), preconditioner, intercept and the seconds of that read."""
+    """A conjugate-gradient solve over the usable rows: its result (one column per target),
+    its right-hand side's read (``first``), preconditioner, intercepts and the seconds of
+    that read."""
 
-    found: CGResult
+    found: CGColumns
     first: dict[str, Any]
     pre: FalkonPreconditioner
-    intercept: float
+    intercept: np.ndarray
     seconds_pass: float
 
 
 def _solve_all_rows(est: Any, Xd: Any, yd: Any, mask: Any, basis: Any, K: np.ndarray,
                     lam: float, start: np.ndarray | None, n: int | None,
-                    pre: FalkonPreconditioner | None) -> _AllRowsSolve:
-    """Conjugate gradients over the rows of ``mask`` from ``start`` (None: zero); the read of
-    the right-hand side also gives the start's product. ``pre`` is the preconditioner for
-    ``n`` rows (made anew when the read counts other rows, or when None)."""
+                    pre: FalkonPreconditioner | None,
+                    n_classes: int | None = None) -> _AllRowsSolve:
+    """Conjugate gradients over the rows of ``mask`` from ``start`` (m̃, t) (None: zero); the
+    read of the right-hand sides also gives the start's products. ``pre`` is the
+    preconditioner for ``n`` rows (made anew when the read counts other rows, or when
+    None)."""
     m = basis.n_basis
     t = time.perf_counter()
-    given = np.zeros((m, 0)) if start is None else start[:, None]
-    first = kernel_products(Xd, yd, basis, given, mask=mask, label="Nyström right-hand side")
+    given = np.zeros((m, 0)) if start is None else start
+    first = kernel_products(Xd, yd, basis, given, mask=mask, label="Nyström right-hand side",
+                            n_classes=n_classes)
     seconds_pass = time.perf_counter() - t
     gsum = first["Gsum"]
     if pre is None or n != first["n"]:  # no start, or its count of the usable rows differs
@@ -210,29 +252,54 @@ def _solve_all_rows(est: Any, Xd: Any, yd: Any, mask: Any, basis: Any, K: np.nda
     product = _read_product(Xd, yd, basis, mask, gsum, n, est.fit_intercept,
                             "Nyström conjugate gradients")
     start_product = None if start is None else _less_mean(
-        first["GtGV"][:, 0], start, gsum, n, est.fit_intercept)
-    found = preconditioned_cg(product, _centered(first, est.fit_intercept), pre, lam,
-                              tol=float(est.tol), max_iter=int(est.max_iter), start=start,
-                              start_product=start_product)
-    intercept = (first["ysum"] - float(gsum @ found.coef)) / n if est.fit_intercept else 0.0
+        first["GtGV"], start, gsum, n, est.fit_intercept)
+    found = preconditioned_cg_columns(product, _centered(first, est.fit_intercept), pre, lam,
+                                      tol=float(est.tol), max_iter=int(est.max_iter),
+                                      start=start, start_product=start_product,
+                                      names=_class_names(est, n_classes))
+    intercept = _intercepts(first, found.coef, n, est.fit_intercept)
     return _AllRowsSolve(found, first, pre, intercept, seconds_pass)
+
+
+def _class_names(est: Any, n_classes: int | None) -> list[str] | None:
+    """The classes the columns are, for a warning (None for one target)."""
+    classes = getattr(est, "classes_", None)
+    if n_classes is None or classes is None:
+        return None
+    return [f"class {c!r}" for c in np.asarray(classes).tolist()]
+
+
+def _coef_and_intercept(coef: np.ndarray, intercept: np.ndarray
+                        ) -> tuple[np.ndarray, float | np.ndarray]:
+    """``coef`` (m̃,) and a float intercept for one target column; (m̃, k) and (k,) for k."""
+    if coef.shape[1] == 1:
+        return np.ascontiguousarray(coef[:, 0]), float(intercept[0])
+    return coef, intercept
 
 
 def _set_cg_fit(est: Any, rs: Any, basis: Any, clipped: Any, omega: float, lam: float,
                 solve: _AllRowsSolve, t0: float, extra: dict[str, Any]) -> None:
-    """The fitted attributes and the fit report of a conjugate-gradient fit."""
+    """The fitted attributes and the fit report of a conjugate-gradient fit (with k classes,
+    the iterations and the residual are the largest of the classes')."""
     found, first = solve.found, solve.first
-    names = est._set_expansion(basis, found.coef, solve.intercept, omega, lam, rs)
-    est.n_iter_ = max(1, found.n_iter)
+    coef, intercept = _coef_and_intercept(found.coef, solve.intercept)
+    names = est._set_expansion(basis, coef, intercept, omega, lam, rs)
+    n_iter = int(found.n_iter.max())
+    est.n_iter_ = max(1, n_iter)
     est.solver_ = "cg"
+    by_class = {} if found.coef.shape[1] == 1 else {
+        "n_iter_by_class": found.n_iter.tolist(),
+        "residual_by_class": found.residual.tolist()}
     est.fit_report_ = {
         **without_per_feature(first["counts"]),
         "n_nonfinite_by_feature": per_feature_counts(first["counts"], names),
         "n_basis": basis.n_basis, "n_duplicates": rs.n_duplicates,
         "n_clipped_in_reduced_set_by_feature": clipped,
         "omega": omega, "lam": lam, "jitter": solve.pre.jitter, "solver": "cg",
-        "n_iter": found.n_iter, "residual": found.residual, "converged": found.converged,
-        "residual_recomputed": found.residual_recomputed,
+        "n_iter": n_iter, "residual": float(found.residual.max()),
+        "converged": bool(found.converged.all()),
+        "residual_recomputed": bool(found.residual_recomputed.all()),
+        **by_class,
         **extra,
         "seconds_pass": solve.seconds_pass,
         "seconds_total": time.perf_counter() - t0,
@@ -240,7 +307,8 @@ def _set_cg_fit(est: Any, rs: Any, basis: Any, clipped: Any, omega: float, lam: 
 
 
 def fit_by_cg_path(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float,
-                   lams: tuple[float, ...], t0: float, *, choice: str | None = None) -> None:
+                   lams: tuple[float, ...], t0: float, *, choice: str | None = None,
+                   n_classes: int | None = None) -> None:
     """Fit ``est`` by conjugate gradients, choosing λ among ``lams`` on a held-out fold.
 
     The rows are hashed to ``est.n_folds`` folds by global row number (as the direct
@@ -250,6 +318,10 @@ def fit_by_cg_path(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float,
     serves them all; each solve's first product costs a read). One read of the held-out
     fold gives every λ's squared error (the products ``Gᵀ(G V)`` of all solutions at
     once); the best λ is then refitted on all rows, starting from its path solution.
+
+    With ``n_classes`` = k every solve advances the k classes' recurrences together (one
+    read per step for all), the held-out read takes all λ × k solutions at once, and λ is
+    chosen on the mean over the classes of the held-out squared error.
     """
     basis, clipped = reduced_basis(rs, omega, est.standardize,
                                    getattr(est, "feature_names_in_", None), est.kernel)
@@ -260,48 +332,54 @@ def fit_by_cg_path(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float,
     train, test = (~held, held) if md is None else (md & ~held, md & held)
     fi = est.fit_intercept
     rhs = kernel_products(Xd, yd, basis, np.zeros((m, 0)), mask=train,
-                          label="Nyström λ path: right-hand side")
-    n_train, gsum = rhs["n"], rhs["Gsum"]
+                          label="Nyström λ path: right-hand side", n_classes=n_classes)
+    n_train = rhs["n"]
     if n_train < 2:
         raise ValueError(f"the λ path needs training rows outside the held-out fold; "
                          f"{n_train} of the usable rows are (n_folds={est.n_folds})")
-    product = _read_product(Xd, yd, basis, train, gsum, n_train, fi,
+    product = _read_product(Xd, yd, basis, train, rhs["Gsum"], n_train, fi,
                             "Nyström λ path: conjugate gradients")
     coef: np.ndarray | None = None
-    path: dict[int, tuple[np.ndarray, float, CGResult]] = {}
+    path: dict[int, tuple[np.ndarray, np.ndarray, CGColumns]] = {}
     with warnings.catch_warnings():  # a path solve is judged by its held-out error
         warnings.simplefilter("ignore", ConvergenceWarning)
         for j in sorted(range(len(lams)), key=lambda j: -lams[j]):  # the largest λ first
-            found = preconditioned_cg(product, _centered(rhs, fi),
-                                      FalkonPreconditioner.from_kernel(K, n_train, lams[j]),
-                                      lams[j], tol=float(est.tol), max_iter=int(est.max_iter),
-                                      start=coef)
+            found = preconditioned_cg_columns(
+                product, _centered(rhs, fi),
+                FalkonPreconditioner.from_kernel(K, n_train, lams[j]), lams[j],
+                tol=float(est.tol), max_iter=int(est.max_iter), start=coef)
             coef = found.coef
-            b = (rhs["ysum"] - float(gsum @ coef)) / n_train if fi else 0.0
-            path[j] = (coef, b, found)
-    V = np.column_stack([path[j][0] for j in range(len(lams))])
-    te = kernel_products(Xd, yd, basis, V, mask=test, label="Nyström λ path: held-out fold")
-    scores = np.array([_mean_squared_error(te, j, *path[j][:2]) for j in range(len(lams))])
+            path[j] = (coef, _intercepts(rhs, coef, n_train, fi), found)
+    t = coef.shape[1]
+    V = np.hstack([path[j][0] for j in range(len(lams))])  # λ j's classes: columns j·t …
+    te = kernel_products(Xd, yd, basis, V, mask=test, label="Nyström λ path: held-out fold",
+                         n_classes=n_classes)
+    scores = np.array([np.mean([_mean_squared_error(te, c, j * t + c, path[j][0][:, c],
+                                                    path[j][1][c]) for c in range(t)])
+                       for j in range(len(lams))])
     best = int(np.argmin(scores))
-    solve = _solve_all_rows(est, Xd, yd, md, basis, K, lams[best], path[best][0], None, None)
+    solve = _solve_all_rows(est, Xd, yd, md, basis, K, lams[best], path[best][0], None, None,
+                            n_classes)
     path_products = sum(found.n_products for _, _, found in path.values())
     _set_cg_fit(est, rs, basis, clipped, omega, lams[best], solve, t0, extra={
         "reads": 3 + path_products + 1 + solve.found.n_products,
         "solver_choice": (choice or f"solver={est.solver!r}") + f": a λ path on "
                          f"{n_train:,} rows, {te['n']:,} held out",
         "start": "path", "n_candidates": len(lams),
-        "path_iterations": {float(lams[j]): path[j][2].n_iter for j in path},
-        "path_converged": all(found.converged for _, _, found in path.values()),
+        "path_iterations": {float(lams[j]): int(path[j][2].n_iter.max()) for j in path},
+        "path_converged": all(bool(found.converged.all()) for _, _, found in path.values()),
         "n_held_out": int(te["n"])})
     est.cv_scores_ = scores[None, :]
 
 
-def _mean_squared_error(products: dict[str, Any], j: int, coef: np.ndarray,
+def _mean_squared_error(products: dict[str, Any], target: int, j: int, coef: np.ndarray,
                         intercept: float) -> float:
-    """``Σ (y − G c − b)² / n`` over the rows of ``products`` (a :func:`kernel_products`
-    result whose ``GtGV[:, j]`` is ``GᵀG c``), expanded into its sums."""
-    c, b = coef, intercept
-    sse = (products["yty"] - 2.0 * c @ products["Gty"] - 2.0 * b * products["ysum"]
+    """``Σ (y − G c − b)² / n`` of target column ``target`` over the rows of ``products`` (a
+    :func:`kernel_products` result whose ``GtGV[:, j]`` is ``GᵀG c``), expanded into its
+    sums."""
+    gty, ysum, yty = _target_columns(products)
+    c, b = np.ascontiguousarray(coef), float(intercept)
+    sse = (yty[target] - 2.0 * c @ gty[:, target] - 2.0 * b * ysum[target]
            + c @ products["GtGV"][:, j] + 2.0 * b * (c @ products["Gsum"])
            + products["n"] * b * b)
     return float(sse / max(products["n"], 1))

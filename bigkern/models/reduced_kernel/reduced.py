@@ -10,6 +10,11 @@ Newton method (:mod:`bigkern.solvers.finite_newton`), in memory when the kernel
 rows fit. :class:`ReducedSVR` is the smooth ε-insensitive regressor on the same
 machinery (:mod:`bigkern.models.reduced_kernel.reduced_svr`). The fitted model is the Gaussian
 expansion ``f(x) = Σ_j v_j k(z(x), ã_j) − γ`` over the m̃ centers.
+
+k > 2 classes are fitted one-vs-rest on one reduced set Ã (drawn stratified over the k
+classes): the k problems share their kernel rows, and each read of the rows serves all
+of them (:mod:`bigkern.models.reduced_kernel._reduced_classes`); the model is one
+expansion with k coefficient columns.
 """
 
 from __future__ import annotations
@@ -27,12 +32,21 @@ from bigkern.errors import LabelError
 from bigkern.kernels import KernelExpansion
 from bigkern.models._base import _KernelClassifier
 from bigkern.models._constraints import domain
+from bigkern.models.reduced_kernel._reduced_classes import (
+    check_classes_present,
+    class_codes,
+    classes_fit,
+    classes_from_draw,
+)
 from bigkern.models.reduced_kernel._reduced_parts import (
     NEWTON_CONSTRAINTS,
+    SMOOTH_IN_MEMORY_BYTES,
     default_size,
     fit_labels,
     fit_report,
+    kernel_rows_fit_in_memory,
     newton_fit,
+    numpy_mask,
     plus_minus,
     reduced_basis,
     scale_sample_rows,
@@ -40,7 +54,7 @@ from bigkern.models.reduced_kernel._reduced_parts import (
 )
 from bigkern.reduce.passes import as_row_chunked
 from bigkern.reduce.reduced.reduced_set import select_reduced_set
-from bigkern.solvers.smooth_losses import SmoothHinge
+from bigkern.solvers.smooth_losses import SmoothHinge, SquaredHinge
 
 __all__ = ["DEFAULT_SMOOTHING", "ReducedSVC"]
 
@@ -59,6 +73,17 @@ class ReducedSVC(_KernelClassifier):
     drawn uniformly within each class. ``h`` is the plus function ``(·)₊``
     (``loss="squared_hinge"``) or its smooth approximation ``p(·, α)`` of (6)
     (``loss="smooth_hinge"``, Lee & Huang's problem (5)).
+
+    **k classes** (any number ≥ 2, of any dtype). Two classes are the problem above,
+    with ``y_i = +1`` on ``classes_[1]``. k > 2 classes are k one-vs-rest problems,
+    problem ``j`` with ``y_i = +1`` on ``classes_[j]`` and −1 elsewhere, all on the same
+    Ã (drawn stratified over the k classes, in proportion to their sizes). They are
+    solved together: each Newton pass over the rows forms each kernel block once and
+    adds it to the gradient and Hessian of every problem still running (each problem
+    stops when it has converged; the passes of a fit are those of its slowest class,
+    each still one read of the data), and each problem's Hessian sums only the rows
+    near its margin (in one-vs-rest most rows are far outside it). The solutions are
+    those of k separate binary fits on that Ã.
 
     - The smooth hinge is fitted by Newton–Armijo: one read of the data per
       iteration (the Armijo step sizes are batched into that read; see
@@ -121,16 +146,21 @@ class ReducedSVC(_KernelClassifier):
 
     Attributes
     ----------
-    classes_ : ndarray (2,)
-        (negative, positive) labels.
+    classes_ : ndarray (k,)
+        The labels, sorted (two classes: negative, positive).
     expansion_ : KernelExpansion
-        Centers Ã (standardized), coefficients ``v``, intercept ``−γ``.
+        Centers Ã (standardized), coefficients ``v`` (m̃,), intercept ``−γ``; for k > 2
+        classes, coefficients (m̃, k) and intercepts (k,), column j class ``classes_[j]``'s.
     reduced_index_ : ndarray of int
         Global row numbers of the centers.
     fit_report_ : dict
         ``solver`` (how it was fitted), ``iterations``, ``passes`` (Newton reads;
-        products over all rows in memory), ``reads`` (with the draw of Ã),
-        ``backtracked``, ``steps``, ``grad_norm``, ``grad_norm0``, ``converged``,
+        products over all rows in memory), ``reads`` (with the draw of Ã). For k > 2
+        classes: ``iterations`` the most of any class, ``passes`` the reads their
+        lockstep took, ``by_class`` each class's ``iterations``, ``passes``,
+        ``converged`` and ``grad_norm``; ``converged`` all of them, ``grad_norm`` and
+        ``grad_norm0`` the least converged class's. Also ``backtracked``, ``steps``
+        (for k > 2, one list per class), ``grad_norm``, ``grad_norm0``, ``converged``,
         ``objective``, ``n_basis``, ``n_duplicates``, row counts (``n_rows``,
         ``n_valid``, ``n_absent``, ``n_nonfinite``, ``n_nonfinite_y``,
         ``n_nonfinite_by_feature``), ``n_clipped_in_reduced_set_by_feature`` (values of
@@ -140,7 +170,15 @@ class ReducedSVC(_KernelClassifier):
     -----
     Rows with a non-finite feature are left out of the fit and counted (over
     ``bigkern.max_nonfinite_fraction`` of the present rows is an error); dask
-    input stays lazy and is read once to draw Ã and once per Newton pass.
+    input stays lazy and is read once to draw Ã and once per Newton pass, whatever
+    the number of classes.
+
+    ``decision_function`` gives, for two classes, ``f(x) = K(x, Ã) v − γ`` per row
+    (> 0 → ``classes_[1]``); for k > 2 classes an (n, k) array whose column j is the
+    one-vs-rest value ``f_j(x)`` of ``classes_[j]``, and ``predict`` the class of the
+    largest. The values are on the scale of the squared hinge's margin: the fit pushes
+    ``y f`` to 1 or beyond, so ``|f| ≈ 1`` at the margin and 0 on the boundary; they are
+    no probabilities (columns neither sum to anything nor lie in [0, 1]).
 
     Examples
     --------
@@ -159,9 +197,20 @@ class ReducedSVC(_KernelClassifier):
     >>> lazy = ReducedSVC(omega=1.0, C=10.0, size=30, random_state=0).fit(Xd, yd)
     >>> bool(np.allclose(lazy.decision_function(X), model.decision_function(X)))
     True
+
+    Three classes (sectors of the plane): one decision column per class.
+
+    >>> sector = np.digitize(np.arctan2(X[:, 1], X[:, 0]), [-1.0, 1.0])
+    >>> labels = np.array(["clear", "cloud", "shadow"])[sector]
+    >>> three = ReducedSVC(omega=1.0, C=10.0, size=30, random_state=0).fit(X, labels)
+    >>> three.classes_.tolist(), three.decision_function(X).shape
+    (['clear', 'cloud', 'shadow'], (300, 3))
+    >>> bool(three.score(X, labels) > 0.9)
+    True
     """
 
     _allow_nan = True
+    _binary_only = False
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **NEWTON_CONSTRAINTS,
         "loss": [StrOptions({"smooth_hinge", "squared_hinge"})],
@@ -202,14 +251,16 @@ class ReducedSVC(_KernelClassifier):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any, *, mask: Any = None) -> ReducedSVC:
-        """Fit on ``X`` (n, d) — numpy, dask or a DataArray — and two-class labels ``y``.
+        """Fit on ``X`` (n, d) — numpy, dask or a DataArray — and class labels ``y``.
 
         Parameters
         ----------
         X : array-like, dask array or DataArray (sample, feature), shape (n, d)
             Samples; dask input stays lazy.
         y : array-like or dask array, shape (n,)
-            Labels of two classes (any dtype) where ``mask`` is true.
+            Labels of two classes or more (any dtype) where ``mask`` is true; each
+            class needs a usable row (a class all of whose rows have a non-finite
+            feature is a :class:`~bigkern.errors.LabelError` naming it).
         mask : array-like or dask array of bool, shape (n,), optional
             Rows to fit on, e.g. ``label != 0`` for the labelled pixels of
             :func:`bigkern.scenes.samples.stack_samples`; the others are left out and
@@ -232,36 +283,59 @@ class ReducedSVC(_KernelClassifier):
             arr, labels, mask, min_chunks=task_threads())
         n_rows = int(arr.shape[0])
         rs = select_reduced_set(arr if held else Xd, labels if held else yd,
-                                size=default_size(n_rows, self.size, self.fraction),
+                                size=default_size(n_rows, self.size, self.fraction,
+                                                  2 if lazy_labels else len(self.classes_)),
                                 fraction=self.fraction, stratified=self.stratified,
                                 random_state=self.random_state, mask=mask if held else md,
                                 features=getattr(self, "feature_names_in_", None),
                                 scale_rows=scale_sample_rows(self))
         if lazy_labels:
-            self._classes_from_draw(rs)
+            classes_from_draw(self, rs)
+        elif rs.class_counts is not None and len(self.classes_) > 2:
+            check_classes_present(self, rs.classes, len(self.classes_))
         elif rs.class_counts is not None and len(rs.class_counts) < 2:
             raise LabelError(f"the usable rows have one class only: {type(self).__name__} "
                              f"needs samples of two classes")
+        k = len(self.classes_)
         positive = self.classes_[1] if lazy_labels else 1
 
         @functools.cache
-        def chunked() -> tuple[Any, Any, Any]:  # (X, ±1 labels, mask) as dask arrays
+        def chunked() -> tuple[Any, Any, Any]:  # (X, labels for the passes, mask) as dask
             Xc, yc, mc = (Xd, yd, md) if not held else as_row_chunked(
                 arr, labels, mask, min_chunks=task_threads())
+            if k > 2:  # class codes: one pass serves the k one-vs-rest problems
+                return Xc, yc.map_blocks(class_codes, classes=self.classes_ if lazy_labels
+                                         else np.arange(k), dtype=np.float64), mc
             return Xc, yc.map_blocks(plus_minus, positive=positive, dtype=np.float64), mc
 
         t_draw = time.perf_counter() - t0
         basis, clipped = reduced_basis(rs, self.omega, self.standardize,
                                        getattr(self, "feature_names_in_", None), self.kernel)
-        if self.loss == "squared_hinge":
-            res, counts, extra = squared_hinge_fit(self, arr, labels, mask, basis, rs, chunked)
+        smoothing = DEFAULT_SMOOTHING if self.smoothing is None else self.smoothing
+        if k > 2:
+            loss = SquaredHinge() if self.loss == "squared_hinge" else SmoothHinge(
+                float(smoothing))
+            fits = not lazy_labels and kernel_rows_fit_in_memory(
+                arr, mask, n_rows, basis.n_basis,
+                None if self.loss == "squared_hinge" else SMOOTH_IN_MEMORY_BYTES)
+            # the draw's uniform scale sample, with its labels: where a large fit starts
+            sample = None if rs.scale_X is None or rs.scale_y is None else (
+                rs.scale_X, class_codes(rs.scale_y, self.classes_ if lazy_labels
+                                        else np.arange(k)))
+            res, counts, extra = classes_fit(
+                self, loss, basis, k, chunked,
+                None if lazy_labels else (arr, labels, numpy_mask(mask)), fits, rs, sample)
+            coef, intercept = res.u[:-1], -res.u[-1]
         else:
-            smoothing = DEFAULT_SMOOTHING if self.smoothing is None else self.smoothing
-            rows = None if lazy_labels else (arr, np.where(labels == 1, 1.0, -1.0), mask)
-            res, counts, extra = newton_fit(self, chunked, basis, SmoothHinge(float(smoothing)),
-                                            in_memory=rows)
-        v, gamma = res.u[:-1], float(res.u[-1])
-        self.expansion_ = KernelExpansion.from_parts(basis.centers, v, -gamma,
+            if self.loss == "squared_hinge":
+                res, counts, extra = squared_hinge_fit(self, arr, labels, mask, basis, rs,
+                                                       chunked)
+            else:
+                rows = None if lazy_labels else (arr, np.where(labels == 1, 1.0, -1.0), mask)
+                res, counts, extra = newton_fit(self, chunked, basis,
+                                                SmoothHinge(float(smoothing)), in_memory=rows)
+            coef, intercept = res.u[:-1], -float(res.u[-1])
+        self.expansion_ = KernelExpansion.from_parts(basis.centers, coef, intercept,
                                                        float(self.omega), basis.offset,
                                                        basis.scale, clip=basis.clip,
                                                        kernel=basis.kernel)
@@ -270,15 +344,3 @@ class ReducedSVC(_KernelClassifier):
         self.fit_report_ = fit_report(self, rs, res, counts, basis.n_basis, t0, t_draw, extra,
                                       clipped=clipped)
         return self
-
-    def _classes_from_draw(self, rs: Any) -> None:
-        """``classes_`` from the labels the draw saw (lazy ``y``); exactly two are needed."""
-        if rs.classes is None or len(rs.classes) > 2:
-            n = "many" if rs.classes is None else len(rs.classes)
-            raise LabelError(f"Only binary classification is supported: y has {n} classes "
-                             f"among the usable rows; {type(self).__name__} takes two classes "
-                             f"(mask out the others, e.g. unlabelled pixels)")
-        if len(rs.classes) < 2:
-            raise LabelError(f"y has one class only ({rs.classes.tolist()}): "
-                             f"{type(self).__name__} needs samples of two classes")
-        self.classes_ = np.asarray(rs.classes)

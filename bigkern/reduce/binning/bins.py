@@ -44,7 +44,7 @@ from bigkern.reduce.binning.partials import (
     accumulate_bins,
     combine_bins,
     padded_edges,
-    positive_flags,
+    row_labels,
 )
 from bigkern.reduce.binning.radix_select import dense_histograms, histogram_pass
 from bigkern.reduce.passes import (
@@ -64,7 +64,9 @@ __all__ = [
     "bins_dataset",
     "bins_parts",
     "check_cell_count",
+    "checked_classes",
     "fixed_point_scales",
+    "n_classes_of",
     "robust_scaler",
 ]
 
@@ -98,9 +100,10 @@ def bin_statistics(
         Samples; rows with a non-finite feature or a false ``mask`` are left
         out and counted.
     y : array-like, shape (n,), optional
-        Labels. With ``classes`` (two values, the second is the *positive*
-        class, e.g. ``(-1, 1)`` clear/cloud) the number of positive samples
-        per bin is counted, giving fuzzy and majority labels.
+        Labels. With two ``classes`` (the second is the *positive* class,
+        e.g. ``(-1, 1)`` clear/cloud) the number of positive samples per bin
+        is counted, giving fuzzy and majority labels; with more, the number
+        of samples of each class per bin.
     edges : xarray.Dataset, xarray.DataArray or list of arrays
         Per-feature cut points: the output of
         :func:`~bigkern.reduce.quantile_summary` (whose ``min``/``max`` and
@@ -109,8 +112,9 @@ def bin_statistics(
         increasing array per feature.
     mask : array-like of bool, shape (n,), optional
         Rows to use.
-    classes : sequence of two labels, optional
-        ``(negative, positive)``. Labels outside it raise :class:`LabelError`.
+    classes : sequence of two or more distinct labels, optional
+        ``(negative, positive)``, or k classes in the order of the ``class``
+        coordinate. Labels outside it raise :class:`LabelError`.
     value_range : array-like, shape (d,), optional
         ``max |x|`` per feature, which then sets the fixed-point grid. Without
         it and without a quantile summary, an extra pass (the key histogram
@@ -123,10 +127,14 @@ def bin_statistics(
     -------
     xarray.Dataset
         dims ``(bin, feature)``: ``bin`` (flat id), ``cell (bin, feature)``,
-        ``count (bin)``, ``center (bin, feature)``; with labels also
+        ``count (bin)``, ``center (bin, feature)``; with two classes also
         ``positive``, ``fuzzy_label`` (share of the positive class),
         ``majority_label`` (ties go to the positive class) and ``label_sum``
-        (positives minus negatives). attrs: ``n_bins_possible``,
+        (positives minus negatives); with k > 2 classes ``class_count (bin,
+        class)`` (rows of each class, the ``class`` coordinate holding the
+        classes) and ``majority_label`` (the most frequent class; ties go to
+        the class later in ``classes``, as in the binary case). With labels
+        the attrs also hold ``classes`` and ``n_majority_ties``. attrs: ``n_bins_possible``,
         ``n_bins_empty``, and the row counts ``n_rows``, ``n_valid``,
         ``n_masked``, ``n_absent``, ``n_nonfinite``. When ``edges`` is a
         quantile summary with the 10%, 50% and 90% quantiles, also
@@ -150,16 +158,12 @@ def bin_statistics(
     X, y, mask = as_row_chunked(X, y, mask)
     edge_list, names, summary = _edge_arrays(edges, X.shape[1], features)
     grid = _statistics_grid(X, mask, value_range, summary)
-    positive = None
     if classes is not None:
-        classes = tuple(classes)
-        if len(classes) != 2:
-            raise LabelError(f"classes must be two labels (negative, positive); got {classes}")
+        classes = checked_classes(classes)
         if y is None:
             raise LabelError("classes were given but no labels y")
-        positive = classes[1]
 
-    res = binning_pass(X, y, mask, edge_list, grid, positive, classes)
+    res = binning_pass(X, y, mask, edge_list, grid, classes)
     bins = bins_dataset(res, edge_list, grid, names, classes)
     if np.isfinite(grid.limits).any():
         record_outliers(bins, res["outside"], res["extreme"], grid.limits, names)
@@ -228,14 +232,12 @@ def _bin_chunk(
     *,
     edges: tuple[np.ndarray, ...],
     grid: FixedPointGrid,
-    positive: Any,
     classes: tuple[Any, ...] | None,
 ) -> dict[str, Any]:
     """The binning pass's chunk function: the partial bins of one chunk for known edges."""
     X = as_float_block(Xb)
     valid, counts = valid_rows(X, mb)
-    return bin_rows(X, yb, valid, counts, edges=edges, grid=grid, positive=positive,
-                    classes=classes)
+    return bin_rows(X, yb, valid, counts, edges=edges, grid=grid, classes=classes)
 
 
 def bin_rows(
@@ -246,17 +248,34 @@ def bin_rows(
     *,
     edges: tuple[np.ndarray, ...],
     grid: FixedPointGrid,
-    positive: Any,
     classes: tuple[Any, ...] | None,
 ) -> dict[str, Any]:
     """:func:`_bin_chunk` for rows already checked: ``X`` a C-contiguous float32/float64
     block, ``valid`` and ``counts`` what :func:`~bigkern.reduce.passes.valid_rows` gives
-    for it (the in-memory plan's first pass has them)."""
+    for it (the in-memory plan's first pass has them). ``classes`` are those counted
+    (None: no labels)."""
     padded, n_edges = padded_edges(edges)
     ids = bin_ids(X, valid, padded, n_edges)
-    is_positive = positive_flags(yb, valid, positive, classes)
+    labels = row_labels(yb, valid, classes)
     n_possible = int(np.prod(n_edges + 1, dtype=object))
-    return accumulate_bins(X, ids, is_positive, grid, n_possible, counts, positive is not None)
+    return accumulate_bins(X, ids, labels, grid, n_possible, counts, classes is not None,
+                           n_classes_of(classes))
+
+
+def checked_classes(classes: Sequence[Any]) -> tuple[Any, ...]:
+    """``classes`` as a tuple of two or more distinct labels, else :class:`LabelError`."""
+    classes = tuple(classes)
+    if len(classes) < 2:
+        raise LabelError(f"classes must be two or more labels (for two: negative, positive); "
+                         f"got {list(classes)}")
+    if len(set(classes)) != len(classes):
+        raise LabelError(f"classes must be distinct; got {list(classes)}")
+    return classes
+
+
+def n_classes_of(classes: Sequence[Any] | None) -> int:
+    """How many classes the bins count (0 without labels)."""
+    return 0 if classes is None else len(classes)
 
 
 #: Bin ids are int64 flat indices into the product of the features' cells.
@@ -288,11 +307,12 @@ BIN_STATISTICS = RowReduction("bin-statistics", chunk=_bin_chunk, combine=combin
 
 def binning_pass(
     X: Any, y: Any, mask: Any, edge_list: tuple[np.ndarray, ...], grid: FixedPointGrid,
-    positive: Any, classes: tuple[Any, ...] | None,
+    classes: tuple[Any, ...] | None,
 ) -> dict[str, Any]:
-    """One distributed pass: the combined partial bins of row-chunked ``X``."""
-    return run_reduction(BIN_STATISTICS, X, y, mask, edges=edge_list, grid=grid,
-                         positive=positive, classes=classes,
+    """One distributed pass: the combined partial bins of row-chunked ``X`` (the labels
+    ``y`` of ``classes`` counted; none when ``classes`` is None)."""
+    return run_reduction(BIN_STATISTICS, X, y if classes is not None else None, mask,
+                         edges=edge_list, grid=grid, classes=classes,
                          label="binning: bin statistics pass")
 
 
@@ -344,4 +364,15 @@ def bins_parts(
         data_vars["label_sum"] = ("bin", 2 * pos - n)
         attrs["classes"] = [c.item() if hasattr(c, "item") else c for c in classes]
         attrs["n_majority_ties"] = int(np.sum(2 * pos == n))
+    elif res.get("class_count") is not None and classes is not None:
+        counted = res["class_count"]
+        k = len(classes)
+        # the most frequent class; ties to the later one, as two classes' ties go to the positive
+        last_max = k - 1 - np.argmax(counted[:, ::-1], axis=1)
+        data_vars["class_count"] = (("bin", "class"), counted)
+        data_vars["majority_label"] = ("bin", np.asarray(classes)[last_max])
+        coords["class"] = np.asarray(classes)
+        attrs["classes"] = [c.item() if hasattr(c, "item") else c for c in classes]
+        attrs["n_majority_ties"] = int(np.sum(
+            (counted == counted.max(axis=1, initial=0)[:, None]).sum(axis=1) > 1))
     return data_vars, coords, attrs

@@ -36,7 +36,7 @@ from bigkern import config
 from bigkern.cluster.compute import compute
 from bigkern.reduce.binning._bin_loops import bin_ids
 from bigkern.reduce.binning._key_loops import certain_bin_ids, certain_bin_sums
-from bigkern.reduce.binning.bins import binning_pass
+from bigkern.reduce.binning.bins import binning_pass, n_classes_of
 from bigkern.reduce.binning.fixed_point import FixedPointGrid
 from bigkern.reduce.binning.outliers import histogram_grid
 from bigkern.reduce.binning.partials import (
@@ -44,7 +44,7 @@ from bigkern.reduce.binning.partials import (
     combine_bins,
     dense_partial,
     padded_edges,
-    positive_flags,
+    row_labels,
     use_dense_sums,
 )
 from bigkern.reduce.binning.plan import PlanResult
@@ -88,11 +88,11 @@ class HistogramRun:
         """The histogram pass."""
         return histogram_pass(self.X, self.y, self.mask)
 
-    def finish(self, first: dict[str, Any], quantile_plan: QuantilePlan, positive: Any,
+    def finish(self, first: dict[str, Any], quantile_plan: QuantilePlan,
                classes: tuple[Any, ...] | None) -> PlanResult:
         """The fused or three-pass plan's reads after the histogram pass."""
         return histogram_plan_bins(self.X, self.y, self.mask, first, quantile_plan, self.where,
-                                   positive, classes, self.fused)
+                                   classes, self.fused)
 
     def attrs(self) -> dict[str, Any]:
         """No attrs beyond the plan's result."""
@@ -101,13 +101,13 @@ class HistogramRun:
 
 def histogram_plan_bins(
     X: Any, y: Any, mask: Any, first: dict[str, Any], quantile_plan: QuantilePlan,
-    where: np.ndarray, positive: Any, classes: tuple[Any, ...] | None, fused: bool | None,
+    where: np.ndarray, classes: tuple[Any, ...] | None, fused: bool | None,
 ) -> PlanResult:
     """Edges, grid and combined bins of row-chunked ``X`` by the fused or three-pass plan.
 
-    ``first`` is the histogram pass's result; ``fused`` None lets the share of
-    rows the fused plan would keep decide (at most
-    ``bigkern.max_deferred_fraction``: fused).
+    ``first`` is the histogram pass's result; ``classes`` those whose labels
+    are counted (None: none); ``fused`` None lets the share of rows the fused
+    plan would keep decide (at most ``bigkern.max_deferred_fraction``: fused).
     """
     d = X.shape[1]
     hist = dense_histograms(first)
@@ -125,12 +125,11 @@ def histogram_plan_bins(
 
     if fused:
         res, edge_list = _fused_bins(X, y, mask, selection, upper, keep_groups, grid,
-                                     quantile_plan, where, positive, classes)
+                                     quantile_plan, where, classes)
     else:
         finish_selection(X, mask, selection)
         edge_list = _selected_edges(selection, quantile_plan, where, d)
-        res = binning_pass(X, y if positive is not None else None, mask, edge_list, grid,
-                           positive, classes)
+        res = binning_pass(X, y, mask, edge_list, grid, classes)
         res["counts"]["kept"] = 0
     return PlanResult(res, edge_list, selection.values(), first["hist"], grid, kept_bound,
                       selection.passes + 1, "fused" if fused else "three-pass")
@@ -146,7 +145,7 @@ def _selected_edges(selection: RadixSelection, quantile_plan: QuantilePlan, wher
 def _fused_bins(
     X: Any, y: Any, mask: Any, selection: RadixSelection, upper: np.ndarray,
     keep_groups: tuple[np.ndarray, ...], grid: FixedPointGrid, quantile_plan: QuantilePlan,
-    where: np.ndarray, positive: Any, classes: tuple[Any, ...] | None,
+    where: np.ndarray, classes: tuple[Any, ...] | None,
 ) -> tuple[dict[str, Any], tuple[np.ndarray, ...]]:
     """The fused plan's bin-or-keep read, the selection from the kept rows, their binning."""
     d = X.shape[1]
@@ -155,7 +154,7 @@ def _fused_bins(
     parts = row_partials(
         _bin_or_keep_chunk, X, y, mask, name="bin-or-keep",
         tables=tables, n_cells=np.full(d, upper.shape[1] + 1, dtype=np.int64),
-        grid=grid, positive=positive, classes=classes,
+        grid=grid, classes=classes,
     )
     parts = list(dask.persist(*parts))  # kept rows stay on their workers
     refine = dask.delayed(_refine_kept, pure=True)
@@ -167,7 +166,7 @@ def _fused_bins(
     finish_selection(X, mask, selection, graph=kept_graph)
     edge_list = _selected_edges(selection, quantile_plan, where, d)
     finals = [dask.delayed(_finish_chunk, pure=True)(
-        p, edges=edge_list, grid=grid, with_labels=positive is not None) for p in parts]
+        p, edges=edge_list, grid=grid, n_classes=n_classes_of(classes)) for p in parts]
     (res,) = compute(tree_reduce(finals, combine_bins, name="bin-finish-combine"),
                      label="percentile bins: binning the kept rows")
     return res, edge_list
@@ -181,30 +180,32 @@ def _bin_or_keep_chunk(
     tables: np.ndarray,
     n_cells: np.ndarray,
     grid: FixedPointGrid,
-    positive: Any,
     classes: tuple[Any, ...] | None,
 ) -> dict[str, Any]:
     """Bin the rows whose cells are already certain; keep the others (and count all).
 
-    ``tables`` are :func:`cell_tables`; ``n_cells`` the number of cells per feature.
+    ``tables`` are :func:`cell_tables`; ``n_cells`` the number of cells per
+    feature. More than two classes are counted from the bin ids (the dense
+    sweep does not give them).
     """
     X = as_float_block(Xb)
     valid, counts = valid_rows(X, mb)
     ukind, width = key_dtype(X.dtype)
-    is_positive = positive_flags(yb, valid, positive, classes)
-    with_labels = positive is not None
+    labels = row_labels(yb, valid, classes)
+    n_classes = n_classes_of(classes)
     n_possible = int(np.prod(n_cells, dtype=object))
-    if use_dense_sums(n_possible, len(X)):
+    if use_dense_sums(n_possible, len(X)) and n_classes <= 2:
         count, sums, pos, outside, extreme, kept = certain_bin_sums(
-            X, X.view(ukind), valid, is_positive, width, GROUP_BITS, tables, n_cells,
+            X, X.view(ukind), valid, labels, width, GROUP_BITS, tables, n_cells,
             *grid.kernel_args(), n_possible)
         bins = dense_partial(count, sums, pos, outside, extreme, counts, grid.limb_index,
-                             with_labels)
+                             n_classes > 0)
     else:
         ids, kept = certain_bin_ids(X.view(ukind), valid, width, GROUP_BITS, tables, n_cells)
-        bins = accumulate_bins(X, ids, is_positive, grid, n_possible, counts, with_labels)
+        bins = accumulate_bins(X, ids, labels, grid, n_possible, counts, n_classes > 0,
+                               n_classes)
     rows = np.flatnonzero(kept)
-    return {"bins": bins, "kept_X": take_rows(X, rows), "kept_positive": is_positive[rows]}
+    return {"bins": bins, "kept_X": take_rows(X, rows), "kept_labels": labels[rows]}
 
 
 def _refine_kept(part: dict[str, Any], *, buckets: Sequence[Bucket]) -> dict[Any, Any]:
@@ -213,12 +214,12 @@ def _refine_kept(part: dict[str, Any], *, buckets: Sequence[Bucket]) -> dict[Any
 
 def _finish_chunk(
     part: dict[str, Any], *, edges: tuple[np.ndarray, ...], grid: FixedPointGrid,
-    with_labels: bool,
+    n_classes: int,
 ) -> dict[str, Any]:
     X = part["kept_X"]
     padded, n_edges = padded_edges(edges)
     ids = bin_ids(X, np.ones(len(X), dtype=bool), padded, n_edges)
     n_possible = int(np.prod(n_edges + 1, dtype=object))
-    kept = accumulate_bins(X, ids, part["kept_positive"], grid, n_possible,
-                           {"kept": len(X)}, with_labels)
+    kept = accumulate_bins(X, ids, part["kept_labels"], grid, n_possible,
+                           {"kept": len(X)}, n_classes > 0, n_classes)
     return combine_bins([part["bins"], kept])

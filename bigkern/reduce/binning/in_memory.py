@@ -98,7 +98,7 @@ class InMemoryRun:
         first, self.columns, self.valid = first_pass(self.X, self.y, self.mask)
         return first
 
-    def finish(self, first: dict[str, Any], quantile_plan: QuantilePlan, positive: Any,
+    def finish(self, first: dict[str, Any], quantile_plan: QuantilePlan,
                classes: tuple[Any, ...] | None) -> PlanResult:
         """Edges from the sorted values, then the whole array binned as one chunk."""
         X, where = self.X, self.where
@@ -114,8 +114,8 @@ class InMemoryRun:
         edge_list = tuple(edge_values[f] for f in range(d))
         # the binning pass's chunk function on the whole array, on the first pass's rows
         counts = {k: v for k, v in first["counts"].items() if k != EXTREMES_KEY}
-        res = bin_rows(X, self.y if positive is not None else None, self.valid, counts,
-                       edges=edge_list, grid=grid, positive=positive, classes=classes)
+        res = bin_rows(X, self.y if classes is not None else None, self.valid, counts,
+                       edges=edge_list, grid=grid, classes=classes)
         res["counts"]["kept"] = 0
         return PlanResult(res, edge_list, values, hist, grid, kept_bound, 1, "in-memory")
 

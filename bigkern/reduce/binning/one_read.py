@@ -50,6 +50,7 @@ import numpy as np
 
 from bigkern import config
 from bigkern.cluster.compute import compute
+from bigkern.reduce.binning.bins import n_classes_of
 from bigkern.reduce.binning.fixed_point import FixedPointGrid
 from bigkern.reduce.binning.fused import histogram_plan_bins
 from bigkern.reduce.binning.one_read_chunks import (
@@ -128,7 +129,6 @@ class OneRead:
     _certain: dict[str, Any] | None = None
     _mismatch: bool = False
     _classes: tuple[Any, ...] | None = None
-    _positive: Any = None
 
     def attrs(self) -> dict[str, Any]:
         """The plan attrs this run adds to the bins."""
@@ -139,8 +139,8 @@ class OneRead:
         """The full read (after the sample), or the histogram pass when the plan is skipped."""
         if not np.all((self.probs >= 0) & (self.probs <= 1)):  # the histogram plan names it
             self.status = "skipped: probabilities outside [0, 1]"
-        elif self.classes is not None and len(self.classes) != 2:
-            self.status = "skipped: classes are not two labels"
+        elif self.classes is not None and len(self.classes) < 2:
+            self.status = "skipped: fewer than two classes"
         elif len(self.where) >= KEEP:
             self.status = f"skipped: {len(self.where)} quantiles per feature"
         elif self.draw_sample(float(config.get("max_deferred_fraction"))):
@@ -158,7 +158,7 @@ class OneRead:
         (first,) = compute(root, label="exact quantiles: histogram pass")
         return _usable_first(first)
 
-    def finish(self, first: dict[str, Any], quantile_plan: QuantilePlan, positive: Any,
+    def finish(self, first: dict[str, Any], quantile_plan: QuantilePlan,
                classes: tuple[Any, ...] | None) -> PlanResult:
         """The bins of the read when the sample's guess held, else the two-read plan's.
 
@@ -167,11 +167,11 @@ class OneRead:
         finishes.
         """
         if self.status == "not run":
-            done = self._bins_of_read(first, quantile_plan, classes, positive)
+            done = self._bins_of_read(first, quantile_plan, classes)
             if done is not None:
                 return done
         return histogram_plan_bins(self.X, self.y, self.mask, first, quantile_plan, self.where,
-                                   positive, classes, None)
+                                   classes, None)
 
     def draw_sample(self, max_kept: float) -> bool:
         """Read the sample windows and guess; False (with ``status``) when no guess is made."""
@@ -197,12 +197,11 @@ class OneRead:
         self.sample_rows = int(first["counts"]["valid"])
         if self.sample_rows == 0:
             return self._skip("no usable row in the sample")
-        self._classes, self._positive = self.classes, None
+        self._classes = self.classes
         if self.y is not None:
             labels = first["labels"]
-            if self.classes is None and isinstance(labels, np.ndarray) and len(labels) == 2:
-                self._classes = (labels[0].item(), labels[1].item())
-            self._positive = None if self._classes is None else self._classes[1]
+            if self.classes is None and isinstance(labels, np.ndarray) and len(labels) >= 2:
+                self._classes = tuple(c.item() if hasattr(c, "item") else c for c in labels)
         share = first["counts"]["rows"] / max(n, 1)
         self._guess = guess(first["hist"], self.probs, self.where, self.X.dtype, self.sample,
                              share)
@@ -232,7 +231,7 @@ class OneRead:
         tables = dask.delayed(window_tables, pure=True)(g.upper, g.ranges,
                                                          summed_limit(g.scales), self.X.dtype)
         kw = {"tables": tables, "n_cells": np.full(d, len(self.where) + 1, dtype=np.int64),
-              "scales": g.scales, "positive": self._positive, "classes": self._classes,
+              "scales": g.scales, "classes": self._classes if self.y is not None else None,
               "guessed_classes": self.classes is None}
         parts = self._chunk_tasks(_one_read_chunk, "one-read", **kw)
         parts = list(dask.persist(*parts))  # the kept rows stay on their workers
@@ -269,13 +268,11 @@ class OneRead:
 
     def _bins_of_read(
         self, first: dict[str, Any], plan: QuantilePlan, classes: tuple[Any, ...] | None,
-        positive: Any,
     ) -> PlanResult | None:
         """Check the guess against the read's exact histograms; the bins, or None to fall back.
 
         ``first`` is :meth:`read`'s result, ``plan`` its quantile plan,
-        ``classes`` and ``positive`` those of the labels as the two-read plan
-        takes them.
+        ``classes`` those of the labels as the two-read plan takes them.
         """
         g = self._guess
         assert g is not None and self._certain is not None, "read first"
@@ -302,13 +299,14 @@ class OneRead:
         buckets = selection.plan()
         descended, edges = dask.delayed(_kept_edges, pure=True, nout=2)(
             selection, buckets, kept_graph(buckets), plan, self.where)
-        kept = _kept_bins(parts, edges, grid, positive is not None)
+        n_classes = n_classes_of(classes)
+        kept = _kept_bins(parts, edges, grid, n_classes)
         selection, edge_list, kept = compute(descended, edges, kept,
                                              label="percentile bins: the kept rows")
         if edge_list is None:  # a group too large to collect at once: more refine passes
             finish_selection(self.X, self.mask, selection, graph=kept_graph)
             edge_list = _edges(selection, plan, self.where)
-            (kept,) = compute(_kept_bins(parts, edge_list, grid, positive is not None),
+            (kept,) = compute(_kept_bins(parts, edge_list, grid, n_classes),
                               label="percentile bins: binning the kept rows")
         res = combine_bins([certain_bins(self._certain, g.scales, grid), kept])
         self.status = "ok"

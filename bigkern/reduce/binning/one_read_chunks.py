@@ -19,16 +19,18 @@ import numpy as np
 
 from bigkern.errors import LabelError
 from bigkern.reduce.binning._bin_loops import bin_ids, bin_sums_sparse
-from bigkern.reduce.binning._key_loops import sparse_histograms
+from bigkern.reduce.binning._key_loops import certain_bin_ids, sparse_histograms
 from bigkern.reduce.binning._one_read_loops import one_read_ids, one_read_sums
+from bigkern.reduce.binning.bins import n_classes_of
 from bigkern.reduce.binning.fixed_point import FixedPointGrid, normalize_limbs
 from bigkern.reduce.binning.one_read_sample import summed_limit
 from bigkern.reduce.binning.partials import (
     accumulate_bins,
+    bin_class_counts,
     combine_bins,
     dense_partial,
     padded_edges,
-    positive_flags,
+    row_labels,
     use_dense_sums,
 )
 from bigkern.reduce.binning.quantiles import QuantilePlan
@@ -71,7 +73,7 @@ def _from_held(held: tuple[np.ndarray, Any, Any], *, func: Callable[..., Any],
 
 def _one_read_chunk(
     Xb: np.ndarray, yb: np.ndarray | None, mb: np.ndarray | None, *, tables: np.ndarray,
-    n_cells: np.ndarray, scales: np.ndarray, positive: Any, classes: tuple[Any, ...] | None,
+    n_cells: np.ndarray, scales: np.ndarray, classes: tuple[Any, ...] | None,
     guessed_classes: bool,
 ) -> dict[str, Any]:
     """A chunk's summary (``first``: first-pass partial, ``bins``: certain bins at each
@@ -79,7 +81,10 @@ def _one_read_chunk(
     ``kept``: its kept rows (which stay on the worker; the combine drops them).
 
     ``scales`` (candidates, d) are the candidate fixed-point scales; ``tables``
-    the guessed cell tables (:func:`~bigkern.reduce.binning.one_read_sample.window_tables`).
+    the guessed cell tables (:func:`~bigkern.reduce.binning.one_read_sample.window_tables`);
+    ``classes`` those whose labels are counted (None: none). More than two classes
+    are counted from the bin ids (the dense sweep does not give them: a second sweep
+    of the chunk's keys, in memory, gives them).
     """
     X = as_float_block(Xb)
     valid, counts = valid_rows(X, mb, extremes=True)
@@ -88,12 +93,16 @@ def _one_read_chunk(
     n, d = X.shape
     labels = None if yb is None else _distinct_labels(np.asarray(yb), valid)
     mismatch = False
+    n_classes = n_classes_of(classes)
     try:
-        is_positive = positive_flags(yb, valid, positive, classes)
+        labels_of_rows = row_labels(yb, valid, classes)
     except LabelError:
         if not guessed_classes:
             raise
-        is_positive, mismatch = np.zeros(n, dtype=bool), True  # the classes were a guess
+        # the classes were a guess: the plan falls back
+        labels_of_rows, mismatch = np.zeros(n, dtype=bool if n_classes <= 2 else np.uint8), True
+    several = n_classes > 2
+    is_positive = np.zeros(n, dtype=bool) if several else labels_of_rows
     with np.errstate(over="ignore"):
         down = np.ldexp(1.0, scales)
     reach = np.nextafter(summed_limit(scales), 0.0)  # the tables keep every |x| beyond it
@@ -101,7 +110,7 @@ def _one_read_chunk(
     k = len(scales)
     cand_index = np.arange(k * d, dtype=np.int64)[:, None]
     no_outside, no_extreme = np.zeros(k * d, dtype=np.int64), np.full(k * d, np.nan)
-    with_labels = positive is not None
+    with_labels = n_classes == 2
     hist = np.zeros((d, 1 << GROUP_BITS), dtype=np.int32)  # pages touched where counted
     if use_dense_sums(n_possible, n):
         count, sums, pos, kept = one_read_sums(
@@ -109,6 +118,9 @@ def _one_read_chunk(
             hist)
         bins = dense_partial(count, sums, pos, no_outside, no_extreme, counts, cand_index,
                              with_labels)
+        if several:  # the same guessed bins again, as ids (no histograms), for the classes
+            ids, _ = certain_bin_ids(bits, valid, width, GROUP_BITS, tables, n_cells)
+            bins["class_count"] = bin_class_counts(ids, labels_of_rows, bins["bin"], n_classes)
     else:
         ids, kept = one_read_ids(bits, valid, width, GROUP_BITS, tables, n_cells, hist)
         order = np.flatnonzero(ids >= 0)
@@ -122,11 +134,13 @@ def _one_read_chunk(
         uniq, cnt, _, pos = parts[0][:4]
         bins = {"counts": counts, "bin": uniq.astype(np.int64), "n": cnt,
                 "sum": np.concatenate([p[2] for p in parts], axis=1), "limb_index": cand_index,
-                "positive": pos if with_labels else None, "outside": no_outside,
-                "extreme": no_extreme}
+                "positive": pos if with_labels else None,
+                "class_count": (bin_class_counts(ids, labels_of_rows, uniq, n_classes, order)
+                                if several else None),
+                "outside": no_outside, "extreme": no_extreme}
     first = {"counts": counts, "labels": labels, "hist": sparse_histograms(hist)}
     return {"first": first, "bins": bins, "mismatch": mismatch,
-            "kept": {"kept_X": take_rows(X, kept), "kept_positive": is_positive[kept]}}
+            "kept": {"kept_X": take_rows(X, kept), "kept_labels": labels_of_rows[kept]}}
 
 
 def _read_summary(part: dict[str, Any]) -> dict[str, Any]:
@@ -139,13 +153,13 @@ def _refine_kept(part: dict[str, Any], *, buckets: Sequence[Bucket]) -> dict[Any
 
 
 def _bin_kept(part: dict[str, Any], *, edges: tuple[np.ndarray, ...], grid: FixedPointGrid,
-              with_labels: bool) -> dict[str, Any]:
+              n_classes: int) -> dict[str, Any]:
     X = part["kept"]["kept_X"]
     padded, n_edges = padded_edges(edges)
     ids = bin_ids(X, np.ones(len(X), dtype=bool), padded, n_edges)
     n_possible = int(np.prod(n_edges + 1, dtype=object))
-    return accumulate_bins(X, ids, part["kept"]["kept_positive"], grid, n_possible,
-                           {"kept": len(X)}, with_labels)
+    return accumulate_bins(X, ids, part["kept"]["kept_labels"], grid, n_possible,
+                           {"kept": len(X)}, n_classes > 0, n_classes)
 
 
 def _combine_read(parts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -175,19 +189,20 @@ def _kept_edges(
 
 
 def _bin_kept_or_none(part: dict[str, Any], *, edges: tuple[np.ndarray, ...] | None,
-                      grid: FixedPointGrid, with_labels: bool) -> dict[str, Any] | None:
+                      grid: FixedPointGrid, n_classes: int) -> dict[str, Any] | None:
     return None if edges is None else _bin_kept(part, edges=edges, grid=grid,
-                                                with_labels=with_labels)
+                                                n_classes=n_classes)
 
 
 def _combine_kept(parts: list[dict[str, Any] | None]) -> dict[str, Any] | None:
     return None if any(p is None for p in parts) else combine_bins(parts)
 
 
-def _kept_bins(parts: Sequence[Any], edges: Any, grid: FixedPointGrid, with_labels: bool) -> Any:
-    """Delayed combined bins of the kept rows (``None`` when ``edges`` is)."""
+def _kept_bins(parts: Sequence[Any], edges: Any, grid: FixedPointGrid, n_classes: int) -> Any:
+    """Delayed combined bins of the kept rows (``None`` when ``edges`` is); ``n_classes``
+    counted (0: no labels)."""
     fn = dask.delayed(_bin_kept_or_none, pure=True)
-    return tree_reduce([fn(p, edges=edges, grid=grid, with_labels=with_labels) for p in parts],
+    return tree_reduce([fn(p, edges=edges, grid=grid, n_classes=n_classes) for p in parts],
                        _combine_kept, name="one-read-kept-combine")
 
 

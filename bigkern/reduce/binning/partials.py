@@ -1,4 +1,4 @@
-"""A chunk's partial bins: per occupied bin its count, exact fixed-point sums and positives.
+"""A chunk's partial bins: per occupied bin its count, exact fixed-point sums and classes.
 
 Every plan of :func:`~bigkern.reduce.binning.percentile.percentile_bins` and the
 binning pass of :func:`~bigkern.reduce.binning.bins.bin_statistics` build their
@@ -6,7 +6,13 @@ partials here: :func:`accumulate_bins` sums the rows of known bin ids (dense
 accumulators when the possible bins are no more than the chunk's rows, else
 sorted sparse ones), :func:`combine_bins` merges partials bin by bin (integer
 limb sums: exact and associative, so the chunking never shows), and
-:func:`positive_flags` turns labels into the positive-class flags.
+:func:`row_labels` turns labels into what the bins count of them.
+
+Two classes are counted as today's positives: a flag per row, summed per bin by
+the compiled sweeps (the partial's ``positive``). More classes are counted per
+bin and class (the partial's ``class_count``, shape (bins, k)) from each row's
+class index and bin id (:func:`bin_class_counts`), after the sweep that gives
+the bin ids: the compiled sweeps are the binary ones, unchanged.
 """
 
 from __future__ import annotations
@@ -17,19 +23,138 @@ from typing import Any
 import numpy as np
 
 from bigkern.errors import LabelError
-from bigkern.reduce.binning._bin_loops import bin_sums_dense, bin_sums_sparse
+from bigkern.reduce.binning._bin_loops import (
+    bin_sums_dense,
+    bin_sums_sparse,
+    class_counts_by_slot,
+    class_counts_sorted,
+    class_index,
+    class_index_lut,
+)
 from bigkern.reduce.binning.fixed_point import FixedPointGrid, normalize_limbs
 from bigkern.reduce.passes import add_counts
 from bigkern.reduce.row_loops import label_flags
 
 __all__ = [
     "accumulate_bins",
+    "bin_class_counts",
+    "class_codes",
     "combine_bins",
     "dense_partial",
     "padded_edges",
     "positive_flags",
+    "row_labels",
     "use_dense_sums",
 ]
+
+
+def row_labels(
+    yb: np.ndarray | None, valid: np.ndarray, classes: tuple[Any, ...] | None
+) -> np.ndarray:
+    """What the bins count of each row's label: for two ``classes`` whether it is the
+    positive one (:func:`positive_flags`, bool), for more the index of its class
+    (:func:`class_codes`); all False without labels (``yb`` or ``classes`` None)."""
+    if yb is None or classes is None:
+        return np.zeros(len(valid), dtype=bool)
+    if len(classes) == 2:
+        return positive_flags(yb, valid, classes[1], classes)
+    return class_codes(yb, valid, classes)
+
+
+def class_codes(yb: np.ndarray, valid: np.ndarray, classes: Sequence[Any]) -> np.ndarray:
+    """Index in ``classes`` of each valid row's label (0 for the other rows).
+
+    uint8 up to 256 classes, else int32. A valid row whose label is not one of
+    ``classes`` raises :class:`~bigkern.errors.LabelError` naming it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern.reduce.binning.partials import class_codes
+    >>> class_codes(np.array([3, 1, 2, 9]), np.array([True, True, True, False]), (1, 2, 3))
+    array([2, 0, 1, 0], dtype=uint8)
+    """
+    y = np.asarray(yb)
+    k = len(classes)
+    dtype = np.uint8 if k <= 256 else np.int32
+    codes = np.zeros(len(y), dtype=dtype)
+    typed = _typed_table(classes, y.dtype)
+    if typed is not None and y.ndim == 1 and len(y) == len(valid):  # compiled: one sweep
+        table, order = typed
+        y = np.ascontiguousarray(y)
+        lo, hi = (int(table[0]), int(table[-1])) if y.dtype.kind in "iu" else (0, -1)
+        if y.dtype.kind in "iu" and hi - lo < 1 << 16:  # small integers: a table look-up
+            lut = np.full(hi - lo + 1, -1, dtype=np.int64)
+            lut[table.astype(np.int64) - lo] = order
+            row = class_index_lut(y, valid, lo, lut, codes)
+        else:
+            row = class_index(y, valid, table, order, codes)
+        if row >= 0:
+            raise LabelError(f"label value {y[row].item()!r} (row {row} of its chunk) is not "
+                             f"one of the classes {list(classes)}")
+        return codes
+    found = np.zeros(len(y), dtype=bool)
+    table = np.asarray(classes)
+    if _same_family(table.dtype, y.dtype):  # one sorted look-up for all classes
+        order = np.argsort(table, kind="stable")
+        pos = np.minimum(np.searchsorted(table[order], y), k - 1)
+        found = table[order][pos] == y
+        codes = np.where(found, order[pos], 0).astype(dtype)
+    else:  # labels and classes that do not order together (e.g. mixed types): one by one
+        for j, c in enumerate(classes):
+            hit = y == c
+            codes[hit] = j
+            found |= hit
+    unknown = valid & ~np.asarray(found, dtype=bool)
+    if unknown.any():
+        row = int(np.flatnonzero(unknown)[0])
+        raise LabelError(f"label value {y[row].item()!r} (row {row} of its chunk) is not one "
+                         f"of the classes {list(classes)}")
+    codes[~valid] = 0
+    return codes
+
+
+def _typed_table(classes: Sequence[Any], dtype: np.dtype
+                 ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The classes sorted as numbers of the labels' numeric ``dtype``, and the index of
+    each in ``classes``; None unless every class converts exactly (and is not NaN)."""
+    if dtype.kind not in "iuf":
+        return None
+    try:
+        typed = np.array([dtype.type(c) for c in classes], dtype=dtype)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if not all(t == c for t, c in zip(typed.tolist(), classes, strict=True)):
+        return None  # NaN, or a class the dtype cannot hold exactly
+    order = np.argsort(typed, kind="stable")
+    return typed[order], order.astype(np.int64)
+
+
+def _same_family(a: np.dtype, b: np.dtype) -> bool:
+    """Whether values of dtypes ``a`` and ``b`` sort together: both numbers or both text."""
+    return (a.kind in "biuf" and b.kind in "biuf") or (a.kind in "US" and b.kind == a.kind)
+
+
+def bin_class_counts(ids: np.ndarray, codes: np.ndarray, occupied: np.ndarray,
+                     n_classes: int, order: np.ndarray | None = None) -> np.ndarray:
+    """Per occupied bin (sorted ``occupied`` ids), the rows of each class: (bins, n_classes).
+
+    Rows with ``ids < 0`` are not counted; ``codes`` are the rows' class
+    indices (:func:`class_codes`). One sweep of the rows, through a table of
+    bin ids when they are few enough, else in ``order`` (the rows with
+    ``ids >= 0`` sorted by id; computed when not given).
+    """
+    m = len(occupied)
+    if m == 0:
+        return np.zeros((0, n_classes), dtype=np.int64)
+    if int(occupied[-1]) < max(1 << 16, 4 * len(ids)):  # a bin id → place table, one sweep
+        slot = np.zeros(int(occupied[-1]) + 1, dtype=np.int64)
+        slot[occupied] = np.arange(m)
+        return class_counts_by_slot(ids, codes, slot, m, n_classes)
+    if order is None:
+        order = np.flatnonzero(ids >= 0)
+        order = order[np.argsort(ids[order], kind="stable")]
+    return class_counts_sorted(ids, codes, order, m, n_classes)
 
 
 def positive_flags(
@@ -97,26 +222,39 @@ def _partial(counts: dict[str, int], uniq: np.ndarray, count: np.ndarray, sums: 
         "sum": normalize_limbs(sums, limb_index),
         "limb_index": limb_index,
         "positive": positive if with_labels else None,
+        "class_count": None,
         "outside": outside,
         "extreme": extreme,
     }
 
 
 def accumulate_bins(
-    X: np.ndarray, ids: np.ndarray, is_positive: np.ndarray, grid: FixedPointGrid,
-    n_possible: int, counts: dict[str, int], with_labels: bool,
+    X: np.ndarray, ids: np.ndarray, labels: np.ndarray, grid: FixedPointGrid,
+    n_possible: int, counts: dict[str, int], with_labels: bool, n_classes: int = 2,
 ) -> dict[str, Any]:
-    """Per-bin count, fixed-point limb sums and positives of the rows with ``ids >= 0``."""
+    """Per-bin count, fixed-point limb sums and classes of the rows with ``ids >= 0``.
+
+    ``labels`` are :func:`row_labels`: positive flags for two classes (summed
+    as ``positive``), class indices for ``n_classes`` > 2 (counted as
+    ``class_count``).
+    """
     args = grid.kernel_args()
+    several = with_labels and n_classes > 2
+    flags = np.zeros(len(X), dtype=bool) if several else labels
+    binary = with_labels and not several
+    order = None
     if use_dense_sums(n_possible, len(X)):
-        count, sums, pos, outside, extreme = bin_sums_dense(X, ids, is_positive, *args,
-                                                            n_possible)
-        return dense_partial(count, sums, pos, outside, extreme, counts, grid.limb_index,
-                             with_labels)
-    order = np.flatnonzero(ids >= 0)
-    order = order[np.argsort(ids[order], kind="stable")]
-    uniq, count, sums, pos, outside, extreme = bin_sums_sparse(X, ids, is_positive, *args, order)
-    return _partial(counts, uniq, count, sums, pos, outside, extreme, grid.limb_index, with_labels)
+        count, sums, pos, outside, extreme = bin_sums_dense(X, ids, flags, *args, n_possible)
+        part = dense_partial(count, sums, pos, outside, extreme, counts, grid.limb_index, binary)
+    else:
+        order = np.flatnonzero(ids >= 0)
+        order = order[np.argsort(ids[order], kind="stable")]
+        uniq, count, sums, pos, outside, extreme = bin_sums_sparse(X, ids, flags, *args, order)
+        part = _partial(counts, uniq, count, sums, pos, outside, extreme, grid.limb_index,
+                        binary)
+    if several:
+        part["class_count"] = bin_class_counts(ids, labels, part["bin"], n_classes, order)
+    return part
 
 
 def padded_edges(edges: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -156,6 +294,8 @@ def combine_bins(parts: list[dict[str, Any]]) -> dict[str, Any]:
         "sum": normalize_limbs(add([p["sum"] for p in parts]), limb_index),
         "limb_index": limb_index,
         "positive": None if parts[0]["positive"] is None else add([p["positive"] for p in parts]),
+        "class_count": (None if parts[0].get("class_count") is None
+                        else add([p["class_count"] for p in parts])),
         "outside": np.sum([p["outside"] for p in parts], axis=0),
         "extreme": _most_extreme(np.stack([p["extreme"] for p in parts])),
     }

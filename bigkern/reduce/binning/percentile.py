@@ -19,7 +19,7 @@ import numpy as np
 import xarray as xr
 
 from bigkern.errors import LabelError
-from bigkern.reduce.binning.bins import bins_parts, check_cell_count
+from bigkern.reduce.binning.bins import bins_parts, check_cell_count, checked_classes
 from bigkern.reduce.binning.fused import HistogramRun
 from bigkern.reduce.binning.in_memory import InMemoryRun
 from bigkern.reduce.binning.one_read import OneRead
@@ -58,14 +58,19 @@ def percentile_bins(
     X : array-like or dask array, shape (n, d)
         Samples.
     y : array-like, shape (n,), optional
-        Labels with exactly two distinct values among the used rows (or give
-        ``classes``); more or fewer raise :class:`~bigkern.errors.LabelError`.
+        Labels: two or more distinct values among the used rows (or give
+        ``classes``); one raises :class:`~bigkern.errors.LabelError`, as do
+        more than 256 without ``classes``. Every plan counts them in the
+        same reads as the features: two classes as positives, k > 2 per
+        class (see Returns).
     quantiles : sequence of float
         Split points per feature (deciles: up to 10**d bins).
     mask : array-like of bool, optional
         Rows to use (e.g. labelled pixels).
-    classes : (negative, positive), optional
-        Class labels; by default the two sorted distinct labels.
+    classes : sequence of two or more labels, optional
+        Class labels: ``(negative, positive)`` for two, or the k classes in
+        the order of the ``class`` coordinate; by default the sorted distinct
+        labels. Labels outside them raise :class:`~bigkern.errors.LabelError`.
     features : sequence of str, optional
         Feature names.
     plan : str or BinningPlan, optional
@@ -80,7 +85,9 @@ def percentile_bins(
     Returns
     -------
     xarray.Dataset
-        The :func:`~bigkern.reduce.bin_statistics` result plus ``offset`` and
+        The :func:`~bigkern.reduce.bin_statistics` result (with two classes
+        ``positive``, ``fuzzy_label``, ``majority_label`` and ``label_sum``;
+        with k > 2 ``class_count (bin, class)`` and ``majority_label``) plus ``offset`` and
         ``scale (feature)`` from :func:`~bigkern.reduce.robust_scaler` (``by_span``), the
         quantile edges of ``quantiles`` ∪ {0.1, 0.5, 0.9} as ``quantile_edges``,
         ``outliers (feature)`` (values more than 1000 robust σ from the median;
@@ -118,6 +125,15 @@ def percentile_bins(
     >>> same = percentile_bins(X, y, quantiles=[0.25, 0.5, 0.75], plan="three-pass")
     >>> bool((same["center"] == bins["center"]).all())
     True
+
+    Three classes are counted per bin and class:
+
+    >>> y3 = np.digitize(X[:, 1], [-0.5, 0.5])  # classes 0, 1, 2
+    >>> bins3 = percentile_bins(X, y3, quantiles=[0.25, 0.5, 0.75])
+    >>> bins3["class_count"].dims, bins3["class"].values.tolist()
+    (('bin', 'class'), [0, 1, 2])
+    >>> bins3["class_count"].sum("bin").values.tolist() == np.bincount(y3).tolist()
+    True
     """
     q = np.asarray(quantiles, dtype=np.float64).ravel()
     probs = np.union1d(q, [0.1, 0.5, 0.9])
@@ -126,15 +142,12 @@ def percentile_bins(
                  classes)
     first = run.first_read()
     if run.y is not None and classes is None:
-        classes = _two_classes(first)
+        classes = _found_classes(first)
     if classes is not None:
-        classes = tuple(classes)
-        if len(classes) != 2:
-            raise LabelError(f"classes must be two labels (negative, positive); got {classes}")
-    positive = classes[1] if classes is not None and run.y is not None else None
+        classes = checked_classes(classes)
     warn_suspected_fills(first["counts"].get(EXTREMES_KEY), run.names)
     quantile_plan = QuantilePlan.make(probs, "linear", first["counts"]["valid"])
-    result = run.finish(first, quantile_plan, positive, classes)
+    result = run.finish(first, quantile_plan, classes if run.y is not None else None)
     bins = _bins_with_summary(result, first, quantile_plan, run.names, classes, run.X.dtype)
     bins.attrs.update(run.attrs())
     return bins
@@ -189,18 +202,15 @@ def _bins_with_summary(
     return bins
 
 
-def _two_classes(first: dict[str, Any]) -> tuple[Any, Any]:
+def _found_classes(first: dict[str, Any]) -> tuple[Any, ...]:
+    """The sorted distinct labels the first read found among the usable rows (two or more)."""
     labels = first["labels"]
     if labels is None or isinstance(labels, str):
-        raise LabelError("y has more than 256 distinct values: binned classifiers need two classes")
+        raise LabelError("y has more than 256 distinct values: binned classifiers take at most "
+                         "256 classes (give classes= to count more, or mask out the others)")
     if len(labels) < 2:
         raise LabelError(
             f"y has one class only ({labels.tolist()}) among the {first['counts']['valid']} "
             "usable rows: a classifier needs two"
         )
-    if len(labels) > 2:
-        raise LabelError(
-            f"y has {len(labels)} classes ({labels.tolist()[:10]}): binned classifiers take two; "
-            "mask out the others (e.g. unlabelled pixels, label 0)"
-        )
-    return labels[0].item(), labels[1].item()
+    return tuple(c.item() if hasattr(c, "item") else c for c in labels)

@@ -254,9 +254,10 @@ class PlanRun(Protocol):
         """The first-pass result: ``counts``, ``hist`` and ``labels``."""
         ...
 
-    def finish(self, first: dict[str, Any], quantile_plan: QuantilePlan, positive: Any,
+    def finish(self, first: dict[str, Any], quantile_plan: QuantilePlan,
                classes: tuple[Any, ...] | None) -> PlanResult:
-        """The edges and the combined bins."""
+        """The edges and the combined bins, counting the labels of ``classes`` (two or
+        more; None: no labels)."""
         ...
 
     def attrs(self) -> dict[str, Any]:

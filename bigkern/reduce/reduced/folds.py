@@ -18,6 +18,11 @@ A chunk's partial holds ``widths × folds`` matrices of ``(m̃ + 2)²`` float64
 (1,000 centers, 4 widths, 2 folds: 64 MB); choose ``split_every`` with that in mind.
 The sums over the folds are the full data's normal equations at each width, so
 the final fit at the chosen width needs no further read.
+
+With ``n_classes`` = k the targets are k classes' one-vs-rest ±1 columns, made in
+each chunk from class codes: the same ``syrk`` of ``[G | 1 | Y]`` gives ``GᵀG`` once
+and ``GᵀY``, ``ΣY``, ``‖Y‖²`` per class — k classes' pieces from one read and one
+kernel block per row block, for k more columns in the product.
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ def reduced_normal_equations_folds(
     split_every: int | None = None,
     mask: Any = None,
     kernel: Any = "gaussian",
+    n_classes: int | None = None,
 ) -> xr.Dataset:
     """Normal equations of a reduced kernel basis per width and per fold, in one read.
 
@@ -92,6 +98,11 @@ def reduced_normal_equations_folds(
 
     kernel : str, Kernel or Kernel subclass
         The kernel (default the Gaussian), at each width of ``omegas``.
+    n_classes : int, optional
+        ``y`` holds class codes 0 … k−1 (float; NaN where unknown) and the targets are
+        the k one-vs-rest columns, +1 for the class and −1 for the others
+        (:func:`~bigkern.reduce.reduced.normal_equations.one_vs_rest_targets`), summed
+        in the same read.
 
     Returns
     -------
@@ -99,7 +110,24 @@ def reduced_normal_equations_folds(
         ``GtG (omega, fold, basis, basis_)``, ``Gty``, ``Gsum (omega, fold, basis)``,
         ``yty``, ``ysum``, ``n (fold)``; ``centers``, ``offset``, ``scale``, ``clip``; attrs
         ``n_folds``, ``seed`` and the row counts of
-        :func:`~bigkern.reduce.reduced_normal_equations`.
+        :func:`~bigkern.reduce.reduced_normal_equations`. With ``n_classes``, ``Gty``,
+        ``yty`` and ``ysum`` have a last dimension ``class`` (k).
+
+    Examples
+    --------
+    Three classes' pieces in one read, each those of its ±1 target alone:
+
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(200, 2))
+    >>> codes = np.digitize(X[:, 0], [-0.5, 0.5]).astype(float)  # classes 0, 1, 2
+    >>> C = X[:8]
+    >>> ds = reduced_normal_equations_folds(X, codes, C, [1.0], n_folds=1, n_classes=3)
+    >>> ds["Gty"].dims, ds["ysum"].values.round().tolist()
+    (('omega', 'fold', 'basis', 'class'), [[-56.0, -54.0, -90.0]])
+    >>> one = reduced_normal_equations_folds(X, np.where(codes == 1, 1.0, -1.0), C, [1.0],
+    ...                                      n_folds=1)
+    >>> bool(np.allclose(ds["Gty"][..., 1], one["Gty"], rtol=1e-13))
+    True
 
     Raises
     ------
@@ -114,9 +142,13 @@ def reduced_normal_equations_folds(
         raise ValueError(f"n_folds must be a positive int; got {n_folds!r}")
     basis = Basis.checked(centers, omegas[0], int(X.shape[1]), offset, scale, clip, kernel)
     m = basis.n_basis
-    partial_mb = (m + 2) ** 2 * len(omegas) * n_folds * 8 / 2**20
+    t = 1 if n_classes is None else int(n_classes)
+    if n_classes is not None and (isinstance(n_classes, bool) or t < 1):
+        raise ValueError(f"n_classes must be a positive int; got {n_classes!r}")
+    partial_mb = (m + 1 + t) ** 2 * len(omegas) * n_folds * 8 / 2**20
     res = run_pass(X, y, _normal_chunk, basis=basis, omegas=omegas, n_folds=int(n_folds),
-                   seed=int(seed), name="reduced-normal-equations-folds",
+                   seed=int(seed), n_classes=None if n_classes is None else t,
+                   name="reduced-normal-equations-folds",
                    label=(f"reduced normal equations ({m} centers, {len(omegas)} widths, "
                           f"{n_folds} folds; {partial_mb:.0f} MB per partial)"),
                    split_every=split_every, mask=mask,
@@ -127,13 +159,26 @@ def reduced_normal_equations_folds(
     n_fold = np.rint(full[0, :, m, m]).astype(np.int64)
     if int(n_fold.sum()) != res["counts"]["valid"]:  # pragma: no cover - internal check
         raise AssertionError("fold counts do not add up to the usable rows")
+    if n_classes is None:
+        targets: dict[str, Any] = {
+            "Gty": (("omega", "fold", "basis"), full[:, :, :m, m + 1]),
+            "yty": ("fold", full[0, :, m + 1, m + 1]),
+            "ysum": ("fold", full[0, :, m, m + 1]),
+        }
+    else:
+        ys = slice(m + 1, m + 1 + t)
+        targets = {
+            "Gty": (("omega", "fold", "basis", "class"), full[:, :, :m, ys]),
+            "yty": (("fold", "class"), np.diagonal(full[0, :, ys, ys], axis1=-2, axis2=-1)),
+            "ysum": (("fold", "class"), full[0, :, m, ys]),
+        }
     return xr.Dataset(
         {
             "GtG": (("omega", "fold", "basis", "basis_"), full[:, :, :m, :m]),
-            "Gty": (("omega", "fold", "basis"), full[:, :, :m, m + 1]),
+            "Gty": targets["Gty"],
             "Gsum": (("omega", "fold", "basis"), full[:, :, :m, m]),
-            "yty": ("fold", full[0, :, m + 1, m + 1]),
-            "ysum": ("fold", full[0, :, m, m + 1]),
+            "yty": targets["yty"],
+            "ysum": targets["ysum"],
             "n": ("fold", n_fold),
             "centers": (("basis", "feature"), basis.centers),
             "offset": ("feature", basis.offset),
@@ -148,9 +193,14 @@ def reduced_normal_equations_folds(
 
 
 def fold_pieces(ds: xr.Dataset, omega_index: int, folds: Any) -> dict[str, Any]:
-    """The pieces of one width summed over ``folds`` (plain numpy / Python scalars)."""
+    """The pieces of one width summed over ``folds`` (plain numpy / Python scalars; with a
+    ``class`` dimension, ``Gty`` (m̃, k) and ``yty``, ``ysum`` (k,))."""
     sub = ds.isel(omega=omega_index, fold=list(np.atleast_1d(folds)))
+    if "class" in ds.dims:
+        yty, ysum = sub["yty"].values.sum(0), sub["ysum"].values.sum(0)
+    else:
+        yty, ysum = float(sub["yty"].values.sum()), float(sub["ysum"].values.sum())
     return {"GtG": sub["GtG"].values.sum(0), "Gty": sub["Gty"].values.sum(0),
-            "Gsum": sub["Gsum"].values.sum(0), "yty": float(sub["yty"].values.sum()),
-            "ysum": float(sub["ysum"].values.sum()), "n": int(sub["n"].values.sum())}
+            "Gsum": sub["Gsum"].values.sum(0), "yty": yty, "ysum": ysum,
+            "n": int(sub["n"].values.sum())}
 

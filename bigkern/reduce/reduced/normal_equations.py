@@ -57,6 +57,7 @@ from bigkern.reduce.sampling import uniform_from_index
 
 __all__ = [
     "kernel_blocks",
+    "one_vs_rest_targets",
     "reduced_normal_equations",
     "reduced_residual_sums",
 ]
@@ -68,55 +69,92 @@ def fold_of_rows(rows: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
     return np.minimum((u * n_folds).astype(np.int64), n_folds - 1)
 
 
+def one_vs_rest_targets(codes: np.ndarray, n_classes: int) -> np.ndarray:
+    """The ±1 one-vs-rest targets of class codes: ``Y[i, j] = +1`` where ``codes[i] == j``,
+    else −1 (a row whose code is NaN is NaN in every column).
+
+    Examples
+    --------
+    >>> one_vs_rest_targets(np.array([0.0, 2.0, 1.0]), 3)
+    array([[ 1., -1., -1.],
+           [-1., -1.,  1.],
+           [-1.,  1., -1.]])
+    """
+    codes = np.asarray(codes, dtype=np.float64).ravel()
+    Y = np.where(codes[:, None] == np.arange(n_classes), 1.0, -1.0)
+    Y[np.isnan(codes)] = np.nan
+    return Y
+
+
+def _targets(y: np.ndarray, n_classes: int | None) -> np.ndarray:
+    """``y`` itself (one target), or the one-vs-rest targets (n, k) of the codes ``y``."""
+    return y if n_classes is None else one_vs_rest_targets(y, n_classes)
+
+
+def _n_targets(n_classes: int | None) -> int:
+    return 1 if n_classes is None else int(n_classes)
+
+
 def _fold_accumulators(n: int, m: int, n_widths: int, n_folds: int, seed: int,
-                       start: int) -> tuple[np.ndarray, np.ndarray]:
-    """The fold of each of a chunk's ``n`` rows, and zeroed ``(m+2, m+2, widths, folds)``
-    sums (Fortran-ordered slices: ``BᵀB`` by syrk, of which the upper triangle is read)."""
+                       start: int, n_targets: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """The fold of each of a chunk's ``n`` rows, and zeroed ``(m+1+t, m+1+t, widths, folds)``
+    sums for ``t`` target columns (Fortran-ordered slices: ``BᵀB`` by syrk, of which the
+    upper triangle is read)."""
     fold = (np.zeros(n, dtype=np.int64) if n_folds == 1
             else fold_of_rows(start + np.arange(n), n_folds, seed))
-    return fold, np.zeros((m + 2, m + 2, n_widths, n_folds), order="F")
+    width = m + 1 + n_targets
+    return fold, np.zeros((width, width, n_widths, n_folds), order="F")
 
 
 def _add_rows(acc: np.ndarray, work: np.ndarray, G: np.ndarray, y: np.ndarray) -> None:
-    """``acc += [G | 1 | y]ᵀ[G | 1 | y]`` (upper triangle), through the C-ordered ``work``."""
+    """``acc += [G | 1 | y]ᵀ[G | 1 | y]`` (upper triangle), through the C-ordered ``work``;
+    ``y`` (rows,) or (rows, t): one target or ``t`` of them, the columns after the ones."""
     k, m = G.shape
     W = work[:k]
     W[:, :m] = G
     W[:, m] = 1.0
-    W[:, m + 1] = y
+    if y.ndim == 1:
+        W[:, m + 1] = y
+    else:
+        W[:, m + 1:] = y
     acc += syrk_product(W)
 
 
 def _normal_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, *,
                   basis: Basis, omegas: tuple[float, ...], n_folds: int, seed: int,
-                  start: int, block_rows: int | None) -> dict[str, Any]:
+                  start: int, block_rows: int | None,
+                  n_classes: int | None = None) -> dict[str, Any]:
     """Upper triangles of ``[G_w | 1 | y]ᵀ[G_w | 1 | y]`` per width and fold over one chunk.
 
     ``acc[:, :, i, f]`` (float64, Fortran-ordered slices) sums the usable rows of fold
     ``f`` at width ``omegas[i]``; one width and one fold is the plain pass of
-    :func:`reduced_normal_equations`.
+    :func:`reduced_normal_equations`. With ``n_classes`` = k, ``y`` holds class codes
+    and ``y`` in the product is their k one-vs-rest ±1 columns
+    (:func:`one_vs_rest_targets`): the kernel block and ``GᵀG`` serve all k.
     """
     X, y, valid, counts = usable_rows(Xb, yb, start, mb)
+    y = _targets(y, n_classes)
     if not basis.is_gaussian:
         return _normal_chunk_rows(X, y, valid, counts, basis=basis, omegas=omegas,
                                   n_folds=n_folds, seed=seed, start=start,
                                   block_rows=block_rows)
     m = basis.n_basis
+    t = _n_targets(n_classes)
     dtype = np.dtype(np.float32 if X.dtype == np.float32 else np.float64)
     # float32 kernel values of few features: one compiled sweep per row writes them
     fused = dtype == np.float32 and X.shape[1] <= FUSED_MAX_FEATURES
     n = len(X)
-    fold, acc = _fold_accumulators(n, m, len(omegas), n_folds, seed, start)
+    fold, acc = _fold_accumulators(n, m, len(omegas), n_folds, seed, start, t)
     right = exponent_right(basis.centers, 0.5, dtype)  # γ = 1/2: the product is S
     centers_t = np.ascontiguousarray(basis.centers.T, dtype=np.float32)
     lowest = float(np.ceil(np.log(np.finfo(dtype).tiny)))
     inv_sq = [1.0 / (w * w) for w in omegas]
     step = block_step(n, block_rows)
     # syrk runs well below its peak on thin blocks: up to 64 MB of rows
-    step = min(max(n, 1), max(step, min(16384, 2**26 // (8 * (m + 2)))))
+    step = min(max(n, 1), max(step, min(16384, 2**26 // (8 * (m + 1 + t)))))
     S = None if fused else np.empty((step, m), dtype=dtype)
     # [G | 1 | y] of a block, C-ordered so that its transpose is the Fortran operand of syrk
-    work = np.empty((step, m + 2))
+    work = np.empty((step, m + 1 + t))
     G = np.empty((step, m), dtype=dtype)
     for sl in row_blocks(n, step):
         rows = sl.start + np.flatnonzero(valid[sl])
@@ -152,11 +190,13 @@ def _normal_chunk_rows(X: np.ndarray, y: np.ndarray, valid: np.ndarray,
                        n_folds: int, seed: int, start: int,
                        block_rows: int | None) -> dict[str, Any]:
     """:func:`_normal_chunk` for a kernel other than the Gaussian: its blocks row by row
-    (:func:`~bigkern.kernels.kernel_blocks`), one pass over the chunk per width."""
+    (:func:`~bigkern.kernels.kernel_blocks`), one pass over the chunk per width; ``y``
+    (rows,) or (rows, t) targets."""
     m = basis.n_basis
-    fold, acc = _fold_accumulators(len(X), m, len(omegas), n_folds, seed, start)
+    t = 1 if y.ndim == 1 else y.shape[1]
+    fold, acc = _fold_accumulators(len(X), m, len(omegas), n_folds, seed, start, t)
     step = block_step(len(X), block_rows)
-    work = np.empty((step, m + 2))
+    work = np.empty((step, m + 1 + t))
     for i, omega in enumerate(omegas):
         for rows, G in kernel_blocks(X, basis.with_width(omega), valid=valid, block_rows=step):
             for f in range(n_folds):

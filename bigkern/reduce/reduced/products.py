@@ -10,6 +10,11 @@ at most :data:`~bigkern.kernels.fused_loops.FUSED_MAX_FEATURES` features take th
 compiled per-row loop (:func:`bigkern.kernels.product_loops.fused_kernel_products`),
 which never writes a kernel block to memory; others are turned into kernel blocks
 ``G_b`` (float64, as the direct pass folds them) and two matrix products.
+
+With ``n_classes`` = k, ``y`` holds class codes and the targets are the k
+one-vs-rest ±1 columns ``Y`` (made in each chunk): ``Gᵀ[G V | Y | 1]``. Conjugate
+gradients for k classes advance k recurrences together, each read computing
+``Gᵀ(G V)`` for the k columns of ``V`` from one kernel evaluation per row.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from bigkern.kernels.basis import Basis, block_step, kernel_blocks, omega_to_gam
 from bigkern.kernels.fused_loops import FUSED_MAX_FEATURES
 from bigkern.kernels.product_loops import fused_kernel_products
 from bigkern.reduce.reduced._row_pass import count_attrs, run_pass, usable_rows
+from bigkern.reduce.reduced.normal_equations import one_vs_rest_targets
 from bigkern.reduce.sampling import uniform_from_index
 
 __all__ = ["in_memory_products", "kernel_products", "sample_usable_rows"]
@@ -33,18 +39,24 @@ __all__ = ["in_memory_products", "kernel_products", "sample_usable_rows"]
 
 def _products_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, *,
                     basis: Basis, vectors: np.ndarray, targets: bool, start: int,
-                    block_rows: int | None) -> dict[str, Any]:
+                    block_rows: int | None, n_classes: int | None = None) -> dict[str, Any]:
     """``acc[:m̃] = Gᵀ[G V | y | 1]``, ``acc[m̃, k:] = (Σy, n)`` and ``acc[m̃ + 1, k] = Σy²`` over
-    one chunk's usable rows (without the ``y`` and ``1`` columns unless ``targets``)."""
+    one chunk's usable rows (without the ``y`` and ``1`` columns unless ``targets``).
+
+    With ``n_classes`` = t, ``y`` is the t one-vs-rest columns of the codes: ``acc[:m̃] =
+    Gᵀ[G V | Y | 1]``, ``acc[m̃, k:] = (ΣY, n)``, ``acc[m̃ + 1, k:k + t] = ΣY²`` per column.
+    """
     X, y, valid, counts = usable_rows(Xb, yb, start, mb)
     m, k = vectors.shape
-    e = 2 if targets else 0
+    t = 1 if n_classes is None else int(n_classes)
+    Y = y[:, None] if n_classes is None else one_vs_rest_targets(y, t)
+    e = t + 1 if targets else 0
     acc = np.zeros((m + 2, k + e))
     if basis.is_gaussian and X.dtype == np.float32 and X.shape[1] <= FUSED_MAX_FEATURES:
         rows = np.flatnonzero(valid)
         extra = np.ones((len(rows), e))
         if targets:
-            extra[:, 0] = y[rows]
+            extra[:, :t] = Y[rows]
         products = np.zeros((k + e, m))
         fused_kernel_products(
             np.ascontiguousarray(X), rows,
@@ -53,8 +65,14 @@ def _products_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None
             np.ascontiguousarray(vectors.T), extra, products, basis.clip)
         acc[:m] = products.T
         if targets:
-            acc[m, k:] = y[rows].sum(), len(rows)
-            acc[m + 1, k] = y[rows] @ y[rows]
+            if n_classes is None:
+                acc[m, k:] = y[rows].sum(), len(rows)
+                acc[m + 1, k] = y[rows] @ y[rows]
+            else:
+                Yr = Y[rows]
+                acc[m, k:k + t] = Yr.sum(axis=0)
+                acc[m, k + t] = len(rows)
+                acc[m + 1, k:k + t] = np.einsum("ij,ij->j", Yr, Yr)
         return {"acc": acc, "counts": counts}
     step = block_step(len(X), block_rows)
     work = np.empty((step, k + e))
@@ -63,12 +81,18 @@ def _products_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None
         W = work[:len(rows)]
         np.matmul(G64, vectors, out=W[:, :k])
         if targets:
-            W[:, k] = y[rows]
-            W[:, k + 1] = 1.0
+            if n_classes is None:
+                W[:, k] = y[rows]
+            else:
+                W[:, k:k + t] = Y[rows]
+            W[:, k + t] = 1.0
         acc[:m] += G64.T @ W
         acc[m, k:] += W[:, k:].sum(axis=0)
         if targets:
-            acc[m + 1, k] += W[:, k] @ W[:, k]
+            if n_classes is None:
+                acc[m + 1, k] += W[:, k] @ W[:, k]
+            else:
+                acc[m + 1, k:k + t] += np.einsum("ij,ij->j", W[:, k:k + t], W[:, k:k + t])
     return {"acc": acc, "counts": counts}
 
 
@@ -82,6 +106,7 @@ def kernel_products(
     mask: Any = None,
     split_every: int | None = None,
     label: str = "kernel products",
+    n_classes: int | None = None,
 ) -> dict[str, Any]:
     """``Gᵀ(G V)`` and (``targets``) ``Gᵀy``, ``Gᵀ1``, ``Σy``, ``n`` over the usable rows, in one
     read.
@@ -105,13 +130,17 @@ def kernel_products(
         Fan-in of the tree reduction (default ``bigkern.split_every``).
     label : str
         The progress label of the pass.
+    n_classes : int, optional
+        ``y`` holds class codes 0 … t−1 and the targets are their t one-vs-rest ±1
+        columns ``Y`` (:func:`~bigkern.reduce.reduced.normal_equations.one_vs_rest_targets`).
 
     Returns
     -------
     dict
         ``GtGV`` (m̃, k) and ``counts`` (the pass's row counts, ``n_rows``, ``n_valid``
         …); with ``targets`` also ``Gty`` (m̃,), ``Gsum`` (m̃,), ``ysum``, ``yty`` (Σy²)
-        and ``n`` (rows used).
+        and ``n`` (rows used); with ``n_classes`` = t, ``Gty`` is (m̃, t) and ``ysum``,
+        ``yty`` are (t,), one per class.
 
     Examples
     --------
@@ -132,21 +161,29 @@ def kernel_products(
     res = run_pass(X, y, _products_chunk, name="kernel-products", label=label,
                    split_every=split_every or int(config.get("split_every")), mask=mask,
                    basis=basis, vectors=vectors, targets=targets,
-                   block_rows=config.get("kernel_block_rows"))
+                   block_rows=config.get("kernel_block_rows"), n_classes=n_classes)
     counts = {k_: v for k_, v in count_attrs(res["counts"]).items() if k_.startswith("n_")}
-    return {**_named(res["acc"], basis.n_basis, k, targets), "counts": counts}
+    return {**_named(res["acc"], basis.n_basis, k, targets, n_classes), "counts": counts}
 
 
-def _named(acc: np.ndarray, m: int, k: int, targets: bool) -> dict[str, Any]:
+def _named(acc: np.ndarray, m: int, k: int, targets: bool,
+           n_classes: int | None = None) -> dict[str, Any]:
     """The summed ``acc`` of :func:`_products_chunk` as named products."""
     if not targets:
         return {"GtGV": acc[:m, :k]}
-    return {"GtGV": acc[:m, :k], "Gty": acc[:m, k], "Gsum": acc[:m, k + 1],
-            "ysum": float(acc[m, k]), "yty": float(acc[m + 1, k]), "n": int(acc[m, k + 1] + 0.5)}
+    if n_classes is None:
+        return {"GtGV": acc[:m, :k], "Gty": acc[:m, k], "Gsum": acc[:m, k + 1],
+                "ysum": float(acc[m, k]), "yty": float(acc[m + 1, k]),
+                "n": int(acc[m, k + 1] + 0.5)}
+    t = int(n_classes)
+    return {"GtGV": acc[:m, :k], "Gty": acc[:m, k:k + t], "Gsum": acc[:m, k + t],
+            "ysum": acc[m, k:k + t].copy(), "yty": acc[m + 1, k:k + t].copy(),
+            "n": int(acc[m, k + t] + 0.5)}
 
 
 def in_memory_products(X: np.ndarray, y: np.ndarray, basis: Basis,
-                       vectors: np.ndarray, *, targets: bool = True) -> dict[str, Any]:
+                       vectors: np.ndarray, *, targets: bool = True,
+                       n_classes: int | None = None) -> dict[str, Any]:
     """:func:`kernel_products` of rows held in memory, with no task graph.
 
     The rows (all usable: finite features and targets) are split among
@@ -174,11 +211,12 @@ def in_memory_products(X: np.ndarray, y: np.ndarray, basis: Basis,
 
     def part(rows: np.ndarray) -> np.ndarray:
         return _products_chunk(X[rows], y[rows], None, basis=basis, vectors=vectors,
-                               targets=targets, start=0, block_rows=block_rows)["acc"]
+                               targets=targets, start=0, block_rows=block_rows,
+                               n_classes=n_classes)["acc"]
 
     with ThreadPoolExecutor(max_workers=len(parts)) as pool:
         acc = sum(pool.map(part, parts))
-    return _named(acc, m, k, targets)
+    return _named(acc, m, k, targets, n_classes)
 
 
 def sample_usable_rows(X: Any, y: Any, *, fraction: float, seed: int, mask: Any = None,

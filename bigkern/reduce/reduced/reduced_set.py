@@ -89,6 +89,8 @@ class ReducedSet:
     scale_X : ndarray, shape (s, d) or None
         The ``scale_rows`` sample (raw values, float64), when one was asked for:
         ``min(scale_rows, usable rows)`` usable rows drawn uniformly, classes together.
+    scale_y : ndarray, shape (s,) or None
+        Their labels, when ``y`` was given (a k-class fit starts from a fit on them).
     """
 
     X: np.ndarray
@@ -101,6 +103,7 @@ class ReducedSet:
     n_duplicates: int = 0
     seed: int = 0
     scale_X: np.ndarray | None = None
+    scale_y: np.ndarray | None = None
 
     @property
     def size(self) -> int:
@@ -174,8 +177,8 @@ def select_reduced_set(
         by default).
     scale_rows : int
         Also draw this many usable rows (all of them when fewer), classes together,
-        as ``ReducedSet.scale_X``: the sample the features' robust scale is computed
-        from. 0 (the default) draws none.
+        as ``ReducedSet.scale_X`` (their labels ``scale_y``): the sample the features'
+        robust scale is computed from. 0 (the default) draws none.
 
     Returns
     -------
@@ -315,7 +318,8 @@ def _finalize(root: dict[str, Any], size: int, seed: int, stratified: bool,
     scale = root.get("scale")
     return ReducedSet(Xs, ys, index.astype(np.int64), classes, class_counts, drawn,
                       {k: int(v) for k, v in counts.items()}, int(n_dup), seed,
-                      None if scale is None else scale["X"])
+                      None if scale is None else scale["X"],
+                      None if scale is None else scale["y"])
 
 
 def _sort_key(k: Any) -> tuple[str, Any]:

@@ -80,7 +80,8 @@ def draw_chunk(Xb: np.ndarray, yb: np.ndarray | None, mb: np.ndarray | None = No
     if keep_scale:
         sel = order[:keep_scale]
         scale = {"u": u[sel], "index": index[sel],
-                 "X": np.asarray(X[rows[sel]], dtype=np.float64), "y": None}
+                 "X": np.asarray(X[rows[sel]], dtype=np.float64),
+                 "y": None if labels is None else labels[rows[sel]]}
     return {"strata": strata, "classes": classes, "counts": counts, "firsts": firsts,
             "scale": scale}
 

@@ -20,6 +20,12 @@ and the chunks' flat partial sums (``(m̃+1)² + (m̃+1) + #steps`` floats, neve
 n-sized) are added in a tree of fan-in ``split_every``. The basis Ã is shipped
 once per fit: scattered to every worker when a distributed client is in use,
 else one :func:`dask.delayed` object shared by all the tasks of a pass.
+
+For k classes (one-vs-rest), ``y`` holds each row's class code and
+:meth:`ReducedNewtonPasses.classes` is the pass of all the running problems at once: each
+kernel block, formed once, is added to the sums of every problem
+(:func:`~bigkern.kernels.class_row_sums.accumulate_classes`), and the chunks' partials are
+the problems' flat sums end to end.
 """
 
 from __future__ import annotations
@@ -32,6 +38,12 @@ import numpy as np
 from bigkern import config
 from bigkern.kernels import Basis, kernel_blocks
 from bigkern.kernels.basis import block_step
+from bigkern.kernels.class_row_sums import (
+    ClassPoints,
+    accumulate_classes,
+    buffer_size,
+    split_sums,
+)
 from bigkern.kernels.row_sums import RowSums, accumulate_block
 from bigkern.reduce.passes import as_row_chunked
 from bigkern.reduce.reduced._row_pass import check_counts, run_pass, usable_rows
@@ -56,6 +68,24 @@ def _newton_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, 
         accumulate_block(sums, A, y[rows], point["u"], point["d"], steps, point["at"], loss,
                          hessian_dtype=point.get("hessian_dtype", np.float64))
     return {"acc": sums.flat, "counts": counts}
+
+
+def _classes_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, *,
+                   start: int, basis: Basis, points: ClassPoints, loss: Any,
+                   block_rows: int | None) -> dict[str, Any]:
+    """The flat sums of every problem of ``points`` over one chunk (``yb``: class codes)."""
+    X, codes, valid, counts = usable_rows(Xb, yb, start, mb)
+    m = basis.n_basis
+    flat = np.zeros(buffer_size(m + 1, points.sizes()))
+    sums = split_sums(flat, m + 1, points.sizes())
+    step = block_step(max(1, len(X)), block_rows)
+    work = np.empty((step, m + 1))
+    for rows, G in kernel_blocks(X, basis, valid=valid, block_rows=step):
+        A = work[:len(rows)]
+        A[:, :m] = G
+        A[:, m] = -1.0
+        accumulate_classes(sums, A, codes[rows], points, loss)
+    return {"acc": flat, "counts": counts}
 
 
 def augmented_kernel_rows(X: np.ndarray, y: np.ndarray, basis: Basis,
@@ -141,7 +171,7 @@ class ReducedNewtonPasses:
     X : dask array, shape (n, d)
         Samples, row-chunked (see :func:`bigkern.reduce.passes.as_row_chunked`).
     y : dask array, shape (n,)
-        Targets: ±1 labels for the smooth hinge.
+        Targets: ±1 labels for the smooth hinge; for :meth:`classes`, class codes.
     basis : Basis
         The reduced set Ã (standardized), width and standardization.
     loss : object
@@ -217,3 +247,23 @@ class ReducedNewtonPasses:
         self.counts = dict(res["counts"])
         return RowSums(res["acc"], m + 1, len(steps))
 
+
+    def classes(self, points: ClassPoints) -> list[RowSums]:
+        """One pass serving every one-vs-rest problem of ``points`` (``y`` holds class codes).
+
+        The ``evaluate`` of :func:`~bigkern.solvers.lockstep_newton.newton_armijo_lockstep`:
+        each chunk's kernel block is formed once and added to every problem's sums.
+        """
+        if self._handle is None:
+            raise RuntimeError("use ReducedNewtonPasses as a context manager (with ...:)")
+        self.passes += 1
+        m = self.basis.n_basis
+        shipped = dask.delayed(points, pure=True, traverse=False)
+        res = run_pass(self.X, self.y, _classes_chunk, name="reduced-svm-newton",
+                       label=f"reduced SVM pass {self.passes} ({m} centers, "
+                             f"{len(points.classes)} classes)",
+                       split_every=self.split_every, mask=self.mask, basis=self._handle,
+                       points=shipped, loss=self.loss,
+                       block_rows=config.get("kernel_block_rows"))
+        self.counts = dict(res["counts"])
+        return split_sums(res["acc"], m + 1, points.sizes())

@@ -1,10 +1,10 @@
 """Predictions as one cloud-optimized GeoTIFF: a band per scene of the class mask.
 
-The file holds one variable: a classifier's ``cloud_mask`` (int8, ``nodata``
-the "no prediction" code) or a regressor's ``prediction`` (float32, ``nodata``
-NaN), one band per scene. The ``decision`` values are not in it (a GeoTIFF
-band has one data type and the file one variable): write netCDF or zarr to
-keep them.
+The file holds one variable: a classifier's ``cloud_mask`` or, for k classes,
+``class`` (int8, ``nodata`` the "no prediction" code), or a regressor's
+``prediction`` (float32, ``nodata`` NaN), one band per scene. The ``decision``
+values and probability maps are not in it (a GeoTIFF band has one data type and
+the file one variable): write netCDF or zarr to keep them.
 
 Blocks are computed on the cluster a few at a time
 (:func:`bigkern.store.formats.prediction_blocks.compute_blocks`) and written by the calling
@@ -39,7 +39,7 @@ __all__ = ["GEOTIFF_VARIABLES", "georeference", "geotiff_variable", "write_geoti
 
 #: The variables a GeoTIFF of predictions holds, the first found: a class mask, else a
 #: regressor's values.
-GEOTIFF_VARIABLES = ("cloud_mask", "prediction")
+GEOTIFF_VARIABLES = ("cloud_mask", "class", "prediction")
 
 # variable attributes that the file says otherwise (nodata, its georeference)
 _NOT_TAGS = ("_FillValue", "missing_value", "grid_mapping", "coordinates")
@@ -50,7 +50,7 @@ def geotiff_variable(names: Sequence[str]) -> str:
     for name in GEOTIFF_VARIABLES:
         if name in names:
             return name
-    raise ValueError(f"a GeoTIFF of predictions holds a class mask (cloud_mask) or a "
+    raise ValueError(f"a GeoTIFF of predictions holds a class map (cloud_mask, class) or a "
                      f"regressor's prediction; this prediction has {list(names)}: write it "
                      f"as netCDF (.nc) or zarr")
 
