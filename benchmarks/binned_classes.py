@@ -19,6 +19,7 @@ SVC in points. Binned models suit few features: the bins of 16 features at the
 quartiles are nearly one row each.
 
     python benchmarks/binned_classes.py [--small] [--sets page-blocks pendigits]
+        [--quantiles median quartiles deciles]
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def _svc(Xtr, ytr, Xte, yte):
     return float(search.score(Xte, yte)), time.perf_counter() - t0
 
 
-def run(sets: list[str], small: bool) -> None:
+def run(sets: list[str], small: bool, levels: list[str] | None = None) -> None:
     from sklearn.model_selection import StratifiedKFold
 
     from bigkern import BinnedKernelRidgeClassifier, BinnedSVC
@@ -102,7 +103,7 @@ def run(sets: list[str], small: bool) -> None:
         ref_acc = float(np.mean([a for a, _ in ref]))
         rows.append(["SVC (one-vs-one, GridSearchCV)", "rows", f"{ref_acc:.4f}", "",
                      f"{np.mean([s for _, s in ref]):.1f}", ""])
-        for label in PLANS[name]:
+        for label in levels or PLANS[name]:
             q = QUANTILES[label]
             for model, grid in ((BinnedSVC(), {"omega": list(OMEGAS), "C": [1.0, 10.0, 100.0]}),
                                 (BinnedKernelRidgeClassifier(),
@@ -121,9 +122,13 @@ def run(sets: list[str], small: bool) -> None:
 def main() -> None:
     p = C.parser(__doc__.splitlines()[0], "binned_classes")
     p.add_argument("--sets", nargs="+", default=["page-blocks", "pendigits"])
+    p.add_argument("--quantiles", nargs="+", choices=sorted(QUANTILES), default=None,
+                   help="the binnings to run (default: quartiles and deciles for page-blocks, "
+                        "median and quartiles for pendigits)")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args()
-    C.run_teed("binned_classes", args.small, args.out, lambda: run(args.sets, args.small))
+    C.run_teed("binned_classes", args.small, args.out,
+               lambda: run(args.sets, args.small, args.quantiles))
 
 
 if __name__ == "__main__":

@@ -34,7 +34,8 @@ __all__ = ["check_model_dataset"]
 _FINITE_ATTRS = ("intercept", "grand_mean")
 _FINITE_ARRAYS = ("basis", "coef", "intercept", "offset", "scale", "X_fit", "y_fit",
                   "dual_coef", "centers", "eigenvectors", "eigenvalues", "row_means",
-                  "bin_counts")
+                  "bin_counts", "calibration_coef", "calibration_intercept",
+                  "calibration_knots", "calibration_levels", "calibration_starts")
 
 
 def _number(ds: xr.Dataset, key: str, where: str) -> float:

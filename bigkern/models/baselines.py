@@ -14,12 +14,13 @@ from bigkern.features.scaling import robust_standardizer
 from bigkern.kernels import KernelExpansion, gaussian_kernel
 from bigkern.models._base import _KernelClassifier
 from bigkern.models._constraints import domain
+from bigkern.models.calibrated_fit import CALIBRATION, ProbabilityMixin, calibrated_fit
 from bigkern.solvers.kernel_ridge import solve_weighted_kernel_ridge
 
 __all__ = ["KernelRidgeClassifier"]
 
 
-class KernelRidgeClassifier(_KernelClassifier):
+class KernelRidgeClassifier(ProbabilityMixin, _KernelClassifier):
     """Plain in-memory Gaussian kernel regularization ``c = (K + λI)⁻¹ y`` on 0/1 labels.
 
     The paper's baseline: fit on a random subsample of the same size as the
@@ -49,6 +50,10 @@ class KernelRidgeClassifier(_KernelClassifier):
         Ridge λ added to the kernel matrix's diagonal, ``(K + λI) c = y``.
     standardize : bool
         Robust standardization from the fitted rows (median, 10%/90% quantiles).
+    calibration : {None, "sigmoid", "isotonic"}, default None
+        Probabilities: None gives none (no ``predict_proba``); "sigmoid" (Platt) or
+        "isotonic" fit a calibrator of the decision values on a share of the rows held
+        out of the fit (:mod:`bigkern.models.calibrated_fit`).
 
     Examples
     --------
@@ -81,14 +86,18 @@ class KernelRidgeClassifier(_KernelClassifier):
         "omega": [domain("omega")],
         "lam": [domain("lam")],
         "standardize": ["boolean"],
+        "calibration": CALIBRATION,
     }
 
-    def __init__(self, omega: float = 0.8, lam: float = 0.1, *, standardize: bool = False) -> None:
+    def __init__(self, omega: float = 0.8, lam: float = 0.1, *, standardize: bool = False,
+                 calibration: str | None = None) -> None:
         self.omega = omega
         self.lam = lam
         self.standardize = standardize
+        self.calibration = calibration
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @calibrated_fit
     def fit(self, X: Any, y: Any) -> KernelRidgeClassifier:
         """Fit on in-memory samples (rows with a non-finite feature raise)."""
         arr, y = self._fit_input(X, y)

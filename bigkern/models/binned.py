@@ -23,6 +23,7 @@ from bigkern.errors import LabelError
 from bigkern.kernels import Gaussian, KernelExpansion, as_kernel, omega_to_gamma
 from bigkern.models._base import _check_nonfinite, _KernelClassifier
 from bigkern.models._constraints import KERNEL, domain
+from bigkern.models.calibrated_fit import CALIBRATION, ProbabilityMixin, calibrated_fit
 from bigkern.reduce.binning.percentile import percentile_bins
 from bigkern.reduce.binning.quantiles import DECILES
 from bigkern.reduce.passes import per_feature_counts, without_per_feature
@@ -82,7 +83,7 @@ def _named_classes(bins: xr.Dataset, classes: np.ndarray) -> xr.Dataset:
     return bins
 
 
-class _BinnedKernelClassifier(_KernelClassifier):
+class _BinnedKernelClassifier(ProbabilityMixin, _KernelClassifier):
     """Fit = percentile bins of the samples (2 distributed passes) + a solve on the bins.
 
     Rows with NaN/±inf are left out of the bins and counted (``_allow_nan``).
@@ -96,9 +97,11 @@ class _BinnedKernelClassifier(_KernelClassifier):
         "kernel": KERNEL,
         "quantiles": ["array-like"],
         "standardize": ["boolean"],
+        "calibration": CALIBRATION,
     }
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @calibrated_fit
     def fit(self, X: Any, y: Any, *, mask: Any = None) -> _BinnedKernelClassifier:
         """Bin ``X`` by per-feature quantiles and fit on the bins.
 
@@ -155,6 +158,7 @@ class _BinnedKernelClassifier(_KernelClassifier):
         """
         counts = bin_class_counts(bins)
         t0 = time.perf_counter()
+        self.calibration_ = None  # bins hold no held-out rows to calibrate on
         names = [str(f) for f in bins["feature"].values]
         _check_nonfinite(bins.attrs, names)
         classes = np.asarray(bins.attrs["classes"])
@@ -229,6 +233,10 @@ class BinnedKernelRidgeClassifier(_BinnedKernelClassifier):
     standardize : bool
         Center each feature on its median and divide by a robust σ
         (from the exact 10% and 90% quantiles).
+    calibration : {None, "sigmoid", "isotonic"}, default None
+        Probabilities: None gives none (no ``predict_proba``); "sigmoid" (Platt) or
+        "isotonic" fit a calibrator of the decision values on a share of the rows held
+        out of the fit (:mod:`bigkern.models.calibrated_fit`).
 
     Attributes
     ----------
@@ -283,6 +291,7 @@ class BinnedKernelRidgeClassifier(_BinnedKernelClassifier):
         bin_target: str = "fuzzy",
         quantiles: Sequence[float] = DECILES,
         standardize: bool = True,
+        calibration: str | None = None,
     ) -> None:
         self.omega = omega
         self.lam = lam
@@ -290,6 +299,7 @@ class BinnedKernelRidgeClassifier(_BinnedKernelClassifier):
         self.bin_target = bin_target
         self.quantiles = quantiles
         self.standardize = standardize
+        self.calibration = calibration
 
     def _solve(self, Z: np.ndarray, bins: xr.Dataset) -> tuple[np.ndarray, np.ndarray, float]:
         K = as_kernel(self.kernel, float(self.omega))(Z, Z)
@@ -356,7 +366,7 @@ class BinnedSVC(_BinnedKernelClassifier):
         SVM cost.
     weighted : bool
         Weight bins by their counts.
-    quantiles, standardize
+    quantiles, standardize, calibration
         As in :class:`BinnedKernelRidgeClassifier`.
 
     Attributes
@@ -407,6 +417,7 @@ class BinnedSVC(_BinnedKernelClassifier):
         weighted: bool = True,
         quantiles: Sequence[float] = DECILES,
         standardize: bool = True,
+        calibration: str | None = None,
     ) -> None:
         self.omega = omega
         self.C = C
@@ -414,6 +425,7 @@ class BinnedSVC(_BinnedKernelClassifier):
         self.weighted = weighted
         self.quantiles = quantiles
         self.standardize = standardize
+        self.calibration = calibration
 
     def _solve(self, Z: np.ndarray, bins: xr.Dataset) -> tuple[np.ndarray, np.ndarray, float]:
         labels = bins["majority_label"].values

@@ -36,6 +36,7 @@ from bigkern.kernels import CompactSupport, as_kernel
 from bigkern.models._base import BigkernEstimator, ClassesMixin
 from bigkern.models._constraints import KERNEL, domain
 from bigkern.models._input import map_rows
+from bigkern.models.calibrated_fit import CALIBRATION, ProbabilityMixin, calibrated_fit
 from bigkern.models.criteria import distance_quantile
 from bigkern.reduce.compact.sparse_gram import gram_report, sparse_gram
 from bigkern.solvers.kpca import centred_projections, kernel_pca
@@ -177,7 +178,7 @@ class _CompactExpansion(_CompactKernelModel):
         return self
 
 
-class _CompactClassifier(ClassesMixin, _CompactExpansion):
+class _CompactClassifier(ProbabilityMixin, ClassesMixin, _CompactExpansion):
     """Two classes or k: one decision column per class beyond two (one-vs-rest)."""
 
     _binary_only = False
@@ -239,6 +240,10 @@ class CompactLSSVC(_CompactClassifier):
         Taper power (default the smallest positive definite one, ⌈(d+1)/2⌉).
     solver : {"auto", "cholmod", "banded", "cg"}
         Sparse solve of ``K_C + nλI`` (see :mod:`bigkern.solvers.sparse_spd`).
+    calibration : {None, "sigmoid", "isotonic"}, default None
+        Probabilities: None gives none (no ``predict_proba``); "sigmoid" (Platt) or
+        "isotonic" fit a calibrator of the decision values on a share of the rows held
+        out of the fit (:mod:`bigkern.models.calibrated_fit`).
 
     Attributes
     ----------
@@ -281,11 +286,12 @@ class CompactLSSVC(_CompactClassifier):
         **_CompactKernelModel._parameter_constraints,
         "lam": [domain("lam")],
         "solver": [StrOptions(set(SPARSE_SOLVERS))],
+        "calibration": CALIBRATION,
     }
 
     def __init__(self, omega: float = 0.5, lam: float = 1e-3, *, kernel: Any = "gaussian",
                  radius: float | None = None, tau: float = 0.7, taper_power: int | None = None,
-                 solver: str = "auto") -> None:
+                 solver: str = "auto", calibration: str | None = None) -> None:
         self.omega = omega
         self.lam = lam
         self.kernel = kernel
@@ -293,8 +299,10 @@ class CompactLSSVC(_CompactClassifier):
         self.tau = tau
         self.taper_power = taper_power
         self.solver = solver
+        self.calibration = calibration
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @calibrated_fit
     def fit(self, X: Any, y: Any) -> CompactLSSVC:
         """Fit on samples ``X`` (numpy, dask or DataArray) and targets ``y``."""
         return self._fit_lssvm(X, y, y_numeric=False)
@@ -324,8 +332,19 @@ class CompactKernelRidge(RegressorMixin, _CompactExpansion):
     True
     """
 
-    __init__ = CompactLSSVC.__init__
-    _parameter_constraints = CompactLSSVC._parameter_constraints
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        k: v for k, v in CompactLSSVC._parameter_constraints.items() if k != "calibration"}
+
+    def __init__(self, omega: float = 0.5, lam: float = 1e-3, *, kernel: Any = "gaussian",
+                 radius: float | None = None, tau: float = 0.7, taper_power: int | None = None,
+                 solver: str = "auto") -> None:
+        self.omega = omega
+        self.lam = lam
+        self.kernel = kernel
+        self.radius = radius
+        self.tau = tau
+        self.taper_power = taper_power
+        self.solver = solver
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any) -> CompactKernelRidge:
@@ -368,7 +387,7 @@ class CompactSVC(_CompactClassifier):
 
     Parameters
     ----------
-    omega, kernel, radius, tau, taper_power
+    omega, kernel, radius, tau, taper_power, calibration
         As in :class:`CompactLSSVC`.
     C : float
         SVM penalty: the weight of the hinge losses, libsvm's box bound on the dual
@@ -418,11 +437,12 @@ class CompactSVC(_CompactClassifier):
         **_CompactKernelModel._parameter_constraints,
         "C": [domain("C")],
         "tol": [domain("tol")],
+        "calibration": CALIBRATION,
     }
 
     def __init__(self, omega: float = 0.5, C: float = 1.0, *, kernel: Any = "gaussian",
                  radius: float | None = None, tau: float = 0.7, taper_power: int | None = None,
-                 tol: float = 1e-3) -> None:
+                 tol: float = 1e-3, calibration: str | None = None) -> None:
         self.omega = omega
         self.C = C
         self.kernel = kernel
@@ -430,8 +450,10 @@ class CompactSVC(_CompactClassifier):
         self.tau = tau
         self.taper_power = taper_power
         self.tol = tol
+        self.calibration = calibration
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @calibrated_fit
     def fit(self, X: Any, y: Any) -> CompactSVC:
         """Fit on samples ``X`` and labels ``y`` of two classes or more."""
         _, y, K = self._gram(X, y)

@@ -188,6 +188,9 @@ PARAMETERS: dict[str, Parameter] = {
                                "fit_intercept)"),
     "n_components": Parameter("number of components kept (as scikit-learn’s n_components)",
                               _COUNT),
+    "calibration": Parameter("how a classifier’s probabilities are calibrated on rows held out "
+                             "of its fit: None (no predict_proba), 'sigmoid' or 'isotonic' (as "
+                             "scikit-learn’s CalibratedClassifierCV method)"),
     "random_state": Parameter("seed of every random draw (as scikit-learn’s random_state)",
                               Domain("integer", 0, MAX_SEED, "both"), None, "a seed"),
 }

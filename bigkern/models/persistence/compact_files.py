@@ -13,9 +13,11 @@ attrs: the attrs every model file carries
 ``params_json``, ``fitted_json``, ``has_feature_names``, ``bigkern_format``,
 ``bigkern_version``), the kernel (``kernel``, the name of the radial kernel that is
 tapered; ``omega``, ``support_radius``, ``taper_power``; ``taper_power = -1``: chosen
-from the dimension), ``intercept`` (of one column), ``classes_json`` and ``grand_mean``.
-The fit report (``fit_report_``) is not saved. Files of format 1 (before the kernel was
-recorded) are refused, saying to refit.
+from the dimension), ``intercept`` (of one column), ``classes_json`` and ``grand_mean``;
+a classifier fitted with ``calibration``: its calibrator's arrays and attrs
+(:func:`~bigkern.models.calibration.calibration_variables`). The fit report
+(``fit_report_``) is not saved. Files of format 1 (before the kernel was recorded) are
+refused, saying to refit.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import numpy as np
 import xarray as xr
 
 from bigkern.models._format import check_layout, saved_kernel, saved_params
+from bigkern.models.calibration import calibration_variables, saved_calibration
 from bigkern.models.persistence.expansion_files import feature_names, from_json, model_attrs
 
 __all__ = ["FORMAT", "compact_from_dataset", "compact_to_dataset"]
@@ -62,6 +65,9 @@ def compact_to_dataset(model: Any) -> xr.Dataset:
         data["eigenvalues"] = ("component", sol.eigenvalues)
         data["row_means"] = ("sample", sol.row_means)
         attrs["grand_mean"] = float(sol.grand_mean)
+    calibration, calibration_attrs = calibration_variables(getattr(model, "calibration_", None))
+    data |= calibration
+    attrs |= calibration_attrs
     if hasattr(model, "classes_"):
         attrs["classes_json"] = json.dumps([c.item() if hasattr(c, "item") else c
                                             for c in model.classes_])
@@ -127,4 +133,6 @@ def compact_from_dataset(ds: xr.Dataset, cls: type, *, support_from_coef: bool =
         model.eigenvectors_ = model._solution.eigenvectors
     if "classes_json" in ds.attrs:
         model.classes_ = np.asarray(json.loads(ds.attrs["classes_json"]))
+    if "calibration" in model.get_params():
+        model.calibration_ = saved_calibration(ds)
     return model

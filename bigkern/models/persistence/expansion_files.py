@@ -15,6 +15,8 @@ saved as one Dataset:
   results the class names in ``_saved_fitted``: the chosen width and penalty, counts),
   and one variable per array the class names in ``_saved_arrays`` (attribute → dim,
   e.g. ``cv_scores_`` along ``width``);
+* a classifier fitted with ``calibration``: its calibrator's arrays and attrs
+  (:func:`~bigkern.models.calibration.calibration_variables`);
 * ``model``, ``has_feature_names`` (``feature`` holds ``feature_names_in_`` when 1,
   else ``f0, f1, …``), ``bigkern_format`` and ``bigkern_version``.
 
@@ -33,6 +35,7 @@ import xarray as xr
 
 from bigkern.kernels import Kernel, KernelExpansion
 from bigkern.models._format import check_layout, format_attrs, saved_kernel, saved_params
+from bigkern.models.calibration import calibration_variables, saved_calibration
 
 __all__ = ["FORMAT", "clip_attrs", "expansion_from_dataset", "expansion_to_dataset",
            "feature_names", "model_attrs", "param_value"]
@@ -118,9 +121,12 @@ def expansion_to_dataset(model: Any) -> xr.Dataset:
     for name, dims in getattr(model, "_saved_arrays", {}).items():
         if getattr(model, name, None) is not None:
             data[name.rstrip("_")] = (dims, np.asarray(getattr(model, name)))
+    calibration, calibration_attrs = calibration_variables(getattr(model, "calibration_", None))
+    data |= calibration
     attrs = {"kernel": saved_kernel(exp.kernel), "omega": float(exp.omega),
              **({} if columns else {"intercept": float(exp.intercept)}), "dtype": exp.dtype,
-             **clip_attrs(exp.basis.clip), **model_attrs(model, fitted, FORMAT)}
+             **clip_attrs(exp.basis.clip), **model_attrs(model, fitted, FORMAT),
+             **calibration_attrs}
     if hasattr(model, "classes_"):
         attrs["classes"] = [c.item() if hasattr(c, "item") else c for c in model.classes_]
     return xr.Dataset(data, coords={"feature": feature_names(model)}, attrs=attrs)
@@ -147,6 +153,8 @@ def expansion_from_dataset(ds: xr.Dataset, cls: type) -> Any:
     for name in getattr(cls, "_saved_arrays", {}):
         if name.rstrip("_") in ds:
             setattr(model, name, np.asarray(ds[name.rstrip("_")].values))
+    if "calibration" in model.get_params():
+        model.calibration_ = saved_calibration(ds)
     model.expansion_ = KernelExpansion.from_parts(
         np.asarray(ds["basis"].values, dtype=np.float64),
         np.asarray(ds["coef"].values, dtype=np.float64),

@@ -43,6 +43,7 @@ from sklearn.base import _fit_context
 
 from bigkern.cluster.compute import task_threads
 from bigkern.models._base import _KernelClassifier
+from bigkern.models.calibrated_fit import CALIBRATION, ProbabilityMixin, calibrated_fit
 from bigkern.models.reduced_kernel._nystrom_fit import _PARAMS_DOC, _NystromFit
 from bigkern.models.reduced_kernel._reduced_classes import (
     check_classes_present,
@@ -163,7 +164,7 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
         return self
 
 
-class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
+class NystromKernelRidgeClassifier(ProbabilityMixin, _NystromFit, _KernelClassifier):
     __doc__ = f"""Nyström kernel ridge classification: the regressor on ±1 one-vs-rest targets.
 
     Two classes: fits :class:`NystromKernelRidge` to ``+1`` (``classes_[1]``) / ``−1``
@@ -184,6 +185,10 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
     stratified : bool
         Draw the centers within each class, in proportion (Lee & Huang's Remark 2;
         every class gets one center at least).
+    calibration : {None, "sigmoid", "isotonic"}, default None
+        Probabilities: None gives none (no ``predict_proba``); "sigmoid" (Platt) or
+        "isotonic" fit a calibrator of the decision values on a share of the rows held
+        out of the fit (:mod:`bigkern.models.calibrated_fit`).
 
     Attributes
     ----------
@@ -238,6 +243,7 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **_NystromFit._parameter_constraints,
         "stratified": ["boolean"],
+        "calibration": CALIBRATION,
     }
 
     def __init__(self, omega: Any = 1.0, lam: Any = 1e-3, *, kernel: Any = "gaussian",
@@ -246,7 +252,8 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
                  stratified: bool = True, standardize: bool = True, n_folds: int = 3,
                  fit_intercept: bool = True, random_state: Any = None,
                  solver: str = "auto", tol: float = 2e-2, max_iter: int = 20,
-                 cg_start: str = "subset") -> None:
+                 cg_start: str = "subset", calibration: str | None = None) -> None:
+        self.calibration = calibration
         self.omega = omega
         self.lam = lam
         self.kernel = kernel
@@ -264,6 +271,7 @@ class NystromKernelRidgeClassifier(_NystromFit, _KernelClassifier):
         self.cg_start = cg_start
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @calibrated_fit
     def fit(self, X: Any, y: Any, *, mask: Any = None) -> NystromKernelRidgeClassifier:
         """Fit on ``X`` (n, d) and labels ``y`` of two classes or more (any dtype; dask stays
         lazy: its classes are found by the read that draws the centers).

@@ -32,6 +32,7 @@ from bigkern.errors import LabelError
 from bigkern.kernels import KernelExpansion
 from bigkern.models._base import _KernelClassifier
 from bigkern.models._constraints import domain
+from bigkern.models.calibrated_fit import CALIBRATION, ProbabilityMixin, calibrated_fit
 from bigkern.models.reduced_kernel._reduced_classes import (
     check_classes_present,
     class_codes,
@@ -62,7 +63,7 @@ __all__ = ["DEFAULT_SMOOTHING", "ReducedSVC"]
 DEFAULT_SMOOTHING = 5.0
 
 
-class ReducedSVC(_KernelClassifier):
+class ReducedSVC(ProbabilityMixin, _KernelClassifier):
     """Reduced support vector classifier (RSVM, Lee & Huang's problem (5)).
 
     Minimizes over ``u = (v, γ)``::
@@ -142,7 +143,12 @@ class ReducedSVC(_KernelClassifier):
         is ``"float64"``.
     random_state : int, RandomState or None
         Seed of the reduced set (the same seed gives the same Ã, and the same model,
-        for any chunking and number of workers).
+        for any chunking and number of workers), and of the rows ``calibration``
+        holds out.
+    calibration : {None, "sigmoid", "isotonic"}, default None
+        Probabilities: None gives none (no ``predict_proba``); "sigmoid" (Platt) or
+        "isotonic" fit a calibrator of the decision values on a share of the rows held
+        out of the fit (:mod:`bigkern.models.calibrated_fit`).
 
     Attributes
     ----------
@@ -216,6 +222,7 @@ class ReducedSVC(_KernelClassifier):
         "loss": [StrOptions({"smooth_hinge", "squared_hinge"})],
         "smoothing": [domain("smoothing"), None],
         "stratified": ["boolean"],
+        "calibration": CALIBRATION,
     }
 
     def __init__(
@@ -234,6 +241,7 @@ class ReducedSVC(_KernelClassifier):
         max_iter: int = 50,
         hessian: str = "float64",
         random_state: Any = None,
+        calibration: str | None = None,
     ) -> None:
         self.omega = omega
         self.C = C
@@ -248,8 +256,10 @@ class ReducedSVC(_KernelClassifier):
         self.max_iter = max_iter
         self.hessian = hessian
         self.random_state = random_state
+        self.calibration = calibration
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @calibrated_fit
     def fit(self, X: Any, y: Any, *, mask: Any = None) -> ReducedSVC:
         """Fit on ``X`` (n, d) — numpy, dask or a DataArray — and class labels ``y``.
 
