@@ -61,14 +61,16 @@ Parts
 ``--small``: at most 1,500 rows per set (stratified draw), 3 folds, a 2 x 2 grid, one
 repeat: a smoke run (~20 s).
 
-Measured (``results/classes.txt``, main at 2432805 merged, 1053 s on 2 cores shared with
-other jobs, load 10-12): accuracy, ReducedSVC − SVC −0.24 pt on pendigits (99.39 %),
-+0.27 pt on page-blocks; Nyström −0.22 / +0.73 pt; fit times ReducedSVC ~20x SVC's,
-Nyström 0.4-0.7x, predict 0.02-0.11x. 10 classes against the digits in two halves on the
-same 8,793 rows (ω 2, C 100): 3.0x in memory, 3.3x on dask (16 reads for 15 passes,
-against 20 for 19): the 2x goal is missed. Part 3 was not available in that build
-(``calibration=`` is on its own branch); SVC(probability=True): log loss 0.0203 / 0.1227,
-ECE 0.0079 / 0.0169.
+Measured (``results/classes.txt``, main at a66cbd5 merged, 633 s on 2 shared cores):
+accuracy, ReducedSVC − SVC −0.24 pt on pendigits (99.39 %), +0.27 pt on page-blocks;
+Nyström −0.22 / +0.73 pt (fits 7.3 s / 2.5 s for ReducedSVC, ~10-28x SVC's; Nyström
+0.3-0.7x). 10 classes against the digits in two halves on the same 8,793 rows (ω 2,
+C 100): 2.14x in memory, 3.45x on dask (16 reads for 15 passes, against 20 for 19): the
+2x goal is missed. Probabilities: rows sum to 1 within 7e-16 everywhere; ECE
+0.0045-0.0158 (goal met by all four); log loss against SVC(probability=True)'s 0.0203 /
+0.1227: pendigits sigmoid +45 % (Nyström) / +99 % (ReducedSVC), isotonic +500-660 %;
+page-blocks sigmoid −12 % / −3 % (met), isotonic +66-79 %. Fit with sigmoid 0.84-0.92x
+SVC's for Nyström, 2.7-3.6x for ReducedSVC.
 """
 
 from __future__ import annotations
