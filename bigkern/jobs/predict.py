@@ -187,7 +187,7 @@ def predict_scenes(
     if probability not in PROBABILITY_OUTPUTS:
         raise ValueError(f"probability must be one of {PROBABILITY_OUTPUTS}; got "
                          f"{probability!r}")
-    n_classes = len(getattr(model, "classes_", ())) if not is_regressor(model) else 0
+    n_classes = len(getattr(model, "classes_", ()))  # a regressor has none
     features = model_features(model, features)
     # the fit's feature cube; the features the model was fitted on are derived (logSD
     # from SD) after the stored variables met the validity rules

@@ -19,8 +19,8 @@ from bigkern import config
 from bigkern.errors import LabelError
 from bigkern.reduce import bin_index, bin_statistics, percentile_bins
 from bigkern.reduce.binning.one_read import OneReadSample, sample_windows
-from bigkern.reduce.binning.partials import bin_class_counts, class_codes
 from bigkern.reduce.binning.plan import BinningPlan
+from bigkern.reduce.class_counts import bin_class_counts, class_codes
 
 PLANS = ("in-memory", "one-read", "fused", "three-pass")
 PLAN_ATTRS = ("plan", "passes", "n_kept", "one_read", "sample_rows", "sample_chunks_held")

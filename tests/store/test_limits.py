@@ -145,7 +145,9 @@ def _small_chunked(path, label_value=0):
     """One 128 x 128 scene in 32 chunks of 512 pixels (the scaled guidance: >= 10^4 a task)."""
     ds = xr.Dataset({
         "NDAI": (DIMS, np.random.default_rng(0).random((1, 128, 128), dtype=np.float32)),
-        "label": (DIMS, np.full((1, 128, 128), label_value, dtype=np.int8)),
+        "label": (DIMS, np.full((1, 128, 128), label_value, dtype=np.int8),
+                  {"flag_values": np.array([-1, 0, 1], dtype=np.int8),
+                   "flag_meanings": "clear unlabelled cloud"}),
     })
     if label_value not in (-1, 0, 1):  # write_scenes refuses such labels: written elsewhere
         encoding = {v: {"chunks": (1, 16, 32)} for v in ds.data_vars}

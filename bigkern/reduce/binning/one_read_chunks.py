@@ -26,7 +26,6 @@ from bigkern.reduce.binning.fixed_point import FixedPointGrid, normalize_limbs
 from bigkern.reduce.binning.one_read_sample import summed_limit
 from bigkern.reduce.binning.partials import (
     accumulate_bins,
-    bin_class_counts,
     combine_bins,
     dense_partial,
     padded_edges,
@@ -44,6 +43,7 @@ from bigkern.reduce.binning.radix_select import (
     key_dtype,
     refine_rows,
 )
+from bigkern.reduce.class_counts import bin_class_counts
 from bigkern.reduce.passes import as_float_block, tree_reduce, valid_rows
 from bigkern.reduce.row_loops import take_rows
 
