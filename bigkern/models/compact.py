@@ -381,7 +381,7 @@ class CompactSVC(_CompactClassifier):
     of its class against the rest bit for bit (the same SMO steps on the same matrix).
 
     **The decision function's scale**: column j (or the single column of two classes)
-    is the SVM's margin function ``f_j(x) = Σ α_i y_i k_C(x, x_i) − ρ_j``: |f| ≥ 1
+    is the SVM's margin function ``f_j(x) = Σ α_i y_i k_C(x, x_i) − ρ_j``: ``|f| ≥ 1``
     outside the margin, no probability; columns of different classes are compared as
     they are (``predict`` takes the largest), as in scikit-learn's one-vs-rest.
 
