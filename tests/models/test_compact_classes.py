@@ -10,8 +10,6 @@ triangular solve may differ from the one-column one in the last digit).
 
 from __future__ import annotations
 
-import warnings
-
 import dask.array as da
 import numpy as np
 import pytest
@@ -19,7 +17,7 @@ import xarray as xr
 from sklearn.base import clone
 
 from bigkern import CompactLSSVC, CompactSVC, KernelRidgeClassifier
-from bigkern.errors import BigkernWarning, LabelError, StoreError
+from bigkern.errors import LabelError, StoreError
 from bigkern.models import load_model, save_model
 from bigkern.models.persistence.model_store import write_model_dataset
 
@@ -204,49 +202,3 @@ def test_feature_names_are_kept_for_k_classes():
 
 
 # -- real data against scikit-learn's SVC ----------------------------------------------------
-REAL = [  # set, omega, the SVMs' C, points the compact models may lose (tau = 0.2)
-    ("pendigits", 3.0, 10.0, 1.5),
-    ("page-blocks", 1.0, 10.0, 2.5),
-]
-
-
-@pytest.mark.slow
-@pytest.mark.realdata
-@pytest.mark.parametrize(("name", "omega", "C", "slack"), REAL, ids=[r[0] for r in REAL])
-def test_k_class_accuracy_against_scikit_learn_svc(name, omega, C, slack):
-    """2,000 training and 2,000 test rows (stratified), the same width and C: the kernel
-    ridge within 1 point of libsvm's one-vs-one SVC, the compact models (80 % of K_C
-    nonzero) within ``slack`` (they trade accuracy for sparsity; the full 5-fold figures
-    are benchmarks/compact_classes.py's)."""
-    from sklearn.model_selection import train_test_split
-    from sklearn.preprocessing import StandardScaler
-    from sklearn.svm import SVC
-
-    from bigkern.datasets import shared_data_dir
-
-    root = shared_data_dir()
-    path = None if root is None else root / "classification" / f"{name}.csv"
-    if path is None or not path.exists():
-        pytest.skip(f"../shared/data/classification/{name}.csv is not present: real-data "
-                    f"tests need it")
-    raw = np.loadtxt(path, delimiter=",", skiprows=1)
-    features, labels = raw[:, :-1], raw[:, -1].astype(int)
-    if name == "page-blocks":  # counts and areas spanning four decades
-        features = np.log1p(features - features.min(axis=0))
-    Xtr, Xte, ytr, yte = train_test_split(features, labels, train_size=2000, test_size=2000,
-                                          random_state=0, stratify=labels)
-    scaler = StandardScaler().fit(Xtr)
-    Xtr, Xte = scaler.transform(Xtr), scaler.transform(Xte)
-    svc = SVC(C=C, gamma=1 / (2 * omega**2)).fit(Xtr, ytr).score(Xte, yte)
-    krc = KernelRidgeClassifier(omega, 0.1).fit(Xtr, ytr)
-    with warnings.catch_warnings():  # a few isolated rows are reported, and expected
-        warnings.simplefilter("ignore", BigkernWarning)
-        lssvc = CompactLSSVC(omega, 1e-4, tau=0.2).fit(Xtr, ytr)
-        csvc = CompactSVC(omega, C, tau=0.2).fit(Xtr, ytr)
-    got = {type(m).__name__: m.score(Xte, yte) for m in (krc, lssvc, csvc)}
-    print(f"\n{name} ({len(np.unique(ytr))} classes): SVC {svc:.4f}, " + ", ".join(
-        f"{k} {v:.4f}" for k, v in got.items()))
-    assert len(krc.classes_) == len(np.unique(labels))
-    assert got["KernelRidgeClassifier"] >= svc - 0.01
-    assert got["CompactLSSVC"] >= svc - slack / 100
-    assert got["CompactSVC"] >= svc - slack / 100

@@ -241,34 +241,3 @@ def test_a_k_class_model_file_gives_the_same_decision_values(tmp_path):
     back = load_model(tmp_path / "model.zarr")
     np.testing.assert_array_equal(back.classes_, model.classes_)
     np.testing.assert_array_equal(back.decision_function(X), model.decision_function(X))
-
-
-# ---------------------------------------------------------------------------
-# a real 10-class set
-# ---------------------------------------------------------------------------
-@pytest.mark.slow
-@pytest.mark.realdata
-@pytest.mark.skipif(not PENDIGITS.exists(), reason=f"the shared data set {PENDIGITS} is absent")
-def test_pendigits_accuracy_is_within_a_point_of_svc():
-    """pendigits (10 digits, 16 features): a held-out quarter, both tuned on small grids by
-    3-fold cross-validation of the other three quarters."""
-    import pandas as pd
-    from sklearn.model_selection import GridSearchCV, train_test_split
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-    from sklearn.svm import SVC
-
-    frame = pd.read_csv(PENDIGITS)
-    X, y = frame.drop(columns="class").to_numpy(np.float64), frame["class"].to_numpy()
-    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, stratify=y, random_state=0)
-    svc = GridSearchCV(make_pipeline(StandardScaler(), SVC()),
-                       {"svc__C": [1, 10, 100], "svc__gamma": [0.01, 0.03, 0.1]}, cv=3)
-    svc_accuracy = svc.fit(Xtr, ytr).score(Xte, yte)
-    model = NystromKernelRidgeClassifier(omega=[1.0, 2.0, 4.0], lam=[1e-3, 1e-1, 10.0],
-                                         size=500, random_state=0).fit(Xtr, ytr)
-    assert model.classes_.tolist() == list(range(10))
-    accuracy = model.score(Xte, yte)
-    print(f"pendigits held-out accuracy: NystromKernelRidgeClassifier {accuracy:.4f} "
-          f"(omega={model.omega_}, lam={model.lam_}), SVC {svc_accuracy:.4f} "
-          f"({svc.best_params_})")
-    assert accuracy >= svc_accuracy - 0.01

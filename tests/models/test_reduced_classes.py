@@ -7,7 +7,6 @@ each pass over the rows serves all the problems still running.
 
 from __future__ import annotations
 
-import warnings
 from collections import Counter
 
 import dask
@@ -193,29 +192,6 @@ def _pendigits():
                     "10-class accuracy test needs it")
     raw = np.loadtxt(path, delimiter=",", skiprows=1)
     return raw[:, :-1], raw[:, -1].astype(int)
-
-
-@pytest.mark.slow
-def test_ten_classes_accuracy_close_to_libsvm_on_pendigits():
-    """10 classes: held-out accuracy within 1 point of scikit-learn's SVC (one-vs-one)."""
-    from sklearn.model_selection import train_test_split
-    from sklearn.preprocessing import StandardScaler
-    from sklearn.svm import SVC
-
-    X, y = _pendigits()
-    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, stratify=y, random_state=0)
-    sc = StandardScaler().fit(Xtr)
-    omega = 2.0
-    svc = SVC(C=10.0, gamma=1.0 / (2 * omega**2)).fit(sc.transform(Xtr), ytr)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", category=UserWarning)
-        rsvc = ReducedSVC(omega=omega, C=10.0, size=500, standardize=False,
-                          random_state=0).fit(sc.transform(Xtr), ytr)
-    svc_acc = svc.score(sc.transform(Xte), yte)
-    rsvc_acc = rsvc.score(sc.transform(Xte), yte)
-    print(f"pendigits: SVC {svc_acc:.4f}, ReducedSVC (10 classes, 500 centers) {rsvc_acc:.4f}")
-    assert rsvc.fit_report_["converged"]
-    assert rsvc_acc > svc_acc - 0.01, (svc_acc, rsvc_acc)
 
 
 def test_warm_start_from_the_scale_sample_is_the_same_in_memory_and_on_dask(monkeypatch):
