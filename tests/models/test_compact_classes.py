@@ -199,6 +199,3 @@ def test_feature_names_are_kept_for_k_classes():
     model = clone(MODELS[3]).fit(Xa, LABELS)
     with pytest.raises(ValueError, match="feature"):
         model.predict(Xa.assign_coords(feature=["SD", "CORR"]))
-
-
-# -- real data against scikit-learn's SVC ----------------------------------------------------
