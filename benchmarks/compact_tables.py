@@ -5,7 +5,7 @@
 - Table 2 (Example 1): green-red, n = 200 training and 1,000 test points, σ = 0.6
   (bigkern's ω = σ/√2), C by rule (9) over log₂C ∈ [−5, 5] for
   μ ∈ {0.90, 0.95, 0.98, 0.99}, SVM λ by 10-fold CV; the compact SVM is
-  :class:`~bigkern.models.compact.CompactSVC` (SMO on the sparse K_C), the dense
+  :class:`~bigkern.CompactSVC` (SMO on the sparse K_C), the dense
   one scikit-learn's ``SVC``.
 - Table 3 (Example 2): n = 5,000, λ on a tuning set of 3,000, 5,000 test points,
   τ ∈ {0.9, 0.8, 0.7, 0.5} with C the (1 − τ) quantile of the pairwise distances;
@@ -34,10 +34,16 @@ from scipy.spatial.distance import pdist
 from sklearn.model_selection import GridSearchCV
 from sklearn.svm import SVC
 
-from bigkern import CompactSupport, Gaussian, alignment_sparsity, choose_support_radius
+from bigkern import (
+    CompactKernelPCA,
+    CompactSupport,
+    CompactSVC,
+    Gaussian,
+    alignment_sparsity,
+    choose_support_radius,
+)
 from bigkern.datasets import GreenRed, make_three_clusters
 from bigkern.kernels import gaussian_kernel
-from bigkern.models.compact import CompactKernelPCA, CompactSVC
 from bigkern.models.criteria import distance_quantile
 from bigkern.reduce.compact.sparse_gram import gram_report, sparse_gram
 from bigkern.solvers.lssvm import solve_lssvm

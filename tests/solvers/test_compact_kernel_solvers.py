@@ -13,17 +13,20 @@ from sklearn.decomposition import KernelPCA
 from sklearn.model_selection import GridSearchCV
 from sklearn.svm import SVC
 
-from bigkern import CompactSupport, Gaussian, alignment_sparsity, choose_support_radius
-from bigkern.datasets import GreenRed, make_three_clusters
-from bigkern.errors import BigkernWarning, LabelError
-from bigkern.kernels import gaussian_kernel
-from bigkern.models.compact import (
+from bigkern import (
     CompactKernelPCA,
     CompactKernelRidge,
     CompactLSSVC,
+    CompactSupport,
     CompactSVC,
-    isolated_rows,
+    Gaussian,
+    alignment_sparsity,
+    choose_support_radius,
 )
+from bigkern.datasets import GreenRed, make_three_clusters
+from bigkern.errors import BigkernWarning, LabelError
+from bigkern.kernels import gaussian_kernel
+from bigkern.models.compact.base import isolated_rows
 from bigkern.reduce.compact.sparse_gram import sparse_gram
 from bigkern.solvers.kpca import centred_projections, kernel_pca
 from bigkern.solvers.lssvm import solve_lssvm

@@ -18,7 +18,7 @@ import xarray as xr
 from bigkern.errors import StoreError
 from bigkern.models._format import check_format
 from bigkern.models._model_checks import check_model_dataset
-from bigkern.models.compact import CompactSVC
+from bigkern.models.compact.classifiers import CompactSVC
 from bigkern.models.persistence.model_digest import verify_model_digest
 from bigkern.models.persistence.model_store import read_model_dataset, write_model_dataset
 from bigkern.models.registry import ModelSpec, spec_of
