@@ -45,8 +45,8 @@ extensions = [
     "sphinx.ext.autosummary",
     "numpydoc",
     "sphinx.ext.viewcode",
-    # ```{plot} blocks: their code runs at each build and its figure is drawn into the page
-    # (the reliability diagram of the models page, about 2 s of CPU)
+    # `.. plot::` blocks (in ```{eval-rst} on a markdown page): their code runs at each
+    # build and its figure is drawn into the page (the models page's reliability diagram)
     "matplotlib.sphinxext.plot_directive",
 ]
 templates_path = ["_templates"]
