@@ -222,7 +222,7 @@ def plot_reliability(
         top, bottom = axes
         fig = top.get_figure()
     top.plot([0, 1], [0, 1], ":", color="0.4", lw=1, label="perfectly calibrated")
-    errors = {}
+    errors: dict[str, float] = {}
     drawn = [(name, b) for name, p in models.items()
              for b in reliability_bins(y_true, p, classes=classes, n_bins=n_bins, curve=curve)]
     width = 1.0 / n_bins / len(drawn)
@@ -252,9 +252,9 @@ def plot_reliability(
                 else "one curve per class")
         which = "ECE" if curve == "confidence" else "ECE of the predicted class"
         ece = [f"{name} {e:.3f}" if name else f"{e:.3f}" for name, e in errors.items()]
-        line = f"{which}: {'; '.join(ece)}"
-        if len(line) > 55:  # wider than the panel: a line per model
-            line = "\n".join(f"{which} {e}" for e in ece)
-        title = f"{what}, {n_bins} bins\n{line}"
+        summary = f"{which}: {'; '.join(ece)}"
+        if len(summary) > 55:  # wider than the panel: a line per model
+            summary = "\n".join(f"{which} {e}" for e in ece)
+        title = f"{what}, {n_bins} bins\n{summary}"
     top.set_title(title)
     return fig
