@@ -52,6 +52,7 @@ PUBLIC_NAMES: tuple[Section, ...] = (
         "predict_scenes": "bigkern.jobs.predict",
         "write_predictions": "bigkern.jobs.predict",
         "plot_scene": "bigkern.jobs.plot",
+        "plot_reliability": "bigkern.jobs.reliability_figure",
     }),
     Section("Clusters", {"connect": "bigkern.cluster.client"}),
     *(Section(title, _estimators(key)) for key, title in SECTIONS.items()),

@@ -27,6 +27,7 @@ from bigkern.jobs.nystrom_spectrum import nystrom_spectrum as nystrom_spectrum
 from bigkern.jobs.plot import plot_scene as plot_scene
 from bigkern.jobs.predict import predict_scenes as predict_scenes
 from bigkern.jobs.predict import write_predictions as write_predictions
+from bigkern.jobs.reliability_figure import plot_reliability as plot_reliability
 from bigkern.jobs.tuning import grid_search_bins as grid_search_bins
 from bigkern.jobs.tuning import holdout_accuracy as holdout_accuracy
 from bigkern.jobs.tuning import holdout_grid_search as holdout_grid_search
@@ -145,6 +146,7 @@ __all__ = [
     "open_scenes",
     "percentile_bins",
     "plot_nystrom_spectrum",
+    "plot_reliability",
     "plot_scene",
     "predict_scenes",
     "quantile_edges",

@@ -45,6 +45,9 @@ extensions = [
     "sphinx.ext.autosummary",
     "numpydoc",
     "sphinx.ext.viewcode",
+    # `.. plot::` blocks (in ```{eval-rst} on a markdown page): their code runs at each
+    # build and its figure is drawn into the page (the models page's reliability diagram)
+    "matplotlib.sphinxext.plot_directive",
 ]
 templates_path = ["_templates"]
 exclude_patterns = [
@@ -130,6 +133,15 @@ _NOTEBOOK_TMP = tempfile.mkdtemp(prefix="bigkern-docs-") if EXECUTE else None
 if _NOTEBOOK_TMP is not None:
     os.environ["TMPDIR"] = _NOTEBOOK_TMP
 nb_execution_in_temp = True  # each notebook's working directory is a fresh temporary one
+
+# -- figures drawn by the build (matplotlib's plot directive) -------------------------
+
+# the code shown above its figure, one PNG (no source link, no other formats); the code
+# starts from `import numpy as np` and `from matplotlib import pyplot as plt`
+plot_include_source = True
+plot_html_show_source_link = False
+plot_html_show_formats = False
+plot_formats = [("png", 100)]
 
 # -- API reference (autosummary, autodoc, numpydoc) -----------------------------------
 

@@ -19,12 +19,15 @@ features; the maps are cheap functions of them.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import dask.array as da
 import numpy as np
+import xarray as xr
 
-__all__ = ["PROBABILITY_OUTPUTS", "class_map_codes", "class_maps", "probability_map"]
+__all__ = ["PROBABILITY_OUTPUTS", "ClassMaps", "class_map_codes", "class_maps",
+           "probability_map"]
 
 #: What ``predict_scenes(probability=…)`` and ``bigkern predict --probability`` take.
 PROBABILITY_OUTPUTS = ("all", "max", "none")
@@ -54,9 +57,16 @@ def class_map_codes(classes: Any) -> tuple[list[int], int]:
 
 
 def _class_block(decision: np.ndarray, codes: np.ndarray, none: int) -> np.ndarray:
-    """The class of each pixel of a (…, k) block of decision values; ``none`` where NaN."""
+    """The class of each pixel of a (…, k) block of decision values; ``none`` where NaN.
+
+    The pixels that can be predicted get the class ``predict`` gives their rows
+    (:func:`bigkern.models.predicted_classes`).
+    """
+    from bigkern.models import predicted_classes
+
     bad = np.isnan(decision).any(axis=-1)
-    out = codes[np.argmax(np.where(np.isnan(decision), -np.inf, decision), axis=-1)]
+    rows = np.where(bad[..., None], 0.0, decision).reshape(-1, decision.shape[-1])
+    out = predicted_classes(rows, codes).reshape(bad.shape)
     return np.where(bad, none, out).astype(np.int8)
 
 
@@ -79,12 +89,35 @@ def probability_map(decision: da.Array, calibration: Any) -> da.Array:
                                dtype=np.float32, **extra)
 
 
+@dataclass(frozen=True)
+class ClassMaps:
+    """The variables of a k-class prediction and the codes of its class map.
+
+    Attributes
+    ----------
+    variables : dict of str to xarray.Variable
+        ``class`` and the probability maps asked for, on ``(scene, y, x)``, each with
+        its CF attributes and its encoding (``_FillValue`` NaN for a probability).
+    codes : list of int
+        The classes as the class map's int8 codes, in the order of ``classes_``.
+    none : int
+        The "no prediction" code (:func:`class_map_codes`).
+    """
+
+    variables: dict[str, xr.Variable]
+    codes: list[int]
+    none: int
+
+
 def class_maps(decision: da.Array, classes: Any, names: Sequence[str], calibration: Any,
-               probability: str, model_name: str, grid: dict[str, str]
-               ) -> dict[str, tuple[tuple[str, ...], da.Array, dict[str, Any]]]:
+               probability: str, model_name: str, grid: dict[str, str]) -> ClassMaps:
     """The variables of a k-class prediction: ``class`` and the probabilities asked for.
 
-    Returns ``{name: (dims, data, attrs)}`` on ``(scene, y, x)``.
+    Returns
+    -------
+    ClassMaps
+        The variables on ``(scene, y, x)``, with their attributes and encodings, and
+        the class codes they are written in.
     """
     from bigkern.scenes.dims import SCENE_DIMS
 
@@ -92,24 +125,25 @@ def class_maps(decision: da.Array, classes: Any, names: Sequence[str], calibrati
     labels = np.asarray(codes, dtype=np.int8)
     cls = decision.map_blocks(_class_block, codes=labels, none=none, drop_axis=3,
                               dtype=np.int8)
-    out = {"class": (SCENE_DIMS, cls, {
+    out = {"class": xr.Variable(SCENE_DIMS, cls, {
         "long_name": f"class predicted by {model_name}",
         "flag_values": np.array([*codes, none], dtype=np.int8),
         "flag_meanings": " ".join([*names, "no_prediction"]), **grid})}
     if calibration is None or probability == "none":
-        return out
+        return ClassMaps(out, codes, none)
     proba = probability_map(decision, calibration)
+    nan_fill = {"_FillValue": np.float32(np.nan)}
     if probability == "max":
         top = proba.map_blocks(_max_probability, drop_axis=3, dtype=np.float32)
-        out["probability"] = (SCENE_DIMS, top, {
+        out["probability"] = xr.Variable(SCENE_DIMS, top, {
             "long_name": "probability of the predicted class", "units": "1",
-            "valid_min": np.float32(0), "valid_max": np.float32(1), **grid})
-        return out
+            "valid_min": np.float32(0), "valid_max": np.float32(1), **grid}, nan_fill)
+        return ClassMaps(out, codes, none)
     for j, name in enumerate(names):
-        out[f"probability_{name}"] = (SCENE_DIMS, proba[..., j], {
+        out[f"probability_{name}"] = xr.Variable(SCENE_DIMS, proba[..., j], {
             "long_name": f"probability of class {name} ({codes[j]})", "units": "1",
-            "valid_min": np.float32(0), "valid_max": np.float32(1), **grid})
-    return out
+            "valid_min": np.float32(0), "valid_max": np.float32(1), **grid}, nan_fill)
+    return ClassMaps(out, codes, none)
 
 
 def _max_probability(p: np.ndarray) -> np.ndarray:

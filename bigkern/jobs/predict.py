@@ -29,7 +29,7 @@ from bigkern.scenes.samples import feature_cube
 from bigkern.scenes.validity import FillValues, ValidRanges
 from bigkern.store.regions import RegionReport, write_regions
 
-__all__ = ["class_words", "mask_codes", "predict_scenes", "prediction_job",
+__all__ = ["mask_codes", "predict_scenes", "prediction_job",
            "write_predictions"]
 
 
@@ -221,17 +221,12 @@ def predict_scenes(
         out["prediction"].encoding["_FillValue"] = np.float32(np.nan)
         return attach_inputs(from_scene_dims(out, mapping), features, looked, sources, stored)
     calibration = getattr(model, "calibration_", None)
+    # the classes the label declares (its "unlabelled" value is none), to name them
+    declared = label_classes(ds["label"]) if "label" in ds else None
     if n_classes > 2:
-        declared = label_classes(ds["label"]) if "label" in ds else None
         maps = class_maps(decision, model.classes_, class_names(model.classes_, declared),
                           calibration, probability, type(model).__name__, grid)
-        codes, _ = class_map_codes(model.classes_)
-        out = xr.Dataset({k: (dims, data) for k, (dims, data, _) in maps.items()},
-                         coords=coords, attrs={**attrs, "classes": codes})
-        for k, (_, _, var_attrs) in maps.items():
-            out[k].attrs = var_attrs
-            if k.startswith("probability"):
-                out[k].encoding["_FillValue"] = np.float32(np.nan)
+        out = xr.Dataset(maps.variables, coords=coords, attrs={**attrs, "classes": maps.codes})
         return attach_inputs(from_scene_dims(out, mapping), features, looked, sources, stored)
     neg, pos, none = mask_codes(model.classes_)
     mask = da.where(da.isnan(decision), none, da.where(decision > 0, pos, neg)).astype(np.int8)
@@ -249,10 +244,10 @@ def predict_scenes(
             "long_name": f"probability of class {pos} (calibrated on held-out rows)",
             "units": "1", "valid_min": np.float32(0), "valid_max": np.float32(1), **grid}
         out["cloud_probability"].encoding["_FillValue"] = np.float32(np.nan)
-    words = class_words(ds, neg, pos)
+    words = class_names([neg, pos], declared, undeclared=("negative", "positive"))
     out["cloud_mask"].attrs = {
         "long_name": f"class predicted by {type(model).__name__}"
-                     + (" (cloud mask)" if words == ("clear", "cloud") else ""),
+                     + (" (cloud mask)" if words == ["clear", "cloud"] else ""),
         "flag_values": np.array([neg, none, pos], dtype=np.int8),
         "flag_meanings": f"{words[0]} no_prediction {words[1]}", **grid,
     }
@@ -271,31 +266,6 @@ def _grid_mapping(ds: xr.Dataset, features: Sequence[str]) -> str | None:
         if name and name in ds.coords:
             return str(name)
     return None
-
-
-def class_words(ds: xr.Dataset, neg: int, pos: int) -> tuple[str, str]:
-    """Names of a two-class mask's classes, in the words of the data.
-
-    The label's CF ``flag_values``/``flag_meanings`` when it declares both
-    classes; else ``clear``/``cloud`` for −1/1 (bigkern's labels), else
-    ``negative``/``positive``.
-
-    Examples
-    --------
-    >>> import numpy as np, xarray as xr
-    >>> label = xr.DataArray(np.zeros((1, 2, 2), "i1"), dims=("scene", "y", "x"),
-    ...                      attrs={"flag_values": [1, 2], "flag_meanings": "snow cloud"})
-    >>> class_words(xr.Dataset({"label": label}), 1, 2)
-    ('snow', 'cloud')
-    >>> class_words(xr.Dataset(), -1, 1)
-    ('clear', 'cloud')
-    """
-    if "label" in ds:  # the label's declared classes (its "unlabelled" value is none)
-        declared = label_classes(ds["label"])
-        words = (declared.name_of(neg), declared.name_of(pos))
-        if words[0] is not None and words[1] is not None:
-            return words[0], words[1]
-    return ("clear", "cloud") if (neg, pos) == (-1, 1) else ("negative", "positive")
 
 
 def _in_words(summary: dict[str, int], pred: xr.Dataset) -> dict[str, int]:
@@ -435,8 +405,8 @@ def write_predictions(
     RegionReport
         Regions computed, reused and found damaged, and ``summary`` with the
         counts ``pixels``, ``no_prediction`` and, for a classifier, the pixels of
-        each class by its name (:func:`class_words`: ``cloud`` and ``clear``
-        for bigkern's labels).
+        each class by its name (:func:`bigkern.scenes.labels.class_names`: ``cloud``
+        and ``clear`` for bigkern's labels).
 
     Examples
     --------

@@ -48,6 +48,7 @@ _HOMES = {
        for spec in specs()},
     "load_model": "persistence.model_files",
     "load_model_dataset": "persistence.model_files",
+    "predicted_classes": "_base",
     "save_model": "persistence.model_files",
     "shi_yu_grid": "regression.periodic",
 }

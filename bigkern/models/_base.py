@@ -18,7 +18,7 @@ from bigkern.models._input import fit_input, map_rows, predict_input, refuse_non
 from bigkern.reduce.passes import per_feature_counts
 
 __all__ = ["BigkernEstimator", "BigkernRegressor", "ClassesMixin", "class_code_dtype",
-           "fitted_expansion"]
+           "fitted_expansion", "predicted_classes"]
 
 
 class BigkernEstimator(BaseEstimator):
@@ -193,9 +193,26 @@ def _classes_of(dec: np.ndarray, classes: np.ndarray, block_info: Any = None) ->
             f"{int(bad.sum())} row(s) of X (first: row {first}) have a non-finite feature and "
             f"cannot be predicted: no class is made up for them; drop them first, or use "
             f"decision_function (NaN there) or predict_scenes (a no-prediction flag)")
-    if dec.ndim == 2:
-        return classes[np.argmax(dec, axis=1)]
-    return classes[(dec > 0).astype(np.intp)]
+    return predicted_classes(dec, classes)
+
+
+def predicted_classes(decision: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    """The class of each row of finite decision values: (n,) by sign, (n, k) by the largest.
+
+    The one rule of ``predict``; a class map (:mod:`bigkern.jobs.class_outputs`) applies
+    it to the pixels it can predict.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> predicted_classes(np.array([[0.1, 0.5, -1.0], [2.0, 0.0, 1.0]]), np.array([4, 5, 6]))
+    array([5, 4])
+    >>> predicted_classes(np.array([-0.5, 0.5, 0.0]), np.array(["clear", "cloud"])).tolist()
+    ['clear', 'cloud', 'clear']
+    """
+    if decision.ndim == 2:
+        return classes[np.argmax(decision, axis=1)]
+    return classes[(decision > 0).astype(np.intp)]
 
 
 class _KernelClassifier(ClassesMixin, BigkernEstimator):

@@ -185,20 +185,37 @@ def check_label_values(label: xr.DataArray, where: str, dim: str = "scene") -> L
                         bigkern_codes=not int(n_other))
 
 
-def class_names(classes: Sequence[Any], declared: LabelClasses | None = None) -> list[str]:
+def class_names(classes: Sequence[Any], declared: LabelClasses | None = None, *,
+                undeclared: Sequence[str] | None = None) -> list[str]:
     """One word per class, in the words of the data.
 
-    The label's declared ``flag_meanings``; else ``clear``/``cloud`` for bigkern's −1/1;
-    else ``class_<value>``.
+    The label's declared ``flag_meanings`` when it names every class; else
+    ``clear``/``cloud`` for bigkern's −1/1; else ``undeclared``, or ``class_<value>``.
+
+    Parameters
+    ----------
+    classes : sequence
+        The model's ``classes_``.
+    declared : LabelClasses, optional
+        What the scenes' label declares (:func:`label_classes`).
+    undeclared : sequence of str, optional
+        The names of classes that are neither declared nor bigkern's (a two-class
+        cloud mask calls them ``negative``/``positive``); default ``class_<value>``.
 
     Examples
     --------
     >>> class_names([-1, 1]), class_names([1, 2, 3])
     (['clear', 'cloud'], ['class_1', 'class_2', 'class_3'])
+    >>> class_names([0, 1], undeclared=("negative", "positive"))
+    ['negative', 'positive']
     """
     values = [c.item() if hasattr(c, "item") else c for c in classes]
     if declared is not None and all(declared.name_of(v) is not None for v in values):
         return [str(declared.name_of(v)) for v in values]
     if values == [-1, 1]:
         return ["clear", "cloud"]
+    if undeclared is not None:
+        if len(undeclared) != len(values):
+            raise ValueError(f"{len(undeclared)} names for {len(values)} classes")
+        return list(undeclared)
     return [f"class_{v}" for v in values]
