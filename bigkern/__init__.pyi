@@ -44,10 +44,10 @@ from bigkern.kernels.periodic import PeriodicGaussian as PeriodicGaussian
 from bigkern.models.baselines import KernelRidgeClassifier as KernelRidgeClassifier
 from bigkern.models.binned import BinnedKernelRidgeClassifier as BinnedKernelRidgeClassifier
 from bigkern.models.binned import BinnedSVC as BinnedSVC
-from bigkern.models.compact.pca import CompactKernelPCA as CompactKernelPCA
-from bigkern.models.compact.ridge import CompactKernelRidge as CompactKernelRidge
 from bigkern.models.compact.classifiers import CompactLSSVC as CompactLSSVC
 from bigkern.models.compact.classifiers import CompactSVC as CompactSVC
+from bigkern.models.compact.pca import CompactKernelPCA as CompactKernelPCA
+from bigkern.models.compact.ridge import CompactKernelRidge as CompactKernelRidge
 from bigkern.models.criteria import choose_support_radius as choose_support_radius
 from bigkern.models.criteria import difference_noise_variance as difference_noise_variance
 from bigkern.models.criteria import distance_quantile as distance_quantile
