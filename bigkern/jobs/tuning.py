@@ -21,6 +21,7 @@ import numpy as np
 import xarray as xr
 from sklearn.base import clone
 
+from bigkern.models import predicted_classes
 from bigkern.reduce.passes import RowReduction, as_row_chunked, run_reduction
 
 __all__ = [
@@ -51,15 +52,9 @@ def _accuracy_chunk(
 def _predicted(model: Any, X: np.ndarray) -> np.ndarray:
     """Classes of finite rows in the fitted feature order (no name check: columns in order)."""
     if hasattr(model, "decision_rows"):
-        return _decided(model.decision_rows(np.asarray(X, dtype=np.float64)), model.classes_)
+        decision = model.decision_rows(np.asarray(X, dtype=np.float64))
+        return predicted_classes(decision, model.classes_)
     return model.predict(X)
-
-
-def _decided(decision: np.ndarray, classes: np.ndarray) -> np.ndarray:
-    """The class of finite decision values: by sign (n,), by the largest one-vs-rest (n, k)."""
-    if decision.ndim == 2:
-        return classes[np.argmax(decision, axis=1)]
-    return np.where(decision > 0, classes[1], classes[0])
 
 
 def _sum(parts: list[np.ndarray]) -> np.ndarray:
@@ -131,7 +126,7 @@ def _score_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None, *,
     decision = model.decision_rows(np.asarray(Xb[keep], dtype=np.float64))
     yk = yb[keep]
     if classes is not None:
-        out[:2] = np.count_nonzero(_decided(decision, classes) == yk), len(yk)
+        out[:2] = np.count_nonzero(predicted_classes(decision, classes) == yk), len(yk)
         calibration = getattr(model, "calibration_", None)
         if calibration is not None:  # the log loss of its probabilities, clipped as sklearn's
             p = calibration.probabilities(decision)[np.arange(len(yk)),
