@@ -79,7 +79,7 @@ three classification sets (RSVM's fixed cost is ~2 ms of dask graph per Newton p
 RSVR is 7-20× faster than SVR on cpu_small.
 
 Not part of the test suite (``tests/papers/test_lee_huang_table1.py`` runs the ``--small``
-path and checks the acceptance pattern at fixed parameters).
+path and checks its tables' shape; the acceptance pattern is this script's own check).
 
 Table 2 and Figures 1-2 (4)
 ---------------------------
