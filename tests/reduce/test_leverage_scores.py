@@ -138,3 +138,22 @@ def test_bad_centers_size_and_basis_are_refused():
         select_reduced_set(X, y, size=60, centers="leverage")
     with pytest.raises(TypeError, match="score_basis must be a Basis"):
         select_reduced_set(X, y, size=10, centers="leverage", score_basis="gaussian")
+
+
+@pytest.mark.determinism
+def test_the_models_draw_by_leverage_alike_for_numpy_and_dask():
+    from bigkern import NystromKernelRidgeClassifier, ReducedSVC
+
+    X = np.random.default_rng(0).normal(size=(400, 2))
+    y = np.where((X**2).sum(axis=1) < 1.5, 1, -1)
+    model = NystromKernelRidgeClassifier(omega=[0.5, 1.0, 2.0], lam=1e-2, size=30,
+                                         random_state=0, centers="leverage")
+    held = model.fit(X, y).reduced_index_
+    lazy = model.fit(da.from_array(X, chunks=(130, 2)), da.from_array(y, chunks=130))
+    np.testing.assert_array_equal(held, lazy.reduced_index_)
+    assert model.score(X, y) > 0.9
+    svm = ReducedSVC(omega=1.0, C=10.0, size=30, random_state=0, centers="leverage").fit(X, y)
+    assert svm.fit_report_["centers"] == "leverage" and svm.fit_report_["reads_reduced_set"] == 3
+    uniform = svm.set_params(centers="uniform").fit(X, y)
+    assert uniform.fit_report_["reads_reduced_set"] == 1
+    assert not np.array_equal(held, uniform.reduced_index_)
