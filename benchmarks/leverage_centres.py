@@ -2,9 +2,10 @@
 
     python benchmarks/leverage_centres.py [--small] [--sets ionosphere pima ...]
         [--sizes 50 100 200 500 1000] [--seeds 0 1] [--max-train 5000]
-        [--svc] [--out FILE]
+        [--svc] [--model nystrom|reduced-svc] [--out FILE]
 
-Output also written to ``benchmarks/results/leverage_centres.txt`` (``--small``: a
+Output also written to ``benchmarks/results/leverage_centres.txt``
+(``leverage_centres_reduced_svc.txt`` for ``--model reduced-svc``; ``--small``: a
 temporary file). Needs the shared data folder (:func:`bigkern.datasets.shared_data_dir`);
 an absent set is named and skipped.
 
@@ -26,6 +27,9 @@ Protocol
   the class of the largest value — the limit of ``NystromKernelRidgeClassifier`` as m̃
   reaches n (scikit-learn's ``KernelRidge`` solves the same system without the
   intercept). ``--svc``: scikit-learn's ``SVC`` (C = 1 / λ) printed beside it.
+  ``--model reduced-svc``: ``ReducedSVC(loss="squared_hinge", C = 1 / λ)`` in place of
+  the Nyström model (its leverage scores at ``1 / C`` = λ), against ``SVC`` at the same
+  (ω, C) as the full machine.
 * Centers: for each m̃ of ``--sizes`` (up to the training rows), ``NystromKernelRidgeClassifier``
   at (ω, λ) with ``centers="uniform", stratified=False`` (uniform),
   ``"uniform", stratified=True`` (stratified, bigkern's default) and
@@ -142,7 +146,7 @@ def svc_accuracy(Xtr, ytr, Xte, yte, omega: float, lam: float) -> float:
 
 
 def run_set(data: DataSet, args: argparse.Namespace) -> list[str]:
-    from bigkern import NystromKernelRidgeClassifier
+    from bigkern import NystromKernelRidgeClassifier, ReducedSVC
 
     Xtr, Xte, ytr, yte = split(data, args.max_train)
     n = len(Xtr)
@@ -151,14 +155,16 @@ def run_set(data: DataSet, args: argparse.Namespace) -> list[str]:
                                         standardize=False, random_state=0).fit(Xtr, ytr)
     omega, lam = float(tune.omega_), float(tune.lam_)
     t_tune = time.perf_counter() - t
+    svm = args.model == "reduced-svc"
     t = time.perf_counter()
-    full = 100 * full_krr_accuracy(Xtr, ytr, Xte, yte, omega, lam)
+    full = 100 * (svc_accuracy if svm else full_krr_accuracy)(Xtr, ytr, Xte, yte, omega, lam)
     t_full = time.perf_counter() - t
-    lines = [f"## {data.name}: {n} train × {Xtr.shape[1]} features, {len(Xte)} test, "
+    lines = [f"## {data.name}, {'ReducedSVC' if svm else 'NystromKernelRidgeClassifier'}: "
+             f"{n} train × {Xtr.shape[1]} features, {len(Xte)} test, "
              f"{len(np.unique(ytr))} classes{'; ' + data.note if data.note else ''}",
-             f"ω = {omega:g}, λ = {lam:g} (tuned in {t_tune:.1f} s); full kernel ridge "
-             f"{full:.2f} % ({t_full:.1f} s)"]
-    if args.svc:
+             f"ω = {omega:g}, λ = {lam:g} (tuned in {t_tune:.1f} s); full "
+             f"{'SVC (C = 1/λ)' if svm else 'kernel ridge'} {full:.2f} % ({t_full:.1f} s)"]
+    if args.svc and not svm:
         lines.append(f"SVC (C = 1/λ) {100 * svc_accuracy(Xtr, ytr, Xte, yte, omega, lam):.2f} %")
     sizes = [m for m in args.sizes if m < n]
     head = "| m̃ | " + " | ".join(v[0] for v in VARIANTS) + " | s lev/unif |"
@@ -169,10 +175,12 @@ def run_set(data: DataSet, args: argparse.Namespace) -> list[str]:
         for name, centers, strat in VARIANTS:
             acc, took = [], []
             for seed in args.seeds:
-                model = NystromKernelRidgeClassifier(omega=omega, lam=lam, size=m,
-                                                     centers=centers, stratified=strat,
-                                                     standardize=False, random_state=seed,
-                                                     solver="direct")
+                model = ReducedSVC(omega=omega, C=1.0 / lam, size=m, centers=centers,
+                                   stratified=strat, standardize=False, random_state=seed,
+                                   loss="squared_hinge") if svm else \
+                    NystromKernelRidgeClassifier(omega=omega, lam=lam, size=m, centers=centers,
+                                                 stratified=strat, standardize=False,
+                                                 random_state=seed, solver="direct")
                 t = time.perf_counter()
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
@@ -207,12 +215,16 @@ def main() -> None:
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
     p.add_argument("--max-train", type=int, default=5000)
     p.add_argument("--svc", action="store_true", help="also print SVC's accuracy")
+    p.add_argument("--model", choices=("nystrom", "reduced-svc"), default="nystrom",
+                   help="reduced-svc: ReducedSVC(loss='squared_hinge', C = 1/λ) against "
+                        "SVC at the same (ω, C) as the full machine")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args()
     if args.small:
         args.sets, args.sizes, args.seeds = ["ionosphere", "pima"], [50, 100], [0]
-    out = args.out or (Path(tempfile.gettempdir()) / "leverage_centres.txt" if args.small
-                       else Path(__file__).resolve().parent / "results" / "leverage_centres.txt")
+    stem = "leverage_centres" + ("_reduced_svc" if args.model == "reduced-svc" else "")
+    out = args.out or (Path(tempfile.gettempdir()) / f"{stem}.txt" if args.small
+                       else Path(__file__).resolve().parent / "results" / f"{stem}.txt")
     from bigkern.datasets import shared_data_dir
 
     root = shared_data_dir()

@@ -20,8 +20,9 @@ centers (``q`` = :data:`GROWTH`, ``H`` rounds). Round ``h = 1 … H`` reads the 
 
   — exactly ``ℓ_λ`` when ``J`` holds every row (``π = 1``) — at
   ``λ_h = λ · m̃ / m_h`` (``λ · q^(H−h)``: a set ``q`` times smaller resolves the scores
-  of a penalty ``q`` times larger), or at the larger penalty at which ``J``'s own
-  estimate of the effective dimension is a quarter of its size (:func:`resolved_lam`):
+  of a penalty ``q`` times larger), or at the larger penalty at which the effective
+  dimension, as the first (uniform) set's spectrum estimates it, is a quarter of
+  ``J``'s size (:func:`sketch_spectrum`, :func:`resolved_lam`, once, m_0³ flops):
   a set far smaller than the effective dimension scores every row it does not cover
   at about ``1 / λ``, and the draw would swing from one region to another. Per block
   of rows: the kernel block (rows × m_J) and a triangular solve with the Cholesky
@@ -71,10 +72,12 @@ __all__ = [
     "check_score_lam",
     "exact_leverage_scores",
     "leverage_rounds",
+    "resolved_lam",
     "round_sizes",
     "round_state",
     "score_template",
     "scores_on_rows",
+    "sketch_spectrum",
     "uniform_inclusion",
 ]
 
@@ -205,24 +208,36 @@ def exact_leverage_scores(Z: np.ndarray, kernel: Any, lam: float) -> np.ndarray:
     return np.diag(np.linalg.solve(K + lam * np.eye(len(K)), K)).copy()
 
 
-def resolved_lam(template: Basis, centers_raw: np.ndarray, inclusion: np.ndarray,
-                 dimension: float) -> float:
-    """The penalty at which a set's estimate of the effective dimension is ``dimension``.
-
-    The eigenvalues ``σ`` of ``D K_JJ D``, ``D = diag(π)^(−1/2)``, estimate the largest
-    eigenvalues of the full ``K`` (the sketch's), so ``d̃(λ) = Σ σ / (σ + λ)`` estimates the
-    effective dimension ``Σ ℓ_λ`` down to where the set stops resolving it: a set of m_J
-    centers cannot score rows at a λ whose effective dimension is near or past m_J (every
-    row off the set would score about ``1 / λ``). Returns the λ with ``d̃(λ) = dimension``
-    (bisection on log λ; ``dimension`` below the set's size).
-    """
+def sketch_spectrum(template: Basis, centers_raw: np.ndarray,
+                    inclusion: np.ndarray) -> np.ndarray:
+    """The eigenvalues ``σ`` of ``D K_JJ D``, ``D = diag(π)^(−1/2)``: for a set drawn with
+    inclusion probabilities ``π``, an estimate of the largest eigenvalues of the full ``K``
+    (for a uniform draw of m of n rows, those of ``(n / m) K_JJ``)."""
     from bigkern.features.scaling import standardized
 
     Z = np.clip(standardized(centers_raw, template.offset, template.scale),
                 -template.clip, template.clip)
     d = 1.0 / np.sqrt(np.asarray(inclusion, dtype=np.float64))
-    sigma = np.clip(np.linalg.eigvalsh(template.kernel(Z, Z) * d[:, None] * d[None, :]),
-                    0.0, None)
+    K = template.kernel(Z, Z) * d[:, None] * d[None, :]
+    return np.clip(scipy.linalg.eigvalsh(K, overwrite_a=True, check_finite=False), 0.0, None)
+
+
+def resolved_lam(sigma: np.ndarray, dimension: float) -> float:
+    """The penalty λ at which ``d̃(λ) = Σ σ / (σ + λ)`` is ``dimension`` (bisection on log λ).
+
+    With ``σ`` the :func:`sketch_spectrum` of the uniform first set, ``d̃`` estimates the
+    effective dimension ``Σ ℓ_λ`` down to where that set stops resolving it. A set of m_J
+    centers cannot score the rows at a λ whose effective dimension is near or past m_J:
+    every row off the set would score about ``1 / λ``. ``dimension`` must be below
+    ``len(sigma)``.
+
+    Examples
+    --------
+    >>> sigma = np.array([100.0, 10.0, 1.0, 0.1])
+    >>> lam = resolved_lam(sigma, 2.0)
+    >>> round(float(np.sum(sigma / (sigma + lam))), 6)
+    2.0
+    """
     lo, hi = -300.0, math.log(max(float(sigma.max()), 1e-300)) + 20.0
     for _ in range(100):  # d̃ falls as λ grows
         mid = 0.5 * (lo + hi)
@@ -306,9 +321,10 @@ def leverage_rounds(
     jitter = 0.0
     root: dict[str, Any] = {}
     lams: list[float] = []
+    sigma = sketch_spectrum(template, centers, inclusion)  # of the uniform set: once
     for h in range(1, H + 1):
         lam_h = max(lam * sizes[H] / sizes[h],
-                    resolved_lam(template, centers, inclusion, RESOLVED_SHARE * len(centers)))
+                    resolved_lam(sigma, min(RESOLVED_SHARE * len(centers), 0.5 * len(sigma))))
         lams.append(lam_h)
         state = round_state(template, centers, inclusion, lam_h)
         jitter = max(jitter, state.jitter)
