@@ -56,9 +56,9 @@ from bigkern.reduce.passes import (
     unwrap_samples,
 )
 from bigkern.reduce.reduced._row_pass import check_counts
+from bigkern.reduce.reduced.leverage_rounds import leverage_rounds
 from bigkern.reduce.reduced.leverage_scores import (
     check_score_lam,
-    leverage_rounds,
     round_sizes,
     score_template,
     uniform_inclusion,
