@@ -168,6 +168,8 @@ PARAMETERS: dict[str, Parameter] = {
     "fraction": Parameter("centers of the reduced set as a fraction of the rows",
                           Domain("real", 0.0, 1.0, "right"), None, "a fraction of the rows"),
     "stratified": Parameter("draw the reduced set per class"),
+    "centers": Parameter("how the reduced set is drawn: 'uniform' or 'leverage' (in proportion "
+                         "to approximate ridge leverage scores)"),
     # the solver
     "method": Parameter("which algorithm of the paper (named as there)"),
     "solver": Parameter("which linear solver (as scikit-learn’s solver)"),

@@ -214,6 +214,14 @@ _PARAMS_DOC = """omega : float or sequence of float
         ``λ cᵀK(Ã, Ã)c`` (Nyström) or ``λ‖c‖²`` (RSVM-style).
     size, fraction : int or float, optional
         Centers m̃ (default 10% of the rows, in [2, 500]) or ``ceil(fraction · n)``.
+    centers : {"uniform", "leverage"}
+        How Ã is drawn: ``"uniform"`` (the default: every usable row as likely, within
+        its class when stratified), or ``"leverage"``: in proportion to the rows'
+        approximate ridge leverage scores ``diag(K (K + λI)⁻¹)`` (BLESS, bottom-up from a
+        uniform set, two more reads of the rows;
+        :mod:`~bigkern.reduce.reduced.leverage_scores`), at the model's ``lam`` and
+        ``omega`` (the middle candidates), or a larger λ the scoring sets resolve;
+        rare and sparse regions get more centers.
     standardize : bool
         Robust standardization (median, 10%/90% quantiles of a sample of up to 2,000
         usable rows drawn with Ã), clipped to ±5 robust σ, as ReducedSVC.

@@ -56,6 +56,7 @@ __all__ = [
     "NEWTON_CONSTRAINTS",
     "REDUCED_SET_CONSTRAINTS",
     "SMOOTH_IN_MEMORY_BYTES",
+    "centers_keywords",
     "default_size",
     "fit_labels",
     "fit_report",
@@ -78,6 +79,7 @@ REDUCED_SET_CONSTRAINTS: dict[str, list[Any]] = {
     "kernel": KERNEL,
     "size": [domain("size"), None],
     "fraction": [domain("fraction"), None],
+    "centers": [StrOptions({"uniform", "leverage"})],
     "standardize": ["boolean"],
     "random_state": ["random_state"],
 }
@@ -150,6 +152,24 @@ def default_size(n_rows: int, size: int | None, fraction: float | None,
         least = max(2, int(n_classes))
         return min(n_rows, max(least, min(DEFAULT_MAX_SIZE, math.ceil(0.1 * n_rows))))
     return size
+
+
+def centers_keywords(est: Any, omega: Any, lam: float) -> dict[str, Any]:
+    """:func:`~bigkern.reduce.reduced.reduced_set.select_reduced_set`'s keywords for
+    ``est.centers``: none for ``"uniform"``; for ``"leverage"``, the scores' penalty ``lam``
+    (a Nyström model's ``lam``, an SVM's ``1 / C``) and the model's own basis at width
+    ``omega`` (standardized from the first draw's scale sample, as :func:`reduced_basis`
+    makes it; its warnings wait for the final set's basis)."""
+    if getattr(est, "centers", "uniform") != "leverage":
+        return {}
+    names = getattr(est, "feature_names_in_", None)
+
+    def score_basis(first: Any) -> Basis:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return reduced_basis(first, float(omega), est.standardize, names, est.kernel)[0]
+
+    return {"centers": "leverage", "lam": float(lam), "score_basis": score_basis}
 
 
 def scale_sample_rows(est: Any) -> int:
@@ -390,6 +410,8 @@ def fit_report(est: Any, rs: Any, res: Any, counts: dict[str, int], n_basis: int
         "iterations": res.iterations,
         "passes": res.passes,
         "reads": res.passes + 1,
+        "centers": getattr(rs, "centers", "uniform"),
+        "reads_reduced_set": getattr(rs, "reads", 1),
         "backtracked": res.backtracked,
         "steps": list(res.steps),
         "refined_at": res.refined_at,

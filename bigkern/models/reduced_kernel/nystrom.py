@@ -51,6 +51,7 @@ from bigkern.models.reduced_kernel._reduced_classes import (
     classes_from_draw,
 )
 from bigkern.models.reduced_kernel._reduced_parts import (
+    centers_keywords,
     default_size,
     fit_labels,
     masked_targets,
@@ -117,6 +118,7 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
     def __init__(self, omega: Any = 1.0, lam: Any = 1e-3, *, kernel: Any = "gaussian",
                  penalty: str = "rkhs",
                  size: int | None = None, fraction: float | None = None,
+                 centers: str = "uniform",
                  standardize: bool = True, n_folds: int = 3, fit_intercept: bool = True,
                  random_state: Any = None, solver: str = "auto", tol: float = 2e-2,
                  max_iter: int = 20, cg_start: str = "subset") -> None:
@@ -126,6 +128,7 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
         self.penalty = penalty
         self.size = size
         self.fraction = fraction
+        self.centers = centers
         self.standardize = standardize
         self.n_folds = n_folds
         self.fit_intercept = fit_intercept
@@ -159,7 +162,8 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
         rs = select_reduced_set(Xd, None, size=default_size(n, self.size, self.fraction),
                                 fraction=self.fraction, random_state=self.random_state,
                                 mask=md, features=getattr(self, "feature_names_in_", None),
-                                scale_rows=scale_sample_rows(self))
+                                scale_rows=scale_sample_rows(self),
+                                **centers_keywords(self, _middle(widths), _middle(lams)))
         self._fit_pieces(Xd, yd.astype(np.float64), md, rs, widths, lams, t0)
         return self
 
@@ -249,7 +253,8 @@ class NystromKernelRidgeClassifier(ProbabilityMixin, _NystromFit, _KernelClassif
     def __init__(self, omega: Any = 1.0, lam: Any = 1e-3, *, kernel: Any = "gaussian",
                  penalty: str = "rkhs",
                  size: int | None = None, fraction: float | None = None,
-                 stratified: bool = True, standardize: bool = True, n_folds: int = 3,
+                 stratified: bool = True, centers: str = "uniform",
+                 standardize: bool = True, n_folds: int = 3,
                  fit_intercept: bool = True, random_state: Any = None,
                  solver: str = "auto", tol: float = 2e-2, max_iter: int = 20,
                  cg_start: str = "subset", calibration: str | None = None) -> None:
@@ -261,6 +266,7 @@ class NystromKernelRidgeClassifier(ProbabilityMixin, _NystromFit, _KernelClassif
         self.size = size
         self.fraction = fraction
         self.stratified = stratified
+        self.centers = centers
         self.standardize = standardize
         self.n_folds = n_folds
         self.fit_intercept = fit_intercept
@@ -303,7 +309,8 @@ class NystromKernelRidgeClassifier(ProbabilityMixin, _NystromFit, _KernelClassif
                                 fraction=self.fraction, stratified=self.stratified,
                                 random_state=self.random_state, mask=md,
                                 features=getattr(self, "feature_names_in_", None),
-                                scale_rows=scale_sample_rows(self))
+                                scale_rows=scale_sample_rows(self),
+                                **centers_keywords(self, _middle(widths), _middle(lams)))
         if lazy:
             classes_from_draw(self, rs)
         elif rs.classes is not None:
@@ -317,3 +324,8 @@ class NystromKernelRidgeClassifier(ProbabilityMixin, _NystromFit, _KernelClassif
             if lazy else yd
         self._fit_pieces(Xd, codes, md, rs, widths, lams, t0, n_classes=len(self.classes_))
         return self
+
+
+def _middle(candidates: tuple[float, ...]) -> float:
+    """The middle of sorted candidates (the leverage scores' width or penalty)."""
+    return sorted(candidates)[len(candidates) // 2]

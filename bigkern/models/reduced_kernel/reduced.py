@@ -42,6 +42,7 @@ from bigkern.models.reduced_kernel._reduced_classes import (
 from bigkern.models.reduced_kernel._reduced_parts import (
     NEWTON_CONSTRAINTS,
     SMOOTH_IN_MEMORY_BYTES,
+    centers_keywords,
     default_size,
     fit_labels,
     fit_report,
@@ -123,6 +124,14 @@ class ReducedSVC(ProbabilityMixin, _KernelClassifier):
         Instead of ``size``: ``ceil(fraction · n)`` centers.
     stratified : bool
         Draw within each class, in proportion to the class sizes (Remark 2).
+    centers : {"uniform", "leverage"}
+        How Ã is drawn: ``"uniform"`` (the default: every usable row as likely, within
+        its class when stratified), or ``"leverage"``: in proportion to the rows'
+        approximate ridge leverage scores ``diag(K (K + λI)⁻¹)`` (BLESS, bottom-up from a
+        uniform set, two more reads of the rows;
+        :mod:`~bigkern.reduce.reduced.leverage_scores`), at ``λ = 1 / C`` (the
+        penalty on a sum of squares that ``C`` makes), or a larger λ the scoring sets
+        resolve; rare and sparse regions get more centers.
     standardize : bool
         Center each feature on its median, divide by a robust σ (10%/90% quantiles;
         both from a uniform sample of up to 2,000 usable rows, drawn in the read that
@@ -236,6 +245,7 @@ class ReducedSVC(ProbabilityMixin, _KernelClassifier):
         size: int | None = None,
         fraction: float | None = None,
         stratified: bool = True,
+        centers: str = "uniform",
         standardize: bool = True,
         tol: float = 1e-8,
         max_iter: int = 50,
@@ -251,6 +261,7 @@ class ReducedSVC(ProbabilityMixin, _KernelClassifier):
         self.size = size
         self.fraction = fraction
         self.stratified = stratified
+        self.centers = centers
         self.standardize = standardize
         self.tol = tol
         self.max_iter = max_iter
@@ -298,7 +309,8 @@ class ReducedSVC(ProbabilityMixin, _KernelClassifier):
                                 fraction=self.fraction, stratified=self.stratified,
                                 random_state=self.random_state, mask=mask if held else md,
                                 features=getattr(self, "feature_names_in_", None),
-                                scale_rows=scale_sample_rows(self))
+                                scale_rows=scale_sample_rows(self),
+                                **centers_keywords(self, self.omega, 1.0 / float(self.C)))
         if lazy_labels:
             classes_from_draw(self, rs)
         elif rs.class_counts is not None and len(self.classes_) > 2:

@@ -21,6 +21,7 @@ from bigkern.models._base import fitted_expansion
 from bigkern.models._constraints import domain
 from bigkern.models.reduced_kernel._reduced_parts import (
     NEWTON_CONSTRAINTS,
+    centers_keywords,
     default_size,
     fit_report,
     masked_targets,
@@ -50,7 +51,7 @@ class ReducedSVR(_KernelRegressor):
 
     Parameters
     ----------
-    omega, C, kernel, smoothing, size, fraction, standardize, tol, max_iter
+    omega, C, kernel, smoothing, size, fraction, centers, standardize, tol, max_iter
         As for :class:`ReducedSVC` (no stratification: there are no classes).
     hessian, random_state
         As for :class:`ReducedSVC`.
@@ -110,6 +111,7 @@ class ReducedSVR(_KernelRegressor):
         smoothing: float = 5.0,
         size: int | None = None,
         fraction: float | None = None,
+        centers: str = "uniform",
         standardize: bool = True,
         tol: float = 1e-8,
         max_iter: int = 50,
@@ -123,6 +125,7 @@ class ReducedSVR(_KernelRegressor):
         self.smoothing = smoothing
         self.size = size
         self.fraction = fraction
+        self.centers = centers
         self.standardize = standardize
         self.tol = tol
         self.max_iter = max_iter
@@ -161,7 +164,8 @@ class ReducedSVR(_KernelRegressor):
                                 fraction=self.fraction, random_state=self.random_state,
                                 mask=mask if held else chunked()[2],
                                 features=getattr(self, "feature_names_in_", None),
-                                scale_rows=scale_sample_rows(self))
+                                scale_rows=scale_sample_rows(self),
+                                **centers_keywords(self, self.omega, 1.0 / float(self.C)))
         t_draw = time.perf_counter() - t0
         basis, clipped = reduced_basis(rs, self.omega, self.standardize,
                                        getattr(self, "feature_names_in_", None), self.kernel)

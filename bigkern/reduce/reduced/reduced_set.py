@@ -26,14 +26,18 @@ one read:
   ``n_duplicates`` and named in a :class:`DuplicateCentersWarning`;
 * with ``scale_rows``, the same read also draws a larger uniform sample of the
   usable rows (all classes together, by the same hashes) for the features'
-  robust scale, so that the scale's quantiles do not rest on a small Ã.
+  robust scale, so that the scale's quantiles do not rest on a small Ã;
+* with ``centers="leverage"`` that read draws a small uniform set, and a few more
+  reads (:mod:`~bigkern.reduce.reduced.leverage_scores`) draw Ã in proportion to the
+  rows' approximate ridge leverage scores (BLESS), per class when stratified.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -43,6 +47,7 @@ from sklearn.utils import check_random_state
 
 from bigkern import config
 from bigkern.errors import BigkernWarning, LabelError
+from bigkern.kernels import Basis
 from bigkern.reduce.extremes import EXTREMES_KEY, warn_suspected_fills
 from bigkern.reduce.passes import (
     RowReduction,
@@ -51,9 +56,23 @@ from bigkern.reduce.passes import (
     unwrap_samples,
 )
 from bigkern.reduce.reduced._row_pass import check_counts
+from bigkern.reduce.reduced.leverage_rounds import leverage_rounds
+from bigkern.reduce.reduced.leverage_scores import (
+    check_score_lam,
+    round_sizes,
+    score_template,
+    uniform_inclusion,
+)
 from bigkern.reduce.reduced.row_draws import allocate, combine_draws, draw_chunk
 
-__all__ = ["DuplicateCentersWarning", "ReducedSet", "resolve_size", "select_reduced_set"]
+__all__ = ["CENTERS", "DEFAULT_SCORE_LAM", "DuplicateCentersWarning", "ReducedSet",
+           "resolve_size", "select_reduced_set"]
+
+#: How the centers are drawn: uniformly (within each class when stratified), or in
+#: proportion to the rows' approximate ridge leverage scores.
+CENTERS = ("uniform", "leverage")
+#: The leverage scores' penalty λ when none is given (the Nyström models' default ``lam``).
+DEFAULT_SCORE_LAM = 1e-3
 
 class DuplicateCentersWarning(BigkernWarning):
     """Identical rows were drawn into a reduced set; all but one of each were dropped."""
@@ -91,6 +110,19 @@ class ReducedSet:
         ``min(scale_rows, usable rows)`` usable rows drawn uniformly, classes together.
     scale_y : ndarray, shape (s,) or None
         Their labels, when ``y`` was given (a k-class fit starts from a fit on them).
+    centers : str
+        How Ã was drawn: ``"uniform"`` or ``"leverage"``.
+    scores : ndarray, shape (m̃,) or None
+        ``"leverage"``: the centers' approximate ridge leverage scores ℓ̃.
+    effective_dimension : float or None
+        ``"leverage"``: ``Σ ℓ̃`` over the usable rows, the effective dimension's estimate
+        at ``score_lam``.
+    score_lam : float or None
+        ``"leverage"``: the penalty of the final scores: ``lam``, or the larger one at
+        which the set before the last resolves the scores
+        (:func:`~bigkern.reduce.reduced.leverage_scores.resolved_lam`).
+    reads : int
+        Reads of the rows the draw made (``1 + rounds`` for ``"leverage"``).
     """
 
     X: np.ndarray
@@ -104,6 +136,11 @@ class ReducedSet:
     seed: int = 0
     scale_X: np.ndarray | None = None
     scale_y: np.ndarray | None = None
+    centers: str = "uniform"
+    scores: np.ndarray | None = None
+    effective_dimension: float | None = None
+    score_lam: float | None = None
+    reads: int = 1
 
     @property
     def size(self) -> int:
@@ -148,8 +185,12 @@ def select_reduced_set(
     mask: Any = None,
     features: Sequence[str] | None = None,
     scale_rows: int = 0,
+    centers: str = "uniform",
+    lam: float | None = None,
+    score_basis: Basis | Callable[[ReducedSet], Basis] | None = None,
 ) -> ReducedSet:
-    """Draw a uniform random reduced set Ã from the usable rows, per class, in one read.
+    """Draw a random reduced set Ã from the usable rows, per class: uniform in one read, or
+    by approximate ridge leverage scores in a few.
 
     Parameters
     ----------
@@ -179,6 +220,22 @@ def select_reduced_set(
         Also draw this many usable rows (all of them when fewer), classes together,
         as ``ReducedSet.scale_X`` (their labels ``scale_y``): the sample the features'
         robust scale is computed from. 0 (the default) draws none.
+    centers : {"uniform", "leverage"}
+        ``"uniform"``: every usable row (of a class, when stratified) is as likely.
+        ``"leverage"``: rows are drawn in proportion to their approximate ridge
+        leverage scores ``diag(K (K + λI)⁻¹)`` (BLESS, bottom-up from a uniform set of
+        ``m̃ / 16`` rows), in :data:`~bigkern.reduce.reduced.leverage_scores.ROUNDS` more
+        reads (:mod:`~bigkern.reduce.reduced.leverage_scores`); per class when stratified.
+    lam : float, optional
+        ``"leverage"``: the scores' ridge penalty λ, on a sum of squares (a Nyström
+        model's ``lam``; ``1 / C`` for an SVM); default :data:`DEFAULT_SCORE_LAM`.
+    score_basis : Basis or callable, optional
+        ``"leverage"``: the kernel, width and standardization of the scores (a
+        :class:`~bigkern.kernels.Basis`, whose centers are ignored), or a function of
+        the first, uniform draw (a :class:`ReducedSet` with the scale sample) that
+        returns one — a model's own basis. Default: the Gaussian of width 1 on the
+        features robustly standardized from the scale sample (Ã's first draw when
+        ``scale_rows`` is 0), clipped to ±5.
 
     Returns
     -------
@@ -190,7 +247,8 @@ def select_reduced_set(
     ValueError
         ``size`` < 2 or more than the usable rows; both or neither of ``size`` and
         ``fraction``; a stratifying ``y`` with more than
-        :data:`~bigkern.reduce.reduced.row_draws.MAX_STRATA` values.
+        :data:`~bigkern.reduce.reduced.row_draws.MAX_STRATA` values; ``centers`` not
+        one of :data:`CENTERS`; ``lam`` not a positive finite number.
     LabelError
         A stratified draw whose usable rows have one class only.
     DataQualityError
@@ -219,7 +277,20 @@ def select_reduced_set(
     ((20, 2), [-1, 1], [253, 47])
     >>> np.unique(rs.y, return_counts=True)[1].tolist()  # 20 in proportion to 253 : 47
     [17, 3]
+
+    By leverage scores, in three reads: the rows near the boundary and in sparse
+    regions weigh more.
+
+    >>> lev = select_reduced_set(X, y, size=40, random_state=0, centers="leverage", lam=1e-2)
+    >>> lev.size, lev.reads, lev.centers, lev.scores.shape
+    (40, 3, 'leverage', (40,))
     """
+    if centers not in CENTERS:
+        raise ValueError(f"centers must be one of {', '.join(map(repr, CENTERS))}; got "
+                         f"{centers!r}")
+    leverage = centers == "leverage"
+    if leverage:
+        lam = check_score_lam(DEFAULT_SCORE_LAM if lam is None else lam)
     X, y, mask, features = unwrap_samples(X, y, mask, features)
     held = _held_in_memory(X, y, mask)
     Xd, yd, md = (X, y, mask) if held else as_row_chunked(X, y, mask)
@@ -245,7 +316,26 @@ def select_reduced_set(
     names = list(features) if features is not None else [
         f"column {j}" for j in range(Xd.shape[1])]
     warn_suspected_fills(root["counts"].pop(EXTREMES_KEY, None), names)
-    return _finalize(root, size, seed, stratified, n_rows)
+    if not leverage:
+        return _finalize(root, size, seed, stratified, n_rows)
+    _check_usable(root, size, n_rows)
+    # round 0: a uniform set of m̃ / GROWTH^ROUNDS among the candidates this read kept
+    # (each stratum's ``size`` smallest hashes hold its smallest ``m_0``); a class apiece
+    n_classes = 0 if root["classes"] is None or not stratified else len(root["classes"])
+    sizes = round_sizes(size, least=n_classes)
+    first = _finalize(root, sizes[0], seed, stratified, n_rows, warn=False)
+    template = score_template(score_basis, first)
+    draw = leverage_rounds(
+        Xd, yd, md, held=held, first_X=first.X,
+        first_inclusion=uniform_inclusion(first, stratified), template=template,
+        lam=float(lam), sizes=sizes,
+        classes=first.classes if stratified else None,
+        class_counts=first.class_counts if stratified else None,
+        n_usable=int(first.counts["valid"]), seed=seed, split_every=split_every)
+    rs = _finalize({**root, "strata": draw.strata}, size, seed, stratified, n_rows)
+    return dataclasses.replace(rs, centers="leverage",
+                               effective_dimension=draw.effective_dimension,
+                               score_lam=draw.lams[-1], reads=1 + draw.reads)
 
 
 def _held_in_memory(X: Any, y: Any, mask: Any) -> bool:
@@ -262,8 +352,8 @@ def _held_in_memory(X: Any, y: Any, mask: Any) -> bool:
                for a in (y, mask)) and (mask is None or mask.dtype == bool)
 
 
-def _finalize(root: dict[str, Any], size: int, seed: int, stratified: bool,
-              n_rows: int) -> ReducedSet:
+def _check_usable(root: dict[str, Any], size: int, n_rows: int) -> dict[str, Any]:
+    """The pass's counts, checked; ``size`` at most the usable rows."""
     counts = {**root["counts"], **root["firsts"]}
     check_counts(counts)
     usable = int(counts["valid"])
@@ -272,6 +362,12 @@ def _finalize(root: dict[str, Any], size: int, seed: int, stratified: bool,
                          f"{n_rows - usable} left out: masked {counts['masked']}, absent "
                          f"{counts['absent']}, non-finite "
                          f"{counts['nonfinite']}, non-finite y {counts['nonfinite_y']})")
+    return counts
+
+
+def _finalize(root: dict[str, Any], size: int, seed: int, stratified: bool,
+              n_rows: int, *, warn: bool = True) -> ReducedSet:
+    counts = _check_usable(root, size, n_rows)
     cls = root["classes"]
     classes = class_counts = None
     if cls is not None:
@@ -299,17 +395,21 @@ def _finalize(root: dict[str, Any], size: int, seed: int, stratified: bool,
     index = index[order]
     Xs = np.concatenate([p["X"] for p in picked])[order]
     ys = None if picked[0]["y"] is None else np.concatenate([p["y"] for p in picked])[order]
+    scores = np.concatenate([p["score"] for p in picked])[order] \
+        if "score" in picked[0] else None
     _, first = np.unique(Xs, axis=0, return_index=True)
     n_dup = len(Xs) - len(first)
     if n_dup:
         keep = np.zeros(len(Xs), dtype=bool)
         keep[first] = True
-        warnings.warn(
-            f"{n_dup} of the {len(Xs)} drawn rows repeat an earlier drawn row (first: row "
-            f"{int(index[~keep][0])}); they are dropped, leaving {int(keep.sum())} centers",
-            DuplicateCentersWarning, stacklevel=3)
+        if warn:
+            warnings.warn(
+                f"{n_dup} of the {len(Xs)} drawn rows repeat an earlier drawn row (first: "
+                f"row {int(index[~keep][0])}); they are dropped, leaving {int(keep.sum())} "
+                f"centers", DuplicateCentersWarning, stacklevel=3)
         Xs, index = Xs[keep], index[keep]
         ys = None if ys is None else ys[keep]
+        scores = None if scores is None else scores[keep]
         if len(Xs) < 2:
             raise ValueError("the reduced set has fewer than 2 distinct rows")
     drawn = None
@@ -319,7 +419,7 @@ def _finalize(root: dict[str, Any], size: int, seed: int, stratified: bool,
     return ReducedSet(Xs, ys, index.astype(np.int64), classes, class_counts, drawn,
                       {k: int(v) for k, v in counts.items()}, int(n_dup), seed,
                       None if scale is None else scale["X"],
-                      None if scale is None else scale["y"])
+                      None if scale is None else scale["y"], scores=scores)
 
 
 def _sort_key(k: Any) -> tuple[str, Any]:
