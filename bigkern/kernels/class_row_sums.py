@@ -137,6 +137,7 @@ def accumulate_classes(sums: Sequence[RowSums], A: np.ndarray, codes: np.ndarray
     d1, d2 = loss.derivatives(S + T * points.at[None, :], Y)
     grads = d1.T @ A
     done: list[tuple[int, np.ndarray]] = []  # (problem, its Hessian increment) so far
+    single: np.ndarray | None = None  # the block in float32, made once for all the problems
     for q, s in enumerate(sums):
         s.grad += grads[q]
         if points.hessian is not None and not points.hessian[q]:
@@ -146,24 +147,20 @@ def accumulate_classes(sums: Sequence[RowSums], A: np.ndarray, codes: np.ndarray
                        if points.float32_hessian[p] == points.float32_hessian[q]
                        and np.array_equal(d2[:, p], w)), None)
         if shared is None:
-            shared = _curved_gram(A, w, points.negligible, bool(points.float32_hessian[q]))
+            if points.float32_hessian[q] and single is None:
+                single = A.astype(np.float32)
+            shared = _curved_gram(single if points.float32_hessian[q] else A, w,
+                                  points.negligible)
             done.append((q, shared))
         s.hess += shared
 
 
-def _curved_gram(A: np.ndarray, w: np.ndarray, negligible: float, float32: bool) -> np.ndarray:
-    """``Σ w_i a_i a_iᵀ`` over the rows with ``w_i > negligible`` (upper triangle)."""
+def _curved_gram(A: np.ndarray, w: np.ndarray, negligible: float) -> np.ndarray:
+    """``Σ w_i a_i a_iᵀ`` over the rows with ``w_i > negligible`` (upper triangle), the
+    products in the precision of ``A`` (left unchanged)."""
     curved = w > negligible
     if curved.all():
-        scale = np.sqrt(w)[:, None]
-        B = np.multiply(A, scale, out=np.empty(A.shape, dtype=np.float32 if float32
-                                               else np.float64), casting="same_kind")
-    else:
-        scale = np.sqrt(w[curved])[:, None]
-        B = A[curved]  # a copy: scaled in place
-        if float32:
-            B = np.multiply(B, scale, out=np.empty(B.shape, dtype=np.float32),
-                            casting="same_kind")
-        else:
-            B *= scale
+        return syrk_product(np.multiply(A, np.sqrt(w).astype(A.dtype)[:, None]))
+    B = A[curved]  # a copy: scaled in place
+    B *= np.sqrt(w[curved]).astype(A.dtype)[:, None]
     return syrk_product(B)

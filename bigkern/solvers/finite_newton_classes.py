@@ -110,6 +110,13 @@ def finite_newton_classes(
 def _lockstep(A: np.ndarray, iterates: list[Generator[Product, np.ndarray, NewtonResult]],
               threads: int) -> LockstepResult:
     """Answer the problems' products together until every problem has finished."""
+    with ThreadPoolExecutor(max(1, min(threads, len(iterates)))) as pool:
+        return _answer(A, iterates, pool)
+
+
+def _answer(A: np.ndarray, iterates: list[Generator[Product, np.ndarray, NewtonResult]],
+            pool: ThreadPoolExecutor) -> LockstepResult:
+    """The lockstep's loop, on one pool of threads for all its steps."""
     pending: dict[int, Product] = {q: next(it) for q, it in enumerate(iterates)}
     results: dict[int, NewtonResult] = {}
     passes = 0
@@ -126,10 +133,9 @@ def _lockstep(A: np.ndarray, iterates: list[Generator[Product, np.ndarray, Newto
                 answers[q] = P[:, i] if kind == "times" else P[i]
         # each problem's own work (its Newton system, line search, Hessian update) is
         # small: the problems run side by side, one BLAS thread each
-        with ThreadPoolExecutor(max(1, min(threads, len(answers)))) as pool:
-            asked = list(answers)
-            steps = list(pool.map(_advance, [iterates[q] for q in asked],
-                                  [answers[q] for q in asked]))
+        asked = list(answers)
+        steps = list(pool.map(_advance, [iterates[q] for q in asked],
+                              [answers[q] for q in asked]))
         for q, (ask, result) in zip(list(answers), steps, strict=True):
             if result is None:
                 pending[q] = ask

@@ -160,12 +160,16 @@ def newton_armijo_lockstep(
     while pending:
         running = sorted(pending)
         asked = [pending[q] for q in running]
+        # a second batch of shorter trial steps follows a failed full step: the Hessian
+        # at the full step is never used (a step taken from the batch gets a pass of its own)
+        needed = np.array([not (a[3] == 1.0 and a[2][0] < 1.0) for a in asked])
         points = ClassPoints(classes[running],
                              np.column_stack([a[0] for a in asked]),
                              np.column_stack([a[1] for a in asked]),
                              tuple(np.asarray(a[2], dtype=np.float64) for a in asked),
                              np.asarray([a[3] for a in asked], dtype=np.float64),
-                             float32[running].copy(), float(negligible))
+                             float32[running].copy(), float(negligible),
+                             None if needed.all() else needed)
         sums = evaluate(points)
         passes += 1
         for q, s in zip(running, sums, strict=True):

@@ -218,3 +218,31 @@ def test_warm_start_from_the_scale_sample_is_the_same_in_memory_and_on_dask(monk
     # the same minimizer from either start, to the Newton tolerance
     np.testing.assert_allclose(got.decision_function(X), cold.decision_function(X),
                                rtol=1e-5, atol=1e-5)
+
+
+def test_a_second_batch_of_trial_steps_sums_no_hessian():
+    """After a failed full step, the shorter trial steps' pass forms no Hessian (it would
+    be at the failed full step, never used): the iterates are those of each class alone."""
+    from bigkern.solvers.in_memory_newton import InMemoryClassPasses
+    from bigkern.solvers.lockstep_newton import newton_armijo_lockstep
+
+    x = np.linspace(-3, 3, 90)
+    codes = np.digitize(x, [-1.0, 1.0]).astype(float)
+    A = np.column_stack([np.exp(-(x[:, None] - [-2.0, -0.5, 0.5, 2.0]) ** 2), -np.ones(90)])
+    rows = InMemoryClassPasses(A, codes, SmoothHinge(5.0), block_rows=32)
+    second = []
+
+    def evaluate(points):
+        for q, steps in enumerate(points.steps):
+            if points.at[q] == 1.0 and steps[0] < 1.0:
+                second.append(points.hessian is not None and not points.hessian[q])
+        return rows(points)
+
+    out = newton_armijo_lockstep(evaluate, 5, [0, 1, 2], C=1e4, first_trials=1)
+    assert second and all(second)
+    for j, res in enumerate(out.results):
+        alone = newton_armijo(InMemoryNewtonPasses(A, np.where(codes == j, 1.0, -1.0),
+                                                   SmoothHinge(5.0), block_rows=32),
+                              5, C=1e4, first_trials=1)
+        assert res.steps == alone.steps
+        np.testing.assert_allclose(res.u, alone.u, rtol=1e-9, atol=1e-9)
