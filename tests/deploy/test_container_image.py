@@ -503,6 +503,24 @@ def test_image_version_user_and_no_secret(image, podman):
     assert podman(*run, "id", "-un").stdout.strip() == "bigkern"
     # the CA bundle was the build's secret: it is not in the image
     assert podman(*run, "test", "-e", "/run/secrets/ca", check=False).returncode != 0
+    # the build's warm-up (deploy/warm_numba.py) cached every family of bigkern's compiled
+    # functions, not only those a prediction calls (the job below checks those load)
+    listing = podman(*run, "find", "/opt/bigkern/numba-cache", "-name", "*.nbi").stdout
+    index = {Path(line).name.split("-")[0] for line in listing.split()}
+    for name in WARMED_FUNCTIONS:
+        assert name in index, sorted(index)
+
+
+#: Functions deploy/warm_numba.py must leave in the image's numba cache: one of each family.
+WARMED_FUNCTIONS = (
+    "_bin_loops.bin_ids", "row_loops._row_status_kernel.locals.row_status",
+    "fused_loops._fused_rows", "fused_loops._exact_rows",
+    "extremes._extremes_kernel.locals.extremes",
+    "_one_read_loops._one_read_kernels.locals.sums_kernel",
+    "_key_loops._key_histograms_kernel.locals.key_histograms_d",
+    "sparse_gram._pair_distances", "sparse_svm._smo", "sparse_spd._symmetric_matvec",
+    "product_loops._fused_products", "radial_loops._block_rows", "radial_loops._expansion_rows",
+)
 
 #: Run in a container after the job: per worker, each bigkern numba function's cache hits
 #: and misses (a miss is a compilation), printed as one JSON line.

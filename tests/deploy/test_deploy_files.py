@@ -9,7 +9,6 @@ same commands as CI's.
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import subprocess
@@ -18,8 +17,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-pytestmark = pytest.mark.slow_file(seconds=110)
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
@@ -197,24 +194,3 @@ def test_dockerfile_installs_as_ci_does():
     # the user the image runs as is not root
     users = re.findall(r"^USER\s+(\S+)", (DEPLOY / "Dockerfile").read_text(), re.M)
     assert users and not users[-1].startswith(("0", "root"))
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(300)
-def test_warm_numba_caches_the_compiled_functions(tmp_path):
-    """The Dockerfile's warm-up step, run here: the cache it leaves serves a new process."""
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
-    done = subprocess.run([sys.executable, str(DEPLOY / "warm_numba.py")], capture_output=True,
-                          text=True, timeout=280, env=env, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    index = {p.name.split("-")[0] for p in (tmp_path / "cache").rglob("*.nbi")}
-    for name in ("_bin_loops.bin_ids", "row_loops._row_status_kernel.locals.row_status",
-                 "fused_loops._fused_rows", "fused_loops._exact_rows",
-                 "extremes._extremes_kernel.locals.extremes",
-                 "_one_read_loops._one_read_kernels.locals.sums_kernel",
-                 "_key_loops._key_histograms_kernel.locals.key_histograms_d",
-                 "sparse_gram._pair_distances",
-                 "sparse_svm._smo", "sparse_spd._symmetric_matvec",
-                 "product_loops._fused_products", "radial_loops._block_rows",
-                 "radial_loops._expansion_rows"):
-        assert name in index, sorted(index)
