@@ -7,8 +7,8 @@ directory the workers read (the Dockerfile does it at build time)::
 
 It runs bigkern's main paths on tiny data in this process (dask's synchronous
 scheduler): percentile binning of a dask array, a binned SVM and its predicted
-scenes, the compactly supported LS-SVM and SVM, a regressor (float64
-expansions) and a Nyström fit by conjugate gradients, which between them call
+scenes (two classes and three), the compactly supported LS-SVM and SVM, a regressor
+(float64 expansions) and a Nyström fit by conjugate gradients, which between them call
 every ``@numba.njit(cache=True)`` function of the package, with the argument
 types the real jobs use. The sweeps compiled per number of features (row
 validity, extremes, the one-read plan's) are cached here for 2 and 3 features;
@@ -39,6 +39,12 @@ def warm() -> int:
         s = bigkern.stack_samples(scenes, ["NDAI", "logSD", "CORR"])
         model = bigkern.BinnedSVC(omega=0.8, C=3.0).fit(s.as_dataarray(), s.y, mask=s.mask)
         bigkern.predict_scenes(model, scenes).compute()
+        # k classes: the bins' class counts and the fused loop of k decision columns
+        three = bigkern.with_features(make_scenes(2, (64, 64), seed=0, classes=3),
+                                      ["NDAI", "logSD", "CORR"])
+        s = bigkern.stack_samples(three, ["NDAI", "logSD", "CORR"])
+        model = bigkern.BinnedSVC(omega=0.8, C=3.0).fit(s.as_dataarray(), s.y, mask=s.mask)
+        bigkern.predict_scenes(model, three).compute()
         rng = np.random.default_rng(0)
         for dtype in (np.float32, np.float64):
             # chunks of 300,000 values: above bigkern.reduce.row_loops.SMALL_CHUNK_VALUES,
