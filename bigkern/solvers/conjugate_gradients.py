@@ -91,10 +91,21 @@ class FalkonPreconditioner:
     T: np.ndarray
     A: np.ndarray
     jitter: float
+    centered: bool = False
 
     @classmethod
-    def from_kernel(cls, K: np.ndarray, n: int, lam: float) -> FalkonPreconditioner:
+    def from_kernel(cls, K: np.ndarray, n: int, lam: float, *,
+                    centered: bool = False, jitter: float = JITTER) -> FalkonPreconditioner:
         """The factors from ``K = K(Ã, Ã)``, the number of rows ``n`` and λ.
+
+        With ``centered`` (a fit with an intercept, whose matrix is ``GᵀG − ḡḡᵀ/n + λK``)
+        the rank-one term is approximated as the rest is: ``ḡ ≈ (n/m̃) K 1``, so that
+        ``GᵀG − ḡḡᵀ/n ≈ (n/m̃) K C K`` with the centering ``C = I − 11ᵀ/m̃``, and
+        ``AᵀA = (n/m̃) T C Tᵀ + λI`` (positive definite: ``C`` is a projection). Without
+        it, the preconditioned matrix keeps one eigenvalue near ``λ / (n/m̃ · s + λ)``
+        along the constant direction, which small λ make an outlier CG must find.
+        ``jitter`` is the relative jitter added to ``K``'s diagonal (times m̃ and its mean
+        diagonal).
 
         Raises
         ------
@@ -106,7 +117,7 @@ class FalkonPreconditioner:
         if not np.isfinite(K).all():
             raise ValueError("K(Ã, Ã) has non-finite values: the centers or the width are "
                              "not usable")
-        jitter = float(JITTER * m * max(float(np.mean(np.diag(K))), 1e-300))
+        jitter = float(jitter * m * max(float(np.mean(np.diag(K))), 1e-300))
         diagonal = np.diag_indices(m)
         # LAPACK directly, on the upper triangles, in place: scipy.linalg.cholesky would
         # check and copy its 200 MB input (m̃ = 5,000) and zero the other triangle each time
@@ -125,12 +136,15 @@ class FalkonPreconditioner:
         if info != 0:
             raise np.linalg.LinAlgError(f"dlauum failed (info={info})")
         inner *= n / m
+        if centered:  # − (n/m̃) (T1)(T1)ᵀ / m̃: only the upper triangle is read
+            u = T.sum(axis=1)  # T upper triangular: T 1
+            inner -= (n / m / m) * np.outer(u, u)
         inner[diagonal] += lam
         A, info = scipy.linalg.lapack.dpotrf(inner, lower=0, clean=1, overwrite_a=1)
         if info != 0:
             raise np.linalg.LinAlgError(f"n/m̃ · T Tᵀ + λI is not positive definite "
                                         f"(info={info}): is lam > 0?")
-        return cls(T, A, attempt)
+        return cls(T, A, attempt, centered)
 
     def apply(self, beta: np.ndarray) -> np.ndarray:
         """``B β = T⁻¹ A⁻¹ β``."""

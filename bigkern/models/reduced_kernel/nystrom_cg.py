@@ -44,6 +44,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from bigkern.models.reduced_kernel._reduced_parts import reduced_basis
 from bigkern.reduce.passes import per_feature_counts, without_per_feature
+from bigkern.reduce.reduced.kept_blocks import KeptKernelBlocks, kept_budget_bytes
 from bigkern.reduce.reduced.normal_equations import fold_of_rows
 from bigkern.reduce.reduced.products import (
     in_memory_products,
@@ -146,7 +147,7 @@ def _subset_start(est: Any, Xd: Any, yd: Any, md: Any, basis: Any, K: np.ndarray
     seed = est.random_state if isinstance(est.random_state, int | np.integer) else 0
     Xs, ys, n = sample_usable_rows(Xd, yd, fraction=fraction, seed=int(seed), mask=md,
                                    label="Nyström conjugate gradients: the starting subset")
-    pre = FalkonPreconditioner.from_kernel(K, max(n, 1), lam)
+    pre = FalkonPreconditioner.from_kernel(K, max(n, 1), lam, centered=est.fit_intercept)
     if len(Xs) < 2:
         return None, len(Xs), n, pre
     first = in_memory_products(Xs, ys, basis, np.zeros((m, 0)), n_classes=n_classes)
@@ -156,7 +157,7 @@ def _subset_start(est: Any, Xd: Any, yd: Any, md: Any, basis: Any, K: np.ndarray
         gtgv = in_memory_products(Xs, ys, basis, V, targets=False)["GtGV"]
         return _less_mean(gtgv, V, first["Gsum"], n_s, est.fit_intercept)
 
-    scaled = FalkonPreconditioner(pre.T, pre.A * np.sqrt(n_s / n), pre.jitter)
+    scaled = FalkonPreconditioner(pre.T, pre.A * np.sqrt(n_s / n), pre.jitter, pre.centered)
     with warnings.catch_warnings():  # a start need not converge
         warnings.simplefilter("ignore", ConvergenceWarning)
         found = preconditioned_cg_columns(product, _centered(first, est.fit_intercept), scaled,
@@ -229,6 +230,7 @@ class _AllRowsSolve:
     pre: FalkonPreconditioner
     intercept: np.ndarray
     seconds_pass: float
+    kept: dict[str, int]
 
 
 def _solve_all_rows(est: Any, Xd: Any, yd: Any, mask: Any, basis: Any, K: np.ndarray,
@@ -238,27 +240,60 @@ def _solve_all_rows(est: Any, Xd: Any, yd: Any, mask: Any, basis: Any, K: np.nda
     """Conjugate gradients over the rows of ``mask`` from ``start`` (m̃, t) (None: zero); the
     read of the right-hand sides also gives the start's products. ``pre`` is the
     preconditioner for ``n`` rows (made anew when the read counts other rows, or when
-    None)."""
+    None).
+
+    The kernel blocks are kept between the iterations where they fit
+    (:class:`~bigkern.reduce.reduced.kept_blocks.KeptKernelBlocks`: the read of the
+    right-hand sides forms them, each iteration is then two matrix–vector products per
+    chunk); when not even one chunk's fit, each iteration evaluates them anew, in one
+    compiled loop (:func:`~bigkern.reduce.reduced.products.kernel_products`).
+    """
     m = basis.n_basis
     t = time.perf_counter()
     given = np.zeros((m, 0)) if start is None else start
-    first = kernel_products(Xd, yd, basis, given, mask=mask, label="Nyström right-hand side",
-                            n_classes=n_classes)
+    keep = _keeps_blocks(Xd, m)
+    blocks = None
+    if keep:
+        blocks, first = KeptKernelBlocks.build(Xd, yd, basis, given, mask=mask,
+                                               n_classes=n_classes,
+                                               label="Nyström right-hand side, kernel blocks")
+    else:
+        first = kernel_products(Xd, yd, basis, given, mask=mask,
+                                label="Nyström right-hand side", n_classes=n_classes)
     seconds_pass = time.perf_counter() - t
     gsum = first["Gsum"]
     if pre is None or n != first["n"]:  # no start, or its count of the usable rows differs
         n = first["n"]
-        pre = FalkonPreconditioner.from_kernel(K, n, lam)
-    product = _read_product(Xd, yd, basis, mask, gsum, n, est.fit_intercept,
-                            "Nyström conjugate gradients")
+        pre = FalkonPreconditioner.from_kernel(K, n, lam, centered=est.fit_intercept)
+    if blocks is None:
+        product = _read_product(Xd, yd, basis, mask, gsum, n, est.fit_intercept,
+                                "Nyström conjugate gradients")
+    else:
+        def product(V: np.ndarray) -> np.ndarray:
+            gtgv = blocks.products(V, label="Nyström conjugate gradients (kept blocks)")
+            return _less_mean(gtgv, V, gsum, n, est.fit_intercept)
     start_product = None if start is None else _less_mean(
         first["GtGV"], start, gsum, n, est.fit_intercept)
-    found = preconditioned_cg_columns(product, _centered(first, est.fit_intercept), pre, lam,
-                                      tol=float(est.tol), max_iter=int(est.max_iter),
-                                      start=start, start_product=start_product,
-                                      names=_class_names(est, n_classes))
+    try:
+        found = preconditioned_cg_columns(product, _centered(first, est.fit_intercept), pre,
+                                          lam, tol=float(est.tol), max_iter=int(est.max_iter),
+                                          start=start, start_product=start_product,
+                                          names=_class_names(est, n_classes))
+    finally:
+        kept = {"kept_chunks": 0 if blocks is None else blocks.n_kept,
+                "chunks": len(Xd.chunks[0]),
+                "kept_bytes": 0 if blocks is None else blocks.kept_bytes}
+        if blocks is not None:
+            blocks.release()
     intercept = _intercepts(first, found.coef, n, est.fit_intercept)
-    return _AllRowsSolve(found, first, pre, intercept, seconds_pass)
+    return _AllRowsSolve(found, first, pre, intercept, seconds_pass, kept)
+
+
+def _keeps_blocks(Xd: Any, m: int) -> bool:
+    """Whether the kernel blocks of at least the first row chunk fit the budget
+    (:func:`~bigkern.reduce.reduced.kept_blocks.kept_budget_bytes`)."""
+    itemsize = 4 if Xd.dtype.itemsize <= 4 and Xd.dtype.kind == "f" else 8
+    return int(Xd.chunks[0][0]) * m * itemsize <= kept_budget_bytes()
 
 
 def _class_names(est: Any, n_classes: int | None) -> list[str] | None:
@@ -300,6 +335,7 @@ def _set_cg_fit(est: Any, rs: Any, basis: Any, clipped: Any, omega: float, lam: 
         "converged": bool(found.converged.all()),
         "residual_recomputed": bool(found.residual_recomputed.all()),
         **by_class,
+        "kept_blocks": solve.kept,
         **extra,
         "seconds_pass": solve.seconds_pass,
         "seconds_total": time.perf_counter() - t0,
@@ -346,7 +382,7 @@ def fit_by_cg_path(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float,
         for j in sorted(range(len(lams)), key=lambda j: -lams[j]):  # the largest λ first
             found = preconditioned_cg_columns(
                 product, _centered(rhs, fi),
-                FalkonPreconditioner.from_kernel(K, n_train, lams[j]), lams[j],
+                FalkonPreconditioner.from_kernel(K, n_train, lams[j], centered=fi), lams[j],
                 tol=float(est.tol), max_iter=int(est.max_iter), start=coef)
             coef = found.coef
             path[j] = (coef, _intercepts(rhs, coef, n_train, fi), found)
