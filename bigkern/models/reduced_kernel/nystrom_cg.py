@@ -150,19 +150,31 @@ def _subset_start(est: Any, Xd: Any, yd: Any, md: Any, basis: Any, K: np.ndarray
     pre = FalkonPreconditioner.from_kernel(K, max(n, 1), lam, centered=est.fit_intercept)
     if len(Xs) < 2:
         return None, len(Xs), n, pre
-    first = in_memory_products(Xs, ys, basis, np.zeros((m, 0)), n_classes=n_classes)
+    blocks = None
+    if len(Xs) * m * Xs.dtype.itemsize <= kept_budget_bytes():  # the subset's blocks, kept
+        blocks, first = KeptKernelBlocks.build(Xs, ys, basis, np.zeros((m, 0)),
+                                               n_classes=n_classes,
+                                               label="Nyström starting subset, kernel blocks")
+    else:
+        first = in_memory_products(Xs, ys, basis, np.zeros((m, 0)), n_classes=n_classes)
     n_s = first["n"]
 
     def product(V: np.ndarray) -> np.ndarray:
-        gtgv = in_memory_products(Xs, ys, basis, V, targets=False)["GtGV"]
+        gtgv = (in_memory_products(Xs, ys, basis, V, targets=False)["GtGV"] if blocks is None
+                else blocks.products(V, label="Nyström starting subset"))
         return _less_mean(gtgv, V, first["Gsum"], n_s, est.fit_intercept)
 
     scaled = FalkonPreconditioner(pre.T, pre.A * np.sqrt(n_s / n), pre.jitter, pre.centered)
     with warnings.catch_warnings():  # a start need not converge
         warnings.simplefilter("ignore", ConvergenceWarning)
-        found = preconditioned_cg_columns(product, _centered(first, est.fit_intercept), scaled,
-                                          lam * n_s / n, tol=max(START_TOL, float(est.tol)),
-                                          max_iter=START_MAX_ITER)
+        try:
+            found = preconditioned_cg_columns(product, _centered(first, est.fit_intercept),
+                                              scaled, lam * n_s / n,
+                                              tol=max(START_TOL, float(est.tol)),
+                                              max_iter=START_MAX_ITER)
+        finally:
+            if blocks is not None:
+                blocks.release()
     return found, n_s, n, pre
 
 
