@@ -44,9 +44,10 @@ of them together, one pass over the rows serving all.
 
 from __future__ import annotations
 
+import time
 import warnings
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg
@@ -92,6 +93,7 @@ class FalkonPreconditioner:
     A: np.ndarray
     jitter: float
     centered: bool = False
+    seconds: float = field(default=0.0, compare=False)  # what from_kernel took
 
     @classmethod
     def from_kernel(cls, K: np.ndarray, n: int, lam: float, *,
@@ -112,6 +114,7 @@ class FalkonPreconditioner:
         ValueError
             ``K`` is not positive definite even with the jitter (non-finite values).
         """
+        t0 = time.perf_counter()
         K = np.asarray(K, dtype=np.float64)
         m = len(K)
         if not np.isfinite(K).all():
@@ -144,7 +147,7 @@ class FalkonPreconditioner:
         if info != 0:
             raise np.linalg.LinAlgError(f"n/m̃ · T Tᵀ + λI is not positive definite "
                                         f"(info={info}): is lam > 0?")
-        return cls(T, A, attempt, centered)
+        return cls(T, A, attempt, centered, time.perf_counter() - t0)
 
     def apply(self, beta: np.ndarray) -> np.ndarray:
         """``B β = T⁻¹ A⁻¹ β``."""

@@ -14,9 +14,13 @@ from __future__ import annotations
 import time
 from typing import Any, ClassVar
 
+import dask.array as da
 import numpy as np
+import xarray as xr
 from sklearn.utils._param_validation import StrOptions
 
+from bigkern import config
+from bigkern.cluster.compute import compute
 from bigkern.kernels import KernelExpansion
 from bigkern.models._base import fitted_expansion
 from bigkern.models._constraints import candidates, domain
@@ -41,6 +45,35 @@ from bigkern.solvers.nystrom import (
 )
 
 __all__: list[str] = []
+
+#: A dask input of at most this many bytes (X, y and mask together; and at most
+#: ``bigkern.in_memory_rows`` rows) is read into memory once, and the fit runs on numpy
+#: rows: its reads (the draw of the centers, the subset, the right-hand side, any
+#: iteration whose blocks are not kept) are then copies, not reads of a store through a
+#: task graph each. 2×10⁵ × 8 float32 rows take 6.4 MB. ``bigkern.nystrom_hold_bytes``
+#: overrides it (0: never).
+HOLD_BYTES = 2**28
+
+
+def held_in_memory(X: Any, y: Any, mask: Any) -> tuple[Any, Any, Any, dict[str, Any]]:
+    """``X``, ``y`` and ``mask`` as numpy arrays when ``X`` is a small dask array (see
+    :data:`HOLD_BYTES`), read in one computation; and what the fit report says of it
+    (``input``: ``"numpy"``, ``"dask, held in memory"`` or ``"dask"``)."""
+    if not isinstance(X, da.Array):
+        return X, y, mask, {"input": "numpy"}
+    mask_data = mask.data if isinstance(mask, xr.DataArray) else mask
+    parts = [a for a in (X, y, mask_data) if isinstance(a, da.Array)]
+    nbytes = sum(int(a.nbytes) for a in parts)
+    limit = int(config.get("nystrom_hold_bytes", HOLD_BYTES))
+    if nbytes > limit or X.shape[0] > int(config.get("in_memory_rows")):
+        return X, y, mask, {"input": "dask"}
+    t = time.perf_counter()
+    got = iter(compute(*parts, label="Nyström: reading the rows into memory"))
+    X, y, mask_data = (np.asarray(next(got)) if isinstance(a, da.Array) else a
+                       for a in (X, y, mask_data))
+    mask = mask_data if not isinstance(mask, xr.DataArray) else mask.copy(data=mask_data)
+    return X, y, mask, {"input": "dask, held in memory", "held_bytes": nbytes,
+                        "seconds_hold": time.perf_counter() - t}
 
 
 class _NystromFit:

@@ -343,6 +343,7 @@ def _set_cg_fit(est: Any, rs: Any, basis: Any, clipped: Any, omega: float, lam: 
         "n_basis": basis.n_basis, "n_duplicates": rs.n_duplicates,
         "n_clipped_in_reduced_set_by_feature": clipped,
         "omega": omega, "lam": lam, "jitter": solve.pre.jitter, "solver": "cg",
+        "seconds_preconditioner": solve.pre.seconds,
         "n_iter": n_iter, "residual": float(found.residual.max()),
         "converged": bool(found.converged.all()),
         "residual_recomputed": bool(found.residual_recomputed.all()),
