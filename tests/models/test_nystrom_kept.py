@@ -41,8 +41,28 @@ def test_kept_blocks_give_the_recomputed_fit_whatever_the_input(cg_start):
     scale = np.abs(decision).max()
     np.testing.assert_allclose(fresh.decision_function(X), decision, rtol=0, atol=5e-5 * scale)
     for chunks in (400, 1111):
-        other = NystromKernelRidgeClassifier(**KW, cg_start=cg_start).fit(
-            da.from_array(X, chunks=(chunks, -1)), da.from_array(y, chunks=chunks))
+        with dask.config.set({"bigkern.nystrom_hold_bytes": 0}):  # the dask path
+            other = NystromKernelRidgeClassifier(**KW, cg_start=cg_start).fit(
+                da.from_array(X, chunks=(chunks, -1)), da.from_array(y, chunks=chunks))
+        assert other.fit_report_["input"] == "dask"
         assert other.fit_report_["kept_blocks"]["chunks"] == -(-len(X) // chunks)
         np.testing.assert_allclose(other.decision_function(X), decision, rtol=0,
                                    atol=5e-5 * scale)
+
+
+def test_a_small_dask_input_is_fitted_in_memory_as_numpy_is():
+    X, y = _labelled(n=600)
+    kw = {**KW, "size": 30, "cg_start": "zero"}
+    mask = da.from_array(np.arange(len(X)) % 5 != 0, chunks=150)
+    ref = NystromKernelRidgeClassifier(**kw).fit(X, y, mask=mask.compute())
+    with dask.config.set({"bigkern.nystrom_hold_bytes": 2**20}):
+        held = NystromKernelRidgeClassifier(**kw).fit(da.from_array(X, chunks=(150, -1)),
+                                                      da.from_array(y, chunks=150), mask=mask)
+    assert ref.fit_report_["input"] == "numpy"
+    assert held.fit_report_["input"] == "dask, held in memory"
+    assert held.fit_report_["held_bytes"] == X.nbytes + y.nbytes + len(X)
+    np.testing.assert_array_equal(held.expansion_.coef, ref.expansion_.coef)
+    with dask.config.set({"bigkern.nystrom_hold_bytes": X.nbytes // 2}):  # over it
+        big = NystromKernelRidgeClassifier(**kw).fit(da.from_array(X, chunks=(150, -1)),
+                                                     da.from_array(y, chunks=150))
+    assert big.fit_report_["input"] == "dask"

@@ -21,6 +21,7 @@ from sklearn.utils._param_validation import StrOptions
 
 from bigkern import config
 from bigkern.cluster.compute import compute
+from bigkern.cluster.watchdog import current_client
 from bigkern.kernels import KernelExpansion
 from bigkern.models._base import fitted_expansion
 from bigkern.models._constraints import candidates, domain
@@ -47,12 +48,14 @@ from bigkern.solvers.nystrom import (
 __all__: list[str] = []
 
 #: A dask input of at most this many bytes (X, y and mask together; and at most
-#: ``bigkern.in_memory_rows`` rows) is read into memory once, and the fit runs on numpy
-#: rows: its reads (the draw of the centers, the subset, the right-hand side, any
-#: iteration whose blocks are not kept) are then copies, not reads of a store through a
-#: task graph each. 2×10⁵ × 8 float32 rows take 6.4 MB. ``bigkern.nystrom_hold_bytes``
-#: overrides it (0: never).
-HOLD_BYTES = 2**28
+#: ``bigkern.in_memory_rows`` rows), without a distributed client, is read into memory
+#: once and the fit runs on numpy rows: its reads (the draw of the centers, the subset,
+#: the right-hand side, any iteration whose blocks are not kept) are then copies, not
+#: reads of a store through a task graph each. ``bigkern.nystrom_hold_bytes`` sets it;
+#: 0, the default, never holds: measured at 2×10⁵ × 3 rows and 1,000 centers
+#: (``benchmarks/nystrom_solvers.py --acceptance``), holding saved less than the noise of
+#: a shared machine once the kernel blocks are kept, since those reads are three only.
+HOLD_BYTES = 0
 
 
 def held_in_memory(X: Any, y: Any, mask: Any) -> tuple[Any, Any, Any, dict[str, Any]]:
@@ -61,6 +64,8 @@ def held_in_memory(X: Any, y: Any, mask: Any) -> tuple[Any, Any, Any, dict[str, 
     (``input``: ``"numpy"``, ``"dask, held in memory"`` or ``"dask"``)."""
     if not isinstance(X, da.Array):
         return X, y, mask, {"input": "numpy"}
+    if current_client() is not None:  # a cluster's rows stay there (its blocks are kept)
+        return X, y, mask, {"input": "dask"}
     mask_data = mask.data if isinstance(mask, xr.DataArray) else mask
     parts = [a for a in (X, y, mask_data) if isinstance(a, da.Array)]
     nbytes = sum(int(a.nbytes) for a in parts)
