@@ -222,7 +222,8 @@ def fit_by_cg(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float, lam: f
               f"{start_residual:.3g})" if probe and start is not None
               else f"solver={est.solver!r}")
     _set_cg_fit(est, rs, basis, clipped, omega, lam, solve, t0, extra={
-        "reads": 2 + solve.found.n_products + sampled, "solver_choice": choice,
+        "reads": 2 + solve.reads_per_solve + sampled, "products": solve.found.n_products,
+        "solver_choice": choice,
         "start": "zero" if start is None else "subset", "start_rows": n_start,
         "start_iterations": 0 if start is None else int(start.n_iter.max()),
         "start_residual": start_residual,
@@ -243,6 +244,13 @@ class _AllRowsSolve:
     intercept: np.ndarray
     seconds_pass: float
     kept: dict[str, int]
+
+    @property
+    def reads_per_solve(self) -> int:
+        """Reads of the rows by the iterations: none when every chunk's blocks were kept,
+        else one per product (the chunks not kept are read each time)."""
+        all_kept = self.kept["kept_chunks"] == self.kept["chunks"]
+        return 0 if all_kept else self.found.n_products
 
 
 def _solve_all_rows(est: Any, Xd: Any, yd: Any, mask: Any, basis: Any, K: np.ndarray,
@@ -411,7 +419,8 @@ def fit_by_cg_path(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float,
                             n_classes)
     path_products = sum(found.n_products for _, _, found in path.values())
     _set_cg_fit(est, rs, basis, clipped, omega, lams[best], solve, t0, extra={
-        "reads": 3 + path_products + 1 + solve.found.n_products,
+        "reads": 3 + path_products + 1 + solve.reads_per_solve,
+        "products": path_products + solve.found.n_products,
         "solver_choice": (choice or f"solver={est.solver!r}") + f": a λ path on "
                          f"{n_train:,} rows, {te['n']:,} held out",
         "start": "path", "n_candidates": len(lams),
