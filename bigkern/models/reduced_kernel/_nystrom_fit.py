@@ -52,9 +52,9 @@ __all__: list[str] = []
 #: once and the fit runs on numpy rows: its reads (the draw of the centers, the subset,
 #: the right-hand side, any iteration whose blocks are not kept) are then copies, not
 #: reads of a store through a task graph each. ``bigkern.nystrom_hold_bytes`` sets it;
-#: 0, the default, never holds: measured at 2×10⁵ × 3 rows and 1,000 centers
-#: (``benchmarks/nystrom_solvers.py --acceptance``), holding saved less than the noise of
-#: a shared machine once the kernel blocks are kept, since those reads are three only.
+#: 0, the default, never holds: once the kernel blocks are kept a fit reads the rows three
+#: times only, and the held rows, cut into one chunk per thread, gave no faster fit than
+#: the dask input's own chunks (``benchmarks/nystrom_solvers.py --acceptance``).
 HOLD_BYTES = 0
 
 
@@ -265,8 +265,11 @@ _PARAMS_DOC = """omega : float or sequence of float
     solver : {"auto", "direct", "cg"}
         ``"direct"``: one read accumulates ``GᵀG`` (n·m̃² flops) and the system
         is factored, for every candidate. ``"cg"``: Falkon-style preconditioned
-        conjugate gradients, one read of ``Gᵀ(G v)`` (n·m̃·(d + 2) flops) per
-        iteration, for one ``omega`` with ``penalty="rkhs"``; several ``lam`` make a
+        conjugate gradients, for one ``omega`` with ``penalty="rkhs"``: the read of the
+        right-hand side keeps the kernel blocks where they fit a share of the workers'
+        memory (:mod:`bigkern.reduce.reduced.kept_blocks`), so that an iteration costs
+        two matrix–vector products (2·n·m̃ multiply-adds); blocks past the budget are
+        evaluated anew, one read of ``Gᵀ(G v)`` per iteration; several ``lam`` make a
         path, from the largest, each solve starting from the one before, scored on one
         held-out fold of ``n_folds`` (one read for all) and the best refitted on all
         rows from its path solution.

@@ -1,15 +1,18 @@
 """The Nyström models' ``solver="cg"`` fit: conjugate gradients, started from a subset.
 
-Each iteration of :func:`~bigkern.solvers.conjugate_gradients.preconditioned_cg` is
-one read computing ``Gᵀ(G v)``. With ``cg_start="subset"`` (the default) they start
-from the solution on a random subset of about 10 rows per center, gathered by one
-read (which also counts the usable rows ``n``) and held in memory: the same system
-with the subset's rows and λ scaled by its share of the rows, whose preconditioner
-is the full one's (``A`` times ``√(n_s / n)``: no factorization), solved by up to 20
-iterations with no task graph. The read that sums the right-hand side ``Gᵀy``
-(centered for the intercept) also gives ``Gᵀ(G c₀)`` at that start, so the first
-residual costs no read. A fit of ``k`` iterations thus reads the rows ``k + 3``
-times: the draw of the centers, the subset, the right-hand side, the iterations.
+Each iteration of :func:`~bigkern.solvers.conjugate_gradients.preconditioned_cg` computes
+``Gᵀ(G v)``: from the kernel blocks the right-hand side's read kept
+(:class:`~bigkern.reduce.reduced.kept_blocks.KeptKernelBlocks`, within a share of the
+workers' memory), else by one read evaluating them anew. With ``cg_start="subset"`` (the
+default) they start from the solution on a random subset of about 10 rows per center,
+gathered by one read (which also counts the usable rows ``n``) and held in memory with
+its kernel blocks: the same system with the subset's rows and λ scaled by its share of
+the rows, whose preconditioner is the full one's (``A`` times ``√(n_s / n)``: no
+factorization), solved by up to 20 iterations. The read that sums the right-hand side
+``Gᵀy`` (centered for the intercept) also gives ``Gᵀ(G c₀)`` at that start, so the
+first residual costs no read. A fit thus reads the rows three times when every chunk's
+blocks are kept — the draw of the centers, the subset, the right-hand side — and once
+more per iteration when some are not.
 
 The subset's size and iterations trade the start's own cost against the residual
 it hands on: more rows per center or more iterations on them start the full solve
