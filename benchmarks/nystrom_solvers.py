@@ -305,7 +305,7 @@ def run_acceptance(args: Any) -> None:
         print(f"  item 2 done, load {C.load()}", flush=True)
         X3, Xt3 = np.ascontiguousarray(Xtr[:, :3]), np.ascontiguousarray(Xte[:, :3])
         peer_s, peer_acc = np.inf, 0.0
-        for _ in range(args.repeat):
+        for _ in range(0 if args.item2_only else args.repeat):
             t = time.perf_counter()
             peer = make_pipeline(Nystroem(gamma=gamma, n_components=1000, random_state=0),
                                  RidgeClassifier(alpha=lam)).fit(X3, ytr)
@@ -317,10 +317,13 @@ def run_acceptance(args: Any) -> None:
                 ("3 features, numpy: direct, m 1000", X3, ytr, {"solver": "direct"}),
                 ("3 features, dask: auto, m 1000", *dask_rows(X3), {}),
                 ("3 features, dask: direct, m 1000", *dask_rows(X3), {"solver": "direct"})):
+            if args.item2_only:
+                break
             small.append((name, ours(X, y, Xt3, size=1000, repeat=args.repeat, **kw)))
         with dask.config.set({"bigkern.nystrom_hold_bytes": 2**28}):
-            small.append(("3 features, dask, held in memory: auto, m 1000",
-                          ours(*dask_rows(X3), Xt3, size=1000, repeat=args.repeat)))
+            if not args.item2_only:
+                small.append(("3 features, dask, held in memory: auto, m 1000",
+                              ours(*dask_rows(X3), Xt3, size=1000, repeat=args.repeat)))
         print(f"  item 3 done, load {C.load()}", flush=True)
     print(f"\nitem 2: Nyström CG with m {args.cg_size} against the direct fit with m 1000, "
           f"{len(Xtr):,} x 8 dask rows (x reference: time / the direct fit's; goal <= 2, "
@@ -334,6 +337,8 @@ def run_acceptance(args: Any) -> None:
           "-" if not r["kept"] else f"{r['kept']['kept_chunks']}/{r['kept']['chunks']}",
           ", ".join(f"{k} {v:.1f}" for k, v in r["phases"].items()) or "-"]
          for name, r in rows])
+    if args.item2_only:
+        return
     print(f"\nitem 3: 1,000 centers on {len(Xtr):,} x 3 rows (NDAI, SD, CORR) against "
           f"scikit-learn Nystroem(n_components=1000) + RidgeClassifier(alpha={lam:g}): "
           f"{peer_s:.2f} s, {100 * peer_acc:.2f}% (goal: >= 5x, within 0.2 points; best of "
@@ -369,6 +374,8 @@ def main(argv: list[str] | None = None) -> None:
                         "centers against the direct 1,000-center fit on dask rows; 1,000 "
                         "centers on 3 features against scikit-learn), at the first --lams")
     p.add_argument("--cg-size", type=int, default=3000, help="centers of --acceptance's CG")
+    p.add_argument("--item2-only", action="store_true",
+                   help="--acceptance: item 2 only (CG against the direct fit)")
     p.add_argument("--repeat", type=int, default=2,
                    help="--acceptance's item 3: best of this many fits of each")
     p.add_argument("--out", type=Path, default=None, help="output file")
