@@ -40,6 +40,10 @@ BLAS threads are not pinned (nothing else is).
         [--sizes 500 1000 2000 4000] [--lams 1e-3 1 100] [--omega 1] [--peer-size 1000]
         [--max-iter 100] [--out FILE]
     ... [--small]   (--rows 20000 --sizes 250 500; output to a temporary file)
+    ... --acceptance [--cg-size 3000] [--lams 1]   (issue 43's items 2 and 3 in one run:
+        CG with 3,000 centers against the direct 1,000-center fit on 8-feature dask rows,
+        with kept and with recomputed kernel blocks; 1,000 centers on 3 features against
+        scikit-learn; output to benchmarks/results/nystrom_acceptance.txt)
 
 Output also written to ``benchmarks/results/nystrom_solvers.txt``.
 """
@@ -250,6 +254,106 @@ def run_path(args: Any) -> None:
                    "cg reads", "warnings"], rows)
 
 
+def run_acceptance(args: Any) -> None:
+    """``--acceptance``: issue 43's items 2 and 3 side by side in one run (ratios)."""
+    import dask
+    import dask.array as da
+    from sklearn.kernel_approximation import Nystroem
+    from sklearn.linear_model import RidgeClassifier
+    from sklearn.pipeline import make_pipeline
+
+    from bigkern import NystromKernelRidgeClassifier
+
+    Xtr, ytr, Xte, yte = data(args.rows, args.test)
+    lam, omega, gamma = args.lams[0], args.omega, 1.0 / (2.0 * args.omega**2)
+    chunk = args.rows // 8
+    print(f"# rows: train {len(Xtr):,}, test {len(Xte):,} (float32, robustly standardized); "
+          f"omega {omega} (gamma {gamma:g}), lam {lam:g}; dask threaded scheduler in this "
+          f"process; dask input: from_array in chunks of {chunk:,} rows", flush=True)
+
+    def ours(X: Any, y: Any, Xt: np.ndarray, repeat: int = 1, **kw: Any) -> dict[str, Any]:
+        """The best of ``repeat`` fits (the load of a shared machine varies)."""
+        got = min((fit_one(lambda: NystromKernelRidgeClassifier(
+            omega=omega, lam=lam, standardize=False, random_state=0, **kw), X, y, Xt, yte)
+            for _ in range(repeat)), key=lambda r: r["seconds"])
+        rep = got["model"].fit_report_
+        got.update(solver=got["model"].solver_, iters=rep.get("n_iter", "-"),
+                   input=rep.get("input", "-"),
+                   residual=rep.get("residual"), kept=rep.get("kept_blocks"),
+                   phases={k[8:]: rep[k] for k in ("seconds_start", "seconds_preconditioner",
+                                                   "seconds_pass") if k in rep})
+        return got
+
+    def dask_rows(X: np.ndarray) -> tuple[Any, Any]:
+        return da.from_array(X, chunks=(chunk, -1)), da.from_array(ytr, chunks=chunk)
+
+    rows = []
+    with dask.config.set(scheduler="threads"):
+        # warm-up: the compiled loops loaded (or compiled) before anything is timed
+        for kw in ({"solver": "direct"}, {"solver": "cg"}):
+            ours(Xtr[:5000], ytr[:5000], Xte, size=200, **kw)
+            ours(*(a[:5000] for a in dask_rows(Xtr)), Xte, size=200, **kw)
+        Xd, yd = dask_rows(Xtr)
+        ref = ours(Xd, yd, Xte, size=1000, solver="direct")
+        rows.append(("8 features, dask: direct, m 1000", ref))
+        rows.append((f"8 features, dask: cg, m {args.cg_size}, max_iter 20",
+                     ours(Xd, yd, Xte, size=args.cg_size, solver="cg", max_iter=20)))
+        with dask.config.set({"bigkern.kept_kernel_share": 0.0}):
+            rows.append((f"8 features, dask: cg, m {args.cg_size}, max_iter 20, blocks "
+                         f"recomputed", ours(Xd, yd, Xte, size=args.cg_size, solver="cg",
+                                             max_iter=20)))
+        print(f"  item 2 done, load {C.load()}", flush=True)
+        X3, Xt3 = np.ascontiguousarray(Xtr[:, :3]), np.ascontiguousarray(Xte[:, :3])
+        peer_s, peer_acc = np.inf, 0.0
+        for _ in range(0 if args.item2_only else args.repeat):
+            t = time.perf_counter()
+            peer = make_pipeline(Nystroem(gamma=gamma, n_components=1000, random_state=0),
+                                 RidgeClassifier(alpha=lam)).fit(X3, ytr)
+            peer_s = min(peer_s, time.perf_counter() - t)
+            peer_acc = float(np.mean(peer.predict(Xt3) == yte))
+        small = []
+        for name, X, y, kw in (
+                ("3 features, numpy: auto, m 1000", X3, ytr, {}),
+                ("3 features, numpy: direct, m 1000", X3, ytr, {"solver": "direct"}),
+                ("3 features, dask: auto, m 1000", *dask_rows(X3), {}),
+                ("3 features, dask: direct, m 1000", *dask_rows(X3), {"solver": "direct"})):
+            if args.item2_only:
+                break
+            small.append((name, ours(X, y, Xt3, size=1000, repeat=args.repeat, **kw)))
+        with dask.config.set({"bigkern.nystrom_hold_bytes": 2**28}):
+            if not args.item2_only:
+                small.append(("3 features, dask, held in memory: auto, m 1000",
+                              ours(*dask_rows(X3), Xt3, size=1000, repeat=args.repeat)))
+        print(f"  item 3 done, load {C.load()}", flush=True)
+    print(f"\nitem 2: Nyström CG with m {args.cg_size} against the direct fit with m 1000, "
+          f"{len(Xtr):,} x 8 dask rows (x reference: time / the direct fit's; goal <= 2, "
+          f"accuracy at least the direct fit's)")
+    C.print_table(
+        ["fit", "s", "x reference", "accuracy", "vs reference", "solver", "CG iters",
+         "residual", "kept chunks", "phases s"],
+        [[name, f"{r['seconds']:.2f}", f"{r['seconds'] / ref['seconds']:.2f}",
+          f"{100 * r['acc']:.2f}%", f"{100 * (r['acc'] - ref['acc']):+.2f} pt", r["solver"],
+          r["iters"], "-" if r["residual"] is None else f"{r['residual']:.1e}",
+          "-" if not r["kept"] else f"{r['kept']['kept_chunks']}/{r['kept']['chunks']}",
+          ", ".join(f"{k} {v:.1f}" for k, v in r["phases"].items()) or "-"]
+         for name, r in rows])
+    if args.item2_only:
+        return
+    print(f"\nitem 3: 1,000 centers on {len(Xtr):,} x 3 rows (NDAI, SD, CORR) against "
+          f"scikit-learn Nystroem(n_components=1000) + RidgeClassifier(alpha={lam:g}): "
+          f"{peer_s:.2f} s, {100 * peer_acc:.2f}% (goal: >= 5x, within 0.2 points; best of "
+          f"{args.repeat} fits each)")
+    C.print_table(
+        ["fit", "s", "sklearn / bigkern", "accuracy", "vs sklearn", "input", "solver",
+         "CG iters", "residual", "kept chunks"],
+        [[name, f"{r['seconds']:.2f}", f"{peer_s / r['seconds']:.1f}x",
+          f"{100 * r['acc']:.2f}%", f"{100 * (r['acc'] - peer_acc):+.2f} pt", r["input"],
+          r["solver"],
+          r["iters"], "-" if r["residual"] is None else f"{r['residual']:.1e}",
+          "-" if not r["kept"] else f"{r['kept']['kept_chunks']}/{r['kept']['chunks']}"]
+         for name, r in small])
+
+
 def main(argv: list[str] | None = None) -> None:
     p = C.parser(__doc__.split("\n")[0], "nystrom_solvers")
     p.add_argument("--rows", type=int, default=200_000, help="training rows")
@@ -265,6 +369,15 @@ def main(argv: list[str] | None = None) -> None:
                    help="instead: every --lams as candidates of one fit, direct (n_folds-fold "
                         "CV from one read) against CG (a warm-started λ path on one "
                         "held-out fold), at each --sizes")
+    p.add_argument("--acceptance", action="store_true",
+                   help="instead: issue 43's items 2 and 3 in one run (CG with --cg-size "
+                        "centers against the direct 1,000-center fit on dask rows; 1,000 "
+                        "centers on 3 features against scikit-learn), at the first --lams")
+    p.add_argument("--cg-size", type=int, default=3000, help="centers of --acceptance's CG")
+    p.add_argument("--item2-only", action="store_true",
+                   help="--acceptance: item 2 only (CG against the direct fit)")
+    p.add_argument("--repeat", type=int, default=2,
+                   help="--acceptance's item 3: best of this many fits of each")
     p.add_argument("--out", type=Path, default=None, help="output file")
     args = p.parse_args(argv)
     if args.small:
@@ -272,17 +385,22 @@ def main(argv: list[str] | None = None) -> None:
         args.peer_size = 500
 
     p_path = args.path
+    if args.acceptance and args.lams == p.get_default("lams"):
+        args.lams = [1.0]
     if args.small and p_path:
         args.sizes = [250]
 
     def body() -> None:
         C.header("Nystrom kernel ridge: direct solver vs conjugate gradients")
-        if p_path:
+        if args.acceptance:
+            run_acceptance(args)
+        elif p_path:
             run_path(args)
         else:
             run(args)
 
-    C.run_teed("nystrom_solvers", args.small, args.out, body)
+    name = "nystrom_acceptance" if args.acceptance else "nystrom_solvers"
+    C.run_teed(name, args.small, args.out, body)
 
 
 if __name__ == "__main__":

@@ -44,13 +44,16 @@ of them together, one pass over the rows serving all.
 
 from __future__ import annotations
 
+import time
 import warnings
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg
 from sklearn.exceptions import ConvergenceWarning
+
+from bigkern.cluster.compute import blas_controller
 
 __all__ = ["CGResult", "FalkonPreconditioner", "preconditioned_cg"]
 
@@ -91,46 +94,40 @@ class FalkonPreconditioner:
     T: np.ndarray
     A: np.ndarray
     jitter: float
+    centered: bool = False
+    seconds: float = field(default=0.0, compare=False)  # what from_kernel took
 
     @classmethod
-    def from_kernel(cls, K: np.ndarray, n: int, lam: float) -> FalkonPreconditioner:
+    def from_kernel(cls, K: np.ndarray, n: int, lam: float, *,
+                    centered: bool = False, jitter: float = JITTER) -> FalkonPreconditioner:
         """The factors from ``K = K(Ã, Ã)``, the number of rows ``n`` and λ.
+
+        With ``centered`` (a fit with an intercept, whose matrix is ``GᵀG − ḡḡᵀ/n + λK``)
+        the rank-one term is approximated as the rest is: ``ḡ ≈ (n/m̃) K 1``, so that
+        ``GᵀG − ḡḡᵀ/n ≈ (n/m̃) K C K`` with the centering ``C = I − 11ᵀ/m̃``, and
+        ``AᵀA = (n/m̃) T C Tᵀ + λI`` (positive definite: ``C`` is a projection). Without
+        it, the preconditioned matrix keeps one eigenvalue near ``λ / (n/m̃ · s + λ)``
+        along the constant direction, which small λ make an outlier CG must find.
+        ``jitter`` is the relative jitter added to ``K``'s diagonal (times m̃ and its mean
+        diagonal).
 
         Raises
         ------
         ValueError
             ``K`` is not positive definite even with the jitter (non-finite values).
         """
+        t0 = time.perf_counter()
         K = np.asarray(K, dtype=np.float64)
         m = len(K)
         if not np.isfinite(K).all():
             raise ValueError("K(Ã, Ã) has non-finite values: the centers or the width are "
                              "not usable")
-        jitter = float(JITTER * m * max(float(np.mean(np.diag(K))), 1e-300))
-        diagonal = np.diag_indices(m)
-        # LAPACK directly, on the upper triangles, in place: scipy.linalg.cholesky would
-        # check and copy its 200 MB input (m̃ = 5,000) and zero the other triangle each time
-        for attempt in (jitter, jitter * 1e3, jitter * 1e6):
-            work = K.copy(order="F")
-            work[diagonal] += attempt
-            T, info = scipy.linalg.lapack.dpotrf(work, lower=0, clean=1, overwrite_a=1)
-            if info == 0:
-                break
-        else:
-            raise ValueError("K(Ã, Ã) is not positive definite even with a jitter of "
-                             f"{jitter * 1e6:g} on its diagonal")
-        # T Tᵀ by LAPACK's lauum (m³/3 flops on the upper triangle, where a product takes
-        # 2m³), scaled and shifted in place: the next factorization reads only that triangle
-        inner, info = scipy.linalg.lapack.dlauum(T, lower=0, overwrite_c=0)
-        if info != 0:
-            raise np.linalg.LinAlgError(f"dlauum failed (info={info})")
-        inner *= n / m
-        inner[diagonal] += lam
-        A, info = scipy.linalg.lapack.dpotrf(inner, lower=0, clean=1, overwrite_a=1)
-        if info != 0:
-            raise np.linalg.LinAlgError(f"n/m̃ · T Tᵀ + λI is not positive definite "
-                                        f"(info={info}): is lam > 0?")
-        return cls(T, A, attempt)
+        jitter = float(jitter * m * max(float(np.mean(np.diag(K))), 1e-300))
+        # one BLAS thread, as the other single-node solves take: on busy shared cores
+        # OpenBLAS's thread pool made these factorizations several times slower
+        with blas_controller().limit(limits=1, user_api="blas"):
+            T, A, attempt = _factors(K, n, lam, centered, jitter)
+        return cls(T, A, attempt, centered, time.perf_counter() - t0)
 
     def apply(self, beta: np.ndarray) -> np.ndarray:
         """``B β = T⁻¹ A⁻¹ β``."""
@@ -141,6 +138,39 @@ class FalkonPreconditioner:
         """``Bᵀ v = A⁻ᵀ T⁻ᵀ v``."""
         u = scipy.linalg.solve_triangular(self.T, v, lower=False, trans="T")
         return scipy.linalg.solve_triangular(self.A, u, lower=False, trans="T")
+
+
+def _factors(K: np.ndarray, n: int, lam: float, centered: bool, jitter: float
+             ) -> tuple[np.ndarray, np.ndarray, float]:
+    """``T``, ``A`` and the jitter used (see :meth:`FalkonPreconditioner.from_kernel`)."""
+    m = len(K)
+    diagonal = np.diag_indices(m)
+    # LAPACK directly, on the upper triangles, in place: scipy.linalg.cholesky would
+    # check and copy its 200 MB input (m̃ = 5,000) and zero the other triangle each time
+    for attempt in (jitter, jitter * 1e3, jitter * 1e6):
+        work = K.copy(order="F")
+        work[diagonal] += attempt
+        T, info = scipy.linalg.lapack.dpotrf(work, lower=0, clean=1, overwrite_a=1)
+        if info == 0:
+            break
+    else:
+        raise ValueError("K(Ã, Ã) is not positive definite even with a jitter of "
+                         f"{jitter * 1e6:g} on its diagonal")
+    # T Tᵀ by LAPACK's lauum (m³/3 flops on the upper triangle, where a product takes
+    # 2m³), scaled and shifted in place: the next factorization reads only that triangle
+    inner, info = scipy.linalg.lapack.dlauum(T, lower=0, overwrite_c=0)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"dlauum failed (info={info})")
+    inner *= n / m
+    if centered:  # − (n/m̃) (T1)(T1)ᵀ / m̃: only the upper triangle is read
+        u = T.sum(axis=1)  # T upper triangular: T 1
+        inner -= (n / m / m) * np.outer(u, u)
+    inner[diagonal] += lam
+    A, info = scipy.linalg.lapack.dpotrf(inner, lower=0, clean=1, overwrite_a=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"n/m̃ · T Tᵀ + λI is not positive definite "
+                                    f"(info={info}): is lam > 0?")
+    return T, A, attempt
 
 
 @dataclass(frozen=True)

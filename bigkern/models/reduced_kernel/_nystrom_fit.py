@@ -14,9 +14,14 @@ from __future__ import annotations
 import time
 from typing import Any, ClassVar
 
+import dask.array as da
 import numpy as np
+import xarray as xr
 from sklearn.utils._param_validation import StrOptions
 
+from bigkern import config
+from bigkern.cluster.compute import compute
+from bigkern.cluster.watchdog import current_client
 from bigkern.kernels import KernelExpansion
 from bigkern.models._base import fitted_expansion
 from bigkern.models._constraints import candidates, domain
@@ -41,6 +46,39 @@ from bigkern.solvers.nystrom import (
 )
 
 __all__: list[str] = []
+
+#: A dask input of at most this many bytes (X, y and mask together; and at most
+#: ``bigkern.in_memory_rows`` rows), without a distributed client, is read into memory
+#: once and the fit runs on numpy rows: its reads (the draw of the centers, the subset,
+#: the right-hand side, any iteration whose blocks are not kept) are then copies, not
+#: reads of a store through a task graph each. ``bigkern.nystrom_hold_bytes`` sets it;
+#: 0, the default, never holds: once the kernel blocks are kept a fit reads the rows three
+#: times only, and the held rows, cut into one chunk per thread, gave no faster fit than
+#: the dask input's own chunks (``benchmarks/nystrom_solvers.py --acceptance``).
+HOLD_BYTES = 0
+
+
+def held_in_memory(X: Any, y: Any, mask: Any) -> tuple[Any, Any, Any, dict[str, Any]]:
+    """``X``, ``y`` and ``mask`` as numpy arrays when ``X`` is a small dask array (see
+    :data:`HOLD_BYTES`), read in one computation; and what the fit report says of it
+    (``input``: ``"numpy"``, ``"dask, held in memory"`` or ``"dask"``)."""
+    if not isinstance(X, da.Array):
+        return X, y, mask, {"input": "numpy"}
+    if current_client() is not None:  # a cluster's rows stay there (its blocks are kept)
+        return X, y, mask, {"input": "dask"}
+    mask_data = mask.data if isinstance(mask, xr.DataArray) else mask
+    parts = [a for a in (X, y, mask_data) if isinstance(a, da.Array)]
+    nbytes = sum(int(a.nbytes) for a in parts)
+    limit = int(config.get("nystrom_hold_bytes", HOLD_BYTES))
+    if nbytes > limit or X.shape[0] > int(config.get("in_memory_rows")):
+        return X, y, mask, {"input": "dask"}
+    t = time.perf_counter()
+    got = iter(compute(*parts, label="Nyström: reading the rows into memory"))
+    X, y, mask_data = (np.asarray(next(got)) if isinstance(a, da.Array) else a
+                       for a in (X, y, mask_data))
+    mask = mask_data if not isinstance(mask, xr.DataArray) else mask.copy(data=mask_data)
+    return X, y, mask, {"input": "dask, held in memory", "held_bytes": nbytes,
+                        "seconds_hold": time.perf_counter() - t}
 
 
 class _NystromFit:
@@ -235,8 +273,11 @@ _PARAMS_DOC = """omega : float or sequence of float
     solver : {"auto", "direct", "cg"}
         ``"direct"``: one read accumulates ``GᵀG`` (n·m̃² flops) and the system
         is factored, for every candidate. ``"cg"``: Falkon-style preconditioned
-        conjugate gradients, one read of ``Gᵀ(G v)`` (n·m̃·(d + 2) flops) per
-        iteration, for one ``omega`` with ``penalty="rkhs"``; several ``lam`` make a
+        conjugate gradients, for one ``omega`` with ``penalty="rkhs"``: the read of the
+        right-hand side keeps the kernel blocks where they fit a share of the workers'
+        memory (:mod:`bigkern.reduce.reduced.kept_blocks`), so that an iteration costs
+        two matrix–vector products (2·n·m̃ multiply-adds); blocks past the budget are
+        evaluated anew, one read of ``Gᵀ(G v)`` per iteration; several ``lam`` make a
         path, from the largest, each solve starting from the one before, scored on one
         held-out fold of ``n_folds`` (one read for all) and the best refitted on all
         rows from its path solution.

@@ -44,7 +44,11 @@ from sklearn.base import _fit_context
 from bigkern.cluster.compute import task_threads
 from bigkern.models._base import _KernelClassifier
 from bigkern.models.calibrated_fit import CALIBRATION, ProbabilityMixin, calibrated_fit
-from bigkern.models.reduced_kernel._nystrom_fit import _PARAMS_DOC, _NystromFit
+from bigkern.models.reduced_kernel._nystrom_fit import (
+    _PARAMS_DOC,
+    _NystromFit,
+    held_in_memory,
+)
 from bigkern.models.reduced_kernel._reduced_classes import (
     check_classes_present,
     class_codes,
@@ -152,6 +156,7 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
         t0 = time.perf_counter()
         widths, lams = self._candidates()
         arr, y = self._fit_input(X, masked_targets(y, mask), y_numeric=True)
+        arr, y, mask, held = held_in_memory(arr, y, mask)
         if not isinstance(y, da.Array):
             y = np.asarray(y, dtype=np.float64)
         Xd, yd, md = as_row_chunked(arr, y, mask, min_chunks=task_threads())
@@ -165,6 +170,7 @@ class NystromKernelRidge(_NystromFit, _KernelRegressor):
                                 scale_rows=scale_sample_rows(self),
                                 **centers_keywords(self, _middle(widths), _middle(lams)))
         self._fit_pieces(Xd, yd.astype(np.float64), md, rs, widths, lams, t0)
+        self.fit_report_.update(held)
         return self
 
 
@@ -299,6 +305,7 @@ class NystromKernelRidgeClassifier(ProbabilityMixin, _NystromFit, _KernelClassif
         t0 = time.perf_counter()
         widths, lams = self._candidates()
         arr, y = self._fit_input(X, y)
+        arr, y, mask, held = held_in_memory(arr, y, mask)
         labels, lazy = fit_labels(self, y, mask)
         Xd, yd, md = as_row_chunked(arr, labels, mask, min_chunks=task_threads())
         n = int(Xd.shape[0])
@@ -319,10 +326,12 @@ class NystromKernelRidgeClassifier(ProbabilityMixin, _NystromFit, _KernelClassif
             ypm = yd.map_blocks(plus_minus, positive=self.classes_[1] if lazy else 1,
                                 dtype=np.float64)
             self._fit_pieces(Xd, ypm, md, rs, widths, lams, t0)
+            self.fit_report_.update(held)
             return self
         codes = yd.map_blocks(class_codes, classes=self.classes_, dtype=np.float64) \
             if lazy else yd
         self._fit_pieces(Xd, codes, md, rs, widths, lams, t0, n_classes=len(self.classes_))
+        self.fit_report_.update(held)
         return self
 
 

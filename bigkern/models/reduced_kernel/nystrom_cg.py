@@ -1,15 +1,18 @@
 """The Nyström models' ``solver="cg"`` fit: conjugate gradients, started from a subset.
 
-Each iteration of :func:`~bigkern.solvers.conjugate_gradients.preconditioned_cg` is
-one read computing ``Gᵀ(G v)``. With ``cg_start="subset"`` (the default) they start
-from the solution on a random subset of about 10 rows per center, gathered by one
-read (which also counts the usable rows ``n``) and held in memory: the same system
-with the subset's rows and λ scaled by its share of the rows, whose preconditioner
-is the full one's (``A`` times ``√(n_s / n)``: no factorization), solved by up to 20
-iterations with no task graph. The read that sums the right-hand side ``Gᵀy``
-(centered for the intercept) also gives ``Gᵀ(G c₀)`` at that start, so the first
-residual costs no read. A fit of ``k`` iterations thus reads the rows ``k + 3``
-times: the draw of the centers, the subset, the right-hand side, the iterations.
+Each iteration of :func:`~bigkern.solvers.conjugate_gradients.preconditioned_cg` computes
+``Gᵀ(G v)``: from the kernel blocks the right-hand side's read kept
+(:class:`~bigkern.reduce.reduced.kept_blocks.KeptKernelBlocks`, within a share of the
+workers' memory), else by one read evaluating them anew. With ``cg_start="subset"`` (the
+default) they start from the solution on a random subset of about 10 rows per center,
+gathered by one read (which also counts the usable rows ``n``) and held in memory with
+its kernel blocks: the same system with the subset's rows and λ scaled by its share of
+the rows, whose preconditioner is the full one's (``A`` times ``√(n_s / n)``: no
+factorization), solved by up to 20 iterations. The read that sums the right-hand side
+``Gᵀy`` (centered for the intercept) also gives ``Gᵀ(G c₀)`` at that start, so the
+first residual costs no read. A fit thus reads the rows three times when every chunk's
+blocks are kept — the draw of the centers, the subset, the right-hand side — and once
+more per iteration when some are not.
 
 The subset's size and iterations trade the start's own cost against the residual
 it hands on: more rows per center or more iterations on them start the full solve
@@ -44,6 +47,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from bigkern.models.reduced_kernel._reduced_parts import reduced_basis
 from bigkern.reduce.passes import per_feature_counts, without_per_feature
+from bigkern.reduce.reduced.kept_blocks import KeptKernelBlocks, kept_budget_bytes
 from bigkern.reduce.reduced.normal_equations import fold_of_rows
 from bigkern.reduce.reduced.products import (
     in_memory_products,
@@ -146,22 +150,34 @@ def _subset_start(est: Any, Xd: Any, yd: Any, md: Any, basis: Any, K: np.ndarray
     seed = est.random_state if isinstance(est.random_state, int | np.integer) else 0
     Xs, ys, n = sample_usable_rows(Xd, yd, fraction=fraction, seed=int(seed), mask=md,
                                    label="Nyström conjugate gradients: the starting subset")
-    pre = FalkonPreconditioner.from_kernel(K, max(n, 1), lam)
+    pre = FalkonPreconditioner.from_kernel(K, max(n, 1), lam, centered=est.fit_intercept)
     if len(Xs) < 2:
         return None, len(Xs), n, pre
-    first = in_memory_products(Xs, ys, basis, np.zeros((m, 0)), n_classes=n_classes)
+    blocks = None
+    if len(Xs) * m * Xs.dtype.itemsize <= kept_budget_bytes():  # the subset's blocks, kept
+        blocks, first = KeptKernelBlocks.build(Xs, ys, basis, np.zeros((m, 0)),
+                                               n_classes=n_classes,
+                                               label="Nyström starting subset, kernel blocks")
+    else:
+        first = in_memory_products(Xs, ys, basis, np.zeros((m, 0)), n_classes=n_classes)
     n_s = first["n"]
 
     def product(V: np.ndarray) -> np.ndarray:
-        gtgv = in_memory_products(Xs, ys, basis, V, targets=False)["GtGV"]
+        gtgv = (in_memory_products(Xs, ys, basis, V, targets=False)["GtGV"] if blocks is None
+                else blocks.products(V, label="Nyström starting subset"))
         return _less_mean(gtgv, V, first["Gsum"], n_s, est.fit_intercept)
 
-    scaled = FalkonPreconditioner(pre.T, pre.A * np.sqrt(n_s / n), pre.jitter)
+    scaled = FalkonPreconditioner(pre.T, pre.A * np.sqrt(n_s / n), pre.jitter, pre.centered)
     with warnings.catch_warnings():  # a start need not converge
         warnings.simplefilter("ignore", ConvergenceWarning)
-        found = preconditioned_cg_columns(product, _centered(first, est.fit_intercept), scaled,
-                                          lam * n_s / n, tol=max(START_TOL, float(est.tol)),
-                                          max_iter=START_MAX_ITER)
+        try:
+            found = preconditioned_cg_columns(product, _centered(first, est.fit_intercept),
+                                              scaled, lam * n_s / n,
+                                              tol=max(START_TOL, float(est.tol)),
+                                              max_iter=START_MAX_ITER)
+        finally:
+            if blocks is not None:
+                blocks.release()
     return found, n_s, n, pre
 
 
@@ -209,7 +225,8 @@ def fit_by_cg(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float, lam: f
               f"{start_residual:.3g})" if probe and start is not None
               else f"solver={est.solver!r}")
     _set_cg_fit(est, rs, basis, clipped, omega, lam, solve, t0, extra={
-        "reads": 2 + solve.found.n_products + sampled, "solver_choice": choice,
+        "reads": 2 + solve.reads_per_solve + sampled, "products": solve.found.n_products,
+        "solver_choice": choice,
         "start": "zero" if start is None else "subset", "start_rows": n_start,
         "start_iterations": 0 if start is None else int(start.n_iter.max()),
         "start_residual": start_residual,
@@ -229,6 +246,14 @@ class _AllRowsSolve:
     pre: FalkonPreconditioner
     intercept: np.ndarray
     seconds_pass: float
+    kept: dict[str, int]
+
+    @property
+    def reads_per_solve(self) -> int:
+        """Reads of the rows by the iterations: none when every chunk's blocks were kept,
+        else one per product (the chunks not kept are read each time)."""
+        all_kept = self.kept["kept_chunks"] == self.kept["chunks"]
+        return 0 if all_kept else self.found.n_products
 
 
 def _solve_all_rows(est: Any, Xd: Any, yd: Any, mask: Any, basis: Any, K: np.ndarray,
@@ -238,27 +263,60 @@ def _solve_all_rows(est: Any, Xd: Any, yd: Any, mask: Any, basis: Any, K: np.nda
     """Conjugate gradients over the rows of ``mask`` from ``start`` (m̃, t) (None: zero); the
     read of the right-hand sides also gives the start's products. ``pre`` is the
     preconditioner for ``n`` rows (made anew when the read counts other rows, or when
-    None)."""
+    None).
+
+    The kernel blocks are kept between the iterations where they fit
+    (:class:`~bigkern.reduce.reduced.kept_blocks.KeptKernelBlocks`: the read of the
+    right-hand sides forms them, each iteration is then two matrix–vector products per
+    chunk); when not even one chunk's fit, each iteration evaluates them anew, in one
+    compiled loop (:func:`~bigkern.reduce.reduced.products.kernel_products`).
+    """
     m = basis.n_basis
     t = time.perf_counter()
     given = np.zeros((m, 0)) if start is None else start
-    first = kernel_products(Xd, yd, basis, given, mask=mask, label="Nyström right-hand side",
-                            n_classes=n_classes)
+    keep = _keeps_blocks(Xd, m)
+    blocks = None
+    if keep:
+        blocks, first = KeptKernelBlocks.build(Xd, yd, basis, given, mask=mask,
+                                               n_classes=n_classes,
+                                               label="Nyström right-hand side, kernel blocks")
+    else:
+        first = kernel_products(Xd, yd, basis, given, mask=mask,
+                                label="Nyström right-hand side", n_classes=n_classes)
     seconds_pass = time.perf_counter() - t
     gsum = first["Gsum"]
     if pre is None or n != first["n"]:  # no start, or its count of the usable rows differs
         n = first["n"]
-        pre = FalkonPreconditioner.from_kernel(K, n, lam)
-    product = _read_product(Xd, yd, basis, mask, gsum, n, est.fit_intercept,
-                            "Nyström conjugate gradients")
+        pre = FalkonPreconditioner.from_kernel(K, n, lam, centered=est.fit_intercept)
+    if blocks is None:
+        product = _read_product(Xd, yd, basis, mask, gsum, n, est.fit_intercept,
+                                "Nyström conjugate gradients")
+    else:
+        def product(V: np.ndarray) -> np.ndarray:
+            gtgv = blocks.products(V, label="Nyström conjugate gradients (kept blocks)")
+            return _less_mean(gtgv, V, gsum, n, est.fit_intercept)
     start_product = None if start is None else _less_mean(
         first["GtGV"], start, gsum, n, est.fit_intercept)
-    found = preconditioned_cg_columns(product, _centered(first, est.fit_intercept), pre, lam,
-                                      tol=float(est.tol), max_iter=int(est.max_iter),
-                                      start=start, start_product=start_product,
-                                      names=_class_names(est, n_classes))
+    try:
+        found = preconditioned_cg_columns(product, _centered(first, est.fit_intercept), pre,
+                                          lam, tol=float(est.tol), max_iter=int(est.max_iter),
+                                          start=start, start_product=start_product,
+                                          names=_class_names(est, n_classes))
+    finally:
+        kept = {"kept_chunks": 0 if blocks is None else blocks.n_kept,
+                "chunks": len(Xd.chunks[0]),
+                "kept_bytes": 0 if blocks is None else blocks.kept_bytes}
+        if blocks is not None:
+            blocks.release()
     intercept = _intercepts(first, found.coef, n, est.fit_intercept)
-    return _AllRowsSolve(found, first, pre, intercept, seconds_pass)
+    return _AllRowsSolve(found, first, pre, intercept, seconds_pass, kept)
+
+
+def _keeps_blocks(Xd: Any, m: int) -> bool:
+    """Whether the kernel blocks of at least the first row chunk fit the budget
+    (:func:`~bigkern.reduce.reduced.kept_blocks.kept_budget_bytes`)."""
+    itemsize = 4 if Xd.dtype.itemsize <= 4 and Xd.dtype.kind == "f" else 8
+    return int(Xd.chunks[0][0]) * m * itemsize <= kept_budget_bytes()
 
 
 def _class_names(est: Any, n_classes: int | None) -> list[str] | None:
@@ -296,10 +354,12 @@ def _set_cg_fit(est: Any, rs: Any, basis: Any, clipped: Any, omega: float, lam: 
         "n_basis": basis.n_basis, "n_duplicates": rs.n_duplicates,
         "n_clipped_in_reduced_set_by_feature": clipped,
         "omega": omega, "lam": lam, "jitter": solve.pre.jitter, "solver": "cg",
+        "seconds_preconditioner": solve.pre.seconds,
         "n_iter": n_iter, "residual": float(found.residual.max()),
         "converged": bool(found.converged.all()),
         "residual_recomputed": bool(found.residual_recomputed.all()),
         **by_class,
+        "kept_blocks": solve.kept,
         **extra,
         "seconds_pass": solve.seconds_pass,
         "seconds_total": time.perf_counter() - t0,
@@ -346,7 +406,7 @@ def fit_by_cg_path(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float,
         for j in sorted(range(len(lams)), key=lambda j: -lams[j]):  # the largest λ first
             found = preconditioned_cg_columns(
                 product, _centered(rhs, fi),
-                FalkonPreconditioner.from_kernel(K, n_train, lams[j]), lams[j],
+                FalkonPreconditioner.from_kernel(K, n_train, lams[j], centered=fi), lams[j],
                 tol=float(est.tol), max_iter=int(est.max_iter), start=coef)
             coef = found.coef
             path[j] = (coef, _intercepts(rhs, coef, n_train, fi), found)
@@ -362,7 +422,8 @@ def fit_by_cg_path(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float,
                             n_classes)
     path_products = sum(found.n_products for _, _, found in path.values())
     _set_cg_fit(est, rs, basis, clipped, omega, lams[best], solve, t0, extra={
-        "reads": 3 + path_products + 1 + solve.found.n_products,
+        "reads": 3 + path_products + 1 + solve.reads_per_solve,
+        "products": path_products + solve.found.n_products,
         "solver_choice": (choice or f"solver={est.solver!r}") + f": a λ path on "
                          f"{n_train:,} rows, {te['n']:,} held out",
         "start": "path", "n_candidates": len(lams),
