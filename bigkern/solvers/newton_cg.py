@@ -59,11 +59,11 @@ import scipy.linalg
 from bigkern.solvers.smooth_svm import _armijo_test, _check_newton_options, armijo_steps
 
 __all__ = [
-    "SampledPreconditioner",
     "CurvaturePass",
     "LinePass",
     "LineSums",
     "NewtonCGResult",
+    "SampledPreconditioner",
     "newton_cg_iterates",
     "preconditioned_cg",
 ]

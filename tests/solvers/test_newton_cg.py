@@ -61,7 +61,7 @@ def test_the_preconditioner_cuts_iterations() -> None:
     for pre in (None, SampledPreconditioner(A[::2], y[::2], len(A), C=10.0,
                                             loss=SquaredHinge())):
         apply = (lambda r: r) if pre is None else pre.at(np.zeros(A.shape[1]))
-        d, its, rel = drive(preconditioned_cg(g, apply, rtol=1e-8, max_iter=500),
+        d, its, _ = drive(preconditioned_cg(g, apply, rtol=1e-8, max_iter=500),
                             lambda p: H @ p)
         np.testing.assert_allclose(H @ d, -g, atol=1e-6 * np.linalg.norm(g))
         counts.append(its)

@@ -166,6 +166,7 @@ def _warn_unconverged(est: Any, res: NewtonCGResult) -> None:
         warnings.warn(
             f"{type(est).__name__} (Newton-CG) did not converge: {res.message} after "
             f"{res.iterations} Newton iterations and {sum(res.cg_iterations)} CG iterations "
-            f"(gradient norm {res.grad_norm:.3g}, {res.grad_norm / max(res.grad_norm0, 1e-300):.2g} "
-            f"of the initial; the last CG residual {last:.2g} of the gradient)",
+            f"(gradient norm {res.grad_norm:.3g}, "
+            f"{res.grad_norm / max(res.grad_norm0, 1e-300):.2g} of the initial; "
+            f"the last CG residual {last:.2g} of the gradient)",
             ConvergenceWarning, stacklevel=5)

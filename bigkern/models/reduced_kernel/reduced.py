@@ -177,18 +177,18 @@ class ReducedSVC(ProbabilityMixin, _KernelClassifier):
     reduced_index_ : ndarray of int
         Global row numbers of the centers.
     fit_report_ : dict
-        ``solver`` (how it was fitted), ``solver_choice`` (``solver="auto"``'s reason),
-        for Newton–CG ``cg_iterations`` and ``cg_residuals`` per Newton step, ``iterations``, ``passes`` (Newton reads;
-        products over all rows in memory), ``reads`` (with the draw of Ã). For k > 2
-        classes: ``iterations`` the most of any class, ``passes`` the reads their
-        lockstep took, ``by_class`` each class's ``iterations``, ``passes``,
+        ``solver`` (how it was fitted), ``solver_choice`` (``solver="auto"``'s reason), for
+        Newton–CG ``cg_iterations`` and ``cg_residuals`` per Newton step, ``iterations``,
+        ``passes`` (Newton reads; products over all rows in memory), ``reads`` (with the
+        draw of Ã). For k > 2 classes: ``iterations`` the most of any class, ``passes`` the
+        reads their lockstep took, ``by_class`` each class's ``iterations``, ``passes``,
         ``converged`` and ``grad_norm``; ``converged`` all of them, ``grad_norm`` and
-        ``grad_norm0`` the least converged class's. Also ``backtracked``, ``steps``
-        (for k > 2, one list per class), ``grad_norm``, ``grad_norm0``, ``converged``,
-        ``objective``, ``n_basis``, ``n_duplicates``, row counts (``n_rows``,
-        ``n_valid``, ``n_absent``, ``n_nonfinite``, ``n_nonfinite_y``,
-        ``n_nonfinite_by_feature``), ``n_clipped_in_reduced_set_by_feature`` (values of
-        Ã beyond the clip, for each feature with any), timings. Not saved with the model.
+        ``grad_norm0`` the least converged class's. Also ``backtracked``, ``steps`` (for k >
+        2, one list per class), ``grad_norm``, ``grad_norm0``, ``converged``, ``objective``,
+        ``n_basis``, ``n_duplicates``, row counts (``n_rows``, ``n_valid``, ``n_absent``,
+        ``n_nonfinite``, ``n_nonfinite_y``, ``n_nonfinite_by_feature``),
+        ``n_clipped_in_reduced_set_by_feature`` (values of Ã beyond the clip, for each
+        feature with any), timings. Not saved with the model.
 
     Notes
     -----
