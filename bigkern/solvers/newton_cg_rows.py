@@ -25,8 +25,10 @@ from bigkern import config
 from bigkern.kernels import Basis, kernel_blocks
 from bigkern.kernels.basis import block_step
 from bigkern.reduce.reduced._row_pass import check_counts, run_pass, usable_rows
+from bigkern.solvers.finite_newton import exact_line_search
 from bigkern.solvers.newton_cg import (
     CurvaturePass,
+    ExactLinePass,
     LinePass,
     LineSums,
     NewtonCGResult,
@@ -38,6 +40,9 @@ __all__ = ["ChunkedNewtonCG", "HeldKernelRows", "held_kernel_rows", "newton_cg"]
 
 #: Rows per block when the held rows' products are converted to float64.
 _BLOCK_ROWS = 1024
+
+#: Bytes of a block of the curvature product (read twice: it should stay in cache).
+_CURVATURE_BYTES = 2**20
 
 
 def held_kernel_rows(X: np.ndarray, y: np.ndarray, basis: Basis,
@@ -117,12 +122,27 @@ class HeldKernelRows:
             out += w[s:s + _BLOCK_ROWS] @ self.A[s:s + _BLOCK_ROWS].astype(np.float64)
         return out
 
-    def __call__(self, request: LinePass | CurvaturePass) -> Any:
+    def __call__(self, request: LinePass | ExactLinePass | CurvaturePass) -> Any:
         """Answer one pass of :func:`~bigkern.solvers.newton_cg.newton_cg_iterates`."""
         self.passes += 1
         if isinstance(request, LinePass):
             return self._line(request)
+        if isinstance(request, ExactLinePass):
+            return self._exact_line(request)
         return self._curvature(request.u, request.p)
+
+    def _exact_line(self, q: ExactLinePass) -> LineSums:
+        """The squared hinge's exact step along ``d``, its loss and gradient sums."""
+        if self._point is None or not np.array_equal(q.u, self._point):
+            self._point, self._f = np.array(q.u), self._times(q.u[:, None])[:, 0]
+        s, t = self._f, self._times(q.d[:, None])[:, 0]
+        lam = exact_line_search(1.0 - self.y * s, self.y * t, float(q.u @ q.d),
+                                float(q.d @ q.d), q.C)
+        f = s + lam * t
+        d1, _ = self.loss.derivatives(f, self.y)
+        self._point, self._f, self._curved = q.u + lam * q.d, f, None
+        return LineSums(np.array([float(self.loss.value(f, self.y).sum())]),
+                        self._weights(d1), lam)
 
     def _line(self, q: LinePass) -> LineSums:
         st = self._times(np.column_stack([q.u, q.d]))
@@ -143,9 +163,14 @@ class HeldKernelRows:
             rows = np.flatnonzero(w > 0.0)
             self._curved = (np.ascontiguousarray(self.A[rows]), w[rows], rows)
         B, w, _ = self._curved
-        q = B @ p.astype(B.dtype)
-        return (w * q).astype(B.dtype) @ B if B.dtype == np.float64 else \
-            ((w * q).astype(np.float32) @ B).astype(np.float64)
+        # block by block, so that Bᵀ(w ∘ B p) reads each block from memory once
+        p = p.astype(B.dtype)
+        out = np.zeros(B.shape[1], dtype=B.dtype)
+        rows = max(16, _CURVATURE_BYTES // max(1, B.itemsize * B.shape[1]))
+        for s in range(0, len(B), rows):
+            b = B[s:s + rows]
+            out += (w[s:s + rows] * (b @ p)).astype(B.dtype) @ b
+        return out.astype(np.float64)
 
 
 def _line_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, *, start: int,

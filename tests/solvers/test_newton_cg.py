@@ -28,14 +28,15 @@ def _kernel_problem(n: int = 400, m: int = 40, seed: int = 0
     return np.column_stack([A, -np.ones(n)]), y
 
 
-@pytest.mark.parametrize("precondition", [False, True])
-def test_newton_cg_is_the_finite_newton_solution(precondition: bool) -> None:
+@pytest.mark.parametrize(("precondition", "exact"), [(False, False), (True, False),
+                                                     (True, True)])
+def test_newton_cg_is_the_finite_newton_solution(precondition: bool, exact: bool) -> None:
     A, y = _kernel_problem()
     exact = finite_newton(A, y, C=10.0, tol=1e-12)
     pre = SampledPreconditioner(A[::4], y[::4], len(A), C=10.0, loss=SquaredHinge(),
                                 most=30) if precondition else None
     res = newton_cg(HeldKernelRows(A, y, SquaredHinge()), A.shape[1], C=10.0, tol=1e-12,
-                    preconditioner=pre)
+                    preconditioner=pre, exact_line_search=exact)
     assert res.converged
     np.testing.assert_allclose(res.u, exact.u, atol=1e-6)
     # line searches: the start's, one a step, one a backtrack, and a last one that may

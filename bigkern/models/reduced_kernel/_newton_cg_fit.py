@@ -25,8 +25,15 @@ from bigkern.solvers.newton_cg_rows import (
     held_kernel_rows,
     newton_cg,
 )
+from bigkern.solvers.smooth_losses import SquaredHinge
 
-__all__ = ["AUTO_NEWTON_CG_CENTERS", "choose_solver", "held_itemsize", "newton_cg_fit"]
+__all__ = [
+    "AUTO_NEWTON_CG_CENTERS",
+    "choose_solver",
+    "draw_sample",
+    "held_itemsize",
+    "newton_cg_fit",
+]
 
 #: ``solver="auto"`` takes Newton–CG from this many centres on (two classes): below it
 #: the finite Newton step's ``n·m̃²`` Hessian and ``m̃³`` factorization cost less than
@@ -86,18 +93,29 @@ def choose_solver(solver: str, n_centers: int, n_classes: int) -> tuple[str, str
                          f"{AUTO_NEWTON_CG_CENTERS:,} (no pass forms an m̃² Hessian)")
 
 
+def draw_sample(rs: Any, targets: Callable[[Any], np.ndarray]
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The centres and the draw's scale sample (when it has one, with labels), and their
+    targets (``targets`` maps the draw's labels): a uniform sample of the usable rows."""
+    if rs.scale_X is None or rs.scale_y is None:
+        return rs.X, targets(rs.y)
+    return (np.vstack([rs.X, rs.scale_X]),
+            np.concatenate([targets(rs.y), targets(rs.scale_y)]))
+
+
 def newton_cg_fit(est: Any, loss: Any, basis: Basis, rs: Any,
                   chunked: Callable[[], tuple[Any, Any, Any]],
                   in_memory: tuple[Any, Any, Any] | None,
-                  sample_targets: Callable[[Any], np.ndarray]
+                  sample: Callable[[], tuple[np.ndarray, np.ndarray]]
                   ) -> tuple[NewtonCGResult, dict[str, int], dict[str, Any]]:
     """Newton–CG on ``est``'s problem (``C``, ``tol``, ``max_iter``); warns when not converged.
 
     ``in_memory``: the fit's numpy ``(X, targets, mask)`` when its kernel rows are to be
     held (the caller checked they fit), else None and ``chunked()`` makes the dask
-    ``(X, targets, mask)``. ``sample_targets`` maps the draw's labels (``rs.y``,
-    ``rs.scale_y``) to targets. Returns the result, the row counts and what the fit
-    report adds.
+    ``(X, targets, mask)``. ``sample()`` gives the raw rows and targets of
+    a uniform sample of the usable rows (the centres, and the draw's scale sample when it
+    has labels) for the chunked fit's preconditioner. Returns the result, the row counts
+    and what the fit report adds.
     """
     dim = basis.n_basis + 1
     options = {"C": float(est.C), "tol": float(est.tol), "max_iter": int(est.max_iter),
@@ -115,12 +133,11 @@ def newton_cg_fit(est: Any, loss: Any, basis: Basis, rs: Any,
         # a second one that a loaded machine may not give
         with blas_controller().limit(limits=1, user_api="blas"):
             res = newton_cg(HeldKernelRows(A, targets, loss), dim, preconditioner=pre,
-                            first_trials=_FIRST_TRIALS, **options)
+                            first_trials=_FIRST_TRIALS,
+                            exact_line_search=isinstance(loss, SquaredHinge), **options)
         extra = {"solver": f"newton-cg, in memory ({A.dtype} rows)", "reads": 2}
     else:
-        Xs = rs.X if rs.scale_X is None else np.vstack([rs.X, rs.scale_X])
-        ys = sample_targets(rs.y) if rs.scale_X is None else np.concatenate(
-            [sample_targets(rs.y), sample_targets(rs.scale_y)])
+        Xs, ys = sample()
         B, yb, _ = held_kernel_rows(np.asarray(Xs, dtype=np.float64), ys, basis)
         Xd, yd, md = chunked()
         pre = _LazyRows(B, yb, options["C"], loss, most, rs.seed)

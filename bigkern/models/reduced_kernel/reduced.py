@@ -35,6 +35,7 @@ from bigkern.models._constraints import domain
 from bigkern.models.calibrated_fit import CALIBRATION, ProbabilityMixin, calibrated_fit
 from bigkern.models.reduced_kernel._newton_cg_fit import (
     choose_solver,
+    draw_sample,
     held_itemsize,
     newton_cg_fit,
 )
@@ -365,7 +366,7 @@ class ReducedSVC(ProbabilityMixin, _KernelClassifier):
             res, counts, extra = newton_cg_fit(
                 self, loss, basis, rs, chunked,
                 (arr, np.where(labels == 1, 1.0, -1.0), numpy_mask(mask)) if held else None,
-                functools.partial(plus_minus, positive=positive))
+                lambda: draw_sample(rs, functools.partial(plus_minus, positive=positive)))
             coef, intercept = res.u[:-1], -float(res.u[-1])
         else:
             if self.loss == "squared_hinge":
