@@ -38,11 +38,9 @@ from bigkern.solvers.smooth_svm import drive
 
 __all__ = ["ChunkedNewtonCG", "HeldKernelRows", "held_kernel_rows", "newton_cg"]
 
-#: Rows per block when the held rows' products are converted to float64.
-_BLOCK_ROWS = 1024
-
-#: Bytes of a block of the curvature product (read twice: it should stay in cache).
-_CURVATURE_BYTES = 2**20
+#: Bytes of a block of rows converted to float64 for a product, or read twice by the
+#: curvature product: small enough to stay in cache.
+_CACHE_BYTES = 2**20
 
 
 def held_kernel_rows(X: np.ndarray, y: np.ndarray, basis: Basis,
@@ -104,13 +102,22 @@ class HeldKernelRows:
         self._f: np.ndarray | None = None
         self._curved: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
+    def _blocks(self) -> tuple[int, np.ndarray]:
+        """Rows per float64 block of a product, and its work buffer (in cache)."""
+        rows = max(16, _CACHE_BYTES // (8 * self.A.shape[1]))
+        return rows, np.empty((rows, self.A.shape[1]))
+
     def _times(self, V: np.ndarray) -> np.ndarray:
         """``A V`` in float64 (V (dim, k))."""
         if self.A.dtype == np.float64:
             return self.A @ V
         out = np.empty((len(self.A), V.shape[1]))
-        for s in range(0, len(self.A), _BLOCK_ROWS):
-            out[s:s + _BLOCK_ROWS] = self.A[s:s + _BLOCK_ROWS].astype(np.float64) @ V
+        rows, work = self._blocks()
+        for s in range(0, len(self.A), rows):
+            block = self.A[s:s + rows]
+            b = work[:len(block)]
+            b[...] = block
+            np.matmul(b, V, out=out[s:s + rows])
         return out
 
     def _weights(self, w: np.ndarray) -> np.ndarray:
@@ -118,8 +125,12 @@ class HeldKernelRows:
         if self.A.dtype == np.float64:
             return w @ self.A
         out = np.zeros(self.A.shape[1])
-        for s in range(0, len(self.A), _BLOCK_ROWS):
-            out += w[s:s + _BLOCK_ROWS] @ self.A[s:s + _BLOCK_ROWS].astype(np.float64)
+        rows, work = self._blocks()
+        for s in range(0, len(self.A), rows):
+            block = self.A[s:s + rows]
+            b = work[:len(block)]
+            b[...] = block
+            out += w[s:s + rows] @ b
         return out
 
     def __call__(self, request: LinePass | ExactLinePass | CurvaturePass) -> Any:
@@ -166,7 +177,7 @@ class HeldKernelRows:
         # block by block, so that Bᵀ(w ∘ B p) reads each block from memory once
         p = p.astype(B.dtype)
         out = np.zeros(B.shape[1], dtype=B.dtype)
-        rows = max(16, _CURVATURE_BYTES // max(1, B.itemsize * B.shape[1]))
+        rows = max(16, _CACHE_BYTES // max(1, B.itemsize * B.shape[1]))
         for s in range(0, len(B), rows):
             b = B[s:s + rows]
             out += (w[s:s + rows] * (b @ p)).astype(B.dtype) @ b

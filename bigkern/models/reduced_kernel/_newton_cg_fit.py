@@ -149,7 +149,8 @@ def newton_cg_fit(est: Any, loss: Any, basis: Basis, rs: Any,
     _warn_unconverged(est, res)
     return res, counts, {**extra, "cg_iterations": list(res.cg_iterations),
                          "cg_residuals": [float(r) for r in res.cg_residuals],
-                         "preconditioner_rows": int(getattr(pre, "kept", 0))}
+                         "preconditioner_rows": int(pre.kept),
+                         "preconditioner_reused": int(pre.reused)}
 
 
 class _LazyRows(SampledPreconditioner):
