@@ -111,7 +111,7 @@ def test_auto_chooses_and_reports(monkeypatch: pytest.MonkeyPatch) -> None:
     kw = {"omega": 1.0, "C": 10.0, "size": 30, "random_state": 0, "loss": "squared_hinge"}
     small = ReducedSVC(**kw).fit(X, y)
     assert small.fit_report_["solver"].startswith("finite newton")
-    assert "under 2,000" in small.fit_report_["solver_choice"]
+    assert "under 3,000" in small.fit_report_["solver_choice"]
     monkeypatch.setattr(_newton_cg_fit, "AUTO_NEWTON_CG_CENTERS", 30)
     large = ReducedSVC(**kw).fit(X, y)
     assert large.fit_report_["solver"].startswith("newton-cg")

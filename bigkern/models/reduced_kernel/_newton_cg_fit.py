@@ -37,8 +37,10 @@ __all__ = [
 
 #: ``solver="auto"`` takes Newton–CG from this many centres on (two classes): below it
 #: the finite Newton step's ``n·m̃²`` Hessian and ``m̃³`` factorization cost less than
-#: Newton–CG's many products (``benchmarks/reduced_newton_cg.py``).
-AUTO_NEWTON_CG_CENTERS = 2000
+#: Newton–CG's many memory-bound products. Measured (``benchmarks/reduced_newton_cg.py``,
+#: 10⁵ rows, both in memory, one run under load): finite Newton / Newton–CG time 0.6 at
+#: 500 and 1,000 centres, 0.8 at 2,000, 1.5 at 5,000; the two cross near 3,000.
+AUTO_NEWTON_CG_CENTERS = 3000
 
 #: Most CG iterations of one Newton step.
 CG_MAX_ITER = 200

@@ -156,7 +156,7 @@ class ReducedSVC(ProbabilityMixin, _KernelClassifier):
         with an Armijo line search (:mod:`bigkern.solvers.newton_cg`); numpy rows whose
         kernel rows fit ``bigkern.in_memory_kernel_bytes`` (float32 rows for float32
         data) are held in memory, others are read once per CG iteration. ``"auto"``:
-        ``"newton-cg"`` for two classes and at least 2,000 centers, else ``"newton"``.
+        ``"newton-cg"`` for two classes and at least 3,000 centers, else ``"newton"``.
         ``fit_report_["solver_choice"]`` says which ran and why. k > 2 classes are fitted
         by the lockstep Newton method; ``"newton-cg"`` with them is a ValueError.
     random_state : int, RandomState or None

@@ -67,7 +67,7 @@ class ReducedSVR(_KernelRegressor):
     omega, C, kernel, smoothing, size, fraction, standardize, tol, max_iter
         As for :class:`ReducedSVC` (no stratification: there are no classes).
     hessian, solver, random_state
-        As for :class:`ReducedSVC` (``solver="auto"``: Newton–CG from 2,000 centres on).
+        As for :class:`ReducedSVC` (``solver="auto"``: Newton–CG from 3,000 centres on).
     epsilon : float
         Half-width ε ≥ 0 of the insensitive tube, in the units of ``y``.
 
