@@ -111,11 +111,15 @@ def test_auto_chooses_and_reports(monkeypatch: pytest.MonkeyPatch) -> None:
     kw = {"omega": 1.0, "C": 10.0, "size": 30, "random_state": 0, "loss": "squared_hinge"}
     small = ReducedSVC(**kw).fit(X, y)
     assert small.fit_report_["solver"].startswith("finite newton")
-    assert "under 3,000" in small.fit_report_["solver_choice"]
+    assert "under 3,000 on kernel rows in memory" in small.fit_report_["solver_choice"]
     monkeypatch.setattr(_newton_cg_fit, "AUTO_NEWTON_CG_CENTERS", 30)
     large = ReducedSVC(**kw).fit(X, y)
     assert large.fit_report_["solver"].startswith("newton-cg")
     assert "at least 30" in large.fit_report_["solver_choice"]
+    with dask.config.set(scheduler="synchronous"):
+        lazy = ReducedSVC(**kw).fit(da.from_array(X, chunks=(200, 2)),
+                                    da.from_array(y, chunks=200))
+    assert "under 10,000 on chunked data" in lazy.fit_report_["solver_choice"]
     labels = np.digitize(X[:, 0], [-0.5, 0.5])
     three = ReducedSVC(**kw).fit(X, labels)
     assert "3 classes" in three.fit_report_["solver_choice"]

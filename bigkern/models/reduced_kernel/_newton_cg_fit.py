@@ -28,6 +28,7 @@ from bigkern.solvers.newton_cg_rows import (
 from bigkern.solvers.smooth_losses import SquaredHinge
 
 __all__ = [
+    "AUTO_CHUNKED_NEWTON_CG_CENTERS",
     "AUTO_NEWTON_CG_CENTERS",
     "choose_solver",
     "draw_sample",
@@ -41,6 +42,14 @@ __all__ = [
 #: 10⁵ rows, both in memory, one run under load): finite Newton / Newton–CG time 0.6 at
 #: 500 and 1,000 centres, 0.8 at 2,000, 1.5 at 5,000; the two cross near 3,000.
 AUTO_NEWTON_CG_CENTERS = 3000
+
+#: The same over chunked data (kernel rows not held): each CG iteration is a read that
+#: forms every kernel value anew, where a Newton–Armijo pass forms them once per step.
+#: Measured at 2,000 centres on 5·10⁴ dask rows (one run under load): Newton–CG 531 s
+#: (563 reads) against Newton–Armijo's 101 s (15 reads); as a read costs ``n·m̃`` and a
+#: Newton pass ``n·m̃²``, the two should cross near 10⁴ centres (extrapolated, not
+#: measured).
+AUTO_CHUNKED_NEWTON_CG_CENTERS = 10_000
 
 #: Most CG iterations of one Newton step.
 CG_MAX_ITER = 200
@@ -63,8 +72,10 @@ def held_itemsize(X: Any, basis: Basis) -> int:
     return 4 if dtype.kind == "f" and dtype.itemsize <= 4 and basis.is_gaussian else 8
 
 
-def choose_solver(solver: str, n_centers: int, n_classes: int) -> tuple[str, str]:
-    """The solver a fit runs (``"newton"`` or ``"newton-cg"``) and why.
+def choose_solver(solver: str, n_centers: int, n_classes: int, held: bool = True
+                  ) -> tuple[str, str]:
+    """The solver a fit runs (``"newton"`` or ``"newton-cg"``) and why; ``held``: whether
+    the kernel rows are held in memory (else each pass is a read of chunked data).
 
     Raises
     ------
@@ -87,12 +98,13 @@ def choose_solver(solver: str, n_centers: int, n_classes: int) -> tuple[str, str
     if n_classes > 2:
         return "newton", (f"solver='auto': {n_classes} classes (their lockstep Newton fit "
                           f"shares each read)")
-    if n_centers < AUTO_NEWTON_CG_CENTERS:
-        return "newton", (f"solver='auto': {n_centers} centers, under "
-                          f"{AUTO_NEWTON_CG_CENTERS:,} (the Newton step's m̃² Hessian is "
-                          f"the cheaper)")
-    return "newton-cg", (f"solver='auto': {n_centers} centers, at least "
-                         f"{AUTO_NEWTON_CG_CENTERS:,} (no pass forms an m̃² Hessian)")
+    least = AUTO_NEWTON_CG_CENTERS if held else AUTO_CHUNKED_NEWTON_CG_CENTERS
+    where = "kernel rows in memory" if held else "chunked data"
+    if n_centers < least:
+        return "newton", (f"solver='auto': {n_centers} centers, under {least:,} on "
+                          f"{where} (the Newton step's m̃² Hessian is the cheaper)")
+    return "newton-cg", (f"solver='auto': {n_centers} centers, at least {least:,} on "
+                         f"{where} (no pass forms an m̃² Hessian)")
 
 
 def draw_sample(rs: Any, targets: Callable[[Any], np.ndarray]

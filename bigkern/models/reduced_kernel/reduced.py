@@ -156,7 +156,9 @@ class ReducedSVC(ProbabilityMixin, _KernelClassifier):
         with an Armijo line search (:mod:`bigkern.solvers.newton_cg`); numpy rows whose
         kernel rows fit ``bigkern.in_memory_kernel_bytes`` (float32 rows for float32
         data) are held in memory, others are read once per CG iteration. ``"auto"``:
-        ``"newton-cg"`` for two classes and at least 3,000 centers, else ``"newton"``.
+        ``"newton-cg"`` for two classes and at least 3,000 centers with the kernel rows
+        held (10,000 over chunked data, where each CG iteration is a read), else
+        ``"newton"``.
         ``fit_report_["solver_choice"]`` says which ran and why. k > 2 classes are fitted
         by the lockstep Newton method; ``"newton-cg"`` with them is a ValueError.
     random_state : int, RandomState or None
@@ -343,7 +345,9 @@ class ReducedSVC(ProbabilityMixin, _KernelClassifier):
         basis, clipped = reduced_basis(rs, self.omega, self.standardize,
                                        getattr(self, "feature_names_in_", None), self.kernel)
         smoothing = DEFAULT_SMOOTHING if self.smoothing is None else self.smoothing
-        method, choice = choose_solver(self.solver, basis.n_basis, k)
+        rows_held = not lazy_labels and kernel_rows_fit_in_memory(
+            arr, mask, n_rows, basis.n_basis, itemsize=held_itemsize(arr, basis))
+        method, choice = choose_solver(self.solver, basis.n_basis, k, rows_held)
         if k > 2:
             loss = SquaredHinge() if self.loss == "squared_hinge" else SmoothHinge(
                 float(smoothing))
@@ -361,11 +365,10 @@ class ReducedSVC(ProbabilityMixin, _KernelClassifier):
         elif method == "newton-cg":
             loss = SquaredHinge() if self.loss == "squared_hinge" else SmoothHinge(
                 float(smoothing))
-            held = not lazy_labels and kernel_rows_fit_in_memory(
-                arr, mask, n_rows, basis.n_basis, itemsize=held_itemsize(arr, basis))
             res, counts, extra = newton_cg_fit(
                 self, loss, basis, rs, chunked,
-                (arr, np.where(labels == 1, 1.0, -1.0), numpy_mask(mask)) if held else None,
+                (arr, np.where(labels == 1, 1.0, -1.0), numpy_mask(mask)) if rows_held
+                else None,
                 lambda: draw_sample(rs, functools.partial(plus_minus, positive=positive)))
             coef, intercept = res.u[:-1], -float(res.u[-1])
         else:

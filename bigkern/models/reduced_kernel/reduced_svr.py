@@ -67,7 +67,8 @@ class ReducedSVR(_KernelRegressor):
     omega, C, kernel, smoothing, size, fraction, standardize, tol, max_iter
         As for :class:`ReducedSVC` (no stratification: there are no classes).
     hessian, solver, random_state
-        As for :class:`ReducedSVC` (``solver="auto"``: Newton–CG from 3,000 centres on).
+        As for :class:`ReducedSVC` (``solver="auto"``: Newton–CG from 3,000 centres on with held
+        kernel rows, 10,000 over chunked data).
     epsilon : float
         Half-width ε ≥ 0 of the insensitive tube, in the units of ``y``.
 
@@ -182,10 +183,10 @@ class ReducedSVR(_KernelRegressor):
         basis, clipped = reduced_basis(rs, self.omega, self.standardize,
                                        getattr(self, "feature_names_in_", None), self.kernel)
         rows = None if isinstance(y, da.Array) else (arr, y, mask)
-        method, choice = choose_solver(self.solver, basis.n_basis, 1)
+        fits = rows is not None and kernel_rows_fit_in_memory(
+            arr, mask, n_rows, basis.n_basis, itemsize=held_itemsize(arr, basis))
+        method, choice = choose_solver(self.solver, basis.n_basis, 1, fits)
         if method == "newton-cg":
-            fits = rows is not None and kernel_rows_fit_in_memory(
-                arr, mask, n_rows, basis.n_basis, itemsize=held_itemsize(arr, basis))
             res, counts, extra = newton_cg_fit(
                 self, loss, basis, rs, chunked,
                 (arr, y, numpy_mask(mask)) if fits else None,
