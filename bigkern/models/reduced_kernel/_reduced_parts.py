@@ -92,6 +92,7 @@ NEWTON_CONSTRAINTS: dict[str, list[Any]] = {
     "tol": [domain("tol")],
     "max_iter": [domain("max_iter")],
     "hessian": [StrOptions({"float32", "float64"})],
+    "solver": [StrOptions({"auto", "newton", "newton-cg"})],
 }
 
 
@@ -326,17 +327,18 @@ SMOOTH_IN_MEMORY_BYTES = 2**26
 
 
 def kernel_rows_fit_in_memory(X: Any, mask: Any, n_rows: int, n_basis: int,
-                              limit: int | None = None) -> bool:
+                              limit: int | None = None, itemsize: int = 8) -> bool:
     """Whether numpy ``X`` (and mask) of ``n_rows`` rows is fitted in memory: at most
-    ``bigkern.in_memory_rows`` rows whose ``n × (m̃ + 1)`` float64 kernel rows take at
-    most ``bigkern.in_memory_kernel_bytes`` (and at most ``limit`` bytes)."""
+    ``bigkern.in_memory_rows`` rows whose ``n × (m̃ + 1)`` kernel rows of ``itemsize``
+    bytes (float64: 8) take at most ``bigkern.in_memory_kernel_bytes`` (and at most
+    ``limit`` bytes)."""
     if isinstance(mask, xr.DataArray):
         mask = mask.data
     most = int(config.get("in_memory_kernel_bytes"))
     most = most if limit is None else min(most, limit)
     return (isinstance(X, np.ndarray) and not isinstance(mask, da.Array)
             and n_rows <= int(config.get("in_memory_rows"))
-            and 8 * n_rows * (n_basis + 1) <= most)
+            and itemsize * n_rows * (n_basis + 1) <= most)
 
 
 #: The finite Newton fit starts from a subset's solution only when a Newton step over all

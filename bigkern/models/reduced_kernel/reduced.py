@@ -33,6 +33,12 @@ from bigkern.kernels import KernelExpansion
 from bigkern.models._base import _KernelClassifier
 from bigkern.models._constraints import domain
 from bigkern.models.calibrated_fit import CALIBRATION, ProbabilityMixin, calibrated_fit
+from bigkern.models.reduced_kernel._newton_cg_fit import (
+    choose_solver,
+    draw_sample,
+    held_itemsize,
+    newton_cg_fit,
+)
 from bigkern.models.reduced_kernel._reduced_classes import (
     check_classes_present,
     class_codes,
@@ -150,6 +156,20 @@ class ReducedSVC(ProbabilityMixin, _KernelClassifier):
         gradient, hence the solution, stays float64. Its fits then agree across
         chunkings to the convergence tolerance rather than to round-off, so the default
         is ``"float64"``.
+    solver : {"auto", "newton", "newton-cg"}
+        ``"newton"``: each Newton step forms the Hessian ``I + C Σ ℓ'' a aᵀ`` (``n·m̃²``
+        flops a pass) and factors it (above). ``"newton-cg"`` (two classes): each Newton
+        step is solved inexactly by conjugate gradients on products ``Σ ℓ'' a (a·p)``
+        (``2·n·m̃`` flops, over the rows inside the margin for the squared hinge),
+        preconditioned from a uniform sample of the rows (Falkon's preconditioner),
+        with an Armijo line search (:mod:`bigkern.solvers.newton_cg`); numpy rows whose
+        kernel rows fit ``bigkern.in_memory_kernel_bytes`` (float32 rows for float32
+        data) are held in memory, others are read once per CG iteration. ``"auto"``:
+        ``"newton-cg"`` for two classes and at least 3,000 centers with the kernel rows
+        held (10,000 over chunked data, where each CG iteration is a read), else
+        ``"newton"``.
+        ``fit_report_["solver_choice"]`` says which ran and why. k > 2 classes are fitted
+        by the lockstep Newton method; ``"newton-cg"`` with them is a ValueError.
     random_state : int, RandomState or None
         Seed of the reduced set (the same seed gives the same Ã, and the same model,
         for any chunking and number of workers), and of the rows ``calibration``
@@ -169,17 +189,18 @@ class ReducedSVC(ProbabilityMixin, _KernelClassifier):
     reduced_index_ : ndarray of int
         Global row numbers of the centers.
     fit_report_ : dict
-        ``solver`` (how it was fitted), ``iterations``, ``passes`` (Newton reads;
-        products over all rows in memory), ``reads`` (with the draw of Ã). For k > 2
-        classes: ``iterations`` the most of any class, ``passes`` the reads their
-        lockstep took, ``by_class`` each class's ``iterations``, ``passes``,
+        ``solver`` (how it was fitted), ``solver_choice`` (``solver="auto"``'s reason), for
+        Newton–CG ``cg_iterations`` and ``cg_residuals`` per Newton step, ``iterations``,
+        ``passes`` (Newton reads; products over all rows in memory), ``reads`` (with the
+        draw of Ã). For k > 2 classes: ``iterations`` the most of any class, ``passes`` the
+        reads their lockstep took, ``by_class`` each class's ``iterations``, ``passes``,
         ``converged`` and ``grad_norm``; ``converged`` all of them, ``grad_norm`` and
-        ``grad_norm0`` the least converged class's. Also ``backtracked``, ``steps``
-        (for k > 2, one list per class), ``grad_norm``, ``grad_norm0``, ``converged``,
-        ``objective``, ``n_basis``, ``n_duplicates``, row counts (``n_rows``,
-        ``n_valid``, ``n_absent``, ``n_nonfinite``, ``n_nonfinite_y``,
-        ``n_nonfinite_by_feature``), ``n_clipped_in_reduced_set_by_feature`` (values of
-        Ã beyond the clip, for each feature with any), timings. Not saved with the model.
+        ``grad_norm0`` the least converged class's. Also ``backtracked``, ``steps`` (for k >
+        2, one list per class), ``grad_norm``, ``grad_norm0``, ``converged``, ``objective``,
+        ``n_basis``, ``n_duplicates``, row counts (``n_rows``, ``n_valid``, ``n_absent``,
+        ``n_nonfinite``, ``n_nonfinite_y``, ``n_nonfinite_by_feature``),
+        ``n_clipped_in_reduced_set_by_feature`` (values of Ã beyond the clip, for each
+        feature with any), timings. Not saved with the model.
 
     Notes
     -----
@@ -250,6 +271,7 @@ class ReducedSVC(ProbabilityMixin, _KernelClassifier):
         tol: float = 1e-8,
         max_iter: int = 50,
         hessian: str = "float64",
+        solver: str = "auto",
         random_state: Any = None,
         calibration: str | None = None,
     ) -> None:
@@ -266,6 +288,7 @@ class ReducedSVC(ProbabilityMixin, _KernelClassifier):
         self.tol = tol
         self.max_iter = max_iter
         self.hessian = hessian
+        self.solver = solver
         self.random_state = random_state
         self.calibration = calibration
 
@@ -334,6 +357,9 @@ class ReducedSVC(ProbabilityMixin, _KernelClassifier):
         basis, clipped = reduced_basis(rs, self.omega, self.standardize,
                                        getattr(self, "feature_names_in_", None), self.kernel)
         smoothing = DEFAULT_SMOOTHING if self.smoothing is None else self.smoothing
+        rows_held = not lazy_labels and kernel_rows_fit_in_memory(
+            arr, mask, n_rows, basis.n_basis, itemsize=held_itemsize(arr, basis))
+        method, choice = choose_solver(self.solver, basis.n_basis, k, rows_held)
         if k > 2:
             loss = SquaredHinge() if self.loss == "squared_hinge" else SmoothHinge(
                 float(smoothing))
@@ -348,6 +374,15 @@ class ReducedSVC(ProbabilityMixin, _KernelClassifier):
                 self, loss, basis, k, chunked,
                 None if lazy_labels else (arr, labels, numpy_mask(mask)), fits, rs, sample)
             coef, intercept = res.u[:-1], -res.u[-1]
+        elif method == "newton-cg":
+            loss = SquaredHinge() if self.loss == "squared_hinge" else SmoothHinge(
+                float(smoothing))
+            res, counts, extra = newton_cg_fit(
+                self, loss, basis, rs, chunked,
+                (arr, np.where(labels == 1, 1.0, -1.0), numpy_mask(mask)) if rows_held
+                else None,
+                lambda: draw_sample(rs, functools.partial(plus_minus, positive=positive)))
+            coef, intercept = res.u[:-1], -float(res.u[-1])
         else:
             if self.loss == "squared_hinge":
                 res, counts, extra = squared_hinge_fit(self, arr, labels, mask, basis, rs,
@@ -363,6 +398,6 @@ class ReducedSVC(ProbabilityMixin, _KernelClassifier):
                                                        kernel=basis.kernel)
         self.reduced_index_ = rs.index
         self.n_iter_ = res.iterations
-        self.fit_report_ = fit_report(self, rs, res, counts, basis.n_basis, t0, t_draw, extra,
-                                      clipped=clipped)
+        self.fit_report_ = fit_report(self, rs, res, counts, basis.n_basis, t0, t_draw,
+                                      {**extra, "solver_choice": choice}, clipped=clipped)
         return self

@@ -19,13 +19,20 @@ from sklearn.base import _fit_context
 from bigkern.cluster.compute import task_threads
 from bigkern.models._base import fitted_expansion
 from bigkern.models._constraints import domain
+from bigkern.models.reduced_kernel._newton_cg_fit import (
+    choose_solver,
+    held_itemsize,
+    newton_cg_fit,
+)
 from bigkern.models.reduced_kernel._reduced_parts import (
     NEWTON_CONSTRAINTS,
     centers_keywords,
     default_size,
     fit_report,
+    kernel_rows_fit_in_memory,
     masked_targets,
     newton_fit,
+    numpy_mask,
     reduced_basis,
     scale_sample_rows,
 )
@@ -33,6 +40,13 @@ from bigkern.models.regression.kernel_regression import _KernelRegressor
 from bigkern.reduce.passes import as_row_chunked
 from bigkern.reduce.reduced.reduced_set import select_reduced_set
 from bigkern.solvers.smooth_losses import SmoothEpsilonInsensitive
+
+
+def centre_targets(y: Any, index: np.ndarray) -> np.ndarray:
+    """The targets of the centres (global row numbers ``index``), float64."""
+    picked = y[np.asarray(index)]
+    return np.asarray(picked.compute() if isinstance(picked, da.Array) else picked,
+                      dtype=np.float64)
 
 __all__ = ["ReducedSVR"]
 
@@ -53,8 +67,9 @@ class ReducedSVR(_KernelRegressor):
     ----------
     omega, C, kernel, smoothing, size, fraction, centers, standardize, tol, max_iter
         As for :class:`ReducedSVC` (no stratification: there are no classes).
-    hessian, random_state
-        As for :class:`ReducedSVC`.
+    hessian, solver, random_state
+        As for :class:`ReducedSVC` (``solver="auto"``: Newton–CG from 3,000 centres on with held
+        kernel rows, 10,000 over chunked data).
     epsilon : float
         Half-width ε ≥ 0 of the insensitive tube, in the units of ``y``.
 
@@ -116,6 +131,7 @@ class ReducedSVR(_KernelRegressor):
         tol: float = 1e-8,
         max_iter: int = 50,
         hessian: str = "float64",
+        solver: str = "auto",
         random_state: Any = None,
     ) -> None:
         self.omega = omega
@@ -130,6 +146,7 @@ class ReducedSVR(_KernelRegressor):
         self.tol = tol
         self.max_iter = max_iter
         self.hessian = hessian
+        self.solver = solver
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -170,7 +187,17 @@ class ReducedSVR(_KernelRegressor):
         basis, clipped = reduced_basis(rs, self.omega, self.standardize,
                                        getattr(self, "feature_names_in_", None), self.kernel)
         rows = None if isinstance(y, da.Array) else (arr, y, mask)
-        res, counts, extra = newton_fit(self, chunked, basis, loss, in_memory=rows)
+        fits = rows is not None and kernel_rows_fit_in_memory(
+            arr, mask, n_rows, basis.n_basis, itemsize=held_itemsize(arr, basis))
+        method, choice = choose_solver(self.solver, basis.n_basis, 1, fits)
+        if method == "newton-cg":
+            res, counts, extra = newton_cg_fit(
+                self, loss, basis, rs, chunked,
+                (arr, y, numpy_mask(mask)) if fits else None,
+                lambda: (rs.X, centre_targets(y, rs.index)))
+        else:
+            res, counts, extra = newton_fit(self, chunked, basis, loss, in_memory=rows)
+        extra = {**extra, "solver_choice": choice}
         self.omega_ = float(self.omega)
         self.expansion_ = fitted_expansion(self, basis.centers, res.u[:-1].copy(),
                                            -float(res.u[-1]), self.omega_, basis.offset,

@@ -1,0 +1,204 @@
+"""The reduced SVM's and SVR's Newton–CG fit, and ``solver="auto"``'s choice of it.
+
+:func:`newton_cg_fit` runs :mod:`bigkern.solvers.newton_cg` on kernel rows held in
+memory (a numpy input whose rows fit) or over chunked data (one read per line search
+and per CG iteration), preconditioned from a uniform sample of the rows
+(:class:`~bigkern.solvers.newton_cg.SampledPreconditioner`). :func:`choose_solver` is
+``solver="auto"``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from bigkern.cluster.compute import blas_controller
+from bigkern.kernels import Basis
+from bigkern.solvers.newton_cg import NewtonCGResult, SampledPreconditioner
+from bigkern.solvers.newton_cg_rows import (
+    ChunkedNewtonCG,
+    HeldKernelRows,
+    held_kernel_rows,
+    newton_cg,
+)
+from bigkern.solvers.smooth_losses import SquaredHinge
+
+__all__ = [
+    "AUTO_CHUNKED_NEWTON_CG_CENTERS",
+    "AUTO_NEWTON_CG_CENTERS",
+    "choose_solver",
+    "draw_sample",
+    "held_itemsize",
+    "newton_cg_fit",
+]
+
+#: ``solver="auto"`` takes Newton–CG from this many centres on (two classes): below it
+#: the finite Newton step's ``n·m̃²`` Hessian and ``m̃³`` factorization cost less than
+#: Newton–CG's many memory-bound products. Measured (``benchmarks/reduced_newton_cg.py``,
+#: 10⁵ rows, both in memory, one run under load): finite Newton / Newton–CG time 0.6 at
+#: 500 and 1,000 centres, 0.8 at 2,000, 1.5 at 5,000; the two cross near 3,000.
+AUTO_NEWTON_CG_CENTERS = 3000
+
+#: The same over chunked data (kernel rows not held): each CG iteration is a read that
+#: forms every kernel value anew, where a Newton–Armijo pass forms them once per step.
+#: Measured at 2,000 centres on 5·10⁴ dask rows (one run under load): Newton–CG 531 s
+#: (563 reads) against Newton–Armijo's 101 s (15 reads); as a read costs ``n·m̃`` and a
+#: Newton pass ``n·m̃²``, the two should cross near 10⁴ centres (extrapolated, not
+#: measured).
+AUTO_CHUNKED_NEWTON_CG_CENTERS = 10_000
+
+#: Most CG iterations of one Newton step.
+CG_MAX_ITER = 200
+
+#: Held rows sampled for the in-memory preconditioner, per unknown.
+SAMPLE_PER_UNKNOWN = 4
+
+#: Most sampled rows with curvature in the preconditioner, per unknown (its cost per
+#: Newton step is ``most² (m̃ + 1)``): half as many as unknowns.
+MOST_PER_UNKNOWN = 0.5
+
+#: Trial steps of the first batch of an in-memory line search (as Newton–Armijo's).
+_FIRST_TRIALS = 4
+
+
+def held_itemsize(X: Any, basis: Basis) -> int:
+    """Bytes per held kernel value of :func:`~bigkern.solvers.newton_cg_rows.held_kernel_rows`
+    for ``X``: 4 for float32 data and a Gaussian basis, else 8."""
+    dtype = getattr(X, "dtype", np.dtype(np.float64))
+    return 4 if dtype.kind == "f" and dtype.itemsize <= 4 and basis.is_gaussian else 8
+
+
+def choose_solver(solver: str, n_centers: int, n_classes: int, held: bool = True
+                  ) -> tuple[str, str]:
+    """The solver a fit runs (``"newton"`` or ``"newton-cg"``) and why; ``held``: whether
+    the kernel rows are held in memory (else each pass is a read of chunked data).
+
+    Raises
+    ------
+    ValueError
+        ``solver="newton-cg"`` with more than two classes (their lockstep Newton fit
+        serves all k problems with one read a pass; Newton–CG does not yet).
+
+    Examples
+    --------
+    >>> choose_solver("auto", 500, 2)[0], choose_solver("auto", 5000, 2)[0]
+    ('newton', 'newton-cg')
+    >>> choose_solver("auto", 5000, 3)[0]
+    'newton'
+    """
+    if solver == "newton-cg" and n_classes > 2:
+        raise ValueError(f"solver='newton-cg' fits two classes; {n_classes} classes are "
+                         f"fitted by the lockstep Newton method (solver='newton' or 'auto')")
+    if solver != "auto":
+        return solver, f"solver={solver!r}"
+    if n_classes > 2:
+        return "newton", (f"solver='auto': {n_classes} classes (their lockstep Newton fit "
+                          f"shares each read)")
+    least = AUTO_NEWTON_CG_CENTERS if held else AUTO_CHUNKED_NEWTON_CG_CENTERS
+    where = "kernel rows in memory" if held else "chunked data"
+    if n_centers < least:
+        return "newton", (f"solver='auto': {n_centers} centers, under {least:,} on "
+                          f"{where} (the Newton step's m̃² Hessian is the cheaper)")
+    return "newton-cg", (f"solver='auto': {n_centers} centers, at least {least:,} on "
+                         f"{where} (no pass forms an m̃² Hessian)")
+
+
+def draw_sample(rs: Any, targets: Callable[[Any], np.ndarray]
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The centres and the draw's scale sample (when it has one, with labels), and their
+    targets (``targets`` maps the draw's labels): a uniform sample of the usable rows."""
+    if rs.scale_X is None or rs.scale_y is None:
+        return rs.X, targets(rs.y)
+    return (np.vstack([rs.X, rs.scale_X]),
+            np.concatenate([targets(rs.y), targets(rs.scale_y)]))
+
+
+def newton_cg_fit(est: Any, loss: Any, basis: Basis, rs: Any,
+                  chunked: Callable[[], tuple[Any, Any, Any]],
+                  in_memory: tuple[Any, Any, Any] | None,
+                  sample: Callable[[], tuple[np.ndarray, np.ndarray]]
+                  ) -> tuple[NewtonCGResult, dict[str, int], dict[str, Any]]:
+    """Newton–CG on ``est``'s problem (``C``, ``tol``, ``max_iter``); warns when not converged.
+
+    ``in_memory``: the fit's numpy ``(X, targets, mask)`` when its kernel rows are to be
+    held (the caller checked they fit), else None and ``chunked()`` makes the dask
+    ``(X, targets, mask)``. ``sample()`` gives the raw rows and targets of
+    a uniform sample of the usable rows (the centres, and the draw's scale sample when it
+    has labels) for the chunked fit's preconditioner. Returns the result, the row counts
+    and what the fit report adds.
+    """
+    dim = basis.n_basis + 1
+    options = {"C": float(est.C), "tol": float(est.tol), "max_iter": int(est.max_iter),
+               "cg_max_iter": CG_MAX_ITER}
+    most = max(1, int(MOST_PER_UNKNOWN * dim))
+    if in_memory is not None:
+        X, y, mask = in_memory
+        A, targets, counts = held_kernel_rows(X, y, basis, mask)
+        n = len(A)
+        pick = np.sort(np.random.default_rng(rs.seed).choice(
+            n, min(n, SAMPLE_PER_UNKNOWN * dim), replace=False))
+        pre = SampledPreconditioner(A[pick], targets[pick], n, C=options["C"], loss=loss,
+                                    most=most, seed=rs.seed)
+        # the products are matrix–vector ones: on one BLAS thread they do not wait on
+        # a second one that a loaded machine may not give
+        with blas_controller().limit(limits=1, user_api="blas"):
+            res = newton_cg(HeldKernelRows(A, targets, loss), dim, preconditioner=pre,
+                            first_trials=_FIRST_TRIALS,
+                            exact_line_search=isinstance(loss, SquaredHinge), **options)
+        extra = {"solver": f"newton-cg, in memory ({A.dtype} rows)", "reads": 2}
+    else:
+        Xs, ys = sample()
+        B, yb, _ = held_kernel_rows(np.asarray(Xs, dtype=np.float64), ys, basis)
+        Xd, yd, md = chunked()
+        pre = _LazyRows(B, yb, options["C"], loss, most, rs.seed)
+        with ChunkedNewtonCG(Xd, yd, basis, loss, mask=md) as passes:
+            res = newton_cg(_CountingRows(passes, pre), dim, preconditioner=pre, **options)
+        counts = passes.counts
+        extra = {"solver": "newton-cg, one read per line search and per CG iteration",
+                 "reads": passes.passes + 1}
+    _warn_unconverged(est, res)
+    return res, counts, {**extra, "cg_iterations": list(res.cg_iterations),
+                         "cg_residuals": [float(r) for r in res.cg_residuals],
+                         "preconditioner_rows": int(pre.kept),
+                         "preconditioner_reused": int(pre.reused)}
+
+
+class _LazyRows(SampledPreconditioner):
+    """The chunked fit's preconditioner: the number of usable rows is known after the
+    first pass (its row counts), so the sample's weight is set then."""
+
+    def __init__(self, rows: np.ndarray, y: np.ndarray, C: float, loss: Any, most: int,
+                 seed: int) -> None:
+        super().__init__(rows, y, len(rows), C=C, loss=loss, most=most, seed=seed)
+        self._C = C
+
+    def set_rows(self, n_rows: int) -> None:
+        self.scale = self._C * float(n_rows) / max(1, len(self.rows))
+
+
+class _CountingRows:
+    """Answers the passes with ``passes`` and tells the preconditioner the usable rows."""
+
+    def __init__(self, passes: ChunkedNewtonCG, pre: _LazyRows) -> None:
+        self.passes, self.pre = passes, pre
+
+    def __call__(self, request: Any) -> Any:
+        out = self.passes(request)
+        self.pre.set_rows(int(self.passes.counts["valid"]))
+        return out
+
+
+def _warn_unconverged(est: Any, res: NewtonCGResult) -> None:
+    if not res.converged:
+        last = res.cg_residuals[-1] if res.cg_residuals else float("nan")
+        warnings.warn(
+            f"{type(est).__name__} (Newton-CG) did not converge: {res.message} after "
+            f"{res.iterations} Newton iterations and {sum(res.cg_iterations)} CG iterations "
+            f"(gradient norm {res.grad_norm:.3g}, "
+            f"{res.grad_norm / max(res.grad_norm0, 1e-300):.2g} of the initial; "
+            f"the last CG residual {last:.2g} of the gradient)",
+            ConvergenceWarning, stacklevel=5)

@@ -1,0 +1,127 @@
+"""Newton–CG for the reduced SVM: the finite-Newton / Newton–Armijo solution, in memory and
+over chunks, and ``solver="auto"``'s choice."""
+
+from __future__ import annotations
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from bigkern import ReducedSVC
+from bigkern.models.reduced_kernel import _newton_cg_fit
+from bigkern.solvers.finite_newton import finite_newton
+from bigkern.solvers.newton_cg import SampledPreconditioner, preconditioned_cg
+from bigkern.solvers.newton_cg_rows import HeldKernelRows, newton_cg
+from bigkern.solvers.smooth_losses import SquaredHinge
+from bigkern.solvers.smooth_svm import drive
+
+
+def _kernel_problem(n: int = 400, m: int = 40, seed: int = 0
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    y = np.where((X**2).sum(axis=1) + 0.3 * rng.normal(size=n) < 1.4, 1.0, -1.0)
+    Z = X[:m]
+    A = np.exp(-0.5 * ((X[:, None, :] - Z[None]) ** 2).sum(axis=2))
+    return np.column_stack([A, -np.ones(n)]), y
+
+
+@pytest.mark.parametrize(("precondition", "exact"), [(False, False), (True, False),
+                                                     (True, True)])
+def test_newton_cg_is_the_finite_newton_solution(precondition: bool, exact: bool) -> None:
+    A, y = _kernel_problem()
+    exact = finite_newton(A, y, C=10.0, tol=1e-12)
+    pre = SampledPreconditioner(A[::4], y[::4], len(A), C=10.0, loss=SquaredHinge(),
+                                most=30) if precondition else None
+    res = newton_cg(HeldKernelRows(A, y, SquaredHinge()), A.shape[1], C=10.0, tol=1e-12,
+                    preconditioner=pre, exact_line_search=exact)
+    assert res.converged
+    np.testing.assert_allclose(res.u, exact.u, atol=1e-6)
+    # line searches: the start's, one a step, one a backtrack, and a last one that may
+    # find F optimal to round-off
+    line = res.passes - sum(res.cg_iterations)
+    assert line - (1 + res.iterations + res.backtracked) in (0, 1)
+
+
+def test_float32_rows_steer_only() -> None:
+    # float32 held rows: the curvature products are float32, the gradient float64
+    A, y = _kernel_problem(seed=1)
+    A32 = A.astype(np.float32)
+    exact = finite_newton(A32.astype(np.float64), y, C=10.0, tol=1e-12)
+    res = newton_cg(HeldKernelRows(A32, y, SquaredHinge()), A.shape[1], C=10.0, tol=1e-12)
+    np.testing.assert_allclose(res.u, exact.u, atol=1e-6)
+
+
+def test_the_preconditioner_cuts_iterations() -> None:
+    A, y = _kernel_problem(seed=2)
+    H = np.eye(A.shape[1]) + 10.0 * A.T @ A  # at u = 0 every row is in the margin
+    g = -10.0 * (y @ A)
+    counts = []
+    for pre in (None, SampledPreconditioner(A[::2], y[::2], len(A), C=10.0,
+                                            loss=SquaredHinge())):
+        apply = (lambda r: r) if pre is None else pre.at(np.zeros(A.shape[1]))
+        d, its, _ = drive(preconditioned_cg(g, apply, rtol=1e-8, max_iter=500),
+                            lambda p: H @ p)
+        np.testing.assert_allclose(H @ d, -g, atol=1e-6 * np.linalg.norm(g))
+        counts.append(its)
+    assert counts[1] < counts[0] / 2
+
+
+def _rings(n: int = 1200, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    return X, np.where((X**2).sum(axis=1) + 0.3 * rng.normal(size=n) < 1.4, 1, -1)
+
+
+@pytest.mark.parametrize("loss", ["squared_hinge", "smooth_hinge"])
+def test_reduced_svc_newton_cg_in_memory_and_chunks_match_newton(loss: str) -> None:
+    X, y = _rings(500)
+    kw = {"omega": 1.0, "C": 10.0, "size": 30, "random_state": 0, "loss": loss,
+          "tol": 1e-12}
+    newton = ReducedSVC(solver="newton", **kw).fit(X, y)
+    held = ReducedSVC(solver="newton-cg", **kw).fit(X, y)
+    assert held.fit_report_["solver"].startswith("newton-cg, in memory")
+    want = newton.decision_function(X)
+    np.testing.assert_allclose(held.decision_function(X), want, atol=1e-6)
+    with dask.config.set(scheduler="synchronous"):
+        for rows in ((250,) if loss == "smooth_hinge" else (250, 173)):
+            lazy = ReducedSVC(solver="newton-cg", **kw).fit(
+                da.from_array(X, chunks=(rows, 2)), da.from_array(y, chunks=rows))
+            rep = lazy.fit_report_
+            assert rep["solver"].startswith("newton-cg, one read")
+            # one read to draw Ã, one per line search and per CG iteration
+            assert rep["reads"] == 1 + rep["passes"]
+            line = rep["passes"] - sum(rep["cg_iterations"])
+            assert line - (1 + rep["iterations"] + rep["backtracked"]) in (0, 1)
+            np.testing.assert_allclose(lazy.decision_function(X), want, atol=1e-6)
+
+
+def test_non_convergence_warns_with_iterations_and_residual() -> None:
+    X, y = _rings(400)
+    with pytest.warns(ConvergenceWarning, match=r"after 1 Newton iterations and \d+ CG "
+                                                r"iterations.*gradient norm.*CG residual"):
+        ReducedSVC(omega=1.0, C=10.0, size=30, random_state=0, loss="squared_hinge",
+                   solver="newton-cg", max_iter=1).fit(X, y)
+
+
+def test_auto_chooses_and_reports(monkeypatch: pytest.MonkeyPatch) -> None:
+    X, y = _rings(400)
+    kw = {"omega": 1.0, "C": 10.0, "size": 30, "random_state": 0, "loss": "squared_hinge"}
+    small = ReducedSVC(**kw).fit(X, y)
+    assert small.fit_report_["solver"].startswith("finite newton")
+    assert "under 3,000 on kernel rows in memory" in small.fit_report_["solver_choice"]
+    monkeypatch.setattr(_newton_cg_fit, "AUTO_NEWTON_CG_CENTERS", 30)
+    large = ReducedSVC(**kw).fit(X, y)
+    assert large.fit_report_["solver"].startswith("newton-cg")
+    assert "at least 30" in large.fit_report_["solver_choice"]
+    with dask.config.set(scheduler="synchronous"):
+        lazy = ReducedSVC(**kw).fit(da.from_array(X, chunks=(200, 2)),
+                                    da.from_array(y, chunks=200))
+    assert "under 10,000 on chunked data" in lazy.fit_report_["solver_choice"]
+    labels = np.digitize(X[:, 0], [-0.5, 0.5])
+    three = ReducedSVC(**kw).fit(X, labels)
+    assert "3 classes" in three.fit_report_["solver_choice"]
+    with pytest.raises(ValueError, match="solver='newton-cg' fits two classes"):
+        ReducedSVC(solver="newton-cg", **kw).fit(X, labels)
