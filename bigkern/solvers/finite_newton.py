@@ -55,7 +55,7 @@ import numpy as np
 from bigkern.kernels.basis import syrk_product
 from bigkern.solvers.smooth_svm import (
     NewtonResult,
-    _check_newton_options,
+    check_newton_options,
     cholesky_solve,
     drive,
     newton_direction,
@@ -225,7 +225,7 @@ def finite_newton_iterates(
     starting there share it); it is copied. The other arguments are
     :func:`finite_newton`'s.
     """
-    _check_newton_options(C, tol, 1e-4, max_iter)
+    check_newton_options(C, tol, 1e-4, max_iter)
     C = float(C)
     y = np.asarray(y, dtype=np.float64)
     dim = A.shape[1]

@@ -24,7 +24,7 @@ from bigkern.solvers.finite_newton import (
     finite_newton_iterates,
 )
 from bigkern.solvers.lockstep_newton import LockstepResult
-from bigkern.solvers.smooth_svm import NewtonResult, _check_newton_options
+from bigkern.solvers.smooth_svm import NewtonResult, check_newton_options
 
 __all__ = ["finite_newton_classes"]
 
@@ -96,7 +96,7 @@ def finite_newton_classes(
     threads = (os.cpu_count() or 1) if threads is None else int(threads)
     start = None
     if U0 is None:  # every row active at u = 0: one Hessian for all the problems
-        _check_newton_options(C, tol, 1e-4, max_iter)
+        check_newton_options(C, tol, 1e-4, max_iter)
         start = _hessian(A, np.ones(len(A), dtype=bool), float(C), hessian_dtype)
     iterates = [finite_newton_iterates(A, np.where(codes == c, 1.0, -1.0), C=C,
                                        u0=None if U0 is None else U0[:, q], tol=tol,

@@ -68,17 +68,9 @@ from bigkern.kernels.row_sums import RowSums
 from bigkern.solvers.smooth_losses import SmoothEpsilonInsensitive, SmoothHinge, smooth_plus
 
 __all__ = [
-    "NewtonResult",
-    "SmoothEpsilonInsensitive",
-    "SmoothHinge",
-    "armijo_steps",
-    "cholesky_solve",
-    "drive",
-    "newton_armijo",
-    "newton_armijo_iterates",
-    "newton_direction",
-    "objective",
-    "smooth_plus",
+    "NewtonResult", "SmoothEpsilonInsensitive", "SmoothHinge", "armijo_steps", "armijo_test",
+    "check_newton_options", "cholesky_solve", "drive", "newton_armijo",
+    "newton_armijo_iterates", "newton_direction", "objective", "smooth_plus"
 ]
 
 
@@ -232,7 +224,7 @@ def newton_armijo_iterates(
     subset of the rows), with ``grad_norm0`` the norm ``‖∇F(0)‖`` of the stopping rule
     (which a pass at ``u0`` does not give).
     """
-    _check_newton_options(C, tol, delta, max_iter)
+    check_newton_options(C, tol, delta, max_iter)
     C = float(C)
     steps = armijo_steps(max_halvings)
     first = len(steps) if first_trials is None else max(1, min(int(first_trials), len(steps)))
@@ -255,11 +247,11 @@ def newton_armijo_iterates(
         d = -newton_direction(H, g, C)
         slope = float(g @ d)
         trial = yield u, d, steps[:first], 1.0
-        f_trial, ok = _armijo_test(trial, u, d, f, slope, steps[:first], C, delta)
+        f_trial, ok = armijo_test(trial, u, d, f, slope, steps[:first], C, delta)
         passes += 1
         if not len(ok) and first < len(steps):  # the shorter steps, in a second batch
             rest = yield u, d, steps[first:], 1.0
-            f_rest, ok = _armijo_test(rest, u, d, f, slope, steps[first:], C, delta)
+            f_rest, ok = armijo_test(rest, u, d, f, slope, steps[first:], C, delta)
             f_trial, ok = np.concatenate([f_trial, f_rest]), ok + first
             passes += 1
         if not len(ok):
@@ -294,7 +286,7 @@ def newton_armijo_iterates(
                         message, refined_at)
 
 
-def _check_newton_options(C: Any, tol: Any, delta: Any, max_iter: Any) -> None:
+def check_newton_options(C: Any, tol: Any, delta: Any, max_iter: Any) -> None:
     """Refuse a penalty, tolerance, Armijo constant or iteration bound out of range."""
     for name, v in (("C", C), ("tol", tol)):
         if not (isinstance(v, int | float | np.number) and np.isfinite(v) and v > 0):
@@ -305,7 +297,7 @@ def _check_newton_options(C: Any, tol: Any, delta: Any, max_iter: Any) -> None:
         raise ValueError(f"max_iter must be a non-negative int; got {max_iter!r}")
 
 
-def _armijo_test(trial: RowSums, u: np.ndarray, d: np.ndarray, f: float, slope: float,
+def armijo_test(trial: RowSums, u: np.ndarray, d: np.ndarray, f: float, slope: float,
                  steps: np.ndarray, C: float, delta: float) -> tuple[np.ndarray, np.ndarray]:
     """``F(u + λ d)`` at every trial step of one batch's sums, and the steps that pass.
 

@@ -12,8 +12,8 @@ from sklearn.exceptions import ConvergenceWarning
 from bigkern import ReducedSVC
 from bigkern.models.reduced_kernel import _newton_cg_fit
 from bigkern.solvers.finite_newton import finite_newton
-from bigkern.solvers.newton_cg import SampledPreconditioner, preconditioned_cg
-from bigkern.solvers.newton_cg_rows import HeldKernelRows, newton_cg
+from bigkern.solvers.newton_cg.held_rows import HeldKernelRows, newton_cg
+from bigkern.solvers.newton_cg.preconditioning import SampledPreconditioner, preconditioned_cg
 from bigkern.solvers.smooth_losses import SquaredHinge
 from bigkern.solvers.smooth_svm import drive
 

@@ -3,8 +3,8 @@
 :func:`newton_cg_fit` runs :mod:`bigkern.solvers.newton_cg` on kernel rows held in
 memory (a numpy input whose rows fit) or over chunked data (one read per line search
 and per CG iteration), preconditioned from a uniform sample of the rows
-(:class:`~bigkern.solvers.newton_cg.SampledPreconditioner`). :func:`choose_solver` is
-``solver="auto"``.
+(:class:`~bigkern.solvers.newton_cg.preconditioning.SampledPreconditioner`).
+:func:`choose_solver` is ``solver="auto"``.
 """
 
 from __future__ import annotations
@@ -18,13 +18,10 @@ from sklearn.exceptions import ConvergenceWarning
 
 from bigkern.cluster.compute import blas_controller
 from bigkern.kernels import Basis
-from bigkern.solvers.newton_cg import NewtonCGResult, SampledPreconditioner
-from bigkern.solvers.newton_cg_rows import (
-    ChunkedNewtonCG,
-    HeldKernelRows,
-    held_kernel_rows,
-    newton_cg,
-)
+from bigkern.reduce.reduced.newton_cg_passes import ChunkedNewtonCG, held_kernel_rows
+from bigkern.solvers.newton_cg.held_rows import HeldKernelRows, newton_cg
+from bigkern.solvers.newton_cg.method import LinePass, LineSums, NewtonCGResult
+from bigkern.solvers.newton_cg.preconditioning import SampledPreconditioner
 from bigkern.solvers.smooth_losses import SquaredHinge
 
 __all__ = [
@@ -66,8 +63,9 @@ _FIRST_TRIALS = 4
 
 
 def held_itemsize(X: Any, basis: Basis) -> int:
-    """Bytes per held kernel value of :func:`~bigkern.solvers.newton_cg_rows.held_kernel_rows`
-    for ``X``: 4 for float32 data and a Gaussian basis, else 8."""
+    """Bytes per held kernel value of
+    :func:`~bigkern.reduce.reduced.newton_cg_passes.held_kernel_rows` for ``X``: 4 for
+    float32 data and a Gaussian basis, else 8."""
     dtype = getattr(X, "dtype", np.dtype(np.float64))
     return 4 if dtype.kind == "f" and dtype.itemsize <= 4 and basis.is_gaussian else 8
 
@@ -181,13 +179,18 @@ class _LazyRows(SampledPreconditioner):
 
 
 class _CountingRows:
-    """Answers the passes with ``passes`` and tells the preconditioner the usable rows."""
+    """Answers the solver's passes with the chunked ones of ``passes`` and tells the
+    preconditioner the usable rows."""
 
     def __init__(self, passes: ChunkedNewtonCG, pre: _LazyRows) -> None:
         self.passes, self.pre = passes, pre
 
     def __call__(self, request: Any) -> Any:
-        out = self.passes(request)
+        if isinstance(request, LinePass):
+            out: Any = LineSums(*self.passes.line(request.u, request.d, request.steps,
+                                                  request.at))
+        else:  # a CurvaturePass
+            out = self.passes.curvature(request.u, request.p)
         self.pre.set_rows(int(self.passes.counts["valid"]))
         return out
 

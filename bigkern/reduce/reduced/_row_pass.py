@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import dask
 import dask.array as da
 import numpy as np
 
@@ -29,7 +30,7 @@ from bigkern.reduce.passes import (
     valid_rows,
 )
 
-__all__ = ["as_arrays", "count_attrs", "run_pass", "usable_rows"]
+__all__ = ["BasisBroadcast", "as_arrays", "count_attrs", "run_pass", "usable_rows"]
 
 
 def usable_rows(Xb: np.ndarray, yb: np.ndarray, start: int, mb: np.ndarray | None = None
@@ -133,3 +134,35 @@ def count_attrs(c: dict[str, int]) -> dict[str, int]:
     """Counts as attributes: ``n_<count>`` (``n_masked`` only when rows were masked)."""
     return {f"n_{k}" if not k.startswith("first") else k: int(v) for k, v in c.items()
             if k != "masked" or v}
+
+
+class BasisBroadcast:
+    """Ships a pass object's ``basis`` once per fit: scattered to every worker when a
+    distributed client is in use, else one :func:`dask.delayed` object shared by all the
+    tasks of a pass. A context manager; :meth:`basis_handle` is what tasks take."""
+
+    basis: Any
+    _handle: Any = None
+    _future: Any = None
+
+    def __enter__(self) -> Any:
+        from bigkern.cluster.compute import current_client
+
+        client = current_client()
+        if client is not None:
+            self._future = client.scatter(self.basis, broadcast=True, hash=False)
+            self._handle = self._future
+        else:
+            self._handle = dask.delayed(self.basis, pure=True, traverse=False)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._future is not None:
+            self._future.release()
+        self._future = self._handle = None
+
+    def basis_handle(self, name: str) -> Any:
+        """The shipped basis, or an error when used outside its ``with`` block."""
+        if self._handle is None:
+            raise RuntimeError(f"use {name} as a context manager (with ...:)")
+        return self._handle

@@ -46,7 +46,7 @@ from bigkern.kernels.class_row_sums import (
 )
 from bigkern.kernels.row_sums import RowSums, accumulate_block
 from bigkern.reduce.passes import as_row_chunked
-from bigkern.reduce.reduced._row_pass import check_counts, run_pass, usable_rows
+from bigkern.reduce.reduced._row_pass import BasisBroadcast, check_counts, run_pass, usable_rows
 
 __all__ = ["ReducedNewtonPasses", "augmented_kernel_rows", "newton_sums"]
 
@@ -159,7 +159,7 @@ def newton_sums(X: Any, y: Any, basis: Basis, u: np.ndarray, d: np.ndarray,
     return sums, passes.counts
 
 
-class ReducedNewtonPasses:
+class ReducedNewtonPasses(BasisBroadcast):
     """The ``evaluate`` of :func:`~bigkern.solvers.smooth_svm.newton_armijo` over chunked data.
 
     Ships the basis to the workers once (a scattered, broadcast future on a
@@ -205,24 +205,6 @@ class ReducedNewtonPasses:
         self.split_every = split_every
         self.passes = 0
         self.counts: dict[str, int] = {}
-        self._handle: Any = None
-        self._future: Any = None
-
-    def __enter__(self) -> ReducedNewtonPasses:
-        from bigkern.cluster.compute import current_client
-
-        client = current_client()
-        if client is not None:
-            self._future = client.scatter(self.basis, broadcast=True, hash=False)
-            self._handle = self._future
-        else:
-            self._handle = dask.delayed(self.basis, pure=True, traverse=False)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._future is not None:
-            self._future.release()
-        self._future = self._handle = None
 
     def exact_hessian(self) -> None:
         """Form the Hessian in float64 from the next pass on."""
@@ -230,8 +212,7 @@ class ReducedNewtonPasses:
 
     def __call__(self, u: np.ndarray, d: np.ndarray, steps: Any, at: float) -> RowSums:
         """One pass (see :func:`newton_sums`)."""
-        if self._handle is None:
-            raise RuntimeError("use ReducedNewtonPasses as a context manager (with ...:)")
+        handle = self.basis_handle("ReducedNewtonPasses")
         self.passes += 1
         steps = np.asarray(steps, dtype=np.float64)
         point = dask.delayed({"u": np.asarray(u, dtype=np.float64),
@@ -241,12 +222,11 @@ class ReducedNewtonPasses:
         m = self.basis.n_basis
         res = run_pass(self.X, self.y, _newton_chunk, name="reduced-svm-newton",
                        label=f"reduced SVM pass {self.passes} ({m} centers)",
-                       split_every=self.split_every, mask=self.mask, basis=self._handle,
+                       split_every=self.split_every, mask=self.mask, basis=handle,
                        point=point,
                        loss=self.loss, block_rows=config.get("kernel_block_rows"))
         self.counts = dict(res["counts"])
         return RowSums(res["acc"], m + 1, len(steps))
-
 
     def classes(self, points: ClassPoints) -> list[RowSums]:
         """One pass serving every one-vs-rest problem of ``points`` (``y`` holds class codes).
@@ -254,15 +234,14 @@ class ReducedNewtonPasses:
         The ``evaluate`` of :func:`~bigkern.solvers.lockstep_newton.newton_armijo_lockstep`:
         each chunk's kernel block is formed once and added to every problem's sums.
         """
-        if self._handle is None:
-            raise RuntimeError("use ReducedNewtonPasses as a context manager (with ...:)")
+        handle = self.basis_handle("ReducedNewtonPasses")
         self.passes += 1
         m = self.basis.n_basis
         shipped = dask.delayed(points, pure=True, traverse=False)
         res = run_pass(self.X, self.y, _classes_chunk, name="reduced-svm-newton",
                        label=f"reduced SVM pass {self.passes} ({m} centers, "
                              f"{len(points.classes)} classes)",
-                       split_every=self.split_every, mask=self.mask, basis=self._handle,
+                       split_every=self.split_every, mask=self.mask, basis=handle,
                        points=shipped, loss=self.loss,
                        block_rows=config.get("kernel_block_rows"))
         self.counts = dict(res["counts"])

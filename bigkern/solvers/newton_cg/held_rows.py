@@ -1,0 +1,173 @@
+"""Newton–CG (:mod:`bigkern.solvers.newton_cg`) over kernel rows held in memory.
+
+:class:`HeldKernelRows` answers the method's passes over augmented kernel rows
+``a_i = [K(x_i, Ã), −1]`` held in memory, in the data's precision (float32 data: float32
+rows, half the memory; :func:`bigkern.reduce.reduced.newton_cg_passes.held_kernel_rows`
+forms them). The line search's products run in float64 (blocks of rows converted on the
+fly), so the gradient, hence the solution, is that of the rows as held; the curvature
+products ``Σ ℓ'' a (a·p)`` run on the rows with curvature only (gathered once per Newton
+step) in the rows' precision, as they only steer CG. :func:`newton_cg` runs the method
+with it, or with any callable answering the same passes (the chunked one the model
+builds from :class:`bigkern.reduce.reduced.newton_cg_passes.ChunkedNewtonCG`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from bigkern.solvers.finite_newton import exact_line_search
+from bigkern.solvers.newton_cg.method import (
+    CurvaturePass,
+    ExactLinePass,
+    LinePass,
+    LineSums,
+    NewtonCGResult,
+    newton_cg_iterates,
+)
+from bigkern.solvers.smooth_svm import drive
+
+__all__ = ["HeldKernelRows", "newton_cg"]
+
+
+#: Bytes of a block of rows converted to float64 for a product, or read twice by the
+#: curvature product: small enough to stay in cache.
+_CACHE_BYTES = 2**20
+
+
+class HeldKernelRows:
+    """The passes of Newton–CG over augmented kernel rows held in memory.
+
+    Parameters
+    ----------
+    A : ndarray, shape (n, dim)
+        Augmented kernel rows, float32 or float64.
+    y : ndarray, shape (n,)
+        Targets.
+    loss : object
+        The row loss (``value``, ``derivatives``).
+
+    Attributes
+    ----------
+    passes : int
+        Passes answered (products over all rows, or over the rows with curvature).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern.solvers.newton_cg.method import CurvaturePass
+    >>> from bigkern.solvers.newton_cg.held_rows import HeldKernelRows
+    >>> from bigkern.solvers.smooth_losses import SquaredHinge
+    >>> A = np.array([[1.0, -1.0], [0.5, -1.0], [0.0, -1.0]])
+    >>> rows = HeldKernelRows(A, np.array([1.0, 1.0, -1.0]), SquaredHinge())
+    >>> rows(CurvaturePass(np.zeros(2), np.array([1.0, 0.0]))).tolist()  # Σ a (a·p)
+    [1.25, -1.5]
+    """
+
+    def __init__(self, A: np.ndarray, y: np.ndarray, loss: Any) -> None:
+        self.A, self.y, self.loss = A, np.asarray(y, dtype=np.float64), loss
+        self.passes = 0
+        self._point: np.ndarray | None = None  # where _f holds a·u
+        self._f: np.ndarray | None = None
+        self._curved: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def _blocks(self) -> tuple[int, np.ndarray]:
+        """Rows per float64 block of a product, and its work buffer (in cache)."""
+        rows = max(16, _CACHE_BYTES // (8 * self.A.shape[1]))
+        return rows, np.empty((rows, self.A.shape[1]))
+
+    def _times(self, V: np.ndarray) -> np.ndarray:
+        """``A V`` in float64 (V (dim, k))."""
+        if self.A.dtype == np.float64:
+            return self.A @ V
+        out = np.empty((len(self.A), V.shape[1]))
+        rows, work = self._blocks()
+        for s in range(0, len(self.A), rows):
+            block = self.A[s:s + rows]
+            b = work[:len(block)]
+            b[...] = block
+            np.matmul(b, V, out=out[s:s + rows])
+        return out
+
+    def _weights(self, w: np.ndarray) -> np.ndarray:
+        """``wᵀ A`` in float64."""
+        if self.A.dtype == np.float64:
+            return w @ self.A
+        out = np.zeros(self.A.shape[1])
+        rows, work = self._blocks()
+        for s in range(0, len(self.A), rows):
+            block = self.A[s:s + rows]
+            b = work[:len(block)]
+            b[...] = block
+            out += w[s:s + rows] @ b
+        return out
+
+    def __call__(self, request: LinePass | ExactLinePass | CurvaturePass) -> Any:
+        """Answer one pass of :func:`~bigkern.solvers.newton_cg.method.newton_cg_iterates`."""
+        self.passes += 1
+        if isinstance(request, LinePass):
+            return self._line(request)
+        if isinstance(request, ExactLinePass):
+            return self._exact_line(request)
+        return self._curvature(request.u, request.p)
+
+    def _exact_line(self, q: ExactLinePass) -> LineSums:
+        """The squared hinge's exact step along ``d``, its loss and gradient sums."""
+        if self._point is None or not np.array_equal(q.u, self._point):
+            self._point, self._f = np.array(q.u), self._times(q.u[:, None])[:, 0]
+        s, t = self._f, self._times(q.d[:, None])[:, 0]
+        lam = exact_line_search(1.0 - self.y * s, self.y * t, float(q.u @ q.d),
+                                float(q.d @ q.d), q.C)
+        f = s + lam * t
+        d1, _ = self.loss.derivatives(f, self.y)
+        self._point, self._f, self._curved = q.u + lam * q.d, f, None
+        return LineSums(np.array([float(self.loss.value(f, self.y).sum())]),
+                        self._weights(d1), lam)
+
+    def _line(self, q: LinePass) -> LineSums:
+        st = self._times(np.column_stack([q.u, q.d]))
+        s, t = st[:, 0], st[:, 1]
+        steps = np.asarray(q.steps, dtype=np.float64)
+        loss = np.array([float(self.loss.value(s + lam * t, self.y).sum()) for lam in steps])
+        f = s + q.at * t
+        d1, _ = self.loss.derivatives(f, self.y)
+        # the point the next curvature passes ask for, when the step q.at is taken
+        self._point, self._f, self._curved = q.u + q.at * q.d, f, None
+        return LineSums(loss, self._weights(d1))
+
+    def _curvature(self, u: np.ndarray, p: np.ndarray) -> np.ndarray:
+        if self._curved is None or self._point is None or not np.array_equal(u, self._point):
+            if self._point is None or not np.array_equal(u, self._point):
+                self._point, self._f = np.array(u), self._times(u[:, None])[:, 0]
+            _, w = self.loss.derivatives(self._f, self.y)
+            rows = np.flatnonzero(w > 0.0)
+            self._curved = (np.ascontiguousarray(self.A[rows]), w[rows], rows)
+        B, w, _ = self._curved
+        # block by block, so that Bᵀ(w ∘ B p) reads each block from memory once
+        p = p.astype(B.dtype)
+        out = np.zeros(B.shape[1], dtype=B.dtype)
+        rows = max(16, _CACHE_BYTES // max(1, B.itemsize * B.shape[1]))
+        for s in range(0, len(B), rows):
+            b = B[s:s + rows]
+            out += (w[s:s + rows] * (b @ p)).astype(B.dtype) @ b
+        return out.astype(np.float64)
+
+
+def newton_cg(answer: Any, dim: int, **options: Any) -> NewtonCGResult:
+    """Run :func:`~bigkern.solvers.newton_cg.method.newton_cg_iterates` (``options``) with
+    ``answer`` (a :class:`HeldKernelRows`, or a callable answering the same passes).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigkern.solvers.finite_newton import finite_newton
+    >>> from bigkern.solvers.newton_cg.held_rows import HeldKernelRows, newton_cg
+    >>> from bigkern.solvers.smooth_losses import SquaredHinge
+    >>> x = np.linspace(-2, 2, 40)
+    >>> A, y = np.column_stack([x, x**2, -np.ones(40)]), np.sign(x + 0.1)
+    >>> res = newton_cg(HeldKernelRows(A, y, SquaredHinge()), 3, C=10.0, tol=1e-10)
+    >>> bool(np.allclose(res.u, finite_newton(A, y, C=10.0, tol=1e-10).u, atol=1e-8))
+    True
+    """
+    return drive(newton_cg_iterates(dim, **options), answer)
