@@ -35,17 +35,15 @@ __all__ = [
 
 #: ``solver="auto"`` takes Newton–CG from this many centres on (two classes): below it
 #: the finite Newton step's ``n·m̃²`` Hessian and ``m̃³`` factorization cost less than
-#: Newton–CG's many memory-bound products. Measured (``benchmarks/reduced_newton_cg.py``,
-#: 10⁵ rows, both in memory, one run under load): finite Newton / Newton–CG time 0.6 at
-#: 500 and 1,000 centres, 0.8 at 2,000, 1.5 at 5,000; the two cross near 3,000.
+#: Newton–CG's many memory-bound products. The two crossed between 2,000 and 5,000
+#: centres on held rows (docs/benchmarks/reduced.md, "Newton–CG", has the run).
 AUTO_NEWTON_CG_CENTERS = 3000
 
 #: The same over chunked data (kernel rows not held): each CG iteration is a read that
 #: forms every kernel value anew, where a Newton–Armijo pass forms them once per step.
-#: Measured at 2,000 centres on 5·10⁴ dask rows (one run under load): Newton–CG 531 s
-#: (563 reads) against Newton–Armijo's 101 s (15 reads); as a read costs ``n·m̃`` and a
-#: Newton pass ``n·m̃²``, the two should cross near 10⁴ centres (extrapolated, not
-#: measured).
+#: At 2,000 centres Newton–CG was several times slower; as a read costs ``n·m̃`` and a
+#: Newton pass ``n·m̃²``, the two should cross near 10⁴ centres (extrapolated from that
+#: one run, given on the same page; not measured there).
 AUTO_CHUNKED_NEWTON_CG_CENTERS = 10_000
 
 #: Most CG iterations of one Newton step.
