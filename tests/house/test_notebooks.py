@@ -44,9 +44,11 @@ def _execute(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> obje
                                      resources={"metadata": {"path": str(tmp_path)}})
     client.execute()
     keep = os.environ.get("BIGKERN_EXECUTED_NOTEBOOKS")
-    if keep:  # for the documentation site, built next by .ci/run (docs/conf.py)
+    if keep:  # for the documentation site, which .ci/run builds once all are here (docs/conf.py)
         Path(keep).mkdir(parents=True, exist_ok=True)
-        nbformat.write(book, Path(keep) / name)
+        partial = Path(keep) / f".{name}.partial"
+        nbformat.write(book, partial)
+        partial.replace(Path(keep) / name)  # whole or absent: the build may be looking
     return book
 
 
