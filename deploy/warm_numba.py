@@ -64,11 +64,17 @@ def warm() -> int:
             bigkern.NystromKernelRidgeClassifier(size=40, kernel=kernel).fit(
                 X.astype(np.float32), y).predict(X)
         # Nyström by conjugate gradients on float32 rows: the compiled kernel products (a
-        # few iterations: compiling is the point, not converging)
+        # few iterations: compiling is the point, not converging), with the kernel blocks
+        # kept between iterations and with them formed anew each iteration (past
+        # bigkern.kept_kernel_share)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            bigkern.NystromKernelRidgeClassifier(size=40, lam=1.0, solver="cg",
-                                                 max_iter=3).fit(X.astype(np.float32), y)
+            for share in (None, 0.0):
+                with bigkern.config.set(**({} if share is None else
+                                           {"kept_kernel_share": share})):
+                    bigkern.NystromKernelRidgeClassifier(size=40, lam=1.0, solver="cg",
+                                                         max_iter=3).fit(
+                        X.astype(np.float32), y)
     cache = os.environ.get("NUMBA_CACHE_DIR")
     return len(list(Path(cache).rglob("*.nbi"))) if cache else 0
 

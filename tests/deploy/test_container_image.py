@@ -520,7 +520,8 @@ WARMED_FUNCTIONS = (
     "_one_read_loops._one_read_kernels.locals.sums_kernel",
     "_key_loops._key_histograms_kernel.locals.key_histograms_d",
     "sparse_gram._pair_distances", "sparse_svm._smo", "sparse_spd._symmetric_matvec",
-    "product_loops._fused_products", "radial_loops._block_rows", "radial_loops._expansion_rows",
+    "product_loops._fused_products", "kept_blocks._block_products", "radial_loops._block_rows",
+    "radial_loops._expansion_rows",
 )
 
 #: Run in a container after the job: per worker, each bigkern numba function's cache hits
