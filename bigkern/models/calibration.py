@@ -29,6 +29,7 @@ is saved with the model and evaluated in a prediction task with numpy alone.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -309,16 +310,10 @@ def platt_scaling(decision: np.ndarray, codes: np.ndarray, *, tol: float = 1e-12
         wx = np.sum(w * x)
         hess = np.array([[np.sum(w * x * x), wx], [wx, w.sum()]]) + 1e-12 * np.eye(2)
         step = np.linalg.solve(hess, grad)
-        rate = 1.0
-        while rate > 1e-10:
-            trial = u - rate * step
-            trial_value = loss(trial)
-            if trial_value <= value - 1e-4 * rate * float(grad @ step):
-                break
-            rate /= 2.0
-        else:
+        accepted = _armijo_step(loss, u, step, grad, value)
+        if accepted is None:
             break  # no decrease left: converged to round-off
-        u, value = trial, trial_value
+        u, value = accepted
     return float(u[0] / scale), float(u[1])
 
 
@@ -402,17 +397,25 @@ def temperature_scaling(decision: np.ndarray, codes: np.ndarray, n_classes: int,
         hess[0, 1:] = hess[1:, 0] = cross
         hess[1:, 1:] = np.diag(p[:, 1:].sum(axis=0)) - p[:, 1:].T @ p[:, 1:]
         step = np.linalg.solve(hess + 1e-12 * n * np.eye(k), grad)
-        rate = 1.0
-        while rate > 1e-10:
-            trial = u - rate * step
-            trial_value = loss(trial)
-            if trial_value <= value - 1e-4 * rate * float(grad @ step):
-                break
-            rate /= 2.0
-        else:
+        accepted = _armijo_step(loss, u, step, grad, value)
+        if accepted is None:
             break  # no decrease left: converged to round-off
-        u, value = trial, trial_value
+        u, value = accepted
     return float(u[0] / scale), np.concatenate([[0.0], u[1:]])
+
+
+def _armijo_step(loss: Callable[[np.ndarray], float], u: np.ndarray, step: np.ndarray,
+                 grad: np.ndarray, value: float) -> tuple[np.ndarray, float] | None:
+    """The Newton step ``u − rate·step``, halved until ``loss`` decreases enough (Armijo),
+    with its loss; None when no rate above 1e-10 does (converged to round-off)."""
+    rate = 1.0
+    while rate > 1e-10:
+        trial = u - rate * step
+        trial_value = loss(trial)
+        if trial_value <= value - 1e-4 * rate * float(grad @ step):
+            return trial, trial_value
+        rate /= 2.0
+    return None
 
 
 def _isotonic_steps(f: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -11,6 +11,7 @@ are left out, counted, and tolerated up to ``bigkern.max_nonfinite_fraction``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import dask
@@ -20,6 +21,8 @@ import numpy as np
 from bigkern import config
 from bigkern.cluster.compute import task_threads
 from bigkern.errors import DataQualityError
+from bigkern.kernels import kernel_blocks
+from bigkern.kernels.basis import block_step
 from bigkern.reduce.passes import (
     RowReduction,
     add_counts,
@@ -30,7 +33,8 @@ from bigkern.reduce.passes import (
     valid_rows,
 )
 
-__all__ = ["BasisBroadcast", "as_arrays", "count_attrs", "run_pass", "usable_rows"]
+__all__ = ["BasisBroadcast", "as_arrays", "augmented_blocks", "count_attrs", "run_pass",
+           "usable_rows"]
 
 
 def usable_rows(Xb: np.ndarray, yb: np.ndarray, start: int, mb: np.ndarray | None = None
@@ -54,6 +58,21 @@ def usable_rows(Xb: np.ndarray, yb: np.ndarray, start: int, mb: np.ndarray | Non
     if counts["nonfinite_y"]:
         firsts["first_nonfinite_y"] = start + int(np.flatnonzero(bad_y)[0])
     return X, y, valid, {**counts, **firsts}
+
+
+def augmented_blocks(X: np.ndarray, basis: Any, valid: np.ndarray, block_rows: int | None
+                     ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The augmented kernel rows ``a = [K(x, Ã), −1]`` of ``X``'s valid rows, a block at a
+    time: ``(rows, A)``, ``A`` a float64 view of one work buffer, overwritten by the next
+    block (the reduced SVM's passes fold each block into their sums before the next)."""
+    m = basis.n_basis
+    step = block_step(max(1, len(X)), block_rows)
+    work = np.empty((step, m + 1))
+    for rows, G in kernel_blocks(X, basis, valid=valid, block_rows=step):
+        A = work[:len(rows)]
+        A[:, :m] = G
+        A[:, m] = -1.0
+        yield rows, A
 
 
 def combine_partials(parts: list[dict[str, Any]]) -> dict[str, Any]:

@@ -19,8 +19,13 @@ import numpy as np
 
 from bigkern import config
 from bigkern.kernels import Basis, kernel_blocks
-from bigkern.kernels.basis import block_step
-from bigkern.reduce.reduced._row_pass import BasisBroadcast, check_counts, run_pass, usable_rows
+from bigkern.reduce.reduced._row_pass import (
+    BasisBroadcast,
+    augmented_blocks,
+    check_counts,
+    run_pass,
+    usable_rows,
+)
 
 __all__ = ["ChunkedNewtonCG", "held_kernel_rows"]
 
@@ -57,12 +62,7 @@ def _line_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, *,
     steps = np.asarray(point["steps"], dtype=np.float64)
     acc = np.zeros(len(steps) + m + 1)
     UD = np.column_stack([point["u"], point["d"]])
-    step = block_step(max(1, len(X)), block_rows)
-    work = np.empty((step, m + 1))
-    for rows, G in kernel_blocks(X, basis, valid=valid, block_rows=step):
-        A = work[:len(rows)]
-        A[:, :m] = G
-        A[:, m] = -1.0
+    for rows, A in augmented_blocks(X, basis, valid, block_rows):
         st = A @ UD
         yr = y[rows]
         for j, lam in enumerate(steps):
@@ -80,12 +80,7 @@ def _curvature_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = Non
     m = basis.n_basis
     acc = np.zeros(m + 1)
     UP = np.column_stack([point["u"], point["p"]])
-    step = block_step(max(1, len(X)), block_rows)
-    work = np.empty((step, m + 1))
-    for rows, G in kernel_blocks(X, basis, valid=valid, block_rows=step):
-        A = work[:len(rows)]
-        A[:, :m] = G
-        A[:, m] = -1.0
+    for rows, A in augmented_blocks(X, basis, valid, block_rows):
         fq = A @ UP
         _, w = loss.derivatives(fq[:, 0], y[rows])
         acc += (w * fq[:, 1]) @ A

@@ -37,7 +37,6 @@ import numpy as np
 
 from bigkern import config
 from bigkern.kernels import Basis, kernel_blocks
-from bigkern.kernels.basis import block_step
 from bigkern.kernels.class_row_sums import (
     ClassPoints,
     accumulate_classes,
@@ -46,7 +45,13 @@ from bigkern.kernels.class_row_sums import (
 )
 from bigkern.kernels.row_sums import RowSums, accumulate_block
 from bigkern.reduce.passes import as_row_chunked
-from bigkern.reduce.reduced._row_pass import BasisBroadcast, check_counts, run_pass, usable_rows
+from bigkern.reduce.reduced._row_pass import (
+    BasisBroadcast,
+    augmented_blocks,
+    check_counts,
+    run_pass,
+    usable_rows,
+)
 
 __all__ = ["ReducedNewtonPasses", "augmented_kernel_rows", "newton_sums"]
 
@@ -59,12 +64,7 @@ def _newton_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None, 
     m = basis.n_basis
     steps = np.asarray(point["steps"], dtype=np.float64)
     sums = RowSums.zeros(m + 1, len(steps))
-    step = block_step(max(1, len(X)), block_rows)
-    work = np.empty((step, m + 1))
-    for rows, G in kernel_blocks(X, basis, valid=valid, block_rows=step):
-        A = work[:len(rows)]
-        A[:, :m] = G
-        A[:, m] = -1.0
+    for rows, A in augmented_blocks(X, basis, valid, block_rows):
         accumulate_block(sums, A, y[rows], point["u"], point["d"], steps, point["at"], loss,
                          hessian_dtype=point.get("hessian_dtype", np.float64))
     return {"acc": sums.flat, "counts": counts}
@@ -78,12 +78,7 @@ def _classes_chunk(Xb: np.ndarray, yb: np.ndarray, mb: np.ndarray | None = None,
     m = basis.n_basis
     flat = np.zeros(buffer_size(m + 1, points.sizes()))
     sums = split_sums(flat, m + 1, points.sizes())
-    step = block_step(max(1, len(X)), block_rows)
-    work = np.empty((step, m + 1))
-    for rows, G in kernel_blocks(X, basis, valid=valid, block_rows=step):
-        A = work[:len(rows)]
-        A[:, :m] = G
-        A[:, m] = -1.0
+    for rows, A in augmented_blocks(X, basis, valid, block_rows):
         accumulate_classes(sums, A, codes[rows], points, loss)
     return {"acc": flat, "counts": counts}
 

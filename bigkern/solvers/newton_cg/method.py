@@ -13,7 +13,12 @@ from typing import Any
 import numpy as np
 
 from bigkern.solvers.newton_cg.preconditioning import SampledPreconditioner, preconditioned_cg
-from bigkern.solvers.smooth_svm import armijo_steps, armijo_test, check_newton_options
+from bigkern.solvers.smooth_svm import (
+    NewtonResult,
+    armijo_steps,
+    armijo_test,
+    check_newton_options,
+)
 
 __all__ = [
     "FORCING",
@@ -67,13 +72,12 @@ class CurvaturePass:
 
 
 @dataclass
-class NewtonCGResult:
+class NewtonCGResult(NewtonResult):
     """What :func:`newton_cg_iterates` found.
 
-    The fields of :class:`~bigkern.solvers.smooth_svm.NewtonResult` (``u``,
-    ``objective``, ``grad_norm``, ``grad_norm0``, ``iterations`` (Newton steps),
-    ``passes`` (all passes: line searches and CG products), ``backtracked``, ``steps``,
-    ``converged``, ``message``, ``refined_at`` (always None)), and:
+    The fields of :class:`~bigkern.solvers.smooth_svm.NewtonResult` (``iterations``
+    counts Newton steps, ``passes`` all passes: line searches and CG products;
+    ``refined_at`` is always None), and:
 
     Attributes
     ----------
@@ -85,20 +89,9 @@ class NewtonCGResult:
         The residual each step's CG was asked for.
     """
 
-    u: np.ndarray
-    objective: float
-    grad_norm: float
-    grad_norm0: float
-    iterations: int
-    passes: int
-    backtracked: int
-    steps: list[float]
-    converged: bool
-    message: str
     cg_iterations: list[int] = field(default_factory=list)
     cg_residuals: list[float] = field(default_factory=list)
     forcing: list[float] = field(default_factory=list)
-    refined_at: int | None = None
 
 
 #: The default forcing term: CG stops each Newton step at a tenth of the gradient's norm.
@@ -258,5 +251,6 @@ def newton_cg_iterates(
     gnorm = float(np.linalg.norm(g))
     converged = gnorm <= tol * g0 or g0 == 0.0 or message.endswith("round-off")
     return NewtonCGResult(u, f, gnorm, g0, len(taken), passes, backtracked, taken,
-                          converged, message, cg_its, cg_res, etas)
+                          converged, message, cg_iterations=cg_its, cg_residuals=cg_res,
+                          forcing=etas)
 
