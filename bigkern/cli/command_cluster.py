@@ -40,15 +40,20 @@ def command_cluster(args: argparse.Namespace) -> Iterator[Any]:
     once the command's work is over, the chatter of the cluster closing. The
     error itself is printed as one line by :func:`bigkern.cli.main.main`.
     """
-    from bigkern.cluster.client import connect, owns_cluster
+    import sys
+
+    from bigkern.cluster.client import connect, connection_line, owns_cluster
     from bigkern.cluster.logs import QuietLogs
 
     def connected() -> Any:
         # the worker processes of an embedded cluster leave Ctrl-C to the command
         with children_ignore_sigint() if _embedded(args) else contextlib.nullcontext():
-            return connect(args.scheduler, scheduler_file=args.scheduler_file,
-                           profile=args.profile, n_workers=args.workers,
-                           timeout=args.connect_timeout, verbose=args.verbose)
+            client = connect(args.scheduler, scheduler_file=args.scheduler_file,
+                             profile=args.profile, n_workers=args.workers,
+                             timeout=args.connect_timeout, quiet=True)
+        # said once Ctrl-C is the command's again: from this line on it is acted on
+        print(connection_line(client, verbose=args.verbose), file=sys.stderr)
+        return client
 
     if args.verbose:
         with connected() as client:

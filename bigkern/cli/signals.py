@@ -146,7 +146,9 @@ def children_ignore_sigint() -> Iterator[None]:
     Python and asyncio then leave it ignored, so SIGINT is ignored here for the
     block (the cluster's start, a few seconds) and restored after it. A Ctrl-C
     within the block is lost: blocking SIGINT instead would hold it, but
-    distributed's threads do not inherit a blocked mask. Does nothing outside
+    distributed's threads do not inherit a blocked mask. A command therefore
+    says it is connected only after the block, once a Ctrl-C is acted on (under
+    load, a signal sent on a line printed inside it was lost). Does nothing outside
     the main thread, or when SIGINT is not Python's own handler (already
     ignored, or handled by someone else).
     """

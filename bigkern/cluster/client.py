@@ -25,7 +25,7 @@ from bigkern.errors import ClusterError
 
 # BigkernClient and PinBlasThreads (subclasses of distributed's Client and WorkerPlugin)
 # are built on first access, by the module __getattr__ below.
-__all__ = ["connect", "owns_cluster", "pin_blas_threads"]
+__all__ = ["connect", "connection_line", "owns_cluster", "pin_blas_threads"]
 
 
 
@@ -231,11 +231,25 @@ def connect(
         client.close()
         raise
     if not quiet:
-        n = len(client.scheduler_info(n_workers=-1).get("workers", {}))
-        dashboard = _dashboard_text(client, verbose=verbose)
-        print(f"bigkern: connected to {client.scheduler.address} with {n} workers"
-              + (f" ({dashboard})" if dashboard else ""), file=sys.stderr)
+        print(connection_line(client, verbose=verbose), file=sys.stderr)
     return client
+
+
+def connection_line(client: Any, *, verbose: bool = False) -> str:
+    """The line :func:`connect` prints: the scheduler's address, its workers, the dashboard.
+
+    Examples
+    --------
+    >>> import bigkern
+    >>> with bigkern.connect(profile="local", n_workers=1, processes=False,
+    ...                      quiet=True) as client:
+    ...     connection_line(client).startswith("bigkern: connected to inproc://")
+    True
+    """
+    n = len(client.scheduler_info(n_workers=-1).get("workers", {}))
+    dashboard = _dashboard_text(client, verbose=verbose)
+    return (f"bigkern: connected to {client.scheduler.address} with {n} workers"
+            + (f" ({dashboard})" if dashboard else ""))
 
 
 def _scheduler_has_bokeh() -> bool:
