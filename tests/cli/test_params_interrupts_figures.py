@@ -257,6 +257,15 @@ def test_demo_refuses_a_foreign_figure_before_writing(client, tmp_path):
 
 # --- interrupted commands ------------------------------------------------------------------
 
+def _as_in_the_foreground() -> None:
+    """In the child before ``exec``: SIGINT's default action, as a terminal's foreground
+    command has it. A suite run as a background job (``.ci/run &``, ``nohup``) inherits an
+    *ignored* SIGINT — a POSIX shell ignores it in asynchronous commands — and Python keeps
+    an inherited ignore, so the command would rightly ignore the test's Ctrl-C: in two CI
+    runs it ran on 120 s after it (SIGTERM, not ignored so, ended it)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt(argv: list[str], cwd: Path, sig: int, ready: callable,
                env: dict[str, str] | None = None) -> tuple[int, str]:
     """Run the command in its own session, send ``sig`` to its process group (as a terminal's
@@ -265,7 +274,7 @@ def _interrupt(argv: list[str], cwd: Path, sig: int, ready: callable,
     env.pop("DASK_SCHEDULER_ADDRESS", None)
     proc = subprocess.Popen([sys.executable, "-m", "bigkern", *argv, "--workers", "1"],
                             cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, start_new_session=True)
+                            env=env, start_new_session=True, preexec_fn=_as_in_the_foreground)
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
     reader.start()
