@@ -37,6 +37,7 @@ from bigkern.models import load_model, save_model
 from bigkern.scenes import write_scenes
 from bigkern.store.figure_files import is_bigkern_png
 from bigkern.store.integrity import open_checked
+from tests.held_tasks import held_tasks_env
 
 try:  # the moto S3 server of tests/store/test_s3_end_to_end.py, a module fixture
     from tests.store.test_s3_end_to_end import s3
@@ -316,14 +317,6 @@ def test_an_interrupted_synth_says_so_and_leaves_nothing_hidden(tmp_path, sig, c
     assert sorted(p.name for p in tmp_path.iterdir()) == [], "a partial output was left"
 
 
-#: Each task of the interrupted command's workers starts 0.25 s late (a worker preload), so
-#: that the prediction is still running when the signal comes, on a fast machine or a loaded
-#: one: unheld, its 100 tasks once finished before a signal sent 0.5 s after its template.
-_HELD_TASKS = {"DASK_DISTRIBUTED__WORKER__PRELOAD": '["bigkern_held_tasks"]',
-               "PYTHONPATH": os.pathsep.join(filter(None, [
-                   str(Path(__file__).parent / "preloads"), os.environ.get("PYTHONPATH")]))}
-
-
 @pytest.mark.slow
 def test_an_interrupted_predict_resumes(client, tmp_path):
     scenes = write_scenes(make_scenes(8, (1024, 1024), seed=5, radiances=False),
@@ -341,8 +334,10 @@ def test_an_interrupted_predict_resumes(client, tmp_path):
             return True
         return False
 
+    # each task starts 0.25 s late, so that the prediction is still running when the signal
+    # comes (unheld, its 100 tasks once finished before a signal sent 0.5 s after its template)
     rc, err = _interrupt(["predict", str(scenes), str(model), "-o", str(out)], tmp_path,
-                         signal.SIGINT, started, env=_HELD_TASKS)
+                         signal.SIGINT, started, env=held_tasks_env())
     assert rc == -signal.SIGINT and _error_line(err) == "bigkern: interrupted", err
     again = _bigkern("predict", scenes, model, "-o", out, cwd=tmp_path,
                      scheduler=client.scheduler.address)
