@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from bigkern import ReducedSVC
+from bigkern import ReducedSVC, ReducedSVR
 from bigkern.models.reduced_kernel import _newton_cg_fit
 from bigkern.solvers.finite_newton import finite_newton
 from bigkern.solvers.newton_cg.held_rows import HeldKernelRows, newton_cg
@@ -125,3 +125,22 @@ def test_auto_chooses_and_reports(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "3 classes" in three.fit_report_["solver_choice"]
     with pytest.raises(ValueError, match="solver='newton-cg' fits two classes"):
         ReducedSVC(solver="newton-cg", **kw).fit(X, labels)
+
+
+def test_reduced_svr_newton_cg_in_memory_and_chunks_match_newton() -> None:
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-2, 2, size=(400, 2))
+    y = np.sin(2 * X[:, 0]) * np.cos(X[:, 1]) + 0.1 * rng.normal(size=400)
+    kw = {"omega": 1.0, "C": 10.0, "epsilon": 0.05, "size": 30, "random_state": 0,
+          "tol": 1e-12}
+    newton = ReducedSVR(solver="newton", **kw).fit(X, y)
+    held = ReducedSVR(solver="newton-cg", **kw).fit(X, y)
+    assert newton.fit_report_["solver"].startswith("newton-armijo")
+    assert held.fit_report_["solver"].startswith("newton-cg, in memory")
+    want = newton.predict(X)
+    np.testing.assert_allclose(held.predict(X), want, atol=1e-6)
+    with dask.config.set(scheduler="synchronous"):
+        lazy = ReducedSVR(solver="newton-cg", **kw).fit(da.from_array(X, chunks=(173, 2)),
+                                                       da.from_array(y, chunks=173))
+    assert lazy.fit_report_["solver"].startswith("newton-cg, one read")
+    np.testing.assert_allclose(lazy.predict(X), want, atol=1e-6)
