@@ -20,8 +20,9 @@ reads). Each row of the table is one variant of the preconditioner or of the pro
   to show what summing in float32 would cost;
 * ``+ rank-one, jitter 1e-10`` / ``1e-7``: a larger jitter on ``K``'s diagonal (relative,
   times m̃ and its mean diagonal; the default is Falkon's 10⁻¹³);
-* ``sketch of 4m rows`` (not bigkern's: a test of the cause): ``GᵀG − ḡḡᵀ/n`` approximated
-  from a uniform sample of 4·m̃ rows instead of the m̃ centers' ``(n/m̃) K C K``:
+* ``sample of 4m rows`` (bigkern's default since 2026-11-29,
+  ``FalkonPreconditioner.from_sample``): ``GᵀG − ḡḡᵀ/n`` approximated from a uniform
+  sample of 4·m̃ rows instead of the m̃ centers' ``(n/m̃) K C K``:
   ``AᵀA = (n/n_s) T⁻ᵀ(G_sᵀG_s − ḡ_sḡ_sᵀ/n_s)T⁻¹ + λI`` (n_s·m̃² more flops).
 
 A cell is the iterations to ``--tol``, or ``>N (r)`` with the residual reached when
@@ -58,11 +59,11 @@ VARIANTS: dict[str, tuple[bool, Any, Any, float]] = {
     "+ rank-one, f32 products": (True, np.float32, np.float32, 1e-13),
     "+ rank-one, jitter 1e-10": (True, np.float64, np.float64, 1e-10),
     "+ rank-one, jitter 1e-7": (True, np.float64, np.float64, 1e-7),
-    "sketch of 4m rows": (True, np.float64, np.float64, 1e-13),
+    "sample of 4m rows": (True, np.float64, np.float64, 1e-13),
 }
 
-#: rows of the ``sketch`` variant's preconditioner, per center
-SKETCH_ROWS_PER_CENTER = 4
+#: rows of the ``sample`` variant's preconditioner, per center (bigkern's default)
+SAMPLE_ROWS_PER_CENTER = 4
 
 
 def solve(G: np.ndarray, K: np.ndarray, y: np.ndarray, lam: float, variant: str,
@@ -81,34 +82,20 @@ def solve(G: np.ndarray, K: np.ndarray, y: np.ndarray, lam: float, variant: str,
         return (Gp.T @ u).astype(np.float64) - gsum * (float(gsum @ v) / n)
 
     t = time.perf_counter()
-    pre = FalkonPreconditioner.from_kernel(K, n, lam, centered=centered, jitter=jitter)
-    if variant.startswith("sketch"):
-        pre = _sketched(pre, G, lam)
+    if variant.startswith("sample"):
+        rows = np.sort(np.random.default_rng(1).choice(n, min(n, SAMPLE_ROWS_PER_CENTER
+                                                                * len(K)), replace=False))
+        Gs = G[rows].astype(np.float64)
+        pre = FalkonPreconditioner.from_sample(K, Gs.T @ Gs, Gs.sum(axis=0), len(rows), n,
+                                               lam, centered=centered, jitter=jitter)
+    else:
+        pre = FalkonPreconditioner.from_kernel(K, n, lam, centered=centered, jitter=jitter)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         found = preconditioned_cg(product, rhs, pre, lam, tol=tol, max_iter=max_iter)
     stalled = any("round-off" in str(w.message) for w in caught)
     return {"iters": found.n_iter, "residual": found.residual, "converged": found.converged,
             "stalled": stalled, "seconds": time.perf_counter() - t}
-
-
-def _sketched(pre: Any, G: np.ndarray, lam: float) -> Any:
-    """``pre`` with ``A`` from a sample of rows' ``G_sᵀ C G_s`` instead of ``(n/m̃) T C Tᵀ``."""
-    import scipy.linalg
-
-    from bigkern.solvers.conjugate_gradients import FalkonPreconditioner
-
-    n, m = G.shape
-    rows = np.sort(np.random.default_rng(1).choice(n, min(n, SKETCH_ROWS_PER_CENTER * m),
-                                                   replace=False))
-    Gs = G[rows].astype(np.float64)
-    gs = Gs.sum(axis=0)
-    Ms = Gs.T @ Gs - np.outer(gs, gs) / len(rows)
-    left = scipy.linalg.solve_triangular(pre.T, Ms, lower=False, trans="T")  # T⁻ᵀ Ms
-    inner = scipy.linalg.solve_triangular(pre.T, left.T, lower=False, trans="T")  # T⁻ᵀMsT⁻¹
-    inner = (n / len(rows)) * (inner + inner.T) / 2 + lam * np.eye(m)
-    return FalkonPreconditioner(pre.T, scipy.linalg.cholesky(inner, lower=False), pre.jitter,
-                                True)
 
 
 def cell(r: dict[str, Any]) -> str:

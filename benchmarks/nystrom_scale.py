@@ -17,7 +17,7 @@ processes (1 thread each), as a user on a cluster would:
   ``--subset-max-iter`` iterations over all rows;
 * with ``--start-sweep 5x20,20x20``: the same again with other rows per center and
   iterations on the subset (the module constants ``START_ROWS_PER_CENTER`` and
-  ``START_MAX_ITER`` of ``bigkern.models.reduced_kernel.nystrom_cg``), to choose them;
+  ``START_MAX_ITER`` of ``bigkern.models.reduced_kernel.nystrom_cg_start``), to choose them;
 * the same at ``size=5000`` with the direct solver, when ``--direct-5000``
   (n·m̃² = 2.5·10¹³ flops at 10⁶ rows: tens of minutes here).
 
@@ -77,7 +77,7 @@ def _fit(bench: Any, name: str, model: Any, Xd: Any, yd: Any, n: int,
 def _swept_start(bench: Any, spec: str, args: Any, common: dict[str, Any], Xd: Any, yd: Any,
                  Xte: np.ndarray, yte: np.ndarray) -> dict[str, Any]:
     """The subset-started CG fit with ``spec`` = "ROWSxITERS" for the start's constants."""
-    import bigkern.models.reduced_kernel.nystrom_cg as cg
+    import bigkern.models.reduced_kernel.nystrom_cg_start as cg
     from bigkern import NystromKernelRidgeClassifier
 
     per_center, iters = (int(v) for v in spec.split("x"))

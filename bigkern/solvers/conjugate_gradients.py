@@ -96,6 +96,8 @@ class FalkonPreconditioner:
     jitter: float
     centered: bool = False
     seconds: float = field(default=0.0, compare=False)  # what from_kernel took
+    #: rows of the sample ``A`` was formed from (:meth:`from_sample`); 0: from ``K`` alone
+    sample_rows: int = 0
 
     @classmethod
     def from_kernel(cls, K: np.ndarray, n: int, lam: float, *,
@@ -129,6 +131,65 @@ class FalkonPreconditioner:
             T, A, attempt = _factors(K, n, lam, centered, jitter)
         return cls(T, A, attempt, centered, time.perf_counter() - t0)
 
+    @classmethod
+    def from_sample(cls, K: np.ndarray, gram: np.ndarray, gsum: np.ndarray, n_sample: int,
+                    n: int, lam: float, *, centered: bool = False,
+                    jitter: float = JITTER) -> FalkonPreconditioner:
+        """The factors with ``GᵀG`` estimated from a uniform sample of the rows.
+
+        :meth:`from_kernel` takes ``GᵀG ≈ (n/m̃) K²``: the m̃ centres stand for the rows.
+        Here a sample of ``n_sample`` rows does, through its own Gram matrix
+        ``gram = G_sᵀG_s`` and column sums ``gsum = G_sᵀ1``:
+        ``M = (n / n_s)(G_sᵀG_s − ḡ_s ḡ_sᵀ / n_s)`` (the rank-one term with ``centered``) and
+        ``AᵀA = T⁻ᵀ M T⁻¹ + λI``. With a few rows per centre (bigkern takes 4) the
+        preconditioned matrix stays near the identity at small λ, where the
+        centres' estimate leaves eigenvalues CG needs hundreds of iterations to find
+        (the benchmark page of the reduced-kernel engine gives the iterations). Forming
+        it costs two triangular solves of m̃ × m̃ (2m̃³ flops) besides the sample's Gram.
+        When ``AᵀA`` cannot be factored (round-off at a tiny λ), :meth:`from_kernel`'s
+        factors are returned.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from bigkern.kernels import gaussian_kernel
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.standard_normal((2000, 2))
+        >>> centers, sample = X[:40], X[1000:1160]
+        >>> G, K = gaussian_kernel(X, centers, 1.0), gaussian_kernel(centers, centers, 1.0)
+        >>> Gs = gaussian_kernel(sample, centers, 1.0)
+        >>> H = G.T @ G + 1e-3 * K
+        >>> kinds = [FalkonPreconditioner.from_kernel(K, n=2000, lam=1e-3),
+        ...          FalkonPreconditioner.from_sample(K, Gs.T @ Gs, Gs.sum(axis=0), 160,
+        ...                                           n=2000, lam=1e-3)]
+        >>> conds = [np.linalg.cond(pre.apply(np.eye(40)).T @ H @ pre.apply(np.eye(40)))
+        ...          for pre in kinds]
+        >>> bool(conds[1] < conds[0]), kinds[1].sample_rows
+        (True, 160)
+        """
+        t0 = time.perf_counter()
+        K = np.asarray(K, dtype=np.float64)
+        m = len(K)
+        if not np.isfinite(K).all():
+            raise ValueError("K(Ã, Ã) has non-finite values: the centers or the width are "
+                             "not usable")
+        scaled = float(jitter * m * max(float(np.mean(np.diag(K))), 1e-300))
+        M = np.array(gram, dtype=np.float64)
+        if centered:
+            g = np.asarray(gsum, dtype=np.float64)
+            M -= np.outer(g, g) / max(n_sample, 1)
+        with blas_controller().limit(limits=1, user_api="blas"):
+            T, attempt = _kernel_factor(K, scaled)
+            # T⁻ᵀ M T⁻¹ by two triangular solves (M symmetric: (T⁻ᵀM)ᵀ = M T⁻¹)
+            left = scipy.linalg.solve_triangular(T, M, lower=False, trans="T")
+            inner = scipy.linalg.solve_triangular(T, left.T, lower=False, trans="T")
+            inner = (inner + inner.T) * (0.5 * n / max(n_sample, 1))
+            inner[np.diag_indices(m)] += lam
+            A, info = scipy.linalg.lapack.dpotrf(inner, lower=0, clean=1, overwrite_a=1)
+        if info != 0 or not np.isfinite(A).all():
+            return cls.from_kernel(K, n, lam, centered=centered, jitter=jitter)
+        return cls(T, A, attempt, centered, time.perf_counter() - t0, int(n_sample))
+
     def apply(self, beta: np.ndarray) -> np.ndarray:
         """``B β = T⁻¹ A⁻¹ β``."""
         u = scipy.linalg.solve_triangular(self.A, beta, lower=False)
@@ -140,11 +201,9 @@ class FalkonPreconditioner:
         return scipy.linalg.solve_triangular(self.A, u, lower=False, trans="T")
 
 
-def _factors(K: np.ndarray, n: int, lam: float, centered: bool, jitter: float
-             ) -> tuple[np.ndarray, np.ndarray, float]:
-    """``T``, ``A`` and the jitter used (see :meth:`FalkonPreconditioner.from_kernel`)."""
-    m = len(K)
-    diagonal = np.diag_indices(m)
+def _kernel_factor(K: np.ndarray, jitter: float) -> tuple[np.ndarray, float]:
+    """``T`` with ``TᵀT = K + jitter·I`` (×10³, ×10⁶ when needed) and the jitter used."""
+    diagonal = np.diag_indices(len(K))
     # LAPACK directly, on the upper triangles, in place: scipy.linalg.cholesky would
     # check and copy its 200 MB input (m̃ = 5,000) and zero the other triangle each time
     for attempt in (jitter, jitter * 1e3, jitter * 1e6):
@@ -152,10 +211,17 @@ def _factors(K: np.ndarray, n: int, lam: float, centered: bool, jitter: float
         work[diagonal] += attempt
         T, info = scipy.linalg.lapack.dpotrf(work, lower=0, clean=1, overwrite_a=1)
         if info == 0:
-            break
-    else:
-        raise ValueError("K(Ã, Ã) is not positive definite even with a jitter of "
-                         f"{jitter * 1e6:g} on its diagonal")
+            return T, attempt
+    raise ValueError("K(Ã, Ã) is not positive definite even with a jitter of "
+                     f"{jitter * 1e6:g} on its diagonal")
+
+
+def _factors(K: np.ndarray, n: int, lam: float, centered: bool, jitter: float
+             ) -> tuple[np.ndarray, np.ndarray, float]:
+    """``T``, ``A`` and the jitter used (see :meth:`FalkonPreconditioner.from_kernel`)."""
+    m = len(K)
+    diagonal = np.diag_indices(m)
+    T, attempt = _kernel_factor(K, jitter)
     # T Tᵀ by LAPACK's lauum (m³/3 flops on the upper triangle, where a product takes
     # 2m³), scaled and shifted in place: the next factorization reads only that triangle
     inner, info = scipy.linalg.lapack.dlauum(T, lower=0, overwrite_c=0)

@@ -259,6 +259,30 @@ def test_a_start_from_a_subset_is_near_the_solution_and_changes_no_solution():
     assert len(rows) == 1
 
 
+def test_the_samples_preconditioner_needs_fewer_iterations_at_small_lam():
+    """The preconditioner's ``GᵀG`` from the Gram matrix of 4 subset rows per centre, not
+    from the centres alone (Falkon's): at λ = 0.1 it reaches the same solution in a
+    fraction of the iterations (27 against 134 here), and at λ = 10⁻⁴, where Falkon's
+    stops short after 300 (residual 6·10⁻⁴), it converges in under 100 (34 here);
+    ``bigkern.cg_preconditioner_rows: 0`` restores Falkon's."""
+    import dask.config
+
+    X, y = _regression(n=6000, seed=3)
+    kw = {"omega": 0.7, "size": 200, "random_state": 0, "solver": "cg", "tol": 1e-6,
+          "max_iter": 300}
+    sampled = NystromKernelRidge(lam=0.1, **kw).fit(X, y)
+    with dask.config.set({"bigkern.cg_preconditioner_rows": 0}):
+        falkon = NystromKernelRidge(lam=0.1, **kw).fit(X, y)
+    rs, rf = sampled.fit_report_, falkon.fit_report_
+    assert rs["preconditioner"] == "Gram matrix of a sample of 800 rows"
+    assert rf["preconditioner"] == "the centres' kernel (Falkon's)"
+    assert rs["converged"] and rf["converged"]
+    assert rs["n_iter"] < rf["n_iter"] / 3, (rs["n_iter"], rf["n_iter"])
+    np.testing.assert_allclose(sampled.predict(X), falkon.predict(X), rtol=0, atol=1e-4)
+    small = NystromKernelRidge(lam=1e-4, **{**kw, "max_iter": 100}).fit(X, y).fit_report_
+    assert small["converged"] and small["residual"] <= 1e-6
+
+
 def test_a_subset_that_would_be_most_of_the_rows_is_not_drawn():
     X, y = _regression(n=600)
     model = NystromKernelRidge(omega=1.0, lam=1.0, size=60, random_state=0,

@@ -8,7 +8,9 @@ default) they start from the solution on a random subset of about 10 rows per ce
 gathered by one read (which also counts the usable rows ``n``) and held in memory with
 its kernel blocks: the same system with the subset's rows and λ scaled by its share of
 the rows, whose preconditioner is the full one's (``A`` times ``√(n_s / n)``: no
-factorization), solved by up to 20 iterations. The read that sums the right-hand side
+factorization), solved by up to 20 iterations. The subset also gives the preconditioner
+its estimate of ``GᵀG``: the Gram matrix of 4 of its rows per centre
+(:mod:`bigkern.models.reduced_kernel.nystrom_cg_start`). The read that sums the right-hand side
 ``Gᵀy`` (centered for the intercept) also gives ``Gᵀ(G c₀)`` at that start, so the
 first residual costs no read. A fit thus reads the rows three times when every chunk's
 blocks are kept — the draw of the centers, the subset, the right-hand side — and once
@@ -46,24 +48,24 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from bigkern.models.reduced_kernel._reduced_parts import reduced_basis
+from bigkern.models.reduced_kernel.nystrom_cg_start import (
+    centered_rhs,
+    less_mean,
+    subset_start,
+    target_columns,
+)
 from bigkern.reduce.passes import per_feature_counts, without_per_feature
 from bigkern.reduce.reduced.kept_blocks import KeptKernelBlocks, kept_budget_bytes
 from bigkern.reduce.reduced.normal_equations import fold_of_rows
 from bigkern.reduce.reduced.products import (
-    in_memory_products,
     kernel_products,
-    sample_usable_rows,
 )
 from bigkern.solvers.conjugate_gradients import FalkonPreconditioner
 from bigkern.solvers.conjugate_gradients_columns import CGColumns, preconditioned_cg_columns
 
-__all__ = ["AUTO_CG_CENTERS", "AUTO_CG_PATH_CENTERS", "AUTO_CG_RESIDUAL",
-           "START_ROWS_PER_CENTER", "fit_by_cg", "fit_by_cg_path"]
+__all__ = ["AUTO_CG_CENTERS", "AUTO_CG_PATH_CENTERS", "AUTO_CG_RESIDUAL", "fit_by_cg",
+           "fit_by_cg_path"]
 
-#: Rows of the starting subset per center (at most half of the rows)
-START_ROWS_PER_CENTER = 10
-#: Iterations at most, and the relative residual, of the solve on the subset
-START_MAX_ITER, START_TOL = 20, 1e-3
 #: ``solver="auto"`` tries conjugate gradients from this many centers on: below, the
 #: direct pass (n·m̃² flops) costs less than CG's reads (n·m̃·(d + 2) flops each, and
 #: several of them), since its cost grows with m̃² and each read's only with m̃
@@ -81,38 +83,6 @@ AUTO_CG_PATH_CENTERS = 2000
 AUTO_CG_RESIDUAL = 2.0
 
 
-def _target_columns(products: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``Gᵀy``, ``Σy`` and ``Σy²`` of a :func:`kernel_products` result as columns: (m̃, t),
-    (t,), (t,) — one column for one target, t for t classes."""
-    gty = np.asarray(products["Gty"])
-    if gty.ndim == 1:
-        return gty[:, None], np.array([products["ysum"]]), np.array([products["yty"]])
-    return gty, np.asarray(products["ysum"]), np.asarray(products["yty"])
-
-
-def _centered(products: dict[str, Any], fit_intercept: bool) -> np.ndarray:
-    """The right-hand sides ``Gᵀy − ḡ Σy / n`` (or ``Gᵀy`` without an intercept), one column
-    per target."""
-    gty, ysum, _ = _target_columns(products)
-    gsum, n = products["Gsum"], products["n"]
-    if not fit_intercept:
-        return gty
-    return np.column_stack([gty[:, j] - gsum * (ysum[j] / n) for j in range(len(ysum))])
-
-
-def _less_mean(gtgv: np.ndarray, V: np.ndarray, gsum: np.ndarray, n: int,
-               fit_intercept: bool) -> np.ndarray:
-    """``GᵀG V − ḡ ḡᵀV / n`` from ``GᵀG V`` (unchanged without an intercept), column by
-    column (each as it would be alone)."""
-    if not fit_intercept:
-        return gtgv
-    out = np.empty_like(gtgv)
-    for j in range(V.shape[1]):
-        v = np.ascontiguousarray(V[:, j])
-        out[:, j] = gtgv[:, j] - gsum * (float(gsum @ v) / n)
-    return out
-
-
 def _read_product(Xd: Any, yd: Any, basis: Any, mask: Any, gsum: np.ndarray, n: int,
                   fit_intercept: bool, label: str) -> Any:
     """``V ↦ GᵀG V − ḡ ḡᵀV / n`` over the rows of ``mask``, one read per call for all the
@@ -120,65 +90,19 @@ def _read_product(Xd: Any, yd: Any, basis: Any, mask: Any, gsum: np.ndarray, n: 
     def product(V: np.ndarray) -> np.ndarray:
         gtgv = kernel_products(Xd, yd, basis, V, targets=False, mask=mask,
                                label=label)["GtGV"]
-        return _less_mean(gtgv, V, gsum, n, fit_intercept)
+        return less_mean(gtgv, V, gsum, n, fit_intercept)
     return product
 
 
 def _intercepts(products: dict[str, Any], coef: np.ndarray, n: int,
                 fit_intercept: bool) -> np.ndarray:
     """``(Σy − ḡᵀc) / n`` per column of ``coef`` (m̃, t) (zeros without an intercept)."""
-    _, ysum, _ = _target_columns(products)
+    _, ysum, _ = target_columns(products)
     if not fit_intercept:
         return np.zeros(coef.shape[1])
     gsum = products["Gsum"]
     return np.array([(ysum[j] - float(gsum @ np.ascontiguousarray(coef[:, j]))) / n
                      for j in range(coef.shape[1])])
-
-
-def _subset_start(est: Any, Xd: Any, yd: Any, md: Any, basis: Any, K: np.ndarray,
-                  n_drawn: int, lam: float, n_classes: int | None
-                  ) -> tuple[CGColumns | None, int, int | None, FalkonPreconditioner | None]:
-    """The solution on a random subset of the rows, the subset's rows, the usable rows ``n``
-    and the preconditioner for ``n`` rows; ``(None, 0, None, None)`` when there is no start
-    (``cg_start="zero"``, or the subset would be over half of the ``n_drawn`` rows that the
-    draw of the centers found usable). One column per target (per class with
-    ``n_classes``), the columns' recurrences advanced together."""
-    m = basis.n_basis
-    fraction = START_ROWS_PER_CENTER * m / max(n_drawn, 1)
-    if est.cg_start != "subset" or fraction > 0.5:
-        return None, 0, None, None
-    seed = est.random_state if isinstance(est.random_state, int | np.integer) else 0
-    Xs, ys, n = sample_usable_rows(Xd, yd, fraction=fraction, seed=int(seed), mask=md,
-                                   label="Nyström conjugate gradients: the starting subset")
-    pre = FalkonPreconditioner.from_kernel(K, max(n, 1), lam, centered=est.fit_intercept)
-    if len(Xs) < 2:
-        return None, len(Xs), n, pre
-    blocks = None
-    if len(Xs) * m * Xs.dtype.itemsize <= kept_budget_bytes():  # the subset's blocks, kept
-        blocks, first = KeptKernelBlocks.build(Xs, ys, basis, np.zeros((m, 0)),
-                                               n_classes=n_classes,
-                                               label="Nyström starting subset, kernel blocks")
-    else:
-        first = in_memory_products(Xs, ys, basis, np.zeros((m, 0)), n_classes=n_classes)
-    n_s = first["n"]
-
-    def product(V: np.ndarray) -> np.ndarray:
-        gtgv = (in_memory_products(Xs, ys, basis, V, targets=False)["GtGV"] if blocks is None
-                else blocks.products(V, label="Nyström starting subset"))
-        return _less_mean(gtgv, V, first["Gsum"], n_s, est.fit_intercept)
-
-    scaled = FalkonPreconditioner(pre.T, pre.A * np.sqrt(n_s / n), pre.jitter, pre.centered)
-    with warnings.catch_warnings():  # a start need not converge
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        try:
-            found = preconditioned_cg_columns(product, _centered(first, est.fit_intercept),
-                                              scaled, lam * n_s / n,
-                                              tol=max(START_TOL, float(est.tol)),
-                                              max_iter=START_MAX_ITER)
-        finally:
-            if blocks is not None:
-                blocks.release()
-    return found, n_s, n, pre
 
 
 def fit_by_cg(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float, lam: float,
@@ -202,7 +126,7 @@ def fit_by_cg(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float, lam: f
                                    getattr(est, "feature_names_in_", None), est.kernel)
     K = basis.kernel(basis.centers, basis.centers)
     t_begin = time.perf_counter()
-    start, n_start, n, pre = _subset_start(est, Xd, yd, md, basis, K,
+    start, n_start, n, pre = subset_start(est, Xd, yd, md, basis, K,
                                            int(rs.counts.get("valid", 0)), lam, n_classes)
     start_residual = None if start is None else float(start.residual.max())
     if probe:
@@ -294,11 +218,11 @@ def _solve_all_rows(est: Any, Xd: Any, yd: Any, mask: Any, basis: Any, K: np.nda
     else:
         def product(V: np.ndarray) -> np.ndarray:
             gtgv = blocks.products(V, label="Nyström conjugate gradients (kept blocks)")
-            return _less_mean(gtgv, V, gsum, n, est.fit_intercept)
-    start_product = None if start is None else _less_mean(
+            return less_mean(gtgv, V, gsum, n, est.fit_intercept)
+    start_product = None if start is None else less_mean(
         first["GtGV"], start, gsum, n, est.fit_intercept)
     try:
-        found = preconditioned_cg_columns(product, _centered(first, est.fit_intercept), pre,
+        found = preconditioned_cg_columns(product, centered_rhs(first, est.fit_intercept), pre,
                                           lam, tol=float(est.tol), max_iter=int(est.max_iter),
                                           start=start, start_product=start_product,
                                           names=_class_names(est, n_classes))
@@ -354,6 +278,8 @@ def _set_cg_fit(est: Any, rs: Any, basis: Any, clipped: Any, omega: float, lam: 
         "n_basis": basis.n_basis, "n_duplicates": rs.n_duplicates,
         "n_clipped_in_reduced_set_by_feature": clipped,
         "omega": omega, "lam": lam, "jitter": solve.pre.jitter, "solver": "cg",
+        "preconditioner": (f"Gram matrix of a sample of {solve.pre.sample_rows:,} rows"
+                           if solve.pre.sample_rows else "the centres' kernel (Falkon's)"),
         "seconds_preconditioner": solve.pre.seconds,
         "n_iter": n_iter, "residual": float(found.residual.max()),
         "converged": bool(found.converged.all()),
@@ -405,7 +331,7 @@ def fit_by_cg_path(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float,
         warnings.simplefilter("ignore", ConvergenceWarning)
         for j in sorted(range(len(lams)), key=lambda j: -lams[j]):  # the largest λ first
             found = preconditioned_cg_columns(
-                product, _centered(rhs, fi),
+                product, centered_rhs(rhs, fi),
                 FalkonPreconditioner.from_kernel(K, n_train, lams[j], centered=fi), lams[j],
                 tol=float(est.tol), max_iter=int(est.max_iter), start=coef)
             coef = found.coef
@@ -438,7 +364,7 @@ def _mean_squared_error(products: dict[str, Any], target: int, j: int, coef: np.
     """``Σ (y − G c − b)² / n`` of target column ``target`` over the rows of ``products`` (a
     :func:`kernel_products` result whose ``GtGV[:, j]`` is ``GᵀG c``), expanded into its
     sums."""
-    gty, ysum, yty = _target_columns(products)
+    gty, ysum, yty = target_columns(products)
     c, b = np.ascontiguousarray(coef), float(intercept)
     sse = (yty[target] - 2.0 * c @ gty[:, target] - 2.0 * b * ysum[target]
            + c @ products["GtGV"][:, j] + 2.0 * b * (c @ products["Gsum"])
