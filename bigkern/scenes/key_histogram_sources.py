@@ -43,8 +43,9 @@ def recorded_rules(ds: xr.Dataset, features: Sequence[str]) -> dict[str, dict[st
     >>> import numpy as np, xarray as xr
     >>> from bigkern.scenes import apply_validity
     >>> ds = xr.Dataset({"NDAI": (("scene", "y", "x"), np.zeros((1, 2, 2), "f4"))})
-    >>> recorded_rules(apply_validity(ds, valid_ranges={"NDAI": (-1, 1)}), ["NDAI"])
-    {'NDAI': {'fill_values': [], 'valid_min': -1.0, 'valid_max': 1.0}}
+    >>> rules = recorded_rules(apply_validity(ds, valid_ranges={"NDAI": (-1, 1)}), ["NDAI"])
+    >>> rules["NDAI"]["valid_min"], rules["NDAI"]["valid_max"]
+    (-1.0, 1.0)
     """
     report = validity_report(ds)
     out = {}
