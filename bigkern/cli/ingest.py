@@ -29,6 +29,7 @@ def run_ingest(args: argparse.Namespace) -> int:
                                 **validity_keywords(args))
         n = len(args.files)
     else:
+        from bigkern.reduce.recorded_histograms import KEY_HISTOGRAM_RECORDER
         from bigkern.scenes.granule_formats import expand_paths, granule_format
         from bigkern.scenes.reading import open_scenes
         from bigkern.scenes.writing import write_scenes
@@ -47,7 +48,8 @@ def run_ingest(args: argparse.Namespace) -> int:
         if found_dims:
             print(f"bigkern: dims of {files[0]}{' …' if len(files) > 1 else ''}: {found_dims}",
                   flush=True)
-        path = write_scenes(scenes, args.out, overwrite=args.overwrite, inputs=files)
+        path = write_scenes(scenes, args.out, overwrite=args.overwrite, inputs=files,
+                            recorder=KEY_HISTOGRAM_RECORDER)
         n = len(files)
     print(f"bigkern: ingested {n} file(s) into {path} ({time.perf_counter() - t:.1f} s)")
     return 0

@@ -15,6 +15,7 @@ __all__ = ["run_synth"]
 def run_synth(args: argparse.Namespace) -> None:
     """Write ``--scenes`` scenes of ``--shape`` from ``--seed`` to ``-o``."""
     from bigkern.datasets import make_scenes
+    from bigkern.reduce.recorded_histograms import KEY_HISTOGRAM_RECORDER
     from bigkern.scenes.reading import default_chunks
     from bigkern.scenes.writing import write_scenes
 
@@ -22,5 +23,6 @@ def run_synth(args: argparse.Namespace) -> None:
     shape = (args.scenes, *args.shape)
     scenes = make_scenes(args.scenes, tuple(args.shape), seed=args.seed,
                          chunks=default_chunks(shape), classes=getattr(args, "classes", 2))
-    path = write_scenes(scenes, args.out, overwrite=args.overwrite)
+    path = write_scenes(scenes, args.out, overwrite=args.overwrite,
+                        recorder=KEY_HISTOGRAM_RECORDER)
     print(f"bigkern: wrote {args.scenes} scenes to {path}")

@@ -20,6 +20,7 @@ from bigkern.jobs.outcome import say
 from bigkern.jobs.plot import save_scene_figure
 from bigkern.jobs.predict import predict_scenes, write_predictions
 from bigkern.models.persistence.model_files import save_model
+from bigkern.reduce.recorded_histograms import KEY_HISTOGRAM_RECORDER
 from bigkern.scenes.reading import default_chunks, open_scenes
 from bigkern.scenes.writing import write_scenes
 from bigkern.store.integrity import open_checked
@@ -83,8 +84,8 @@ def run_demo(
     timings: dict[str, float] = {}
     t = time.perf_counter()
     scenes = make_scenes(n_scenes, shape, seed=seed, chunks=default_chunks((n_scenes, *shape)))
-    store = write_scenes(scenes, out / "scenes.zarr",
-                         overwrite=overwrite)
+    store = write_scenes(scenes, out / "scenes.zarr", overwrite=overwrite,
+                         recorder=KEY_HISTOGRAM_RECORDER)
     timings["write scenes"] = time.perf_counter() - t
     say(f"bigkern: wrote {n_scenes} synthetic scenes of {shape[0]}×{shape[1]} to {store} "
          f"({timings['write scenes']:.1f} s)")

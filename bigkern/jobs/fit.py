@@ -179,7 +179,8 @@ def _fit_on_bins(spec: ModelSpec, ds: xr.Dataset, features: list[str], params: d
     out = FitOutcome(estimator, "bins", "labelled pixels", seed, search, fixed)
     t0 = time.perf_counter()
     if not search:
-        out.bins = percentile_bins(samples.X, samples.y, mask=samples.mask, features=features)
+        out.bins = percentile_bins(samples.X, samples.y, mask=samples.mask, features=features,
+                                   recorded=samples.recorded)
         out.seconds["binning"] = time.perf_counter() - t0
         out.model = estimator.fit_bins(out.bins)
         out.seconds["solve"] = time.perf_counter() - t0 - out.seconds["binning"]

@@ -31,7 +31,8 @@ _SEPARATOR = re.compile(r"(\s*,\s*|\s+)")
 # root attributes that describe one store bigkern wrote (its kind, status, writer …), not
 # the data: an output made from that store gets its own, never these
 _STORE_ATTRS = frozenset({"bigkern_kind", "bigkern_status", "bigkern_version",
-                          "bigkern_publishing", "bigkern_job", "bigkern_store_id", DIMS_ATTR})
+                          "bigkern_publishing", "bigkern_job", "bigkern_store_id", DIMS_ATTR,
+                          "bigkern_key_histograms_source"})
 
 
 def history_line(action: str, *, now: datetime | None = None) -> str:

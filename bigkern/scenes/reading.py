@@ -38,6 +38,7 @@ from bigkern.scenes.dims import (
 )
 from bigkern.scenes.granule_formats import expand_paths, granule_format, is_pattern
 from bigkern.scenes.granules import open_granules
+from bigkern.scenes.key_histogram_sources import mark_opened
 from bigkern.scenes.labels import LabelClasses, check_label_values
 from bigkern.scenes.validity import FillValues, ValidRanges, apply_validity
 from bigkern.store.integrity import open_checked
@@ -189,7 +190,10 @@ def open_scenes(
         ds.attrs[FOUND_ATTR] = json.dumps(reasons, sort_keys=True)
     if validate:
         validate_scenes(ds, features=features, where=where)
-    return apply_validity(ds, fill_values=fill_values, valid_ranges=valid_ranges)
+    ds = apply_validity(ds, fill_values=fill_values, valid_ranges=valid_ranges)
+    if one_zarr:  # a record of key histograms stands for these arrays only
+        ds = mark_opened(ds, location(paths[0], storage_options))
+    return ds
 
 
 def _feature_dims(arrays: Mapping[str, Any]) -> set[tuple[str, ...]]:

@@ -24,9 +24,11 @@ from numpy.typing import DTypeLike
 from bigkern.errors import StoreError
 from bigkern.features.matching import stored_sources, with_model_features
 from bigkern.scenes.dims import DimMapping, to_scene_dims
+from bigkern.scenes.key_histogram_sources import samples_source
 from bigkern.scenes.labels import label_classes
 from bigkern.scenes.reading import default_chunks, validate_scenes
 from bigkern.scenes.validity import FillValues, ValidRanges, ensure_validity
+from bigkern.store.key_histograms import KeyHistogramSource
 
 __all__ = ["FeatureCube", "Samples", "as_dask_array", "feature_cube", "stack_samples"]
 
@@ -59,6 +61,9 @@ class Samples:
     features: tuple[str, ...]
     pixel: da.Array  # C-order index of (scene, y, x): the same whatever the chunking
     unlabelled: int = 0  # the label value of a pixel with no label (its CF flags say which)
+    #: The key histograms the store recorded when written, for these very X, y and mask
+    #: (:mod:`bigkern.scenes.recorded_histograms`); give it to ``percentile_bins(recorded=)``.
+    recorded: KeyHistogramSource | None = None
 
     def as_dataarray(self) -> xr.DataArray:
         """``X`` as a DataArray with dims (sample, feature) and the feature coordinate."""
@@ -308,7 +313,15 @@ def stack_samples(
             mask = y != unlabelled
     elif labelled_only:
         raise StoreError(f"the dataset has no {label!r} variable; pass labelled_only=False")
-    return Samples(X, y, mask, features, pixel, unlabelled)
+    recorded = None
+    if labelled_only and fill_values is None and valid_ranges is None:
+        recorded = samples_source(ds, features, label, (X, y, mask), lambda ref: _labelled(
+            stack_samples(ref, features, label=label)))
+    return Samples(X, y, mask, features, pixel, unlabelled, recorded)
+
+
+def _labelled(s: Samples) -> tuple[da.Array, da.Array, da.Array]:
+    return s.X, s.y, s.mask
 
 
 def _pixel_index_block(shape: tuple[int, ...], block_info: Any = None) -> np.ndarray:

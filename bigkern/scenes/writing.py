@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import dask
 import dask.array as da
 import numpy as np
 import xarray as xr
@@ -25,8 +26,10 @@ from bigkern.scenes.dims import (
     scene_dims,
     to_scene_dims,
 )
+from bigkern.scenes.key_histogram_recording import recording, write_recording
 from bigkern.scenes.labels import bigkern_label_flags
 from bigkern.scenes.reading import default_chunks, validate_scenes
+from bigkern.store.key_histograms import KeyHistogramRecorder
 from bigkern.store.manifest import MANIFEST_ATTR, manifest_digests, write_manifests
 from bigkern.store.staging import staged_output
 from bigkern.store.urls import Location, PathOrURL, StorageOptions, location
@@ -97,6 +100,7 @@ def write_scenes(
     inputs: Sequence[PathOrURL | Location] = (),
     storage_options: StorageOptions = None,
     dims: DimMapping = None,
+    recorder: KeyHistogramRecorder | None = None,
 ) -> Path | str:
     """Write a scene dataset to a checksummed zarr store with chunks aligned to dask's.
 
@@ -141,6 +145,13 @@ def write_scenes(
         → the dataset's, e.g. ``{"scene": "time"}``; the store keeps the
         dataset's names (open it with the same ``dims``). Dims the data
         declare are found as :func:`open_scenes` finds them.
+    recorder : KeyHistogramRecorder, optional
+        With :data:`bigkern.reduce.recorded_histograms.KEY_HISTOGRAM_RECORDER` (what
+        ``bigkern synth``, ``bigkern ingest`` and the demo give), record in the
+        same compute the key histograms of the labelled pixels' features that
+        exact percentile binning's first read would take
+        (:mod:`bigkern.scenes.key_histogram_recording`): binning the store's
+        labelled pixels then reads it once.
 
     Raises
     ------
@@ -195,15 +206,28 @@ def write_scenes(
             and out["label"].dtype.kind in "iu" and labels is not None and labels.bigkern_codes:
         out["label"].attrs.update(bigkern_label_flags(out["label"].dtype))
     out.attrs = cf_attrs(ds.attrs, "write_scenes")
+    recordings = recording(out, recorder) if recorder is not None else []
     out = from_scene_dims(out, mapping)
     from bigkern.cluster.compute import compute
 
     digests = manifest_digests(out)
+    # one delayed result: digests and recordings come back in a known order
+    computed = dask.delayed(_digests_and_records, pure=True)(
+        list(digests.values()), [r.graph for r in recordings])
     with staged_output(loc, overwrite=overwrite, inputs=inputs, kind="scenes") as temp:
         delayed = to_zarr(out, temp, kind="scenes", compute=False)
-        # one compute: the digests are taken on the workers from the blocks being written
-        _, *values = compute(delayed, *digests.values(), label=f"writing {path}")
-        write_manifests(temp, dict(zip(digests, values, strict=True)),
-                        {k: tuple(c[0] for c in out[k].data.chunks) for k in digests})
+        # one compute: the digests and the key histograms are taken on the workers from
+        # the blocks being written
+        _, (values, records) = compute(delayed, computed, label=f"writing {path}")
+        found = dict(zip(digests, values, strict=True))
+        chunk_shapes = {k: tuple(c[0] for c in out[k].data.chunks) for k in digests}
+        write_manifests(temp, found, chunk_shapes)
+        if recordings:
+            write_recording(temp, recordings, records, found, chunk_shapes, recorder)
         finish_store(temp)
     return loc.local_path if loc.local else str(path)
+
+
+def _digests_and_records(digests: list[np.ndarray], records: list[dict]
+                         ) -> tuple[list[np.ndarray], list[dict]]:
+    return digests, records

@@ -135,7 +135,7 @@ def test_the_one_read_sample_settings_live_in_the_plan_object():
 def test_unknown_plans_are_refused_with_the_plan_names():
     x = np.zeros((10, 2))
     message = ("unknown percentile_bins plan 'two-read'; the plans are 'in-memory', "
-               "'one-read', 'fused', 'three-pass', 'fused-or-three-pass'")
+               "'recorded', 'one-read', 'fused', 'three-pass', 'fused-or-three-pass'")
     with pytest.raises(ValueError, match=message):
         percentile_bins(x, plan="two-read")
     with pytest.raises(ValueError, match="unknown percentile_bins plan 'auto'"):
@@ -146,7 +146,8 @@ def test_unknown_plans_are_refused_with_the_plan_names():
         BinningPlan("one-read", sample=1000)
     with pytest.raises(TypeError, match="unexpected keyword argument 'fused'"):
         percentile_bins(x, fused=True)
-    assert PLAN_NAMES == ("in-memory", "one-read", "fused", "three-pass", "fused-or-three-pass")
+    assert PLAN_NAMES == ("in-memory", "recorded", "one-read", "fused", "three-pass",
+                          "fused-or-three-pass")
 
 
 def test_a_plan_is_a_frozen_value():

@@ -37,6 +37,7 @@ from bigkern.reduce.binning.quantiles import (
     prepare_samples,
 )
 from bigkern.reduce.extremes import EXTREMES_KEY, warn_suspected_fills
+from bigkern.reduce.recorded_histograms import KeyHistogramSource, recorded_run
 
 __all__ = ["percentile_bins"]
 
@@ -50,6 +51,7 @@ def percentile_bins(
     classes: Sequence[Any] | None = None,
     features: Sequence[str] | None = None,
     plan: str | BinningPlan | None = None,
+    recorded: KeyHistogramSource | None = None,
 ) -> xr.Dataset:
     """Percentile bins of ``X``: exact per-feature quantile edges, then per-bin statistics.
 
@@ -81,6 +83,8 @@ def percentile_bins(
         :meth:`BinningPlan.choose <bigkern.reduce.binning.plan.BinningPlan.choose>`
         picks the fastest that fits the workers' memory. The bins are the same
         whatever the plan.
+    recorded : KeyHistogramSource, optional
+        ``Samples.recorded``: see :func:`bigkern.reduce.recorded_histograms.recorded_run`.
 
     Returns
     -------
@@ -138,8 +142,9 @@ def percentile_bins(
     q = np.asarray(quantiles, dtype=np.float64).ravel()
     probs = np.union1d(q, [0.1, 0.5, 0.9])
     where = np.searchsorted(probs, q)
-    run = _start(BinningPlan.resolve(plan, X, y, mask), X, y, mask, features, probs, where,
-                 classes)
+    run, plan, note = recorded_run(plan, recorded, X, y, mask, features, where)
+    run = run or _start(BinningPlan.resolve(plan, X, y, mask), X, y, mask, features, probs,
+                        where, classes)
     first = run.first_read()
     if run.y is not None and classes is None:
         classes = _found_classes(first)
@@ -149,7 +154,7 @@ def percentile_bins(
     quantile_plan = QuantilePlan.make(probs, "linear", first["counts"]["valid"])
     result = run.finish(first, quantile_plan, classes if run.y is not None else None)
     bins = _bins_with_summary(result, first, quantile_plan, run.names, classes, run.X.dtype)
-    bins.attrs.update(run.attrs())
+    bins.attrs.update(run.attrs() if note is None else {**run.attrs(), "recorded": note})
     return bins
 
 

@@ -7,6 +7,8 @@ read the data and in what they hold in memory meanwhile:
     A numpy input binned in the client in one read, with no task graph
     (:mod:`bigkern.reduce.binning.in_memory`). Dask inputs are computed into
     memory first.
+``"recorded"``
+    Histograms recorded at write, one read (:mod:`bigkern.reduce.recorded_histograms`).
 ``"one-read"``
     A seeded sample places the edges and one full read bins the rows and
     checks the sample (:mod:`bigkern.reduce.binning.one_read`). The chunks
@@ -56,7 +58,7 @@ __all__ = [
 ]
 
 #: The plans' names, fastest first (``"in-memory"`` only for small inputs).
-PLAN_NAMES = ("in-memory", "one-read", "fused", "three-pass", "fused-or-three-pass")
+PLAN_NAMES = ("in-memory", "recorded", "one-read", "fused", "three-pass", "fused-or-three-pass")
 
 #: Largest share of the smallest worker's memory that the one-read plan's held
 #: chunks may take for :meth:`BinningPlan.choose` to pick it. In the worst case

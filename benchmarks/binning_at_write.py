@@ -1,0 +1,218 @@
+"""Exact percentile bins in one read from key histograms recorded at write time (issue 44).
+
+Two scene stores written by ``write_scenes`` as the orbit benchmark writes its
+own (``make_scenes(..., radiances=False)``, whole scenes per chunk as
+``default_chunks`` gives them): an orbit-like store of ``--scenes`` scenes of
+512x2048 pixels, and a larger N x 3 store of ``--big-scenes`` scenes of
+2048x2048 (24 scenes: 1.0e8 pixels, the issue's figure) of random NDAI, SD, CORR
+and labels (70 % labelled), quicker to make than ``make_scenes``. On each, the fit's
+default features (``NDAI logSD CORR``, logSD derived after opening) of the
+labelled pixels, as ``stack_samples`` gives them, and, interleaved in each
+repeat so that the ratios are taken under the same load:
+
+a. read+sum      ``dask.compute(X.sum(axis=0), mask.sum())``: the floor of one read;
+b. recorded      ``percentile_bins(X, y, mask=mask, recorded=s.recorded)``: the
+                 default plan with the store's record (``"recorded"``: one read);
+c. fused         ``plan="fused"``: the histogram read, then the binning read;
+d. no record     ``percentile_bins(X, y, mask=mask)``: the default plan of a store
+                 bigkern did not write (today's figures).
+
+Also the write-time cost of the record: ``write_scenes`` of the orbit-like
+store with and without the ``recorder``, alternated, and the record's size.
+
+    python benchmarks/binning_at_write.py [--small] [--scenes N] [--big-scenes N]
+                                          [--repeat N] [--workdir DIR]
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C
+
+FEATURES = ["NDAI", "logSD", "CORR"]
+STEPS = ("a. read+sum", "b. percentile_bins, recorded (default plan)",
+         "c. percentile_bins, plan='fused'", "d. percentile_bins, no record (default plan)")
+
+
+def write_store(path: Path, n_scenes: int, shape: tuple[int, int], record: bool = True
+                ) -> float:
+    """Write the store (replacing one there); the seconds ``write_scenes`` took."""
+    import bigkern
+    from bigkern.datasets import make_scenes
+    from bigkern.reduce.recorded_histograms import KEY_HISTOGRAM_RECORDER
+    from bigkern.scenes import default_chunks
+
+    if path.exists():
+        shutil.rmtree(path)
+    t0 = time.perf_counter()
+    bigkern.write_scenes(make_scenes(n_scenes, shape, seed=0, radiances=False), path,
+                         chunks=default_chunks((n_scenes, *shape)),
+                         recorder=KEY_HISTOGRAM_RECORDER if record else None)
+    return time.perf_counter() - t0
+
+
+def write_big_store(path: Path, n_scenes: int, shape: tuple[int, int]) -> float:
+    """Write an N x 3 store of random features (faster to make than ``make_scenes``)."""
+    import dask.array as da
+    import xarray as xr
+
+    import bigkern
+    from bigkern.reduce.recorded_histograms import KEY_HISTOGRAM_RECORDER
+    from bigkern.scenes import default_chunks
+
+    if path.exists():
+        shutil.rmtree(path)
+    size, chunks = (n_scenes, *shape), (1, *shape)
+    rng = da.random.default_rng(0)
+    ndai = rng.normal(0.3, 0.4, size=size, chunks=chunks).astype(np.float32)
+    sd = rng.lognormal(1.0, 0.8, size=size, chunks=chunks).astype(np.float32)
+    corr = da.clip(rng.normal(0.2, 0.15, size=size, chunks=chunks), -1, 1).astype(np.float32)
+    noise = rng.normal(0.0, 0.7, size=size, chunks=chunks)
+    labelled = rng.random(size=size, chunks=chunks) < 0.7
+    label = da.where(labelled, da.where(ndai + 0.5 * da.log(sd) - 2 * corr + noise > 1, 1, -1),
+                     0).astype(np.int8)
+    dims = ("scene", "y", "x")
+    ds = xr.Dataset({"NDAI": (dims, ndai), "SD": (dims, sd), "CORR": (dims, corr),
+                     "label": (dims, label)})
+    t0 = time.perf_counter()
+    bigkern.write_scenes(ds, path, chunks=default_chunks(size), recorder=KEY_HISTOGRAM_RECORDER)
+    return time.perf_counter() - t0
+
+
+def record_bytes(path: Path) -> tuple[int, int]:
+    """Bytes of the record on disk, and of the whole store."""
+    from bigkern.store.key_histograms import KEY_HISTOGRAMS_GROUP
+
+    return C.dir_size(path / KEY_HISTOGRAMS_GROUP), C.dir_size(path)
+
+
+def bench_store(bench: C.Bench, store: Path, label: str, repeat: int) -> dict[str, Any]:
+    import dask
+
+    import bigkern
+    from bigkern.reduce import percentile_bins
+
+    s = bigkern.stack_samples(bigkern.with_features(bigkern.open_scenes(store, validate=False),
+                                                    FEATURES), FEATURES)
+    n = int(s.X.shape[0])
+    print(f"# {label}: {store.name}, {n:,} pixels, {s.X.numblocks[0]} chunks, record "
+          f"{'found' if s.recorded is not None else 'absent'}")
+    bins = {}
+    for _ in range(repeat):
+        with bench.stage(f"{label} {STEPS[0]}", items=n):
+            dask.compute(s.X.sum(axis=0), s.mask.sum())
+        with bench.stage(f"{label} {STEPS[1]}", items=n):
+            bins["b"] = percentile_bins(s.X, s.y, mask=s.mask, features=FEATURES,
+                                        recorded=s.recorded)
+        with bench.stage(f"{label} {STEPS[2]}", items=n):
+            bins["c"] = percentile_bins(s.X, s.y, mask=s.mask, features=FEATURES, plan="fused")
+        with bench.stage(f"{label} {STEPS[3]}", items=n):
+            bins["d"] = percentile_bins(s.X, s.y, mask=s.mask, features=FEATURES)
+    return {"n": n, "bins": bins}
+
+
+def _same(a: Any, b: Any) -> bool:
+    import xarray as xr
+
+    a, b = a.copy(), b.copy()
+    for key in ("plan", "passes", "n_kept", "recorded", "one_read", "sample_rows",
+                "sample_chunks_held"):
+        a.attrs.pop(key, None)
+        b.attrs.pop(key, None)
+    try:
+        xr.testing.assert_identical(a, b)
+        return True
+    except AssertionError:
+        return False
+
+
+def report(bench: C.Bench, label: str, found: dict[str, Any]) -> None:
+    base = bench.best(f"{label} {STEPS[0]}")
+    rows = []
+    for step in STEPS:
+        st = bench.best(f"{label} {step}")
+        rows.append([step, C.fmt_seconds(st.seconds), f"{st.seconds / base.seconds:.2f}x",
+                     C.fmt_rate(st.rate), f"{st.peak / C.GB:.2f}",
+                     " ".join(C.fmt_seconds(r) for r in st.extra["runs"])])
+    print(f"\n## {label}: {found['n']:,} pixels; best of {len(base.extra['runs'])} runs")
+    C.print_table(["step", "wall s", "/ read+sum", "pixels/s", "peak GB", "runs s"], rows,
+                  align="lrrrrl")
+    b, c, d = (found["bins"][k] for k in "bcd")
+    one_read = f", one_read={d.attrs['one_read']!r}" if "one_read" in d.attrs else ""
+    print(f"plans: recorded run {b.attrs['plan']!r} ({b.attrs['passes']} read(s), "
+          f"recorded={b.attrs.get('recorded', '-')!r}); no record {d.attrs['plan']!r} "
+          f"({d.attrs['passes']} read(s){one_read})")
+    runs = list(zip(*(bench.best(f"{label} {k}").extra["runs"] for k in STEPS), strict=True))
+    print("per repeat (same load), recorded / read+sum, fused / read+sum, no record / "
+          "read+sum: " + "; ".join(f"{r[1] / r[0]:.2f}x {r[2] / r[0]:.2f}x {r[3] / r[0]:.2f}x"
+                                   for r in runs))
+    ratio = bench.best(f"{label} {STEPS[1]}").seconds / base.seconds
+    peak = bench.best(f"{label} {STEPS[1]}").peak
+    print(f"goal default percentile_bins / read+sum <= 1.15x: {ratio:.2f}x -> "
+          f"{'MET' if ratio <= 1.15 else 'NOT MET'} (median of the repeats "
+          f"{np.median([r[1] / r[0] for r in runs]):.2f}x); bins == the fused plan's: "
+          f"{_same(b, c)}; peak {peak / C.GB:.2f} GB (< 2 GB: "
+          f"{'MET' if peak < 2 * C.GB else 'NOT MET'})")
+
+
+def main() -> None:
+    p = C.parser(__doc__.split("\n")[0], "binning_at_write")
+    p.add_argument("--scenes", type=int, default=60, help="orbit-like scenes of 512x2048")
+    p.add_argument("--big-scenes", type=int, default=24, help="scenes of 2048x2048")
+    p.add_argument("--repeat", type=int, default=3, help="interleaved repeats (default 3)")
+    p.add_argument("--write-repeat", type=int, default=1,
+                   help="alternated writes with and without the record (default 1)")
+    args = p.parse_args()
+    if args.small:
+        args.scenes, args.big_scenes, args.repeat = 4, 2, 2
+    orbit_shape, big_shape = (512, 2048), (2048, 2048)
+    C.header(f"binning at write: {args.scenes} scenes of 512x2048 and {args.big_scenes} of "
+             f"2048x2048, features {' '.join(FEATURES)}")
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    orbit = args.workdir / f"orbit-{args.scenes}.zarr"
+    plain = args.workdir / f"orbit-{args.scenes}-no-record.zarr"
+    big = args.workdir / f"big-{args.big_scenes}.zarr"
+    import bigkern
+    from bigkern.reduce import percentile_bins
+
+    with C.benched_cluster() as (_, bench):
+        # warm-up (untimed): numba caches, imports on the workers
+        write_store(plain, 1, (64, 128))
+        ws = bigkern.stack_samples(bigkern.open_scenes(plain), ["NDAI", "SD", "CORR"])
+        percentile_bins(ws.X, ws.y, mask=ws.mask, recorded=ws.recorded)
+        writes: dict[bool, list[float]] = {True: [], False: []}
+        for _ in range(args.write_repeat):
+            for record in (True, False):
+                name = f"write_scenes, recorder={record}"
+                with bench.stage(name, items=args.scenes * 512 * 2048):
+                    writes[record].append(write_store(orbit if record else plain,
+                                                      args.scenes, orbit_shape, record))
+        rec, total = record_bytes(orbit)
+        shutil.rmtree(plain)
+        with_r, without = (bench.best(f"write_scenes, recorder={r}") for r in (True, False))
+        print(f"\n## write cost: write_scenes with / without the record: "
+              f"{with_r.seconds / without.seconds:.3f}x (best {with_r.seconds:.1f} s vs "
+              f"{without.seconds:.1f} s; runs {writes[True]} vs {writes[False]}); peak "
+              f"{with_r.peak / C.GB:.2f} vs {without.peak / C.GB:.2f} GB; record "
+              f"{rec / 1e6:.2f} MB on disk of the store's {total / 1e9:.2f} GB")
+        found = bench_store(bench, orbit, "orbit", args.repeat)
+        report(bench, "orbit", found)
+        with bench.stage("big store generation", items=args.big_scenes * 2048 * 2048):
+            write_big_store(big, args.big_scenes, big_shape)
+        rec, total = record_bytes(big)
+        print(f"# big store: record {rec / 1e6:.2f} MB on disk of {total / 1e9:.2f} GB")
+        found = bench_store(bench, big, "big", args.repeat)
+        report(bench, "big", found)
+
+
+if __name__ == "__main__":
+    args_small = "--small" in sys.argv
+    C.run_teed("binning_at_write", args_small, None, main)
