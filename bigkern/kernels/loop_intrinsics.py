@@ -68,7 +68,9 @@ def prefer_wide_vectors(typingctx: Any) -> Any:  # pragma: no cover - compiled
     """
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        set.add(builder.function.attributes, WIDE_VECTOR_ATTRIBUTE)
+        attributes = builder.function.attributes
+        if isinstance(attributes, set):  # as llvmlite keeps them; else the default width
+            set.add(attributes, WIDE_VECTOR_ATTRIBUTE)
         return context.get_dummy_value()
 
     return types.none(), codegen
