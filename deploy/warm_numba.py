@@ -39,7 +39,7 @@ def warm() -> int:
         s = bigkern.stack_samples(scenes, ["NDAI", "logSD", "CORR"])
         model = bigkern.BinnedSVC(omega=0.8, C=3.0).fit(s.as_dataarray(), s.y, mask=s.mask)
         bigkern.predict_scenes(model, scenes).compute()
-        # k classes: the bins' class counts and the fused loop of k decision columns
+        # k classes: the bins' class counts (the fused loop takes k decision columns as one)
         three = bigkern.with_features(make_scenes(2, (64, 64), seed=0, classes=3),
                                       ["NDAI", "logSD", "CORR"])
         s = bigkern.stack_samples(three, ["NDAI", "logSD", "CORR"])

@@ -219,23 +219,23 @@ class KernelExpansion:
             raise ValueError(f"X must have shape (n, {self.n_features}); got {X.shape}")
         if path not in ("auto", "fused", "exact", "blas"):
             raise ValueError(f"path must be 'auto', 'fused', 'exact' or 'blas'; got {path!r}")
+        b = self.basis
+        if self.n_basis and b.is_gaussian and path != "blas":
+            if path == "fused" and self.dtype != "float32":
+                raise ValueError("the fused path evaluates float32 kernels; this expansion is "
+                                 f"{self.dtype}")
+            fused = path == "fused" or (path == "auto" and self.dtype == "float32")
+            # each row by itself in a compiled loop that writes the output: no other sweep
+            return (fused_expansion if fused else exact_expansion)(
+                X, b.centers, self.coef, omega_to_gamma(self.omega), self.intercept, b.offset,
+                b.scale, b.clip)
         shape = (len(X),) if self.coef.ndim == 1 else (len(X), self.n_outputs)
         out = np.full(shape, np.nan, dtype=np.float64)
         if not self.n_basis:
             out[np.isfinite(X).all(axis=1)] = self.intercept
             return out
-        if not self.basis.is_gaussian and path != "blas":
+        if not b.is_gaussian and path != "blas":
             return self._radial(X, out)
-        if path == "fused" and self.dtype != "float32":
-            raise ValueError("the fused path evaluates float32 kernels; this expansion is "
-                             f"{self.dtype}")
-        if path == "fused" or (path == "auto" and self.dtype == "float32"):
-            return self._fused(X, out)
-        if path in ("auto", "exact"):
-            out[:] = exact_expansion(X, self.basis.centers, self.coef,
-                                     omega_to_gamma(self.omega), self.intercept,
-                                     self.basis.offset, self.basis.scale, self.basis.clip)
-            return out
         dtype = np.dtype(self.dtype)
         c = self.coef.astype(dtype)
         for rows, G in kernel_blocks(X, self.basis, block_rows=block_rows, dtype=dtype,
@@ -254,10 +254,3 @@ class KernelExpansion:
         for rows, G in kernel_blocks(X, b, dtype=np.float64):  # a kernel of one's own
             out[rows] = G @ self.coef
         return out + self.intercept  # NaN rows stay NaN
-
-    def _fused(self, X: np.ndarray, out: np.ndarray) -> np.ndarray:
-        """The fused path (standardization and the NaN rule inside the compiled loop)."""
-        out[:] = fused_expansion(X, self.basis.centers, self.coef, omega_to_gamma(self.omega),
-                                 self.intercept, self.basis.offset, self.basis.scale,
-                                 self.basis.clip)
-        return out

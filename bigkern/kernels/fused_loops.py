@@ -13,14 +13,23 @@ compiled loop per row does all of it in vectors of length m that stay in L1:
 * ``exp`` written out so that it vectorizes: ``e·log2(e) = k + r`` with ``k``
   an integer and ``|r| ≤ ½``; ``2^r`` by its degree-6 Taylor polynomial
   (relative error below 1.7e-7 on that interval, float32 round-off level) and
-  ``2^k`` added to the result's exponent bits;
-* the weighted sum, accumulated in float32 like the BLAS path's ``sgemv``.
+  ``2^k`` added to the result's exponent bits, in registers
+  (:mod:`bigkern.kernels.loop_intrinsics`), in the same sweep as the last
+  feature's distance;
+* the weighted sum, accumulated in float32 like the BLAS path's ``sgemv``; a
+  classifier's k columns each by the same loop after one evaluation of the
+  row's kernel values, so a column's values do not depend on k.
 
 numba compiles it with ``fastmath`` (reassociation, contraction; not the
 no-NaN/no-inf assumptions: a row with a non-finite feature is found in the
-loop and gives NaN), so LLVM vectorizes each loop over the
-centers (AVX-512 or AVX2 as the CPU has). It releases the GIL, so dask's
-threads run it in parallel. :data:`FUSED_MAX_FEATURES` is the crossover for
+loop and gives NaN), so LLVM vectorizes each loop over the centers at the
+widest width the CPU has (AVX-512 where there is one: on Intel LLVM would keep
+to 256 bits, :func:`~bigkern.kernels.loop_intrinsics.prefer_wide_vectors`; AVX2
+elsewhere), and :func:`fused_expansion` pads the centers to a multiple of
+:data:`LANES` with zero coefficients, so that no center is left to a scalar
+remainder loop. It releases the GIL, so dask's threads run it in parallel.
+The sums' order (and so their last bits) depends on the vector width, not on
+the rows around a row. :data:`FUSED_MAX_FEATURES` is the crossover for
 the normal-equation passes' kernel blocks: the distance loop is d passes over
 the centers, and a BLAS product, which computes the distances at its GEMM rate,
 wins there when there are many features. Predictions take this path for every
@@ -41,7 +50,18 @@ from typing import Any
 import numba
 import numpy as np
 
-__all__ = ["FUSED_MAX_FEATURES", "exact_expansion", "fused_expansion", "fused_kernel_block"]
+from bigkern.kernels.loop_intrinsics import (
+    float32_bits,
+    float32_from_bits,
+    prefer_wide_vectors,
+)
+
+__all__ = ["FUSED_MAX_FEATURES", "LANES", "exact_expansion", "fused_expansion",
+           "fused_kernel_block"]
+
+#: float32 lanes of the widest vectors (AVX-512's 512 bits): the fused expansion pads its
+#: centers to a multiple of this many
+LANES = 16
 
 #: Above this many features the BLAS path is as fast or faster: the distances, whose share
 #: of the work grows with the features, run at its GEMM rate rather than in d passes.
@@ -71,15 +91,17 @@ def _pow2_fraction(r: np.float32) -> np.float32:  # pragma: no cover - compiled
 
 @numba.njit(nogil=True, cache=True, fastmath=_FASTMATH)
 def _fused_rows(X: np.ndarray, offset: np.ndarray, scale_: np.ndarray, clip: float,
-                centers_t: np.ndarray, coef: np.ndarray, gamma: float, intercept: float,
+                centers_t: np.ndarray, coef_t: np.ndarray, gamma: float, intercept: np.ndarray,
                 lowest: np.float32, out: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Each row's expansion for each of the k columns of ``coef_t`` (k, m) into ``out``
+    (n, k): the row's kernel values formed once, then folded into its k sums, each by
+    the same loop (so a column's values do not depend on k)."""
+    prefer_wide_vectors()
     n, d = X.shape
     m = centers_t.shape[1]
     z_row = np.empty(d, np.float32)
     dist = np.empty(m, np.float32)  # ‖z − c_j‖² over the features before the last
-    value = np.empty(m, np.float32)  # 2^r_j, then exp(e_j) once 2^k_j is in its exponent
-    value_bits = value.view(np.int32)
-    shift = np.empty(m, np.int32)  # k_j << 23
+    value = np.empty(m, np.float32)  # exp(e_j)
     scale = np.float32(-gamma) * _LOG2E  # exponent in base 2
     floor = lowest * _LOG2E
     last = d - 1
@@ -91,7 +113,7 @@ def _fused_rows(X: np.ndarray, offset: np.ndarray, scale_: np.ndarray, clip: flo
                 finite = False
             z_row[f] = np.float32(min(max((x - offset[f]) / scale_[f], -clip), clip))
         if not finite:
-            out[i] = np.nan
+            out[i, :] = np.nan
             continue
         if d == 1:
             dist[:] = 0
@@ -106,25 +128,25 @@ def _fused_rows(X: np.ndarray, offset: np.ndarray, scale_: np.ndarray, clip: flo
                 t = z - centers_t[f, j]
                 dist[j] += t * t
         z = z_row[last]
-        for j in range(m):  # the last feature, the exponent and 2^r in one sweep
+        for j in range(m):  # the last feature, the exponent, 2^r and 2^k in one sweep
             t = z - centers_t[last, j]
             e = max(scale * (dist[j] + t * t), floor)
             k = np.floor(e + np.float32(0.5))
-            value[j] = _pow2_fraction(e - k)
-            shift[j] = np.int32(k) << 23
-        for j in range(m):
-            value_bits[j] += shift[j]  # times 2^k: k >= -126, so never subnormal
-        s = np.float32(0)
-        for j in range(m):
-            s += value[j] * coef[j]
-        out[i] = s + intercept
+            # 2^k added to the exponent bits of 2^r: k >= -126, so never subnormal
+            value[j] = float32_from_bits(float32_bits(_pow2_fraction(e - k))
+                                         + (np.int32(k) << 23))
+        for c in range(coef_t.shape[0]):
+            s = np.float32(0)
+            for j in range(m):
+                s += value[j] * coef_t[c, j]
+            out[i, c] = s + intercept[c]
 
 
 @numba.njit(nogil=True, cache=True, fastmath=_FASTMATH)
 def _kernel_row(X: np.ndarray, i: int, offset: np.ndarray, scale_: np.ndarray, clip: float,
                 centers_t: np.ndarray, scale: np.float32, floor: np.float32,
-                z_row: np.ndarray, dist: np.ndarray, value: np.ndarray,
-                shift: np.ndarray) -> None:  # pragma: no cover - compiled
+                z_row: np.ndarray, dist: np.ndarray,
+                value: np.ndarray) -> None:  # pragma: no cover - compiled
     """``value[j] = exp(-γ‖z_i − c_j‖²)`` (float32) for row ``i``, as in :func:`_fused_rows`;
     ``scale = −γ·log2(e)``, ``floor = lowest·log2(e)``; the other arrays are work space."""
     d = X.shape[1]
@@ -138,14 +160,10 @@ def _kernel_row(X: np.ndarray, i: int, offset: np.ndarray, scale_: np.ndarray, c
         for j in range(m):
             t = z - centers_t[f, j]
             dist[j] += t * t
-    for j in range(m):  # exponent and 2^r, as in _fused_rows
+    for j in range(m):  # exponent, 2^r and 2^k, as in _fused_rows
         e = max(scale * dist[j], floor)
         k = np.floor(e + np.float32(0.5))
-        value[j] = _pow2_fraction(e - k)
-        shift[j] = np.int32(k) << 23
-    value_bits = value.view(np.int32)
-    for j in range(m):
-        value_bits[j] += shift[j]
+        value[j] = float32_from_bits(float32_bits(_pow2_fraction(e - k)) + (np.int32(k) << 23))
 
 
 @numba.njit(nogil=True, cache=True, fastmath=_FASTMATH)
@@ -157,46 +175,13 @@ def _fused_block(X: np.ndarray, rows: np.ndarray, offset: np.ndarray, scale_: np
     z_row = np.empty(d, np.float32)
     dist = np.empty(m, np.float32)
     value = np.empty(m, np.float32)
-    shift = np.empty(m, np.int32)
     scale = np.float32(-gamma) * _LOG2E
     floor = lowest * _LOG2E
     for a in range(len(rows)):
         _kernel_row(X, rows[a], offset, scale_, clip, centers_t, scale, floor, z_row, dist,
-                    value, shift)
+                    value)
         for j in range(m):
             out[a, j] = value[j]
-
-
-@numba.njit(nogil=True, cache=True, fastmath=_FASTMATH)
-def _fused_rows_columns(X: np.ndarray, offset: np.ndarray, scale_: np.ndarray, clip: float,
-                        centers_t: np.ndarray, coef_t: np.ndarray, gamma: float,
-                        intercept: np.ndarray, lowest: np.float32,
-                        out: np.ndarray) -> None:  # pragma: no cover - compiled
-    """:func:`_fused_rows` for k columns of coefficients ``coef_t`` (k, m): each row's kernel
-    values are formed once, then folded into its k sums."""
-    d = X.shape[1]
-    m = centers_t.shape[1]
-    z_row = np.empty(d, np.float32)
-    dist = np.empty(m, np.float32)
-    value = np.empty(m, np.float32)
-    shift = np.empty(m, np.int32)
-    scale = np.float32(-gamma) * _LOG2E
-    floor = lowest * _LOG2E
-    for i in range(X.shape[0]):
-        finite = True
-        for f in range(d):
-            if not np.isfinite(np.float64(X[i, f])):
-                finite = False
-        if not finite:
-            out[i, :] = np.nan
-            continue
-        _kernel_row(X, i, offset, scale_, clip, centers_t, scale, floor, z_row, dist, value,
-                    shift)
-        for c in range(coef_t.shape[0]):
-            s = np.float32(0)
-            for j in range(m):
-                s += value[j] * coef_t[c, j]
-            out[i, c] = s + intercept[c]
 
 
 @numba.njit(nogil=True, cache=True)  # no fastmath: one fixed order of operations per row
@@ -306,18 +291,31 @@ def fused_expansion(X: np.ndarray, centers: np.ndarray, coef: np.ndarray, gamma:
         The sums (float32 arithmetic, as the BLAS path's float32 blocks).
     """
     coef = np.asarray(coef)
-    X, offset, scale, centers_t, c = _prepared(X, offset, scale, centers, coef.T, np.float32)
-    if coef.ndim == 2:
-        out = np.empty((len(X), coef.shape[1]), dtype=np.float64)
-        if len(X):
-            _fused_rows_columns(X, offset, scale, float(clip), centers_t, c, float(gamma),
-                                _intercepts(intercept, coef.shape[1]), _LOWEST, out)
-        return out
-    out = np.empty(len(X), dtype=np.float64)
+    columns = coef[:, None] if coef.ndim == 1 else coef
+    X, offset, scale, centers_t, c = _prepared(X, offset, scale, centers, columns.T, np.float32)
+    centers_t, c = _padded_to_lanes(centers_t, c)
+    out = np.empty((len(X), columns.shape[1]), dtype=np.float64)
     if len(X):
-        _fused_rows(X, offset, scale, float(clip), centers_t, c, float(gamma), float(intercept),
-                    _LOWEST, out)
-    return out
+        _fused_rows(X, offset, scale, float(clip), centers_t, c, float(gamma),
+                    _intercepts(intercept, columns.shape[1]), _LOWEST, out)
+    return out if coef.ndim == 2 else out[:, 0]
+
+
+def _padded_to_lanes(centers_t: np.ndarray, coef_t: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """Centers (d, m) and coefficients (k, m) padded with zeros to a multiple of
+    :data:`LANES` columns: the compiled loops' vectors are then all full, with no
+    scalar remainder. A padded center's kernel value is finite and its coefficient
+    0, so it adds exactly 0 to every sum."""
+    m = centers_t.shape[1]
+    wide = -(-m // LANES) * LANES
+    if wide == m:
+        return centers_t, coef_t
+    padded_centers = np.zeros((centers_t.shape[0], wide), dtype=centers_t.dtype)
+    padded_centers[:, :m] = centers_t
+    padded_coef = np.zeros((coef_t.shape[0], wide), dtype=coef_t.dtype)
+    padded_coef[:, :m] = coef_t
+    return padded_centers, padded_coef
 
 
 def _intercepts(intercept: Any, k: int) -> np.ndarray:

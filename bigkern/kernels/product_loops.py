@@ -45,13 +45,12 @@ def _fused_products(X: np.ndarray, rows: np.ndarray, offset: np.ndarray, scale_:
     z_row = np.empty(d, np.float32)
     dist = np.empty(m, np.float32)
     value = np.empty(m, np.float32)
-    shift = np.empty(m, np.int32)
     w = np.empty(k + e, np.float64)
     scale = np.float32(-gamma) * _LOG2E
     floor = lowest * _LOG2E
     for a in range(len(rows)):
         _kernel_row(X, rows[a], offset, scale_, clip, centers_t, scale, floor, z_row, dist,
-                    value, shift)
+                    value)
         for c in range(k):  # float32 values times float64 vectors, summed in float64
             vc = V[c]
             s = 0.0

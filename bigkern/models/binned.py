@@ -128,10 +128,14 @@ class _BinnedKernelClassifier(ProbabilityMixin, _KernelClassifier):
             # lazy labels: their classes are found by the binning's first pass
             bins = percentile_bins(arr, y, quantiles=self.quantiles, mask=mask, features=names)
         else:
-            used = np.ones(len(y), dtype=bool) if mask is None else _row_mask(mask, len(y))
-            used_codes = self._fit_classes(y[used])
-            codes = np.zeros(len(y), dtype=used_codes.dtype)
-            codes[used] = used_codes
+            if mask is None:
+                used = np.ones(len(y), dtype=bool)
+                codes = self._fit_classes(y)
+            else:
+                used = _row_mask(mask, len(y))
+                used_codes = self._fit_classes(y[used])
+                codes = np.zeros(len(y), dtype=used_codes.dtype)
+                codes[used] = used_codes
             classes = self.classes_
             bins = percentile_bins(arr, codes, quantiles=self.quantiles, mask=used,
                                    classes=tuple(range(len(classes))), features=names)

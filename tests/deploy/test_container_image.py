@@ -514,7 +514,7 @@ def test_image_version_user_and_no_secret(image, podman):
 #: Functions deploy/warm_numba.py must leave in the image's numba cache: one of each family.
 WARMED_FUNCTIONS = (
     "_bin_loops.bin_ids", "row_loops._row_status_kernel.locals.row_status",
-    "fused_loops._fused_rows", "fused_loops._exact_rows", "fused_loops._fused_rows_columns",
+    "fused_loops._fused_rows", "fused_loops._exact_rows",
     "class_loops.class_counts_by_slot",
     "extremes._extremes_kernel.locals.extremes",
     "_one_read_loops._one_read_kernels.locals.sums_kernel",

@@ -27,6 +27,7 @@ from bigkern.models import (
     KernelRidgeClassifier,
     ReducedSVC,
 )
+from bigkern.models._base import INTEGER_LABEL_SPAN, integer_classes
 
 CLASSIFIERS = [
     BinnedSVC(omega=1.0, C=3.0),
@@ -157,6 +158,26 @@ def test_masked_labels_choose_the_classes():
     model = BinnedSVC(omega=1.0, C=3.0).fit(X, labels, mask=labels != 0)
     assert model.classes_.tolist() == [-1, 1]
     assert model.fit_report_["n_masked"] == int((labels == 0).sum())
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32", "int64", "uint32"])
+def test_integer_labels_are_coded_as_numpy_unique_codes_them(dtype):
+    """The table of an integer range gives np.unique's classes, dtype and codes; labels
+    spread wider than the table, or not integers, are left to np.unique."""
+    rng = np.random.default_rng(3)
+    lo = 0 if dtype.startswith("u") else -3
+    for y in (rng.integers(lo, 4, size=500).astype(dtype),
+              np.array([5, 5, 9], dtype=dtype), np.array([7], dtype=dtype)):
+        classes, codes = integer_classes(y)
+        want_classes, want_codes = np.unique(y, return_inverse=True)
+        assert classes.dtype == want_classes.dtype and codes.dtype == want_codes.dtype
+        np.testing.assert_array_equal(classes, want_classes)
+        np.testing.assert_array_equal(codes, want_codes)
+    assert integer_classes(np.array([0, INTEGER_LABEL_SPAN], dtype=np.int64)) is None
+    assert integer_classes(np.array([0.0, 1.0])) is None
+    assert integer_classes(np.array([], dtype=dtype)) is None
+    with pytest.raises(LabelError, match="one class only"):
+        BinnedSVC().fit(np.zeros((4, 2)), np.full(4, 2, dtype=dtype))
 
 
 def test_dataarray_features_are_matched_by_name():
