@@ -119,12 +119,7 @@ class FalkonPreconditioner:
             ``K`` is not positive definite even with the jitter (non-finite values).
         """
         t0 = time.perf_counter()
-        K = np.asarray(K, dtype=np.float64)
-        m = len(K)
-        if not np.isfinite(K).all():
-            raise ValueError("K(Ã, Ã) has non-finite values: the centers or the width are "
-                             "not usable")
-        jitter = float(jitter * m * max(float(np.mean(np.diag(K))), 1e-300))
+        K, jitter = _checked_kernel(K, jitter)
         # one BLAS thread, as the other single-node solves take: on busy shared cores
         # OpenBLAS's thread pool made these factorizations several times slower
         with blas_controller().limit(limits=1, user_api="blas"):
@@ -168,12 +163,8 @@ class FalkonPreconditioner:
         (True, 160)
         """
         t0 = time.perf_counter()
-        K = np.asarray(K, dtype=np.float64)
+        K, scaled = _checked_kernel(K, jitter)
         m = len(K)
-        if not np.isfinite(K).all():
-            raise ValueError("K(Ã, Ã) has non-finite values: the centers or the width are "
-                             "not usable")
-        scaled = float(jitter * m * max(float(np.mean(np.diag(K))), 1e-300))
         M = np.array(gram, dtype=np.float64)
         if centered:
             g = np.asarray(gsum, dtype=np.float64)
@@ -199,6 +190,16 @@ class FalkonPreconditioner:
         """``Bᵀ v = A⁻ᵀ T⁻ᵀ v``."""
         u = scipy.linalg.solve_triangular(self.T, v, lower=False, trans="T")
         return scipy.linalg.solve_triangular(self.A, u, lower=False, trans="T")
+
+
+def _checked_kernel(K: np.ndarray, jitter: float) -> tuple[np.ndarray, float]:
+    """``K`` as float64, checked finite, and the relative ``jitter`` times m̃ and its mean
+    diagonal."""
+    K = np.asarray(K, dtype=np.float64)
+    if not np.isfinite(K).all():
+        raise ValueError("K(Ã, Ã) has non-finite values: the centers or the width are "
+                         "not usable")
+    return K, float(jitter * len(K) * max(float(np.mean(np.diag(K))), 1e-300))
 
 
 def _kernel_factor(K: np.ndarray, jitter: float) -> tuple[np.ndarray, float]:
