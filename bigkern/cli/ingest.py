@@ -12,11 +12,31 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import Any
 
 from bigkern.cli.checks import UsageError, validity_keywords
 from bigkern.cli.inputs import dims_found_text, dims_keyword
+from bigkern.store.key_histograms import KeyHistogramRecorder
 
 __all__ = ["run_ingest"]
+
+
+def _record_graph(X: Any, y: Any, mask: Any) -> Any:
+    from bigkern.reduce.recorded_histograms import KEY_HISTOGRAM_RECORDER
+
+    return KEY_HISTOGRAM_RECORDER.graph(X, y, mask)
+
+
+def _make_record(result: Any, meta: dict[str, Any]) -> Any:
+    from bigkern.reduce.recorded_histograms import KEY_HISTOGRAM_RECORDER
+
+    return KEY_HISTOGRAM_RECORDER.record(result, meta)
+
+
+#: :data:`bigkern.reduce.recorded_histograms.KEY_HISTOGRAM_RECORDER`, imported when the
+#: write computes it: the reductions take about 3 s to import, and granules that cannot
+#: be used (other label values, unmappable dims) are refused before that
+_DEFERRED_RECORDER = KeyHistogramRecorder(_record_graph, _make_record)
 
 
 def run_ingest(args: argparse.Namespace) -> int:
@@ -29,7 +49,6 @@ def run_ingest(args: argparse.Namespace) -> int:
                                 **validity_keywords(args))
         n = len(args.files)
     else:
-        from bigkern.reduce.recorded_histograms import KEY_HISTOGRAM_RECORDER
         from bigkern.scenes.granule_formats import expand_paths, granule_format
         from bigkern.scenes.reading import open_scenes
         from bigkern.scenes.writing import write_scenes
@@ -49,7 +68,7 @@ def run_ingest(args: argparse.Namespace) -> int:
             print(f"bigkern: dims of {files[0]}{' …' if len(files) > 1 else ''}: {found_dims}",
                   flush=True)
         path = write_scenes(scenes, args.out, overwrite=args.overwrite, inputs=files,
-                            recorder=KEY_HISTOGRAM_RECORDER)
+                            recorder=_DEFERRED_RECORDER)
         n = len(files)
     print(f"bigkern: ingested {n} file(s) into {path} ({time.perf_counter() - t:.1f} s)")
     return 0
