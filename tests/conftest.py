@@ -37,17 +37,18 @@ if os.environ.get("BIGKERN_TEST_SPAWN") != "1":
 
 
 def pytest_xdist_auto_num_workers(config):
-    """Test processes for ``-n auto``: one more than the cores, three at least, four at most.
+    """Test processes for ``-n auto``: one per core, two at least, four at most.
 
-    Most tests wait (on clusters starting, subprocesses, servers, an image build) more than
-    they compute: a clean-clone CI run with two processes on two cores used 1.2 cores on
-    average (user + system time 1,426 s in 1,197 s), so a third process fills the waits.
-    Past four, each starting its own clusters, a machine's memory and file handles matter
-    more than its cores. (A third process was once thought to break the signal tests; their
-    failures came from a suite started as a background job, whose Ctrl-C is ignored: see
-    tests/cli/test_params_interrupts_figures.py.)
+    Most tests wait (on clusters starting, subprocesses, servers) more than they
+    compute, so two processes pay even on one core; past four, each starting its
+    own clusters, a machine's memory and file handles matter more than its cores.
+    A third process on two cores was measured twice and lost both times: 17 min 56 s
+    of pytest against 18 min 18 s with two (2026-11), and 1,082 s against 919 s in
+    clean-clone CI runs of 2026-11-29 (the signal tests that failed in the first trial
+    failed for another cause: a suite started as a background job ignores Ctrl-C; see
+    tests/cli/test_params_interrupts_figures.py).
     """
-    return max(3, min(4, (os.cpu_count() or 1) + 1))
+    return max(2, min(4, os.cpu_count() or 1))
 
 
 def pytest_collection_modifyitems(session, config, items):

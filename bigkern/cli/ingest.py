@@ -16,7 +16,6 @@ from typing import Any
 
 from bigkern.cli.checks import UsageError, validity_keywords
 from bigkern.cli.inputs import dims_found_text, dims_keyword
-from bigkern.store.key_histograms import KeyHistogramRecorder
 
 __all__ = ["run_ingest"]
 
@@ -33,10 +32,13 @@ def _make_record(result: Any, meta: dict[str, Any]) -> Any:
     return KEY_HISTOGRAM_RECORDER.record(result, meta)
 
 
-#: :data:`bigkern.reduce.recorded_histograms.KEY_HISTOGRAM_RECORDER`, imported when the
-#: write computes it: the reductions take about 3 s to import, and granules that cannot
-#: be used (other label values, unmappable dims) are refused before that
-_DEFERRED_RECORDER = KeyHistogramRecorder(_record_graph, _make_record)
+def _deferred_recorder() -> Any:
+    """:data:`bigkern.reduce.recorded_histograms.KEY_HISTOGRAM_RECORDER`, imported only when
+    the write computes it: the reductions take seconds to import, and granules that cannot
+    be used (other label values, unmappable dims) are refused before that."""
+    from bigkern.store.key_histograms import KeyHistogramRecorder
+
+    return KeyHistogramRecorder(_record_graph, _make_record)
 
 
 def run_ingest(args: argparse.Namespace) -> int:
@@ -68,7 +70,7 @@ def run_ingest(args: argparse.Namespace) -> int:
             print(f"bigkern: dims of {files[0]}{' …' if len(files) > 1 else ''}: {found_dims}",
                   flush=True)
         path = write_scenes(scenes, args.out, overwrite=args.overwrite, inputs=files,
-                            recorder=_DEFERRED_RECORDER)
+                            recorder=_deferred_recorder())
         n = len(files)
     print(f"bigkern: ingested {n} file(s) into {path} ({time.perf_counter() - t:.1f} s)")
     return 0
