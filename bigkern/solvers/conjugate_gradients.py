@@ -139,7 +139,7 @@ class FalkonPreconditioner:
         ``AᵀA = T⁻ᵀ M T⁻¹ + λI``. With a few rows per centre (bigkern takes 4) the
         preconditioned matrix stays near the identity at small λ, where the
         centres' estimate leaves eigenvalues CG needs hundreds of iterations to find
-        (the benchmark page of the reduced-kernel engine gives the iterations). Forming
+        (the models page of the user guide gives the measured iterations). Forming
         it costs two triangular solves of m̃ × m̃ (2m̃³ flops) besides the sample's Gram.
         When ``AᵀA`` cannot be factored (round-off at a tiny λ), :meth:`from_kernel`'s
         factors are returned.

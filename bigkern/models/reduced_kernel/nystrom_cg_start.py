@@ -6,10 +6,10 @@ blocks), by up to :data:`START_MAX_ITER` iterations: the full solve starts from 
 solution (see :mod:`bigkern.models.reduced_kernel.nystrom_cg`). The same subset gives the
 preconditioner: the Gram matrix of :data:`PRECONDITIONER_ROWS_PER_CENTER` of its rows per
 centre stands for ``GᵀG`` (:meth:`FalkonPreconditioner.from_sample`), where Falkon's
-preconditioner lets the m̃ centres stand for the rows. At bigkern's small λ (10⁻² to 10⁻⁴)
-the centres' estimate left CG short of 10⁻⁶ after 150 iterations, the sample's reached it in
-46–67 (the benchmark page of the reduced-kernel engine gives the table); the sample's Gram
-costs ``n_s·m̃²`` flops and two triangular solves of m̃ × m̃, once a fit.
+preconditioner lets the m̃ centres stand for the rows. At bigkern's small λ the centres'
+estimate leaves eigenvalues CG needs very many iterations to find, the sample's does not (the
+models page of the user guide gives the measured iterations); the sample's Gram costs
+``n_s·m̃²`` flops and two triangular solves of m̃ × m̃, once a fit.
 
 :func:`centered_rhs` and :func:`less_mean` are the system's right-hand sides and product
 with the intercept eliminated.
