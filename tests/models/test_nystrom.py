@@ -13,7 +13,7 @@ import pytest
 from bigkern.errors import IllConditionedWarning, LabelError
 from bigkern.kernels import gaussian_kernel
 from bigkern.models.reduced_kernel.nystrom import NystromKernelRidge, NystromKernelRidgeClassifier
-from bigkern.solvers.nystrom import nystrom_solve
+from bigkern.solvers.nystrom import kernel_penalty_basis, nystrom_solve
 
 
 def _wave(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -59,6 +59,28 @@ def test_same_as_sklearn_nystroem_and_ridge():
     feats.normalization_ = (u / np.sqrt(s)) @ vt
     ridge = Ridge(alpha=0.5).fit(feats.transform(X), y)
     np.testing.assert_allclose(model.predict(X), ridge.predict(feats.transform(X)), atol=1e-5)
+
+
+def test_the_cholesky_basis_gives_the_eigen_basis_solution_and_near_singular_keeps_eigen():
+    """Any T with T Tᵀ = K⁻¹ gives one solution: the Cholesky basis, taken when K is well
+    conditioned, solves the system the eigendecomposition's basis solves."""
+    rng = np.random.default_rng(5)
+    X, y = rng.normal(size=(400, 3)), rng.normal(size=400)
+    C = X[:50]
+    K = gaussian_kernel(C, C, 0.4)
+    G = gaussian_kernel(X, C, 0.4)
+    pieces = {"GtG": G.T @ G, "Gty": G.T @ y, "Gsum": G.sum(0), "ysum": y.sum(), "n": 400}
+    T = kernel_penalty_basis(K)
+    assert np.allclose(T, np.triu(T)) and T.shape == (50, 50)  # the Cholesky factor's
+    S, U = np.linalg.eigh(K)
+    eigen = nystrom_solve(pieces, U / np.sqrt(S), 0.01, transform=True)
+    got = nystrom_solve(pieces, T, 0.01, transform=True)
+    np.testing.assert_allclose(got.coef, eigen.coef, rtol=1e-8, atol=1e-8 * np.abs(
+        eigen.coef).max())
+    np.testing.assert_allclose(got.intercept, eigen.intercept, rtol=1e-8)
+    # near singular (wide kernel, close centres): the eigenvalues over the cutoff only
+    wide = kernel_penalty_basis(gaussian_kernel(C, C, 20.0))
+    assert wide.shape[1] < 50 and not np.allclose(wide, np.triu(wide))
 
 
 @pytest.mark.determinism
