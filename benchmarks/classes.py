@@ -3,7 +3,8 @@
     python benchmarks/classes.py [--small] [--data DIR] [--sets pendigits page-blocks]
         [--parts accuracy cost probabilities] [--folds 5] [--seed 0] [--omegas 1 2 4]
         [--Cs 1 10 100] [--lams 1e-4 1e-3 1e-2 0.1] [--scaling own|zscore] [--repeats 2]
-        [--chunk 2000] [--note TEXT] [--out FILE]
+        [--chunk 2000] [--centers N] [--models NystromKRClassifier] [--note TEXT]
+        [--out FILE]
     python benchmarks/classes.py --probabilities-only [--chosen-from FILE] [--sets ...]
 
 Output also written to ``benchmarks/results/classes.txt`` (``--small``: a temporary
@@ -24,7 +25,7 @@ Protocol
   their own ``standardize=True`` (median and quantile σ of a sample of the training
   rows, clipped to ±5 σ). ``--scaling zscore`` gives them the ``StandardScaler`` too
   (``standardize=False``). Centers: the bigkern default (10 % of the rows, at most 500),
-  ``random_state`` = seed + fold.
+  ``random_state`` = seed + fold; ``--centers N`` gives both bigkern models N centers.
 * Tuning, the same grid for all: ω ∈ ``--omegas`` (SVC's ``gamma = 1 / (2 ω²)``) × C ∈
   ``--Cs`` (SVC and ReducedSVC) or λ ∈ ``--lams`` (Nyström), chosen on a **held-out
   part** of each outer training fold: a stratified 25 % of it (seed + fold) scores every
@@ -309,15 +310,19 @@ def model_specs(args: argparse.Namespace) -> list[ModelSpec]:
                 if not supports(cls, "calibration"):
                     raise NotAvailable("no calibration parameter")
                 extra["calibration"] = calibration
+            if args.centers is not None:
+                extra["size"] = args.centers
             model = cls(**p, standardize=not zscore, random_state=seed, **extra)
             return make_pipeline(StandardScaler(), model) if zscore else model
         return build
 
-    return [ModelSpec("SVC (one-vs-one)", grid_points("C", args.Cs, args.omegas), svc),
-            ModelSpec("ReducedSVC", grid_points("C", args.Cs, args.omegas),
-                      bigkern_model(ReducedSVC)),
-            ModelSpec("NystromKRClassifier", grid_points("lam", args.lams, args.omegas),
-                      bigkern_model(NystromKernelRidgeClassifier))]
+    specs = [ModelSpec("SVC (one-vs-one)", grid_points("C", args.Cs, args.omegas), svc),
+             ModelSpec("ReducedSVC", grid_points("C", args.Cs, args.omegas),
+                       bigkern_model(ReducedSVC)),
+             ModelSpec("NystromKRClassifier", grid_points("lam", args.lams, args.omegas),
+                       bigkern_model(NystromKernelRidgeClassifier))]
+    return [s for s in specs if args.models is None or s.name.startswith("SVC")
+            or s.name in args.models]
 
 
 def final_step(model: Any) -> Any:
@@ -763,6 +768,12 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--repeats", type=int, default=2,
                    help="fits per row of part 2 (the fastest kept)")
     p.add_argument("--chunk", type=int, default=2000, help="rows per chunk of part 2's dask input")
+    p.add_argument("--centers", type=int, default=None,
+                   help="centers of ReducedSVC and Nyström (default: bigkern's, 10%% of the "
+                        "rows, at most 500)")
+    p.add_argument("--models", nargs="+", default=None,
+                   choices=["ReducedSVC", "NystromKRClassifier"],
+                   help="the bigkern models to run beside SVC (default both)")
     p.add_argument("--note", default="", help="a line printed under the header (e.g. which "
                                               "branches the build merges)")
     p.add_argument("--probabilities-only", action="store_true",

@@ -17,7 +17,10 @@ Two calibrators, as scikit-learn's ``CalibratedClassifierCV`` names them:
     Platt's smoothing spread over all the rows (:func:`temperature_scaling`).
 ``"isotonic"``
     The non-decreasing step function of the decision value that fits the class
-    indicator best in least squares (pool adjacent violators), interpolated linearly
+    indicator best in least squares (pool adjacent violators), the indicator taken as
+    Platt's smoothed targets (:func:`platt_targets`) so that no step is 0 or 1: a step
+    of held-out rows that were all negative would otherwise give a row of the class a
+    probability of 0, hence an unbounded log loss; interpolated linearly
     between its steps and constant beyond the ends; for k classes one per class on its
     one-vs-rest column, each row then divided by its sum (a row of zeros becomes
     uniform).
@@ -36,8 +39,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["METHODS", "ProbabilityCalibration", "calibration_variables",
-           "expected_calibration_error", "fit_calibration", "platt_scaling", "saved_calibration",
-           "temperature_scaling"]
+           "expected_calibration_error", "fit_calibration", "platt_scaling", "platt_targets",
+           "saved_calibration", "temperature_scaling"]
 
 #: The calibrators ``calibration=`` takes.
 METHODS = ("sigmoid", "isotonic")
@@ -90,8 +93,8 @@ class ProbabilityCalibration:
         >>> import numpy as np
         >>> cal = fit_calibration(np.array([-2.0, -1.0, 1.0, 2.0]), np.array([0, 0, 1, 1]),
         ...                       "isotonic", 2)
-        >>> cal.probabilities(np.array([-3.0, 1.5, np.nan])).tolist()
-        [[1.0, 0.0], [0.0, 1.0], [nan, nan]]
+        >>> cal.probabilities(np.array([-3.0, 1.5, np.nan])).tolist()  # Platt's targets
+        [[0.75, 0.25], [0.25, 0.75], [nan, nan]]
         """
         f = np.asarray(decision, dtype=np.float64)
         binary = self.n_classes == 2
@@ -243,7 +246,7 @@ def fit_calibration(decision: np.ndarray, codes: np.ndarray, method: str,
                                       empty, empty, np.zeros(1, dtype=np.intp))
     columns = [f.ravel()] if n_classes == 2 else [f[:, j] for j in range(n_classes)]
     targets = [codes == 1] if n_classes == 2 else [codes == j for j in range(n_classes)]
-    steps = [_isotonic_steps(col, t.astype(np.float64))
+    steps = [_isotonic_steps(col, platt_targets(t))
              for col, t in zip(columns, targets, strict=True)]
     starts = np.cumsum([0] + [len(k) for k, _ in steps])
     return ProbabilityCalibration(method, n_classes, np.empty((0, 0)), empty,
@@ -287,7 +290,7 @@ def platt_scaling(decision: np.ndarray, codes: np.ndarray, *, tol: float = 1e-12
     positive = np.asarray(codes) == 1
     n_pos = float(positive.sum())
     n_neg = float(len(f) - n_pos)
-    t = np.where(positive, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+    t = platt_targets(positive)
     scale = float(np.max(np.abs(f))) if len(f) else 0.0
     scale = scale if scale > 0 else 1.0
     x = f / scale
@@ -416,6 +419,22 @@ def _armijo_step(loss: Callable[[np.ndarray], float], u: np.ndarray, step: np.nd
             return trial, trial_value
         rate /= 2.0
     return None
+
+
+def platt_targets(positive: np.ndarray) -> np.ndarray:
+    """Platt's smoothed targets of two-class rows: ``(N₊ + 1) / (N₊ + 2)`` for a positive
+    row, ``1 / (N₋ + 2)`` for a negative one (the posterior means under a uniform prior).
+
+    A calibrator fitted to them never reaches 0 or 1 where it has seen finitely many
+    rows: a held-out set of separable rows does not make a sure, possibly wrong, answer.
+
+    >>> platt_targets(np.array([True, False, False])).tolist()
+    [0.6666666666666666, 0.25, 0.25]
+    """
+    positive = np.asarray(positive, dtype=bool)
+    n_pos = float(positive.sum())
+    n_neg = float(len(positive) - n_pos)
+    return np.where(positive, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
 
 
 def _isotonic_steps(f: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

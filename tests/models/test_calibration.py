@@ -49,6 +49,7 @@ from bigkern.models.calibration import (
     expected_calibration_error,
     fit_calibration,
     platt_scaling,
+    platt_targets,
     temperature_scaling,
 )
 
@@ -206,15 +207,22 @@ def test_binary_sigmoid_is_scikit_learns_sigmoid_calibration_on_the_held_out_row
                                atol=1e-6, rtol=0)
 
 
-def test_binary_isotonic_is_scikit_learns_isotonic_calibration_on_the_held_out_rows():
+def _isotonic_reference(f_held: np.ndarray, positive: np.ndarray, f: np.ndarray
+                        ) -> np.ndarray:
+    """scikit-learn's isotonic regression of Platt's targets on held-out decision values."""
+    iso = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0)
+    return iso.fit(f_held, platt_targets(positive)).predict(f)
+
+
+def test_binary_isotonic_is_scikit_learns_isotonic_regression_of_platts_targets():
     X, y, _ = noisy_circle(2000)
     model = NystromKernelRidgeClassifier(omega=1.0, lam=1e-3, size=40, random_state=5,
                                          calibration="isotonic").fit(X, y)
     held = _held(model, len(y))
-    reference = CalibratedClassifierCV(FrozenEstimator(model), method="isotonic")
-    reference.fit(X[held], y[held])
     Xt, _, _ = noisy_circle(1000, seed=9)
-    np.testing.assert_allclose(model.predict_proba(Xt), reference.predict_proba(Xt),
+    p1 = _isotonic_reference(model.decision_function(X[held]), y[held] == model.classes_[1],
+                             model.decision_function(Xt))
+    np.testing.assert_allclose(model.predict_proba(Xt), np.column_stack([1 - p1, p1]),
                                atol=1e-12, rtol=0)
 
 
@@ -245,9 +253,12 @@ def test_isotonic_steps_match_scikit_learns_regression_with_ties():
     f = np.round(rng.normal(size=800), 1)  # many ties
     codes = (rng.random(800) < 1 / (1 + np.exp(-3 * f))).astype(int)
     ours = fit_calibration(f, codes, "isotonic", 2).probabilities(np.linspace(-5, 5, 301))
-    theirs = IsotonicRegression(out_of_bounds="clip").fit(f, codes).predict(
-        np.linspace(-5, 5, 301))
+    theirs = _isotonic_reference(f, codes == 1, np.linspace(-5, 5, 301))
     np.testing.assert_allclose(ours[:, 1], theirs, atol=1e-12)
+    # separable held-out values: no sure answer (Platt's targets), where 0/1 targets give one
+    sure = fit_calibration(np.array([-2.0, -1.0, 1.0, 2.0]), np.array([0, 0, 1, 1]),
+                           "isotonic", 2).probabilities(np.array([-9.0, 9.0]))
+    assert sure.min() > 0.0 and sure.max() < 1.0
 
 
 def test_probabilities_are_calibrated_where_raw_decisions_are_not():
@@ -584,14 +595,15 @@ def test_k_class_probabilities_are_calibrated_and_sum_to_one(method):
     assert report["n_calibration"] == int(_held(model, 4000).sum())
 
 
-def test_k_class_isotonic_is_scikit_learns_one_vs_rest_isotonic_normalized():
+def test_k_class_isotonic_is_one_vs_rest_isotonic_of_platts_targets_normalized():
     X, y, _ = three_sectors(2000)
     model = OneVsRestRidge(omega=0.8, lam=1.0, calibration="isotonic").fit(X, y)
     held = _held(model, len(y))
-    reference = CalibratedClassifierCV(FrozenEstimator(model), method="isotonic")
-    reference.fit(X[held], y[held])
     Xt, _, _ = three_sectors(2000, seed=4)
-    np.testing.assert_allclose(model.predict_proba(Xt), reference.predict_proba(Xt),
+    f_held, f = model.decision_function(X[held]), model.decision_function(Xt)
+    p = np.column_stack([_isotonic_reference(f_held[:, j], y[held] == c, f[:, j])
+                         for j, c in enumerate(model.classes_)])
+    np.testing.assert_allclose(model.predict_proba(Xt), p / p.sum(axis=1, keepdims=True),
                                atol=1e-12)
 
 
