@@ -19,7 +19,7 @@ pass) is formed once for all of them:
   of them at the first pass, from ``u = 0``) share one ``syrk``.
 
 It lives below both the distributed pass (:mod:`bigkern.reduce.reduced.svm`) and the
-in-memory solver (:mod:`bigkern.solvers.in_memory_newton`).
+in-memory solver (:mod:`bigkern.solvers.newton.in_memory_newton`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The sums over augmented kernel rows one Newton pass returns, and how a block adds to them.
 
-For the smooth reduced SVM and SVR (:mod:`bigkern.solvers.smooth_svm`) every row
+For the smooth reduced SVM and SVR (:mod:`bigkern.solvers.newton.smooth_svm`) every row
 ``i`` has an augmented kernel row ``a_i`` and a decision value ``f_i = a_i·u``;
 a pass needs ``Σ ℓ(f_i)`` at a batch of steps, ``Σ ℓ'(f_i) a_i`` and
 ``Σ ℓ''(f_i) a_i a_iᵀ``. :class:`RowSums` holds them in one flat buffer (so the

@@ -8,43 +8,39 @@ combine → aggregate reductions over row-chunked samples), :mod:`~bigkern.reduc
 reductions: :mod:`~bigkern.reduce.binning` (percentile bins),
 :mod:`~bigkern.reduce.reduced` (reduced-kernel normal equations and Newton sums) and
 :mod:`~bigkern.reduce.compact` (the sparse Gram matrix of a compact kernel).
+
+Each public name is imported from its module on first use: importing one light module of
+the package (the row draws, a recorded histogram's reader) does not load the binning,
+the reduced-kernel passes and scikit-learn with it.
 """
 
-from bigkern.reduce.binning.bins import bin_index, bin_statistics, robust_scaler
-from bigkern.reduce.binning.percentile import percentile_bins
-from bigkern.reduce.binning.plan import BinningPlan
-from bigkern.reduce.binning.quantiles import (
-    DECILES,
-    QUANTILE_METHODS,
-    quantile_edges,
-    quantile_summary,
-)
-from bigkern.reduce.compact.alignment import alignment_sparsity
-from bigkern.reduce.compact.sparse_gram import GramReport, gram_report, sparse_gram
-from bigkern.reduce.reduced.folds import reduced_normal_equations_folds
-from bigkern.reduce.reduced.normal_equations import reduced_normal_equations, reduced_residual_sums
-from bigkern.reduce.reduced.reduced_set import ReducedSet, select_reduced_set
-from bigkern.reduce.sampling import random_split, sample_rows
+from __future__ import annotations
 
-__all__ = [
-    "DECILES",
-    "QUANTILE_METHODS",
-    "BinningPlan",
-    "GramReport",
-    "ReducedSet",
-    "alignment_sparsity",
-    "bin_index",
-    "bin_statistics",
-    "gram_report",
-    "percentile_bins",
-    "quantile_edges",
-    "quantile_summary",
-    "random_split",
-    "reduced_normal_equations",
-    "reduced_normal_equations_folds",
-    "reduced_residual_sums",
-    "robust_scaler",
-    "sample_rows",
-    "select_reduced_set",
-    "sparse_gram",
-]
+from bigkern.lazy import lazy_names
+
+#: Each public name and the module of this package it lives in.
+_HOMES = {
+    "DECILES": "binning.quantiles",
+    "QUANTILE_METHODS": "binning.quantiles",
+    "BinningPlan": "binning.plan",
+    "GramReport": "compact.sparse_gram",
+    "ReducedSet": "reduced.reduced_set",
+    "alignment_sparsity": "compact.alignment",
+    "bin_index": "binning.bins",
+    "bin_statistics": "binning.bins",
+    "gram_report": "compact.sparse_gram",
+    "percentile_bins": "binning.percentile",
+    "quantile_edges": "binning.quantiles",
+    "quantile_summary": "binning.quantiles",
+    "random_split": "sampling",
+    "reduced_normal_equations": "reduced.normal_equations",
+    "reduced_normal_equations_folds": "reduced.folds",
+    "reduced_residual_sums": "reduced.normal_equations",
+    "robust_scaler": "binning.bins",
+    "sample_rows": "sampling",
+    "select_reduced_set": "reduced.reduced_set",
+    "sparse_gram": "compact.sparse_gram",
+}
+
+__all__ = sorted(_HOMES)
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

@@ -18,9 +18,9 @@ from distributed import get_task_stream
 from bigkern.errors import LabelError
 from bigkern.models.reduced_kernel.reduced import ReducedSVC
 from bigkern.reduce.reduced.svm import augmented_kernel_rows
-from bigkern.solvers.finite_newton import finite_newton
-from bigkern.solvers.in_memory_newton import InMemoryNewtonPasses
-from bigkern.solvers.smooth_svm import SmoothHinge, newton_armijo
+from bigkern.solvers.newton.finite_newton import finite_newton
+from bigkern.solvers.newton.in_memory_newton import InMemoryNewtonPasses
+from bigkern.solvers.newton.smooth_svm import SmoothHinge, newton_armijo
 
 
 def _sectors(n: int, k: int = 3, seed: int = 0, noise: float = 0.05
@@ -223,8 +223,8 @@ def test_warm_start_from_the_scale_sample_is_the_same_in_memory_and_on_dask(monk
 def test_a_second_batch_of_trial_steps_sums_no_hessian():
     """After a failed full step, the shorter trial steps' pass forms no Hessian (it would
     be at the failed full step, never used): the iterates are those of each class alone."""
-    from bigkern.solvers.in_memory_newton import InMemoryClassPasses
-    from bigkern.solvers.lockstep_newton import newton_armijo_lockstep
+    from bigkern.solvers.newton.in_memory_newton import InMemoryClassPasses
+    from bigkern.solvers.newton.lockstep_newton import newton_armijo_lockstep
 
     x = np.linspace(-3, 3, 90)
     codes = np.digitize(x, [-1.0, 1.0]).astype(float)

@@ -17,8 +17,8 @@ from scipy.special import expit
 from bigkern.errors import DataQualityError, LabelError
 from bigkern.kernels import KernelExpansion, gaussian_kernel
 from bigkern.models.reduced_kernel.reduced import ReducedSVC
-from bigkern.solvers.in_memory_newton import InMemoryNewtonPasses
-from bigkern.solvers.smooth_svm import (
+from bigkern.solvers.newton.in_memory_newton import InMemoryNewtonPasses
+from bigkern.solvers.newton.smooth_svm import (
     SmoothEpsilonInsensitive,
     SmoothHinge,
     newton_armijo,

@@ -10,8 +10,8 @@ import pytest
 
 from bigkern.kernels import gaussian_kernel
 from bigkern.models.reduced_kernel.reduced_svr import ReducedSVR
-from bigkern.solvers.in_memory_newton import InMemoryNewtonPasses
-from bigkern.solvers.smooth_svm import SmoothEpsilonInsensitive, newton_armijo
+from bigkern.solvers.newton.in_memory_newton import InMemoryNewtonPasses
+from bigkern.solvers.newton.smooth_svm import SmoothEpsilonInsensitive, newton_armijo
 
 
 def _wave(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

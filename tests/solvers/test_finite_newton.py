@@ -24,8 +24,8 @@ from bigkern import config
 from bigkern.kernels import gaussian_kernel
 from bigkern.kernels.row_sums import RowSums, accumulate_block
 from bigkern.models.reduced_kernel.reduced import ReducedSVC
-from bigkern.solvers.finite_newton import exact_line_search, finite_newton, subset_warm_start
-from bigkern.solvers.smooth_losses import SmoothHinge, SquaredHinge
+from bigkern.solvers.newton.finite_newton import exact_line_search, finite_newton, subset_warm_start
+from bigkern.solvers.newton.smooth_losses import SmoothHinge, SquaredHinge
 
 
 def _rings(n: int, seed: int = 0, noise: float = 0.4) -> tuple[np.ndarray, np.ndarray]:

@@ -11,11 +11,11 @@ from sklearn.exceptions import ConvergenceWarning
 
 from bigkern import ReducedSVC, ReducedSVR
 from bigkern.models.reduced_kernel import _newton_cg_fit
-from bigkern.solvers.finite_newton import finite_newton
+from bigkern.solvers.newton.finite_newton import finite_newton
+from bigkern.solvers.newton.smooth_losses import SquaredHinge
+from bigkern.solvers.newton.smooth_svm import drive
 from bigkern.solvers.newton_cg.held_rows import HeldKernelRows, newton_cg
 from bigkern.solvers.newton_cg.preconditioning import SampledPreconditioner, preconditioned_cg
-from bigkern.solvers.smooth_losses import SquaredHinge
-from bigkern.solvers.smooth_svm import drive
 
 
 def _kernel_problem(n: int = 400, m: int = 40, seed: int = 0

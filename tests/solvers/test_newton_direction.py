@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bigkern.errors import IllConditionedWarning
-from bigkern.solvers.smooth_svm import newton_direction
+from bigkern.solvers.newton.smooth_svm import newton_direction
 
 
 def test_cholesky_path_solves_exactly():

@@ -19,10 +19,10 @@ from sklearn.exceptions import ConvergenceWarning
 from bigkern.cluster.compute import blas_controller
 from bigkern.kernels import Basis
 from bigkern.reduce.reduced.newton_cg_passes import ChunkedNewtonCG, held_kernel_rows
+from bigkern.solvers.newton.smooth_losses import SquaredHinge
 from bigkern.solvers.newton_cg.held_rows import HeldKernelRows, newton_cg
 from bigkern.solvers.newton_cg.method import LinePass, LineSums, NewtonCGResult
 from bigkern.solvers.newton_cg.preconditioning import SampledPreconditioner
-from bigkern.solvers.smooth_losses import SquaredHinge
 
 __all__ = [
     "AUTO_CHUNKED_NEWTON_CG_CENTERS",

@@ -2,10 +2,11 @@
 
 The k problems share the reduced set Ã (drawn stratified over the k classes), hence
 their kernel rows: each read of the rows, in memory or distributed, serves all the
-problems still running (:mod:`bigkern.solvers.lockstep_newton`,
-:func:`~bigkern.solvers.finite_newton_classes.finite_newton_classes`). Their solutions are the
-columns of one expansion's coefficients. This module turns labels into class codes for
-the passes, runs the fits and sums their results up for the ``fit_report_``.
+problems still running (:mod:`bigkern.solvers.newton.lockstep_newton`,
+:func:`~bigkern.solvers.newton.finite_newton_classes.finite_newton_classes`). Their
+solutions are the columns of one expansion's coefficients. This module turns labels into
+class codes for the passes, runs the fits and sums their results up for the
+``fit_report_``.
 """
 
 from __future__ import annotations
@@ -28,14 +29,14 @@ from bigkern.models.reduced_kernel._reduced_parts import (
 )
 from bigkern.reduce.reduced.row_draws import MAX_STRATA
 from bigkern.reduce.reduced.svm import ReducedNewtonPasses, augmented_kernel_rows
-from bigkern.solvers.finite_newton_classes import finite_newton_classes
-from bigkern.solvers.in_memory_newton import InMemoryClassPasses
-from bigkern.solvers.lockstep_newton import (
+from bigkern.solvers.newton.finite_newton_classes import finite_newton_classes
+from bigkern.solvers.newton.in_memory_newton import InMemoryClassPasses
+from bigkern.solvers.newton.lockstep_newton import (
     NEGLIGIBLE_CURVATURE,
     LockstepResult,
     newton_armijo_lockstep,
 )
-from bigkern.solvers.smooth_losses import SquaredHinge
+from bigkern.solvers.newton.smooth_losses import SquaredHinge
 
 #: The relative gradient norm to which the smooth hinge's k-class warm start (the fit on
 #: the draw's scale sample) is solved. The start only has to lie where the full fit's
@@ -99,7 +100,7 @@ class ClassesResult:
     """The k problems' solutions as one expansion's parts, and a summary for the report.
 
     ``u`` is (m̃ + 1, k): column j is problem j's ``(v, γ)``. The other attributes mirror
-    :class:`~bigkern.solvers.smooth_svm.NewtonResult` for ``fit_report_``: ``iterations``
+    :class:`~bigkern.solvers.newton.smooth_svm.NewtonResult` for ``fit_report_``: ``iterations``
     the most of any problem, ``passes`` the reads of the rows their lockstep took,
     ``converged`` whether all converged, ``grad_norm``/``grad_norm0`` those of the
     problem least converged; ``by_class`` has each problem's own.
@@ -145,10 +146,10 @@ def classes_fit(est: Any, loss: Any, basis: Basis, k: int,
     ``in_memory`` is ``(X, codes, mask)`` for numpy input, used when ``fits`` (its kernel
     rows fit in memory); otherwise each pass is one read of the dask arrays ``(X, class
     codes, mask)`` that ``chunked()`` makes. The squared hinge in memory is
-    :func:`~bigkern.solvers.finite_newton_classes.finite_newton_classes` (from a fit on a tenth of
-    the rows when one Hessian over all rows costs at least ``WARM_START_FLOPS``, as for two
-    classes); the smooth hinge in memory and every
-    distributed fit are :func:`~bigkern.solvers.lockstep_newton.newton_armijo_lockstep`,
+    :func:`~bigkern.solvers.newton.finite_newton_classes.finite_newton_classes` (from a fit
+    on a tenth of the rows when one Hessian over all rows costs at least
+    ``WARM_START_FLOPS``, as for two classes); the smooth hinge in memory and every
+    distributed fit are :func:`~bigkern.solvers.newton.lockstep_newton.newton_armijo_lockstep`,
     from a fit on ``sample`` (the draw's scale sample ``(X, codes)``, uniform over the
     usable rows) when the k problems' Hessians over all rows cost at least
     :data:`~bigkern.models.reduced_kernel._reduced_parts.WARM_START_FLOPS` per pass: they

@@ -46,10 +46,10 @@ from bigkern.reduce.passes import (
     without_per_feature,
 )
 from bigkern.reduce.reduced.svm import ReducedNewtonPasses, augmented_kernel_rows
-from bigkern.solvers.finite_newton import finite_newton, subset_warm_start
-from bigkern.solvers.in_memory_newton import InMemoryNewtonPasses
-from bigkern.solvers.smooth_losses import SquaredHinge
-from bigkern.solvers.smooth_svm import newton_armijo
+from bigkern.solvers.newton.finite_newton import finite_newton, subset_warm_start
+from bigkern.solvers.newton.in_memory_newton import InMemoryNewtonPasses
+from bigkern.solvers.newton.smooth_losses import SquaredHinge
+from bigkern.solvers.newton.smooth_svm import newton_armijo
 
 __all__ = [
     "DEFAULT_MAX_SIZE",
@@ -271,7 +271,7 @@ def newton_fit(est: Any, chunked: Callable[[], tuple[Any, Any, Any]], basis: Bas
     it): when their kernel rows fit (:func:`kernel_rows_fit_in_memory`, and
     :data:`SMOOTH_IN_MEMORY_BYTES`), the kernel rows
     are formed once and every iteration sums them in memory, with no task graph
-    (:class:`~bigkern.solvers.in_memory_newton.InMemoryNewtonPasses`). Otherwise each
+    (:class:`~bigkern.solvers.newton.in_memory_newton.InMemoryNewtonPasses`). Otherwise each
     iteration is one distributed read of the dask arrays ``(X, y, mask)`` that
     ``chunked()`` makes (only then: a small fit makes no task graph). Returns the
     result, the row counts and what the fit report adds (``solver``, ``reads``).
@@ -355,13 +355,13 @@ def squared_hinge_fit(est: Any, X: Any, labels: Any, mask: Any, basis: Basis,
     numpy rows whose kernel rows fit (:func:`kernel_rows_fit_in_memory`) are solved in
     memory with no task graph: the kernel rows formed once, a warm start from a
     tenth of the rows (for problems of at least :data:`WARM_START_FLOPS` per step),
-    then :func:`~bigkern.solvers.finite_newton.finite_newton`
+    then :func:`~bigkern.solvers.newton.finite_newton.finite_newton`
     (active-row Hessian updated by the rows that change, exact line search). Other
     input takes one distributed pass per step (Newton–Armijo with the
-    :class:`~bigkern.solvers.smooth_losses.SquaredHinge`, each chunk's Hessian summed
+    :class:`~bigkern.solvers.newton.smooth_losses.SquaredHinge`, each chunk's Hessian summed
     over its active rows). ``labels`` are 0/1 codes (numpy) and ``chunked()`` makes
     the ``(X, ±1 labels, mask)`` dask arrays of the distributed fit. Returns the
-    :class:`~bigkern.solvers.smooth_svm.NewtonResult`, the row counts and what the
+    :class:`~bigkern.solvers.newton.smooth_svm.NewtonResult`, the row counts and what the
     fit report adds (``solver``, ``warm_start_iterations``).
     """
     if not isinstance(labels, np.ndarray) or not kernel_rows_fit_in_memory(

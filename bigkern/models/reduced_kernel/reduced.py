@@ -5,8 +5,8 @@
 squared-hinge SVM on the rectangular kernel ``K(A, Ã)`` over *every* usable row:
 Lee & Huang's problem (5), the smooth hinge, by Newton–Armijo with one distributed
 read of the data per Newton iteration (:mod:`bigkern.reduce.reduced.svm`,
-:mod:`bigkern.solvers.smooth_svm`); or the squared hinge itself by the finite
-Newton method (:mod:`bigkern.solvers.finite_newton`), in memory when the kernel
+:mod:`bigkern.solvers.newton.smooth_svm`); or the squared hinge itself by the finite
+Newton method (:mod:`bigkern.solvers.newton.finite_newton`), in memory when the kernel
 rows fit. :class:`ReducedSVR` is the smooth ε-insensitive regressor on the same
 machinery (:mod:`bigkern.models.reduced_kernel.reduced_svr`). The fitted model is the Gaussian
 expansion ``f(x) = Σ_j v_j k(z(x), ã_j) − γ`` over the m̃ centers.
@@ -62,7 +62,7 @@ from bigkern.models.reduced_kernel._reduced_parts import (
 )
 from bigkern.reduce.passes import as_row_chunked
 from bigkern.reduce.reduced.reduced_set import select_reduced_set
-from bigkern.solvers.smooth_losses import SmoothHinge, SquaredHinge
+from bigkern.solvers.newton.smooth_losses import SmoothHinge, SquaredHinge
 
 __all__ = ["DEFAULT_SMOOTHING", "ReducedSVC"]
 
@@ -95,9 +95,9 @@ class ReducedSVC(ProbabilityMixin, _KernelClassifier):
 
     - The smooth hinge is fitted by Newton–Armijo: one read of the data per
       iteration (the Armijo step sizes are batched into that read; see
-      :mod:`bigkern.solvers.smooth_svm`), every row adding to the Hessian.
+      :mod:`bigkern.solvers.newton.smooth_svm`), every row adding to the Hessian.
     - The squared hinge is fitted by the finite Newton method
-      (:mod:`bigkern.solvers.finite_newton`): only the rows inside the margin add to
+      (:mod:`bigkern.solvers.newton.finite_newton`): only the rows inside the margin add to
       the Hessian. A numpy input whose ``n × (m̃ + 1)`` kernel rows fit in
       ``bigkern.in_memory_kernel_bytes`` is solved in memory (the Hessian updated by
       the rows that enter or leave the margin, exact line search, and for large fits a

@@ -39,7 +39,7 @@ from bigkern.models.reduced_kernel._reduced_parts import (
 from bigkern.models.regression.kernel_regression import _KernelRegressor
 from bigkern.reduce.passes import as_row_chunked
 from bigkern.reduce.reduced.reduced_set import select_reduced_set
-from bigkern.solvers.smooth_losses import SmoothEpsilonInsensitive
+from bigkern.solvers.newton.smooth_losses import SmoothEpsilonInsensitive
 
 
 def centre_targets(y: Any, index: np.ndarray) -> np.ndarray:

@@ -1,6 +1,6 @@
 """The distributed pass of the smooth reduced SVM: one read of the data per Newton iteration.
 
-Each pass of :func:`bigkern.solvers.smooth_svm.newton_armijo` needs, over all
+Each pass of :func:`bigkern.solvers.newton.smooth_svm.newton_armijo` needs, over all
 usable rows, the sums ``Σ ℓ`` (at a batch of step sizes), ``Σ ℓ' a`` and
 ``Σ ℓ'' a aᵀ`` of the augmented reduced-kernel rows ``a = [K(x, Ã), −1]``
 (see that module). Here every row chunk
@@ -90,7 +90,7 @@ def augmented_kernel_rows(X: np.ndarray, y: np.ndarray, basis: Basis,
 
     What one chunk of a pass forms block by block (the same kernel values, in the
     data's precision, copied to float64), kept whole for an in-memory solver
-    (:func:`~bigkern.solvers.finite_newton.finite_newton`): ``n_usable × (m̃ + 1)``
+    (:func:`~bigkern.solvers.newton.finite_newton.finite_newton`): ``n_usable × (m̃ + 1)``
     float64. The row counts are checked as a pass checks them.
 
     Parameters
@@ -155,7 +155,8 @@ def newton_sums(X: Any, y: Any, basis: Basis, u: np.ndarray, d: np.ndarray,
 
 
 class ReducedNewtonPasses(BasisBroadcast):
-    """The ``evaluate`` of :func:`~bigkern.solvers.smooth_svm.newton_armijo` over chunked data.
+    """The ``evaluate`` of :func:`~bigkern.solvers.newton.smooth_svm.newton_armijo` over
+    chunked data.
 
     Ships the basis to the workers once (a scattered, broadcast future on a
     distributed client; otherwise one delayed object) and counts the passes.
@@ -171,7 +172,7 @@ class ReducedNewtonPasses(BasisBroadcast):
         The reduced set Ã (standardized), width and standardization.
     loss : object
         The row loss (``value``, ``derivatives``), e.g.
-        :class:`~bigkern.solvers.smooth_svm.SmoothHinge`.
+        :class:`~bigkern.solvers.newton.smooth_svm.SmoothHinge`.
     split_every : int, optional
         Fan-in of the tree reduction.
     mask : dask array of bool, shape (n,), optional
@@ -179,7 +180,7 @@ class ReducedNewtonPasses(BasisBroadcast):
     hessian_dtype : {"float64", "float32"}
         Precision of the Hessian's ``syrk`` products (sums are float64 either way);
         :meth:`exact_hessian` switches to float64 — pass it as ``refine`` to
-        :func:`~bigkern.solvers.smooth_svm.newton_armijo`.
+        :func:`~bigkern.solvers.newton.smooth_svm.newton_armijo`.
 
     Attributes
     ----------
@@ -226,7 +227,7 @@ class ReducedNewtonPasses(BasisBroadcast):
     def classes(self, points: ClassPoints) -> list[RowSums]:
         """One pass serving every one-vs-rest problem of ``points`` (``y`` holds class codes).
 
-        The ``evaluate`` of :func:`~bigkern.solvers.lockstep_newton.newton_armijo_lockstep`:
+        The ``evaluate`` of :func:`~bigkern.solvers.newton.lockstep_newton.newton_armijo_lockstep`:
         each chunk's kernel block is formed once and added to every problem's sums.
         """
         handle = self.basis_handle("ReducedNewtonPasses")

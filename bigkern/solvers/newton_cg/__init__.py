@@ -1,6 +1,6 @@
 """Newton–CG for the reduced SVM and SVR: Newton steps solved by preconditioned CG.
 
-The problem is :func:`~bigkern.solvers.smooth_svm.newton_armijo`'s: with the augmented
+The problem is :func:`~bigkern.solvers.newton.smooth_svm.newton_armijo`'s: with the augmented
 kernel rows ``a_i = [K(x_i, Ã), −1]`` and ``u = (v, γ)``::
 
     F(u) = C Σ_i ℓ(a_i·u, y_i) + ½ ‖u‖²,   ∇F = u + C Σ ℓ' a,   H = I + C Σ ℓ'' a aᵀ.
@@ -35,7 +35,7 @@ curvature changed keeps the step before's. The intercept's column ``−1`` is pa
 each ``b_j``, so the ridge ``I`` and the intercept need no special case.
 
 **Line search.** The batched Armijo search of
-:func:`~bigkern.solvers.smooth_svm.newton_armijo`: one pass gives ``F`` at the trial
+:func:`~bigkern.solvers.newton.smooth_svm.newton_armijo`: one pass gives ``F`` at the trial
 steps ``1, ½, …`` and the gradient speculatively at the full step; a shorter step
 costs one more pass.
 

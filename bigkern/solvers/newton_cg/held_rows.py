@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from bigkern.solvers.finite_newton import exact_line_search
+from bigkern.solvers.newton.finite_newton import exact_line_search
+from bigkern.solvers.newton.smooth_svm import drive
 from bigkern.solvers.newton_cg.method import (
     CurvaturePass,
     ExactLinePass,
@@ -26,7 +27,6 @@ from bigkern.solvers.newton_cg.method import (
     NewtonCGResult,
     newton_cg_iterates,
 )
-from bigkern.solvers.smooth_svm import drive
 
 __all__ = ["HeldKernelRows", "newton_cg"]
 
@@ -58,7 +58,7 @@ class HeldKernelRows:
     >>> import numpy as np
     >>> from bigkern.solvers.newton_cg.method import CurvaturePass
     >>> from bigkern.solvers.newton_cg.held_rows import HeldKernelRows
-    >>> from bigkern.solvers.smooth_losses import SquaredHinge
+    >>> from bigkern.solvers.newton.smooth_losses import SquaredHinge
     >>> A = np.array([[1.0, -1.0], [0.5, -1.0], [0.0, -1.0]])
     >>> rows = HeldKernelRows(A, np.array([1.0, 1.0, -1.0]), SquaredHinge())
     >>> rows(CurvaturePass(np.zeros(2), np.array([1.0, 0.0]))).tolist()  # Σ a (a·p)
@@ -161,9 +161,9 @@ def newton_cg(answer: Any, dim: int, **options: Any) -> NewtonCGResult:
     Examples
     --------
     >>> import numpy as np
-    >>> from bigkern.solvers.finite_newton import finite_newton
+    >>> from bigkern.solvers.newton.finite_newton import finite_newton
     >>> from bigkern.solvers.newton_cg.held_rows import HeldKernelRows, newton_cg
-    >>> from bigkern.solvers.smooth_losses import SquaredHinge
+    >>> from bigkern.solvers.newton.smooth_losses import SquaredHinge
     >>> x = np.linspace(-2, 2, 40)
     >>> A, y = np.column_stack([x, x**2, -np.ones(40)]), np.sign(x + 0.1)
     >>> res = newton_cg(HeldKernelRows(A, y, SquaredHinge()), 3, C=10.0, tol=1e-10)

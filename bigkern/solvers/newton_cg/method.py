@@ -12,13 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from bigkern.solvers.newton_cg.preconditioning import SampledPreconditioner, preconditioned_cg
-from bigkern.solvers.smooth_svm import (
+from bigkern.solvers.newton.smooth_svm import (
     NewtonResult,
     armijo_steps,
     armijo_test,
     check_newton_options,
 )
+from bigkern.solvers.newton_cg.preconditioning import SampledPreconditioner, preconditioned_cg
 
 __all__ = [
     "FORCING",
@@ -46,7 +46,7 @@ class LinePass:
 class ExactLinePass:
     """A pass for the exact line search of the squared hinge: the minimizer ``λ`` of
     ``F(u + λd)`` (weight ``C`` of the data term), the loss sum and the gradient sum there
-    (:func:`~bigkern.solvers.finite_newton.exact_line_search`)."""
+    (:func:`~bigkern.solvers.newton.finite_newton.exact_line_search`)."""
 
     u: np.ndarray
     d: np.ndarray
@@ -75,7 +75,7 @@ class CurvaturePass:
 class NewtonCGResult(NewtonResult):
     """What :func:`newton_cg_iterates` found.
 
-    The fields of :class:`~bigkern.solvers.smooth_svm.NewtonResult` (``iterations``
+    The fields of :class:`~bigkern.solvers.newton.smooth_svm.NewtonResult` (``iterations``
     counts Newton steps, ``passes`` all passes: line searches and CG products;
     ``refined_at`` is always None), and:
 
@@ -143,7 +143,7 @@ def newton_cg_iterates(
     forcing : float or "superlinear"
         CG's relative residual at every step: this fixed η in (0, 1) (default
         :data:`FORCING`), or ``"superlinear"``, ``min(½, √(‖g_k‖/‖g_0‖))`` at step k.
-    delta, max_halvings, first_trials : see :func:`~bigkern.solvers.smooth_svm.newton_armijo`
+    delta, max_halvings, first_trials : see :func:`~bigkern.solvers.newton.smooth_svm.newton_armijo`
     u0 : ndarray, optional
         Starting point (default 0); ``‖∇F(0)‖`` of the stopping rule is then asked for
         by one more pass.

@@ -61,7 +61,7 @@ class SampledPreconditioner:
 
     >>> import numpy as np
     >>> from bigkern.solvers.newton_cg.preconditioning import SampledPreconditioner
-    >>> from bigkern.solvers.smooth_losses import SquaredHinge
+    >>> from bigkern.solvers.newton.smooth_losses import SquaredHinge
     >>> rng = np.random.default_rng(0)
     >>> B, y = rng.normal(size=(6, 3)), np.sign(rng.normal(size=6))
     >>> P = SampledPreconditioner(B, y, 6, C=2.0, loss=SquaredHinge())
@@ -130,7 +130,7 @@ def preconditioned_cg(
     --------
     >>> import numpy as np
     >>> from bigkern.solvers.newton_cg.preconditioning import preconditioned_cg
-    >>> from bigkern.solvers.smooth_svm import drive
+    >>> from bigkern.solvers.newton.smooth_svm import drive
     >>> H, g = np.array([[4.0, 1.0], [1.0, 3.0]]), np.array([1.0, 2.0])
     >>> d, its, res = drive(preconditioned_cg(g, lambda r: r, rtol=1e-12, max_iter=10),
     ...                     lambda p: H @ p)

@@ -1,9 +1,9 @@
 """The finite Newton method on k one-vs-rest problems over the same rows, in lockstep.
 
 A k-class squared-hinge reduced SVM solves, for each class ``j``, the problem of
-:mod:`bigkern.solvers.finite_newton` with labels +1 on class ``j`` and −1 elsewhere, on
+:mod:`bigkern.solvers.newton.finite_newton` with labels +1 on class ``j`` and −1 elsewhere, on
 the same kernel rows ``A`` held in memory. Each problem runs
-:func:`~bigkern.solvers.finite_newton.finite_newton_iterates`; here the products over the
+:func:`~bigkern.solvers.newton.finite_newton.finite_newton_iterates`; here the products over the
 rows that the running problems ask for next are made as one matrix product for all of
 them, and the problems' own work between products runs side by side.
 """
@@ -18,13 +18,13 @@ from typing import Any
 import numpy as np
 
 from bigkern.cluster.compute import blas_controller
-from bigkern.solvers.finite_newton import (
+from bigkern.solvers.newton.finite_newton import (
     Product,
     _hessian,
     finite_newton_iterates,
 )
-from bigkern.solvers.lockstep_newton import LockstepResult
-from bigkern.solvers.smooth_svm import NewtonResult, check_newton_options
+from bigkern.solvers.newton.lockstep_newton import LockstepResult
+from bigkern.solvers.newton.smooth_svm import NewtonResult, check_newton_options
 
 __all__ = ["finite_newton_classes"]
 
@@ -44,7 +44,7 @@ def finite_newton_classes(
 ) -> LockstepResult:
     """The one-vs-rest problems of ``classes`` by the finite Newton method, in lockstep.
 
-    Problem ``q`` is :func:`~bigkern.solvers.finite_newton.finite_newton` with labels +1
+    Problem ``q`` is :func:`~bigkern.solvers.newton.finite_newton.finite_newton` with labels +1
     where ``codes`` is ``classes[q]`` and −1 elsewhere, on the same rows ``A``. The problems advance
     together: the products each asks for next are answered by one matrix product over
     the rows for all of them (``A V``, ``Wᵀ A``), and a problem stops when it has
@@ -63,7 +63,7 @@ def finite_newton_classes(
     classes : sequence of int
         The positive class of each problem.
     C, tol, max_iter, refactor_every, hessian_dtype
-        As for :func:`~bigkern.solvers.finite_newton.finite_newton`.
+        As for :func:`~bigkern.solvers.newton.finite_newton.finite_newton`.
     U0 : ndarray, shape (dim, len(classes)), optional
         Starting points (columns), e.g. from a fit on a subset of the rows.
     threads : int, optional
@@ -80,8 +80,8 @@ def finite_newton_classes(
     Examples
     --------
     >>> import numpy as np
-    >>> from bigkern.solvers.finite_newton import finite_newton
-    >>> from bigkern.solvers.finite_newton_classes import finite_newton_classes
+    >>> from bigkern.solvers.newton.finite_newton import finite_newton
+    >>> from bigkern.solvers.newton.finite_newton_classes import finite_newton_classes
     >>> x = np.linspace(-3, 3, 30)
     >>> A = np.column_stack([np.exp(-(x[:, None] - [-2.0, 0.0, 2.0]) ** 2), -np.ones(30)])
     >>> codes = np.digitize(x, [-1.0, 1.0])

@@ -1,7 +1,7 @@
 """The finite Newton method for the squared-hinge reduced SVM, on rows held in memory.
 
 With ``u = (v, γ)`` and the augmented kernel rows ``a_i = [K(A_i, Ã), −1]`` (as in
-:mod:`bigkern.solvers.smooth_svm`)::
+:mod:`bigkern.solvers.newton.smooth_svm`)::
 
     F(u) = C/2 Σ_i (1 − y_i a_i·u)₊² + ½ ‖u‖²
 
@@ -35,13 +35,13 @@ A fit can start from the solution of a subset of the rows
 
 The gradient is always formed from the exact active set in float64, so the
 solution ``∇F = 0`` never depends on how ``H`` was updated; ``H`` only steers.
-The distributed version of the method is :func:`~bigkern.solvers.smooth_svm.newton_armijo`
-with :class:`~bigkern.solvers.smooth_losses.SquaredHinge`: one pass per step, its
+The distributed version of the method is :func:`~bigkern.solvers.newton.smooth_svm.newton_armijo`
+with :class:`~bigkern.solvers.newton.smooth_losses.SquaredHinge`: one pass per step, its
 Hessian summed over the active rows of each chunk.
 
 :func:`finite_newton_iterates` is the method as a generator of the products over the
 rows it needs; :func:`finite_newton` answers them one by one, and
-:func:`~bigkern.solvers.finite_newton_classes.finite_newton_classes` answers those of
+:func:`~bigkern.solvers.newton.finite_newton_classes.finite_newton_classes` answers those of
 k one-vs-rest problems on the same rows with one matrix product for all.
 """
 
@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 
 from bigkern.kernels.basis import syrk_product
-from bigkern.solvers.smooth_svm import (
+from bigkern.solvers.newton.smooth_svm import (
     NewtonResult,
     check_newton_options,
     cholesky_solve,
@@ -98,7 +98,7 @@ def exact_line_search(r: np.ndarray, w: np.ndarray, ud: float, dd: float, C: flo
     + ½λ²`` is least at ``λ = 2/3``.
 
     >>> import numpy as np
-    >>> from bigkern.solvers.finite_newton import exact_line_search
+    >>> from bigkern.solvers.newton.finite_newton import exact_line_search
     >>> round(exact_line_search(np.ones(2), np.ones(2), 0.0, 1.0, 1.0), 12)
     0.666666666667
     """
@@ -159,7 +159,7 @@ def finite_newton(
         Starting point (default 0), e.g. from :func:`subset_warm_start`.
     tol : float
         Stop when ``‖∇F(u)‖ ≤ tol · ‖∇F(0)‖`` (the criterion of
-        :func:`~bigkern.solvers.smooth_svm.newton_armijo`, whatever ``u0``).
+        :func:`~bigkern.solvers.newton.smooth_svm.newton_armijo`, whatever ``u0``).
     max_iter : int
         Most Newton steps.
     refactor_every : int
@@ -183,7 +183,7 @@ def finite_newton(
     Four points on a line, separable at 0:
 
     >>> import numpy as np
-    >>> from bigkern.solvers.finite_newton import finite_newton
+    >>> from bigkern.solvers.newton.finite_newton import finite_newton
     >>> x = np.array([-2.0, -1.0, 1.0, 2.0])
     >>> A = np.column_stack([x, -np.ones(4)])
     >>> res = finite_newton(A, np.sign(x), C=10.0)
@@ -219,7 +219,7 @@ def finite_newton_iterates(
     It yields ``("times", v)`` for ``A v`` and ``("weights", w)`` for ``wᵀA``, is sent
     each product, and returns the :class:`NewtonResult`: one driver can then answer
     several problems' products on the same rows with one matrix product
-    (:func:`~bigkern.solvers.finite_newton_classes.finite_newton_classes`).
+    (:func:`~bigkern.solvers.newton.finite_newton_classes.finite_newton_classes`).
     ``start_hessian``, when given, is ``H`` at the starting point's active set, formed
     by the caller (every row is active at ``u = 0``, whatever the labels, so k problems
     starting there share it); it is copied. The other arguments are
@@ -307,7 +307,7 @@ def subset_warm_start(A: np.ndarray, y: np.ndarray, rows: np.ndarray, *, C: floa
     Examples
     --------
     >>> import numpy as np
-    >>> from bigkern.solvers.finite_newton import finite_newton, subset_warm_start
+    >>> from bigkern.solvers.newton.finite_newton import finite_newton, subset_warm_start
     >>> rng = np.random.default_rng(0)
     >>> x = rng.normal(size=400)
     >>> A, y = np.column_stack([x, -np.ones(400)]), np.sign(x + 0.3 * rng.normal(size=400))

@@ -1,10 +1,10 @@
 """Newton–Armijo's sums over kernel rows held in memory, on the cores side by side.
 
 :class:`InMemoryNewtonPasses` is the ``evaluate`` of
-:func:`~bigkern.solvers.smooth_svm.newton_armijo` when a numpy input's augmented kernel
+:func:`~bigkern.solvers.newton.smooth_svm.newton_armijo` when a numpy input's augmented kernel
 rows fit in memory: what a distributed pass computes per chunk, without a task graph.
 :class:`InMemoryClassPasses` is the same for the k one-vs-rest problems of
-:func:`~bigkern.solvers.lockstep_newton.newton_armijo_lockstep`, on the one set of rows.
+:func:`~bigkern.solvers.newton.lockstep_newton.newton_armijo_lockstep`, on the one set of rows.
 """
 
 from __future__ import annotations
@@ -66,8 +66,8 @@ class InMemoryNewtonPasses:
     Examples
     --------
     >>> import numpy as np
-    >>> from bigkern.solvers.in_memory_newton import InMemoryNewtonPasses
-    >>> from bigkern.solvers.smooth_svm import SmoothHinge, newton_armijo
+    >>> from bigkern.solvers.newton.in_memory_newton import InMemoryNewtonPasses
+    >>> from bigkern.solvers.newton.smooth_svm import SmoothHinge, newton_armijo
     >>> x = np.array([-2.0, -1.0, 1.0, 2.0])
     >>> A = np.column_stack([x, -np.ones(4)])
     >>> res = newton_armijo(InMemoryNewtonPasses(A, np.sign(x), SmoothHinge(), block_rows=3),
@@ -124,7 +124,7 @@ class InMemoryNewtonPasses:
 
 
 class InMemoryClassPasses:
-    """The ``evaluate`` of :func:`~bigkern.solvers.lockstep_newton.newton_armijo_lockstep`
+    """The ``evaluate`` of :func:`~bigkern.solvers.newton.lockstep_newton.newton_armijo_lockstep`
     over kernel rows held in memory: one pass serves every running one-vs-rest problem.
 
     Split into parts summed side by side, ``block_rows`` at a time, as
@@ -151,9 +151,9 @@ class InMemoryClassPasses:
     Examples
     --------
     >>> import numpy as np
-    >>> from bigkern.solvers.in_memory_newton import InMemoryClassPasses
-    >>> from bigkern.solvers.lockstep_newton import newton_armijo_lockstep
-    >>> from bigkern.solvers.smooth_svm import SmoothHinge
+    >>> from bigkern.solvers.newton.in_memory_newton import InMemoryClassPasses
+    >>> from bigkern.solvers.newton.lockstep_newton import newton_armijo_lockstep
+    >>> from bigkern.solvers.newton.smooth_svm import SmoothHinge
     >>> x = np.linspace(-3, 3, 30)
     >>> A = np.column_stack([np.exp(-(x[:, None] - [-2.0, 0.0, 2.0]) ** 2), -np.ones(30)])
     >>> rows = InMemoryClassPasses(A, np.digitize(x, [-1.0, 1.0]), SmoothHinge(), block_rows=8)

@@ -48,7 +48,7 @@ that counts as converged.
 
 The iteration itself is :func:`newton_armijo_iterates`, a generator of the passes it
 needs: :func:`newton_armijo` answers them with one ``evaluate``, and
-:func:`~bigkern.solvers.lockstep_newton.newton_armijo_lockstep` answers those of k
+:func:`~bigkern.solvers.newton.lockstep_newton.newton_armijo_lockstep` answers those of k
 one-vs-rest problems with one pass for all.
 """
 
@@ -65,7 +65,7 @@ import scipy.linalg
 from bigkern.cluster.compute import blas_controller
 from bigkern.errors import IllConditionedWarning
 from bigkern.kernels.row_sums import RowSums
-from bigkern.solvers.smooth_losses import SmoothEpsilonInsensitive, SmoothHinge, smooth_plus
+from bigkern.solvers.newton.smooth_losses import SmoothEpsilonInsensitive, SmoothHinge, smooth_plus
 
 __all__ = [
     "NewtonResult", "SmoothEpsilonInsensitive", "SmoothHinge", "armijo_steps", "armijo_test",
@@ -219,7 +219,7 @@ def newton_armijo_iterates(
     at)``, is sent that pass's :class:`RowSums`, and returns the :class:`NewtonResult`.
 
     So one driver can advance several problems whose passes share one read of the rows
-    (:func:`bigkern.solvers.lockstep_newton.newton_armijo_lockstep`); the arguments are
+    (:func:`bigkern.solvers.newton.lockstep_newton.newton_armijo_lockstep`); the arguments are
     :func:`newton_armijo`'s, and ``u0`` a starting point other than 0 (e.g. a fit on a
     subset of the rows), with ``grad_norm0`` the norm ``‖∇F(0)‖`` of the stopping rule
     (which a pass at ``u0`` does not give).
@@ -341,7 +341,7 @@ def cholesky_solve(H: np.ndarray, g: np.ndarray) -> np.ndarray:
     Examples
     --------
     >>> import numpy as np
-    >>> from bigkern.solvers.smooth_svm import cholesky_solve
+    >>> from bigkern.solvers.newton.smooth_svm import cholesky_solve
     >>> cholesky_solve(np.array([[4.0, 2.0], [2.0, 3.0]]), np.array([2.0, 1.0])).tolist()
     [0.5, 0.0]
     """

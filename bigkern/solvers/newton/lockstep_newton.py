@@ -1,10 +1,10 @@
 """k one-vs-rest smooth reduced SVMs by Newton–Armijo in lockstep: one read serves them all.
 
 A k-class reduced SVM solves, for each class ``j``, the binary problem of
-:mod:`bigkern.solvers.smooth_svm` with labels +1 on class ``j`` and −1 elsewhere, on the
+:mod:`bigkern.solvers.newton.smooth_svm` with labels +1 on class ``j`` and −1 elsewhere, on the
 same augmented kernel rows. Each problem runs the iteration of
-:func:`~bigkern.solvers.smooth_svm.newton_armijo` (written as a generator of the passes it
-needs, :func:`~bigkern.solvers.smooth_svm.newton_armijo_iterates`); here every pass
+:func:`~bigkern.solvers.newton.smooth_svm.newton_armijo` (written as a generator of the passes it
+needs, :func:`~bigkern.solvers.newton.smooth_svm.newton_armijo_iterates`); here every pass
 gathers the next pass of each problem still running, and one ``evaluate`` over the rows
 answers them all (:func:`~bigkern.kernels.class_row_sums.accumulate_classes`: the kernel
 block formed once, one product for all decision values, a Hessian per problem over its
@@ -25,7 +25,7 @@ import numpy as np
 
 from bigkern.kernels.class_row_sums import ClassPoints
 from bigkern.kernels.row_sums import RowSums
-from bigkern.solvers.smooth_svm import NewtonResult, newton_armijo_iterates
+from bigkern.solvers.newton.smooth_svm import NewtonResult, newton_armijo_iterates
 
 __all__ = ["NEGLIGIBLE_CURVATURE", "LockstepResult", "newton_armijo_lockstep"]
 
@@ -89,7 +89,7 @@ def newton_armijo_lockstep(
     classes : sequence of int
         The class code of each problem's positive rows.
     C, tol, max_iter, delta, max_halvings, first_trials
-        As for :func:`~bigkern.solvers.smooth_svm.newton_armijo`, for every problem.
+        As for :func:`~bigkern.solvers.newton.smooth_svm.newton_armijo`, for every problem.
     float32_hessian : bool
         Start each problem's Hessian products in float32; a problem switches to float64
         when :func:`newton_armijo`'s ``refine`` rule says so for it.
@@ -112,8 +112,8 @@ def newton_armijo_lockstep(
 
     >>> import numpy as np
     >>> from bigkern.kernels.class_row_sums import accumulate_classes, split_sums, buffer_size
-    >>> from bigkern.solvers.lockstep_newton import newton_armijo_lockstep
-    >>> from bigkern.solvers.smooth_svm import SmoothHinge
+    >>> from bigkern.solvers.newton.lockstep_newton import newton_armijo_lockstep
+    >>> from bigkern.solvers.newton.smooth_svm import SmoothHinge
     >>> x = np.linspace(-3, 3, 30)
     >>> codes = np.digitize(x, [-1.0, 1.0]).astype(float)
     >>> A = np.column_stack([np.exp(-(x[:, None] - [-2.0, 0.0, 2.0]) ** 2), -np.ones(30)])

@@ -4,11 +4,11 @@
 :class:`SmoothHinge` is the squared smooth hinge of problem (5) and
 :class:`SmoothEpsilonInsensitive` the squared smooth ε-insensitive loss. Each
 gives its value and its first two derivatives in the decision value ``f``,
-elementwise, which is all :func:`bigkern.solvers.smooth_svm.newton_armijo` needs.
+elementwise, which is all :func:`bigkern.solvers.newton.smooth_svm.newton_armijo` needs.
 :class:`SquaredHinge` is their limit α → ∞, ``½ (1 − y f)₊²``: once differentiable,
 with the generalized second derivative ``1`` where ``y f < 1`` and ``0`` elsewhere, so
 a Newton Hessian sums only the rows inside the margin (the finite Newton method of
-:mod:`bigkern.solvers.finite_newton`).
+:mod:`bigkern.solvers.newton.finite_newton`).
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ class SquaredHinge:
     Examples
     --------
     >>> import numpy as np
-    >>> from bigkern.solvers.smooth_losses import SquaredHinge
+    >>> from bigkern.solvers.newton.smooth_losses import SquaredHinge
     >>> f, y = np.array([-1.0, 0.5, 2.0]), np.ones(3)
     >>> SquaredHinge().value(f, y).tolist()
     [2.0, 0.125, 0.0]
