@@ -21,7 +21,6 @@ axes show them; otherwise the maps are images without ticks.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import io
 from collections.abc import Mapping
@@ -33,6 +32,7 @@ import xarray as xr
 
 from bigkern.extras import require
 from bigkern.jobs.class_figure import class_colours, predicted_probability
+from bigkern.jobs.map_axes import MapAxes, map_axes
 from bigkern.scenes.dims import SCENE_DIMS, scene_dims
 from bigkern.scenes.labels import label_classes
 
@@ -115,116 +115,6 @@ def _agreement_text(mask: np.ndarray, layers: Mapping[str, np.ndarray],
     return "\n".join(parts)
 
 
-# what says a coordinate holds latitudes or longitudes: CF's standard_name and units, its name
-_GEO = {"lat": ({"latitude"}, {"degrees_north", "degree_north", "degrees_n"},
-                {"lat", "latitude"}),
-        "lon": ({"longitude"}, {"degrees_east", "degree_east", "degrees_e"},
-                {"lon", "longitude"})}
-_METRES = {"m", "metre", "metres", "meter", "meters"}
-
-
-def _geo_role(name: str, coord: xr.DataArray) -> str | None:
-    """``"lat"`` or ``"lon"`` for a coordinate of latitudes or longitudes, else None."""
-    standard = str(coord.attrs.get("standard_name", "")).lower()
-    units = str(coord.attrs.get("units", "")).lower()
-    for role, (standard_names, unit_names, names) in _GEO.items():
-        if standard in standard_names or units in unit_names or name.lower() in names:
-            return role
-    return None
-
-
-def _axis_label(what: str, coord: xr.DataArray) -> str:
-    units = coord.attrs.get("units")
-    return f"{what} ({units})" if units else what
-
-
-def _regular(c: np.ndarray) -> bool:
-    """Whether 1-D coordinates are evenly spaced (an image's extent places them exactly)."""
-    step = np.diff(c)
-    return c.size < 2 or bool(step[0] != 0 and np.allclose(step, step[0], rtol=1e-3, atol=0))
-
-
-@dataclasses.dataclass(frozen=True)
-class _MapAxes:
-    """Where a scene's pixels are drawn: at their coordinates (1-D or 2-D) or as an image."""
-
-    x: np.ndarray | None = None
-    y: np.ndarray | None = None
-    xlabel: str = ""
-    ylabel: str = ""
-    aspect: float | str = "equal"
-
-    def draw(self, ax: Any, values: np.ndarray, **style: Any) -> Any:
-        """Draw ``values`` (y, x) on ``ax``; return the image or mesh (for a colour bar)."""
-        if self.x is None or self.y is None:  # no coordinates: today's tick-less image
-            ax.set_xticks([])
-            ax.set_yticks([])
-            return ax.imshow(values, interpolation="nearest", **style)
-        if self.x.ndim == 1 and _regular(self.x) and _regular(self.y):
-            (x0, x1), (y0, y1) = (self._edges(c) for c in (self.x, self.y))
-            # the y axis grows upwards: north up for latitudes, whichever way the rows run
-            drawn = ax.imshow(values, interpolation="nearest", aspect=self.aspect,
-                              origin="lower" if y1 >= y0 else "upper",
-                              extent=(x0, x1, min(y0, y1), max(y0, y1)), **style)
-        else:  # 2-D (or irregular) coordinates: each pixel where it is
-            drawn = ax.pcolormesh(self.x, self.y, values, shading="nearest", **style)
-            ax.set_aspect(self.aspect)
-        ax.locator_params(nbins=4)
-        return drawn
-
-    @staticmethod
-    def _edges(c: np.ndarray) -> tuple[float, float]:
-        half = (c[-1] - c[0]) / (2 * (c.size - 1)) if c.size > 1 else 0.5
-        return float(c[0] - half), float(c[-1] + half)
-
-
-def _geo_aspect(lat: np.ndarray) -> float | str:
-    """Degrees of longitude shrink with latitude: the aspect that keeps a map's shapes."""
-    cos = float(np.cos(np.deg2rad(np.nanmean(lat))))
-    return 1 / cos if cos > 0.1 else "auto"
-
-
-def _map_axes(one: xr.Dataset, ydim: str, xdim: str, names: Mapping[str, str]) -> _MapAxes:
-    """The coordinates one scene's maps are drawn at, by what ``one``'s coordinates say.
-
-    ``names`` gives the source's name of a coordinate renamed to one of bigkern's
-    dims (``y`` that was ``lat``).
-    """
-    found: dict[tuple[str, int], tuple[np.ndarray, xr.DataArray]] = {}
-    for name, coord in one.coords.items():
-        grid = set(map(str, coord.dims))
-        if coord.dtype.kind not in "iuf" or not (
-                grid == {ydim, xdim} or (coord.ndim == 1 and grid <= {ydim, xdim})):
-            continue
-        role = _geo_role(names.get(str(name), str(name)), coord)
-        if role is not None:
-            values = np.asarray((coord.transpose(ydim, xdim) if coord.ndim == 2 else coord)
-                                .values, dtype=float)
-            found.setdefault((role, coord.ndim), (values, coord))
-    for ndim in (2, 1):  # 2-D latitudes and longitudes (a swath), else 1-D ones (a grid)
-        if ("lat", ndim) in found and ("lon", ndim) in found:
-            (lat, lat_coord), (lon, lon_coord) = found["lat", ndim], found["lon", ndim]
-            if not (np.isfinite(lat).all() and np.isfinite(lon).all()):
-                continue  # a mesh cannot place pixels without coordinates
-            if np.ptp(lon) > 180 and np.ptp(lon % 360) < 180:  # across the date line: 0..360
-                lon = lon % 360
-            if ndim == 1 and (lat_coord.dims != (ydim,) or lon_coord.dims != (xdim,)):
-                continue
-            return _MapAxes(lon, lat, _axis_label("longitude", lon_coord),
-                            _axis_label("latitude", lat_coord), _geo_aspect(lat))
-    projected = "spatial_ref" in one.coords or any(
-        str(one[d].attrs.get("standard_name", "")).startswith("projection_")
-        for d in (ydim, xdim) if d in one.coords)
-    if projected and all(d in one.coords and one[d].dims == (d,) and one[d].dtype.kind in "iuf"
-                         for d in (ydim, xdim)):
-        units = [str(one[d].attrs.get("units", "m")) for d in (xdim, ydim)]
-        x_units, y_units = ("m" if u.lower() in _METRES else u for u in units)
-        return _MapAxes(np.asarray(one[xdim].values, dtype=float),
-                        np.asarray(one[ydim].values, dtype=float),
-                        f"x ({x_units})", f"y ({y_units})")
-    return _MapAxes()
-
-
 def _dim_mapping(dims: Mapping[str, str] | None, scenes: xr.Dataset,
                  pred: xr.Dataset) -> dict[str, str]:
     """bigkern's dim -> the data's: ``dims`` given, else the mapping recorded on the data."""
@@ -290,7 +180,7 @@ def _scene_title(ds: xr.Dataset, dim: str | None, scene: int, names: Mapping[str
     return f"{names.get(dim, dim)} {text} (scene {position})"
 
 
-def _value_panel(ax: Any, fig: Any, axes: _MapAxes, name: str, values: np.ndarray, cmap: str,
+def _value_panel(ax: Any, fig: Any, axes: MapAxes, name: str, values: np.ndarray, cmap: str,
                  log: bool) -> None:
     """A map of values with its colour bar; a log scale for a skewed positive feature."""
     from matplotlib.colors import LogNorm
@@ -436,9 +326,9 @@ def plot_scene(
                        "viridis", False))
     if truth and truth in layers and classes is None:  # a two-class truth
         panels.append(("truth", layers[truth], None, False))
-    axes_of_maps = _map_axes(one, s_dims[1], s_dims[2], mapping)
+    axes_of_maps = map_axes(one, s_dims[1], s_dims[2], mapping)
     if axes_of_maps.x is None:
-        axes_of_maps = _map_axes(p, p_dims[1], p_dims[2], mapping)
+        axes_of_maps = map_axes(p, p_dims[1], p_dims[2], mapping)
     ncols = 3
     nrows = -(-len(panels) // ncols)
     fig = _figure_class()(figsize=(4.2 * ncols, 3.6 * nrows + 0.6), layout="constrained")
