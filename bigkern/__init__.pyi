@@ -43,7 +43,7 @@ from bigkern.kernels.kernel import gaussian_kernel as gaussian_kernel
 from bigkern.kernels.periodic import PeriodicGaussian as PeriodicGaussian
 from bigkern.models.baselines import KernelRidgeClassifier as KernelRidgeClassifier
 from bigkern.models.binned import BinnedKernelRidgeClassifier as BinnedKernelRidgeClassifier
-from bigkern.models.binned import BinnedSVC as BinnedSVC
+from bigkern.models.binned_svc import BinnedSVC as BinnedSVC
 from bigkern.models.compact.classifiers import CompactLSSVC as CompactLSSVC
 from bigkern.models.compact.classifiers import CompactSVC as CompactSVC
 from bigkern.models.compact.pca import CompactKernelPCA as CompactKernelPCA

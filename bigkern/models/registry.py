@@ -133,7 +133,7 @@ SECTIONS = {
 _SEED0 = {"random_state": 0}
 
 _TABLE: list[ModelSpec] = [
-    ModelSpec(_M + "binned:BinnedSVC", "class", "bins", "expansion", cli="svc", section="bins",
+    ModelSpec(_M + "binned_svc:BinnedSVC", "class", "bins", "expansion", cli="svc", section="bins",
               grid={"omega": _WIDTHS, "C": (0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0)}),
     ModelSpec(_M + "binned:BinnedKernelRidgeClassifier", "class", "bins", "expansion",
               cli="ridge", section="bins",

@@ -437,7 +437,7 @@ def test_import_bigkern_is_light_and_every_public_name_resolves() -> None:
         "assert not loaded, f'import bigkern loaded {loaded}'\n"
         "missing = [n for n in bigkern.__all__ if getattr(bigkern, n, None) is None]\n"
         "assert not missing, missing\n"
-        "assert bigkern.BinnedSVC.__module__ == 'bigkern.models.binned'\n"
+        "assert bigkern.BinnedSVC.__module__ == 'bigkern.models.binned_svc'\n"
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr

@@ -20,7 +20,8 @@ from bigkern.errors import LabelError
 from bigkern.jobs.tuning import grid_search_bins
 from bigkern.kernels import as_kernel, omega_to_gamma
 from bigkern.models import BinnedKernelRidgeClassifier, BinnedSVC, load_model, save_model
-from bigkern.models.binned import _one_vs_rest_points, bin_class_counts
+from bigkern.models.binned import bin_class_counts
+from bigkern.models.binned_svc import _one_vs_rest_points
 from bigkern.reduce import percentile_bins
 
 QUARTILES = (0.25, 0.5, 0.75)
