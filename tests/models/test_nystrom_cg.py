@@ -47,9 +47,11 @@ def test_cg_gives_the_direct_solvers_predictions():
     assert _relative(cg.predict(X), direct.predict(X)) < 1e-6
     report = cg.fit_report_
     assert report["solver"] == "cg" and report["converged"] and report["residual"] <= 1e-7
-    # the draw, the right-hand side (which keeps the kernel blocks: the steps read no rows)
+    # the draw, the preconditioner's sample (no subset: it would be most of the rows), the
+    # right-hand side (which keeps the kernel blocks: the steps read no rows)
     assert report["kept_blocks"]["kept_chunks"] == report["kept_blocks"]["chunks"]
-    assert report["reads"] == 2 and report["products"] >= report["n_iter"]
+    assert report["reads"] == 3 and report["products"] >= report["n_iter"]
+    assert report["preconditioner"].startswith("Gram matrix of a sample of")
     assert report["n_valid"] == len(y)
 
 
@@ -243,8 +245,9 @@ def test_a_start_from_a_subset_is_near_the_solution_and_changes_no_solution():
     assert short["subset"]["start"] == "subset" and short["zero"]["start"] == "zero"
     assert 0.75 * 400 < short["subset"]["start_rows"] < 1.25 * 400  # 10 rows per center
     assert short["subset"]["start_iterations"] > 0
-    # one read gathers the subset; the right-hand side's read gives the start's product
-    assert short["subset"]["reads"] == short["zero"]["reads"] + 1
+    # one read gathers the subset (and the preconditioner's sample from it), one the zero
+    # start's preconditioner sample; the right-hand side's read gives the start's product
+    assert short["subset"]["reads"] == short["zero"]["reads"]
     assert short["subset"]["residual"] < 0.2 * short["zero"]["residual"]
 
     direct = NystromKernelRidge(**kw).fit(Xf, y).predict(X)
@@ -389,6 +392,28 @@ def test_a_lam_path_warm_starts_each_solve_from_the_one_before():
     # after the first, a solve from its neighbour's solution takes fewer iterations than
     # the same solve from zero (on all rows here, a little more data, but the same system)
     assert sum(iters[lam] for lam in lams[1:]) < sum(alone)
+
+
+def test_a_lam_path_preconditions_from_a_sample_of_its_training_rows():
+    """The path draws its own sample (a stream of the hash other than its folds', which
+    would draw the held-out fold) and makes each λ's preconditioner from it: fewer
+    iterations than Falkon's at every λ, the same path of solutions."""
+    import dask.config
+
+    X, y = _regression(3000, seed=5)
+    kw = {"omega": 0.7, "size": 120, "random_state": 0, "lam": [1.0, 0.1, 0.01],
+          "solver": "cg", "tol": 1e-7, "max_iter": 200}
+    sampled = NystromKernelRidge(**kw).fit(X, y)
+    with dask.config.set({"bigkern.cg_preconditioner_rows": 0}):
+        falkon = NystromKernelRidge(**kw).fit(X, y)
+    rs, rf = sampled.fit_report_, falkon.fit_report_
+    assert rs["preconditioner"].startswith("Gram matrix of a sample of")
+    assert rf["preconditioner"] == "the centres' kernel (Falkon's)"
+    assert rs["path_converged"] and rf["path_converged"]
+    assert all(rs["path_iterations"][lam] < rf["path_iterations"][lam] for lam in kw["lam"])
+    assert rs["path_iterations"][0.01] < rf["path_iterations"][0.01] / 2
+    np.testing.assert_allclose(sampled.cv_scores_, falkon.cv_scores_, rtol=1e-4)
+    assert sampled.lam_ == falkon.lam_
 
 
 def test_a_lam_path_is_the_same_for_any_chunking():

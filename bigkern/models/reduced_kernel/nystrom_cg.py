@@ -47,19 +47,21 @@ import dask.array as da
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from bigkern import config
 from bigkern.models.reduced_kernel._reduced_parts import reduced_basis
 from bigkern.models.reduced_kernel.nystrom_cg_start import (
+    PRECONDITIONER_ROWS_PER_CENTER,
+    PreconditionerSample,
     centered_rhs,
     less_mean,
+    preconditioner_sample,
     subset_start,
     target_columns,
 )
 from bigkern.reduce.passes import per_feature_counts, without_per_feature
 from bigkern.reduce.reduced.kept_blocks import KeptKernelBlocks, kept_budget_bytes
 from bigkern.reduce.reduced.normal_equations import fold_of_rows
-from bigkern.reduce.reduced.products import (
-    kernel_products,
-)
+from bigkern.reduce.reduced.products import kernel_products, sample_usable_rows
 from bigkern.solvers.conjugate_gradients import FalkonPreconditioner
 from bigkern.solvers.conjugate_gradients_columns import CGColumns, preconditioned_cg_columns
 
@@ -142,9 +144,15 @@ def fit_by_cg(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float, lam: f
                     f"{bound:.3g} (they would not converge in max_iter reads); the direct "
                     f"solve")
     sampled = n is not None  # one read gathered a subset
+    sample = None
+    if pre is None:  # no subset drawn: a draw of its own for the preconditioner
+        seed = est.random_state if isinstance(est.random_state, int | np.integer) else 0
+        sample = _preconditioner_sample(Xd, yd, md, basis, K, int(rs.counts.get("valid", 0)),
+                                        int(seed), "Nyström conjugate gradients")
+        sampled = sample.gram is not None
     t_start = time.perf_counter()
     solve = _solve_all_rows(est, Xd, yd, md, basis, K, lam,
-                            None if start is None else start.coef, n, pre, n_classes)
+                            None if start is None else start.coef, n, pre, n_classes, sample)
     choice = ("solver='auto': conjugate gradients (the subset's solve reached "
               f"{start_residual:.3g})" if probe and start is not None
               else f"solver={est.solver!r}")
@@ -183,11 +191,12 @@ class _AllRowsSolve:
 def _solve_all_rows(est: Any, Xd: Any, yd: Any, mask: Any, basis: Any, K: np.ndarray,
                     lam: float, start: np.ndarray | None, n: int | None,
                     pre: FalkonPreconditioner | None,
-                    n_classes: int | None = None) -> _AllRowsSolve:
+                    n_classes: int | None = None,
+                    sample: PreconditionerSample | None = None) -> _AllRowsSolve:
     """Conjugate gradients over the rows of ``mask`` from ``start`` (m̃, t) (None: zero); the
     read of the right-hand sides also gives the start's products. ``pre`` is the
     preconditioner for ``n`` rows (made anew when the read counts other rows, or when
-    None).
+    None: from ``sample``, else Falkon's from ``K``).
 
     The kernel blocks are kept between the iterations where they fit
     (:class:`~bigkern.reduce.reduced.kept_blocks.KeptKernelBlocks`: the read of the
@@ -211,7 +220,7 @@ def _solve_all_rows(est: Any, Xd: Any, yd: Any, mask: Any, basis: Any, K: np.nda
     gsum = first["Gsum"]
     if pre is None or n != first["n"]:  # no start, or its count of the usable rows differs
         n = first["n"]
-        pre = FalkonPreconditioner.from_kernel(K, n, lam, centered=est.fit_intercept)
+        pre = (sample or PreconditionerSample(K)).preconditioner(n, lam, est.fit_intercept)
     if blocks is None:
         product = _read_product(Xd, yd, basis, mask, gsum, n, est.fit_intercept,
                                 "Nyström conjugate gradients")
@@ -317,6 +326,10 @@ def fit_by_cg_path(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float,
     held = _held_out(Xd, int(est.n_folds), int(seed))
     train, test = (~held, held) if md is None else (md & ~held, md & held)
     fi = est.fit_intercept
+    n_train_drawn = int(rs.counts.get("valid", 0)) * (1.0 - 1.0 / int(est.n_folds))
+    # the folds hash the row numbers with the seed: the sample, another stream of the hash
+    sample = _preconditioner_sample(Xd, yd, train, basis, K, n_train_drawn,
+                                    int(seed) + _SAMPLE_STREAM, "Nyström λ path")
     rhs = kernel_products(Xd, yd, basis, np.zeros((m, 0)), mask=train,
                           label="Nyström λ path: right-hand side", n_classes=n_classes)
     n_train = rhs["n"]
@@ -332,7 +345,7 @@ def fit_by_cg_path(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float,
         for j in sorted(range(len(lams)), key=lambda j: -lams[j]):  # the largest λ first
             found = preconditioned_cg_columns(
                 product, centered_rhs(rhs, fi),
-                FalkonPreconditioner.from_kernel(K, n_train, lams[j], centered=fi), lams[j],
+                sample.preconditioner(n_train, lams[j], fi), lams[j],
                 tol=float(est.tol), max_iter=int(est.max_iter), start=coef)
             coef = found.coef
             path[j] = (coef, _intercepts(rhs, coef, n_train, fi), found)
@@ -345,10 +358,10 @@ def fit_by_cg_path(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float,
                        for j in range(len(lams))])
     best = int(np.argmin(scores))
     solve = _solve_all_rows(est, Xd, yd, md, basis, K, lams[best], path[best][0], None, None,
-                            n_classes)
+                            n_classes, sample)
     path_products = sum(found.n_products for _, _, found in path.values())
     _set_cg_fit(est, rs, basis, clipped, omega, lams[best], solve, t0, extra={
-        "reads": 3 + path_products + 1 + solve.reads_per_solve,
+        "reads": 3 + (sample.gram is not None) + path_products + 1 + solve.reads_per_solve,
         "products": path_products + solve.found.n_products,
         "solver_choice": (choice or f"solver={est.solver!r}") + f": a λ path on "
                          f"{n_train:,} rows, {te['n']:,} held out",
@@ -357,6 +370,27 @@ def fit_by_cg_path(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float,
         "path_converged": all(bool(found.converged.all()) for _, _, found in path.values()),
         "n_held_out": int(te["n"])})
     est.cv_scores_ = scores[None, :]
+
+
+#: Added to the seed of the λ path's preconditioner sample: with the folds' own seed the
+#: hash would draw the held-out fold's rows (fold 0 is a hash below 1 / n_folds), which the
+#: path's training rows leave out
+_SAMPLE_STREAM = 0x5EED
+
+
+def _preconditioner_sample(Xd: Any, yd: Any, mask: Any, basis: Any, K: np.ndarray,
+                           n_rows: float, seed: int, what: str) -> PreconditionerSample:
+    """A preconditioner sample of about ``bigkern.cg_preconditioner_rows`` of the rows of
+    ``mask`` per centre (of about ``n_rows``), drawn by a seeded hash of their row numbers
+    in one read; none with 0 (Falkon's preconditioner)."""
+    per_center = int(config.get("cg_preconditioner_rows", PRECONDITIONER_ROWS_PER_CENTER))
+    if per_center <= 0:
+        return PreconditionerSample(K)
+    # a quarter more than needed, so that the hash's spread rarely leaves fewer
+    fraction = min(1.0, 1.25 * per_center * basis.n_basis / max(1.0, float(n_rows)))
+    Xs, _, _ = sample_usable_rows(Xd, yd, fraction=fraction, seed=seed, mask=mask,
+                                  label=f"{what}: the preconditioner's sample")
+    return preconditioner_sample(K, Xs, basis, seed)
 
 
 def _mean_squared_error(products: dict[str, Any], target: int, j: int, coef: np.ndarray,

@@ -9,7 +9,9 @@ centre stands for ``GᵀG`` (:meth:`FalkonPreconditioner.from_sample`), where Fa
 preconditioner lets the m̃ centres stand for the rows. At bigkern's small λ the centres'
 estimate leaves eigenvalues CG needs very many iterations to find, the sample's does not (the
 models page of the user guide gives the measured iterations); the sample's Gram costs
-``n_s·m̃²`` flops and two triangular solves of m̃ × m̃, once a fit.
+``n_s·m̃²`` flops and two triangular solves of m̃ × m̃, once a fit
+(:class:`PreconditionerSample`; a λ path draws its own sample of the training rows, one
+read, and makes each λ's preconditioner from it).
 
 :func:`centered_rhs` and :func:`less_mean` are the system's right-hand sides and product
 with the intercept eliminated.
@@ -18,6 +20,7 @@ with the intercept eliminated.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -31,8 +34,8 @@ from bigkern.solvers.conjugate_gradients import FalkonPreconditioner
 from bigkern.solvers.conjugate_gradients_columns import CGColumns, preconditioned_cg_columns
 
 __all__ = ["PRECONDITIONER_ROWS_PER_CENTER", "START_MAX_ITER", "START_ROWS_PER_CENTER",
-           "START_TOL", "centered_rhs", "less_mean", "sample_preconditioner", "subset_start",
-           "target_columns"]
+           "START_TOL", "PreconditionerSample", "centered_rhs", "less_mean",
+           "preconditioner_sample", "sample_preconditioner", "subset_start", "target_columns"]
 
 #: Rows of the starting subset per center (at most half of the rows)
 START_ROWS_PER_CENTER = 10
@@ -75,15 +78,57 @@ def less_mean(gtgv: np.ndarray, V: np.ndarray, gsum: np.ndarray, n: int,
     return out
 
 
-def sample_preconditioner(K: np.ndarray, Xs: np.ndarray, basis: Any, n: int, lam: float,
-                          fit_intercept: bool, seed: int) -> FalkonPreconditioner:
-    """The preconditioner for ``n`` rows from a uniform draw of ``Xs``'s rows (at most
-    ``bigkern.cg_preconditioner_rows`` per centre, :data:`PRECONDITIONER_ROWS_PER_CENTER`
-    by default; with 0, or fewer sample rows than centres, Falkon's from ``K`` alone).
+@dataclass(frozen=True)
+class PreconditionerSample:
+    """The Gram matrix of a uniform sample of the rows, once: preconditioners for any number
+    of rows and any λ are made from it (a λ path's, then its refit's on all rows).
+
+    ``gram`` is None where there is no sample (``bigkern.cg_preconditioner_rows`` 0, or
+    fewer sample rows than centres): Falkon's preconditioner from ``K`` alone.
+    """
+
+    K: np.ndarray
+    gram: np.ndarray | None = None
+    gsum: np.ndarray | None = None
+    n_sample: int = 0
+
+    def preconditioner(self, n: int, lam: float, centered: bool) -> FalkonPreconditioner:
+        """The preconditioner of the system of ``n`` rows at ``lam``."""
+        if self.gram is None or self.gsum is None:
+            return FalkonPreconditioner.from_kernel(self.K, max(n, 1), lam, centered=centered)
+        return FalkonPreconditioner.from_sample(self.K, self.gram, self.gsum, self.n_sample,
+                                                max(n, 1), lam, centered=centered)
+
+
+def preconditioner_sample(K: np.ndarray, Xs: np.ndarray, basis: Any, seed: int
+                          ) -> PreconditionerSample:
+    """The Gram matrix of a seeded draw of at most ``bigkern.cg_preconditioner_rows``
+    (:data:`PRECONDITIONER_ROWS_PER_CENTER` by default) of ``Xs``'s rows per centre.
 
     ``Xs`` is a uniform sample of the usable rows, in row order; the draw from it is
     seeded and depends on nothing else, so the preconditioner is the same for any
     chunking.
+    """
+    m = basis.n_basis
+    per_center = int(config.get("cg_preconditioner_rows", PRECONDITIONER_ROWS_PER_CENTER))
+    if per_center <= 0 or len(Xs) < m:
+        return PreconditionerSample(K)
+    take = min(len(Xs), per_center * m)
+    rows = np.sort(np.random.default_rng(seed).choice(len(Xs), take, replace=False))
+    gram, gsum, n_sample = np.zeros((m, m)), np.zeros(m), 0
+    for _, G in kernel_blocks(np.asarray(Xs)[rows], basis):
+        G64 = np.asarray(G, dtype=np.float64)
+        gram += syrk_product(G64)
+        gsum += G64.sum(axis=0)
+        n_sample += len(G64)
+    return PreconditionerSample(K, gram, gsum, n_sample)
+
+
+def sample_preconditioner(K: np.ndarray, Xs: np.ndarray, basis: Any, n: int, lam: float,
+                          fit_intercept: bool, seed: int) -> FalkonPreconditioner:
+    """The preconditioner for ``n`` rows from a uniform draw of ``Xs``'s rows
+    (:func:`preconditioner_sample`; with ``bigkern.cg_preconditioner_rows`` 0, or fewer
+    sample rows than centres, Falkon's from ``K`` alone).
 
     Examples
     --------
@@ -97,20 +142,7 @@ def sample_preconditioner(K: np.ndarray, Xs: np.ndarray, basis: Any, n: int, lam
     ...                       seed=0).sample_rows
     80
     """
-    m = basis.n_basis
-    per_center = int(config.get("cg_preconditioner_rows", PRECONDITIONER_ROWS_PER_CENTER))
-    if per_center <= 0 or len(Xs) < m:
-        return FalkonPreconditioner.from_kernel(K, max(n, 1), lam, centered=fit_intercept)
-    take = min(len(Xs), per_center * m)
-    rows = np.sort(np.random.default_rng(seed).choice(len(Xs), take, replace=False))
-    gram, gsum, n_sample = np.zeros((m, m)), np.zeros(m), 0
-    for _, G in kernel_blocks(np.asarray(Xs)[rows], basis):
-        G64 = np.asarray(G, dtype=np.float64)
-        gram += syrk_product(G64)
-        gsum += G64.sum(axis=0)
-        n_sample += len(G64)
-    return FalkonPreconditioner.from_sample(K, gram, gsum, n_sample, max(n, 1), lam,
-                                            centered=fit_intercept)
+    return preconditioner_sample(K, Xs, basis, seed).preconditioner(n, lam, fit_intercept)
 
 
 def subset_start(est: Any, Xd: Any, yd: Any, md: Any, basis: Any, K: np.ndarray,
