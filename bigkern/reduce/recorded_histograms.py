@@ -184,9 +184,11 @@ def recorded_first_read(
     if not records:
         return None, "the store has no recorded key histograms of a known format"
     reasons: list[str] = []
-    # the record of exactly these features first, then the smaller supersets
-    for record in sorted(records, key=lambda r: (set(r.features) != set(source.features),
-                                                 len(r.features))):
+    # only the records of these features say why not, when there are some; the record of
+    # exactly these features first, then the smaller supersets
+    covering = [r for r in records if set(source.features) <= set(r.features)]
+    for record in sorted(covering or records, key=lambda r: (
+            set(r.features) != set(source.features), len(r.features))):
         first, why = _record_first(record, source, X)
         if first is not None:
             return first, "ok"
