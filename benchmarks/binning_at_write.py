@@ -20,7 +20,9 @@ e. half, record  the training half of a searched fit, as ``bigkern fit`` bins it
                  default: ``recorded_split(s, seed=0)``, then ``percentile_bins(X, y,
                  mask=train, recorded=source)`` (the store's record of that half);
 f. half, none    the same half without the record (``percentile_bins(X, y,
-                 mask=train)``: what the default fit ran before the half was recorded).
+                 mask=train)``: what the default fit ran before the half was recorded);
+g. half read+sum ``dask.compute(X.sum(axis=0), train.sum())``: the floor of one read of
+                 the training half (the split's mask is computed in every read of it).
 
 Also the write-time cost of the record: ``write_scenes`` of the orbit-like
 store with the ``recorder`` (every labelled pixel and the training half), with a
@@ -50,7 +52,8 @@ import _common as C
 FEATURES = ["NDAI", "logSD", "CORR"]
 STEPS = ("a. read+sum", "b. percentile_bins, recorded (default plan)",
          "c. percentile_bins, plan='fused'", "d. percentile_bins, no record (default plan)",
-         "e. training half, recorded (default fit)", "f. training half, no record")
+         "e. training half, recorded (default fit)", "f. training half, no record",
+         "g. read+sum of the training half")
 
 
 #: The writes compared: the record of every labelled pixel and of the training half, of
@@ -142,6 +145,8 @@ def bench_store(bench: C.Bench, store: Path, label: str, repeat: int) -> dict[st
                                         recorded=source)
         with bench.stage(f"{label} {STEPS[5]}", items=n):
             bins["f"] = percentile_bins(s.X, s.y, mask=train, features=FEATURES)
+        with bench.stage(f"{label} {STEPS[6]}", items=n):
+            dask.compute(s.X.sum(axis=0), train.sum())
     return {"n": n, "bins": bins}
 
 
@@ -188,6 +193,8 @@ def report(bench: C.Bench, label: str, found: dict[str, Any]) -> None:
           + " ".join(f"{r[4] / r[5]:.2f}x" for r in runs)
           + "; with the record / read+sum: per repeat "
           + " ".join(f"{r[4] / r[0]:.2f}x" for r in runs)
+          + "; with the record / read+sum of the half: per repeat "
+          + " ".join(f"{r[4] / r[6]:.2f}x" for r in runs)
           + f"; bins identical: {_same(e, f)}")
     ratio = bench.best(f"{label} {STEPS[1]}").seconds / base.seconds
     peak = bench.best(f"{label} {STEPS[1]}").peak
@@ -198,13 +205,43 @@ def report(bench: C.Bench, label: str, found: dict[str, Any]) -> None:
           f"{'MET' if peak < 2 * C.GB else 'NOT MET'})")
 
 
+def write_cost(bench: C.Bench, args: Any, orbit: Path, plain: Path,
+               shape: tuple[int, int]) -> None:
+    """Time the writes of the orbit-like store with each record of :data:`RECORDS`,
+    alternated ``args.write_repeat`` times, and print the ratios and the record's size."""
+    writes: dict[str, list[float]] = {r: [] for r in RECORDS}
+    paths = {"all+half": orbit, "all": plain, "none": plain}
+    rec_all = 0
+    for _ in range(args.write_repeat):
+        for record in RECORDS:
+            with bench.stage(f"write_scenes, record {record}",
+                             items=args.scenes * shape[0] * shape[1]):
+                writes[record].append(write_store(paths[record], args.scenes, shape, record))
+            if record == "all":
+                rec_all, _ = record_bytes(plain)
+    rec, total = record_bytes(orbit)
+    best = {r: bench.best(f"write_scenes, record {r}") for r in RECORDS}
+    runs = {r: [round(t, 1) for t in v] for r, v in writes.items()}
+    print(f"\n## write cost: write_scenes with the record of every labelled pixel and the "
+          f"training half / without a record: "
+          f"{best['all+half'].seconds / best['none'].seconds:.3f}x; with the record of every "
+          f"labelled pixel only / without: {best['all'].seconds / best['none'].seconds:.3f}x; "
+          f"with / without the half: {best['all+half'].seconds / best['all'].seconds:.3f}x "
+          f"(best " + ", ".join(f"{r} {best[r].seconds:.1f} s" for r in RECORDS)
+          + f"; runs {runs}); peak "
+          + ", ".join(f"{r} {best[r].peak / C.GB:.2f} GB" for r in RECORDS)
+          + f"; record {rec / 1e6:.2f} MB on disk ({rec_all / 1e6:.2f} MB without the half) "
+          f"of the store's {total / 1e9:.2f} GB")
+
+
 def main() -> None:
     p = C.parser(__doc__.split("\n")[0], "binning_at_write")
     p.add_argument("--scenes", type=int, default=60, help="orbit-like scenes of 512x2048")
     p.add_argument("--big-scenes", type=int, default=24, help="scenes of 2048x2048")
     p.add_argument("--repeat", type=int, default=3, help="interleaved repeats (default 3)")
     p.add_argument("--write-repeat", type=int, default=1,
-                   help="alternated writes with and without the record (default 1)")
+                   help="alternated writes with and without the record (default 1; 0 writes "
+                        "the store once, untimed)")
     p.add_argument("--out", type=Path, default=None,
                    help="the output file (default benchmarks/results/binning_at_write.txt)")
     args = p.parse_args()
@@ -226,30 +263,13 @@ def main() -> None:
         write_store(plain, 1, (512, 2048))
         ws = bigkern.stack_samples(bigkern.open_scenes(plain), ["NDAI", "SD", "CORR"])
         percentile_bins(ws.X, ws.y, mask=ws.mask, recorded=ws.recorded)
-        writes: dict[str, list[float]] = {r: [] for r in RECORDS}
-        paths = {"all+half": orbit, "all": plain, "none": plain}
-        for _ in range(args.write_repeat):
-            for record in RECORDS:
-                with bench.stage(f"write_scenes, record {record}",
-                                 items=args.scenes * 512 * 2048):
-                    writes[record].append(write_store(paths[record], args.scenes,
-                                                      orbit_shape, record))
-                if record == "all":
-                    rec_all, _ = record_bytes(plain)
-        rec, total = record_bytes(orbit)
+        if args.write_repeat < 1:
+            write_store(orbit, args.scenes, orbit_shape)
+            rec, total = record_bytes(orbit)
+            print(f"# record {rec / 1e6:.2f} MB on disk of the store's {total / 1e9:.2f} GB")
+        else:
+            write_cost(bench, args, orbit, plain, orbit_shape)
         shutil.rmtree(plain)
-        best = {r: bench.best(f"write_scenes, record {r}") for r in RECORDS}
-        print(f"\n## write cost: write_scenes with the record of every labelled pixel and "
-              f"the training half / without a record: "
-              f"{best['all+half'].seconds / best['none'].seconds:.3f}x; with the record of "
-              f"every labelled pixel only / without: "
-              f"{best['all'].seconds / best['none'].seconds:.3f}x; with / without the half: "
-              f"{best['all+half'].seconds / best['all'].seconds:.3f}x (best "
-              + ", ".join(f"{r} {best[r].seconds:.1f} s" for r in RECORDS)
-              + f"; runs {writes}); peak "
-              + ", ".join(f"{r} {best[r].peak / C.GB:.2f} GB" for r in RECORDS)
-              + f"; record {rec / 1e6:.2f} MB on disk ({rec_all / 1e6:.2f} MB without the "
-              f"half) of the store's {total / 1e9:.2f} GB")
         found = bench_store(bench, orbit, "orbit", args.repeat)
         report(bench, "orbit", found)
         if args.big_scenes < 1:

@@ -50,6 +50,7 @@ RECORDED_SEED = 0
 #: The share of the labelled pixels in that first part: a searched fit's.
 RECORDED_FRACTION = 0.5
 _FINGERPRINT_ROWS = 4096
+_SLICE_ROWS = 1 << 20
 
 
 @functools.cache
@@ -76,10 +77,25 @@ def split_identity(seed: int, fraction: float) -> dict[str, Any]:
 
 def first_part_mask(mask: np.ndarray | None, pixel: np.ndarray, split: dict[str, Any]
                     ) -> np.ndarray:
-    """The rows of a chunk in the first part of ``split`` (and in ``mask``)."""
-    first, _ = random_split(np.asarray(pixel), mask, fraction=split["fraction"],
-                            seed=split["seed"])
-    return first
+    """The rows of a chunk in the first part of ``split`` (and in ``mask``).
+
+    Taken :data:`_SLICE_ROWS` rows at a time: the hash's temporaries stay small beside
+    the chunk being written.
+
+    Examples
+    --------
+    >>> pixel = np.arange(10)
+    >>> first = first_part_mask(None, pixel, split_identity(0, 0.5))
+    >>> bool((first == random_split(pixel, fraction=0.5, seed=0)[0]).all())
+    True
+    """
+    pixel = np.asarray(pixel)
+    out = np.empty(pixel.shape, dtype=bool)
+    for start in range(0, len(pixel), _SLICE_ROWS):
+        rows = slice(start, start + _SLICE_ROWS)
+        out[rows], _ = random_split(pixel[rows], None if mask is None else mask[rows],
+                                    fraction=split["fraction"], seed=split["seed"])
+    return out
 
 
 def split_mismatch(recorded: dict[str, Any] | None, wanted: dict[str, Any]) -> str | None:
