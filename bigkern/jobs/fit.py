@@ -6,8 +6,10 @@ way the row's engine says:
 
 - ``bins`` (:class:`~bigkern.models.BinnedSVC`,
   :class:`~bigkern.models.BinnedKernelRidgeClassifier`): the labelled pixels
-  are split into random halves, the training half is binned **once**, one
-  model per grid point is fitted on the bins and all are scored on the other
+  are split into random halves, the training half is binned **once** (in one
+  read of the data when the store recorded that half's key histograms at write
+  time: :mod:`bigkern.reduce.recorded_split`; the report says which plan ran),
+  one model per grid point is fitted on the bins and all are scored on the other
   half in one pass; the best is returned.
 - ``reduced`` (every estimator whose ``fit`` takes ``mask=``: the reduced SVMs,
   the Nyström ridges): the model is fitted **once**, lazily, on a random half
@@ -40,6 +42,7 @@ from bigkern.jobs.tuning import grid_search_bins, holdout_score
 from bigkern.models.registry import ModelSpec, cli_spec
 from bigkern.reduce.binning.percentile import percentile_bins
 from bigkern.reduce.extremes import SuspectedFillWarning
+from bigkern.reduce.recorded_split import recorded_split
 from bigkern.reduce.sampling import random_split
 from bigkern.scenes.samples import stack_samples
 from bigkern.scenes.validity import FillValues, ValidRanges, ensure_validity
@@ -185,13 +188,16 @@ def _fit_on_bins(spec: ModelSpec, ds: xr.Dataset, features: list[str], params: d
         out.model = estimator.fit_bins(out.bins)
         out.seconds["solve"] = time.perf_counter() - t0 - out.seconds["binning"]
         return out
-    train, held_out = random_split(samples.pixel, samples.mask, fraction=0.5, seed=seed)
-    bins = out.bins = percentile_bins(samples.X, samples.y, mask=train, features=features)
+    # the store's record of the training half (when it has one for this split): one read
+    train, held_out, recorded = recorded_split(samples, fraction=0.5, seed=seed)
+    bins = out.bins = percentile_bins(samples.X, samples.y, mask=train, features=features,
+                                      recorded=recorded)
     out.seconds["binning"] = time.perf_counter() - t0
     say(f"bigkern: {bins.attrs['n_valid']:,} training pixels → "
         f"{bins.attrs['n_bins_occupied']} occupied bins "
         f"({bins.attrs['n_bins_empty']} empty, {bins.attrs['n_nonfinite']} non-finite rows "
-        f"and {bins.attrs['n_absent']} absent pixels left out) in {out.seconds['binning']:.1f} s")
+        f"and {bins.attrs['n_absent']} absent pixels left out) in {out.seconds['binning']:.1f} s"
+        f"; {_plan_text(bins)}")
     t1 = time.perf_counter()
     found = out.search = grid_search_bins(estimator, bins, grid, samples.X, samples.y,
                                           mask=held_out)
@@ -205,6 +211,18 @@ def _fit_on_bins(spec: ModelSpec, ds: xr.Dataset, features: list[str], params: d
     say(f"bigkern: {what}{fixed_text}, held-out accuracy {found.best_score:.2%} "
         f"on {found.n_scored:,} pixels ({out.seconds['grid_search']:.1f} s)")
     return out
+
+
+def _plan_text(bins: xr.Dataset) -> str:
+    """The binning plan that ran, its reads of the data, and why a record was not used."""
+    reads = bins.attrs["passes"]
+    text = f"plan {bins.attrs['plan']}, {reads} read{'s' if reads != 1 else ''} of the data"
+    note = str(bins.attrs.get("recorded", ""))
+    if note.startswith("fallback: "):
+        text += f" (recorded histograms not used: {note.removeprefix('fallback: ')})"
+    elif note == "ok":
+        text += " (the store's recorded histograms of the training half)"
+    return text
 
 
 def _samples(ds: xr.Dataset, features: list[str], target: str | None

@@ -27,6 +27,11 @@ exactly those rows:
   same dtype when no recorded chunk has a row that only some features leave out
   (then every subset leaves out the same rows: exact), else a fall-back.
 
+A record may also hold the same over the first part only of the default split
+of a searched fit (:mod:`bigkern.reduce.recorded_split`): a source whose
+``split`` names a split stands for that part (``mask`` its first part) and is
+served by it, with the same checks, when the split is the recorded one.
+
 A fall-back runs the plan :meth:`~bigkern.reduce.binning.plan.BinningPlan.choose`
 would have run, and the bins' ``recorded`` attr says why.
 """
@@ -51,6 +56,13 @@ from bigkern.reduce.passes import (
     tree_reduce,
     unwrap_samples,
     valid_rows,
+)
+from bigkern.reduce.recorded_split import (
+    RECORDED_FRACTION,
+    RECORDED_SEED,
+    first_part_mask,
+    split_identity,
+    split_mismatch,
 )
 from bigkern.store.key_histograms import (
     KeyHistogramRecord,
@@ -80,8 +92,8 @@ USABLE_RULE = "labelled (label is not the unlabelled value) and every feature fi
 _BASE_COUNTS = ("rows", "masked", "absent", "nonfinite", "valid")
 
 
-def _record_chunk(Xb: np.ndarray, yb: np.ndarray | None, mb: np.ndarray | None
-                  ) -> dict[str, Any]:
+def _first_read_chunk(Xb: np.ndarray, yb: np.ndarray | None, mb: np.ndarray | None
+                      ) -> dict[str, Any]:
     """One chunk's first-read partial, as the histogram pass gives it, extremes always."""
     part = _first_pass_chunk(Xb, yb, mb)
     counts = part["counts"]
@@ -92,39 +104,63 @@ def _record_chunk(Xb: np.ndarray, yb: np.ndarray | None, mb: np.ndarray | None
     return part
 
 
+#: The split whose first part a store records beside all its labelled rows.
+RECORDED_SPLIT = split_identity(RECORDED_SEED, RECORDED_FRACTION)
+
+
+def _record_chunk(Xb: np.ndarray, yb: np.ndarray | None, mb: np.ndarray | None,
+                  pb: np.ndarray | None = None) -> dict[str, Any]:
+    """One chunk's partial of all its usable rows and, given pixel ids ``pb``, of those
+    in the first part of :data:`RECORDED_SPLIT`."""
+    part = _first_read_chunk(Xb, yb, mb)
+    if pb is not None:
+        part["first_part"] = _first_read_chunk(Xb, yb, first_part_mask(mb, pb, RECORDED_SPLIT))
+    return part
+
+
 def _combine_record(parts: list[dict[str, Any]]) -> dict[str, Any]:
     out = _combine_first(parts)
     out["chunk_counts"] = [row for p in parts for row in p["chunk_counts"]]
+    if "first_part" in parts[0]:
+        out["first_part"] = _combine_record([p["first_part"] for p in parts])
     return out
 
 
-def record_graph(X: Any, y: Any, mask: Any) -> Any:
+def record_graph(X: Any, y: Any, mask: Any, pixel: Any = None) -> Any:
     """Delayed merged first-read result of row-chunked samples, with per-chunk row counts.
 
+    Given ``pixel`` (``Samples.pixel``, with ``X``'s row chunks), the same over the
+    first part of the default split of a searched fit too (:data:`RECORDED_SPLIT`).
     Compute it in the same ``compute`` as the write of the arrays ``X``, ``y`` and
     ``mask`` come from: dask then reads (or makes) each block once for both.
     """
-    parts = row_partials(_record_chunk, X, y, mask, name="record-key-histograms")
+    parts = row_partials(_record_chunk, X, y, mask, pixel, name="record-key-histograms")
     return tree_reduce(parts, _combine_record, name="record-key-histograms-combine")
+
+
+def _record_of(merged: dict[str, Any], meta: dict[str, Any]) -> KeyHistogramRecord:
+    keys = sorted(k for k in merged["counts"] if k != EXTREMES_KEY)
+    ext: ValueExtremes = merged["counts"][EXTREMES_KEY]
+    extremes = {"low": ext.low, "n_low": ext.n_low, "high": ext.high, "n_high": ext.n_high}
+    labels = merged["labels"]
+    part = merged.get("first_part")
+    return KeyHistogramRecord(
+        {**meta, "count_keys": keys},
+        [(np.asarray(g), np.asarray(c)) for g, c in merged["hist"]],
+        np.asarray(merged["chunk_counts"], dtype=np.int64).reshape(-1, len(keys)), extremes,
+        labels if isinstance(labels, str) else np.asarray(labels),
+        None if part is None else _record_of(part, {"split": RECORDED_SPLIT}))
 
 
 def make_record(merged: dict[str, Any], meta: dict[str, Any]) -> KeyHistogramRecord:
     """The :class:`~bigkern.store.key_histograms.KeyHistogramRecord` of a computed
     :func:`record_graph` and its assumptions ``meta``."""
-    keys = sorted(k for k in merged["counts"] if k != EXTREMES_KEY)
-    ext: ValueExtremes = merged["counts"][EXTREMES_KEY]
-    extremes = {"low": ext.low, "n_low": ext.n_low, "high": ext.high, "n_high": ext.n_high}
-    labels = merged["labels"]
-    return KeyHistogramRecord(
-        {**meta, "group_bits": GROUP_BITS, "key_scheme": KEY_SCHEME, "usable": USABLE_RULE,
-         "count_keys": keys},
-        [(np.asarray(g), np.asarray(c)) for g, c in merged["hist"]],
-        np.asarray(merged["chunk_counts"], dtype=np.int64).reshape(-1, len(keys)), extremes,
-        labels if isinstance(labels, str) else np.asarray(labels))
+    return _record_of(merged, {**meta, "group_bits": GROUP_BITS, "key_scheme": KEY_SCHEME,
+                               "usable": USABLE_RULE})
 
 
 #: What :func:`bigkern.write_scenes` computes the record with (``recorder=``).
-KEY_HISTOGRAM_RECORDER = KeyHistogramRecorder(record_graph, make_record)
+KEY_HISTOGRAM_RECORDER = KeyHistogramRecorder(record_graph, make_record, pixel=True)
 
 
 def recorded_first_read(
@@ -139,7 +175,8 @@ def recorded_first_read(
     for what, have, want in zip(("X", "y", "mask"), got, source.names, strict=True):
         if have != want:
             return None, (f"{what} is not the one stack_samples built from the store (another "
-                          f"mask, a split, or features derived or changed after opening)")
+                          f"mask, a split not made by recorded_split, or features derived or "
+                          f"changed after opening)")
     try:
         records = read_key_histograms(source.store)
     except Exception as err:  # unreadable record: the data decide
@@ -147,9 +184,11 @@ def recorded_first_read(
     if not records:
         return None, "the store has no recorded key histograms of a known format"
     reasons: list[str] = []
-    # the record of exactly these features first, then the smaller supersets
-    for record in sorted(records, key=lambda r: (set(r.features) != set(source.features),
-                                                 len(r.features))):
+    # only the records of these features say why not, when there are some; the record of
+    # exactly these features first, then the smaller supersets
+    covering = [r for r in records if set(source.features) <= set(r.features)]
+    for record in sorted(covering or records, key=lambda r: (
+            set(r.features) != set(source.features), len(r.features))):
         first, why = _record_first(record, source, X)
         if first is not None:
             return first, "ok"
@@ -179,14 +218,21 @@ def _record_first(record: KeyHistogramRecord, source: KeyHistogramSource, X: Any
                 or now[var].get("chunks") != attr.get("chunks"):
             return None, (f"variable {var!r} has chunks that changed since the histograms "
                           f"were recorded (their manifest digests differ)")
+    rows = record
+    if source.split is not None:  # the first part of a split: its own histograms
+        why = split_mismatch(None if record.first_part is None
+                             else record.first_part.meta.get("split"), source.split)
+        if why is not None:
+            return None, why
+        rows = record.first_part
     index = [record.features.index(f) for f in features]
-    keys = meta["count_keys"]
-    totals = dict(zip(keys, record.row_counts.sum(axis=0).tolist(), strict=True))
+    keys = rows.meta["count_keys"]
+    totals = dict(zip(keys, rows.row_counts.sum(axis=0).tolist(), strict=True))
     if sorted(index) != list(range(len(record.features))) and totals["nonfinite"]:
         return None, (f"a feature subset of {list(record.features)}: {totals['nonfinite']} "
                       f"recorded rows have some but not all features non-finite, so the "
                       f"subset's usable rows differ")
-    return _first(record, index, totals), "ok"
+    return _first(rows, index, totals), "ok"
 
 
 def _first(record: KeyHistogramRecord, index: list[int], totals: dict[str, int]

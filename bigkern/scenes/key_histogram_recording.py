@@ -15,8 +15,9 @@ and declare no fill value other than NaN (so they read back as written), and
 those derived from them (``logSD``), stacked as
 :func:`~bigkern.scenes.stack_samples` stacks them, over the pixels whose
 ``label`` is not the unlabelled value, after the validity rules (recorded per
-feature). A dataset without a ``label``, or without such a feature, gets no
-record.
+feature), and, with a recorder that takes pixel ids, the same over the training
+half of a searched fit's default split (:mod:`bigkern.reduce.recorded_split`).
+A dataset without a ``label``, or without such a feature, gets no record.
 """
 
 from __future__ import annotations
@@ -114,7 +115,8 @@ def _recording(ds: xr.Dataset, features: tuple[str, ...], label: str,
             "unlabelled": np.asarray(label_classes(ds[label]).unlabelled).item(),
             "validity": recorded_rules(feature_cube(checked, features, at_least=np.float32).ds,
                                        features)}
-    return Recording(features, meta, recorder.graph(samples.X, samples.y, samples.mask))
+    pixel = (samples.pixel,) if recorder.pixel else ()  # the split's first part too
+    return Recording(features, meta, recorder.graph(samples.X, samples.y, samples.mask, *pixel))
 
 
 def write_recording(store: Any, recordings: Sequence[Recording],

@@ -18,6 +18,12 @@ store's present ones, so a chunk replaced after the write is seen).
 The arrays of a sub-group (``groups_<j>`` and ``counts_<j>`` per feature ``j``,
 ``row_counts (chunk, count)``, the ``extremes_*`` arrays and ``labels``) are not
 scene variables: xarray opens the root group only and never sees them.
+
+A record may also hold, in its sub-group ``first_part``, the same arrays over
+the first part only of a random split of those rows (the training half of a
+searched fit), with the split they belong to in its ``split`` attribute: a fit
+that bins that half then skips its first read too. Stores written before there
+were such parts have none; the binning that wants one falls back and says so.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from bigkern.store.urls import Location, PathOrURL, StorageOptions, location
 __all__ = [
     "KEY_HISTOGRAMS_GROUP",
     "KEY_HISTOGRAMS_SOURCE_ATTR",
+    "SPLIT_PART_GROUP",
     "KeyHistogramRecord",
     "KeyHistogramRecorder",
     "KeyHistogramSource",
@@ -48,6 +55,8 @@ KEY_HISTOGRAMS_GROUP = "bigkern_key_histograms"
 #: The attribute :func:`bigkern.open_scenes` sets on a Dataset opened from a store with a
 #: record: the store and the names of the arrays it opened (never written to an output).
 KEY_HISTOGRAMS_SOURCE_ATTR = "bigkern_key_histograms_source"
+#: The sub-group of a record that holds the histograms of the first part of a split.
+SPLIT_PART_GROUP = "first_part"
 _FORMAT = 1
 _EXTREMES = ("low", "n_low", "high", "n_high")
 
@@ -62,7 +71,8 @@ class KeyHistogramRecord:
         JSON-able assumptions: ``features``, ``dtype``, ``group_bits``,
         ``key_scheme``, ``usable``, ``label``, ``unlabelled``, ``validity`` (per
         feature), ``digests`` (per variable, its manifest attribute at write time),
-        ``count_keys`` (the columns of ``row_counts``).
+        ``count_keys`` (the columns of ``row_counts``). A :attr:`first_part`'s
+        meta holds ``split`` (the split it is the first part of) and ``count_keys``.
     histograms : list of (numpy.ndarray, numpy.ndarray)
         Per feature, the sorted occupied key groups and their row counts.
     row_counts : numpy.ndarray
@@ -72,6 +82,9 @@ class KeyHistogramRecord:
         :class:`bigkern.reduce.extremes.ValueExtremes`).
     labels : numpy.ndarray or str
         Sorted distinct labels of the usable rows, or ``"continuous"``.
+    first_part : KeyHistogramRecord or None
+        The same over the usable rows of the first part of the split its
+        ``meta["split"]`` describes (None: not recorded).
 
     Examples
     --------
@@ -87,6 +100,7 @@ class KeyHistogramRecord:
     row_counts: np.ndarray
     extremes: dict[str, np.ndarray]
     labels: np.ndarray | str
+    first_part: KeyHistogramRecord | None = None
 
     @property
     def features(self) -> tuple[str, ...]:
@@ -94,12 +108,13 @@ class KeyHistogramRecord:
         return tuple(self.meta["features"])
 
     def stored_bytes(self) -> int:
-        """Bytes of the record's arrays before compression."""
+        """Bytes of the record's arrays before compression, its first part's included."""
         arrays = [a for pair in self.histograms for a in pair]
         arrays += [self.row_counts, *self.extremes.values()]
         if not isinstance(self.labels, str):
             arrays.append(self.labels)
-        return int(sum(np.asarray(a).nbytes for a in arrays))
+        part = 0 if self.first_part is None else self.first_part.stored_bytes()
+        return int(sum(np.asarray(a).nbytes for a in arrays)) + part
 
 
 @dataclass(frozen=True)
@@ -123,6 +138,11 @@ class KeyHistogramSource:
         record only for these very arrays.
     label : str
         The label variable.
+    split : dict or None
+        None: ``mask`` is the labelled pixels. Else ``mask`` is the first part of
+        a random split of them, and this is the split (its rule, ``seed`` and
+        ``fraction``): the record's :attr:`KeyHistogramRecord.first_part` serves
+        when it was recorded for this very split.
     """
 
     store: str
@@ -130,6 +150,7 @@ class KeyHistogramSource:
     validity: dict[str, dict[str, Any]]
     names: tuple[str | None, str | None, str | None]
     label: str = "label"
+    split: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -143,15 +164,20 @@ class KeyHistogramRecorder:
     Attributes
     ----------
     graph : callable
-        ``graph(X, y, mask)``: the lazy merged first-read result of row-chunked
-        samples, to compute in the write's own compute.
+        ``graph(X, y, mask)``, or ``graph(X, y, mask, pixel)`` with ``pixel``:
+        the lazy merged first-read result of row-chunked samples, to compute in
+        the write's own compute.
     record : callable
         ``record(result, meta)``: the :class:`KeyHistogramRecord` of a computed
         result and its assumptions.
+    pixel : bool
+        Whether ``graph`` takes the samples' pixel ids (``Samples.pixel``), with
+        which it also records the first part of the default split of a searched fit.
     """
 
-    graph: Callable[[Any, Any, Any], Any]
+    graph: Callable[..., Any]
     record: Callable[[Any, dict[str, Any]], KeyHistogramRecord]
+    pixel: bool = False
 
 
 def _group(store: PathOrURL | Location, mode: str, storage_options: StorageOptions = None
@@ -184,19 +210,39 @@ def write_key_histograms(store: PathOrURL | Location,
     top.attrs.update({"format": _FORMAT, "records": len(records)})
     for i, record in enumerate(records):
         group = top.create_group(str(i))
-        arrays: dict[str, np.ndarray] = {"row_counts": np.asarray(record.row_counts, np.int64)}
-        for j, (groups, counts) in enumerate(record.histograms):
-            arrays[f"groups_{j}"] = np.asarray(groups, dtype=np.uint32)
-            arrays[f"counts_{j}"] = np.asarray(counts, dtype=np.int64)
-        for key in _EXTREMES:
-            arrays[f"extremes_{key}"] = np.asarray(record.extremes[key])
-        if not isinstance(record.labels, str):
-            arrays["labels"] = np.asarray(record.labels)
-        for name, values in arrays.items():
-            group.create_array(name, data=values)
-        group.attrs.update({**record.meta, "labels": record.labels
-                            if isinstance(record.labels, str) else None})
+        _write_record(group, record)
+        if record.first_part is not None:
+            _write_record(group.create_group(SPLIT_PART_GROUP), record.first_part)
     return sum(r.stored_bytes() for r in records)
+
+
+def _write_record(group: Any, record: KeyHistogramRecord) -> None:
+    """The arrays and attributes of one record (or first part) into ``group``."""
+    arrays: dict[str, np.ndarray] = {"row_counts": np.asarray(record.row_counts, np.int64)}
+    for j, (groups, counts) in enumerate(record.histograms):
+        arrays[f"groups_{j}"] = np.asarray(groups, dtype=np.uint32)
+        arrays[f"counts_{j}"] = np.asarray(counts, dtype=np.int64)
+    for key in _EXTREMES:
+        arrays[f"extremes_{key}"] = np.asarray(record.extremes[key])
+    if not isinstance(record.labels, str):
+        arrays["labels"] = np.asarray(record.labels)
+    for name, values in arrays.items():
+        group.create_array(name, data=values)
+    group.attrs.update({**record.meta, "labels": record.labels
+                        if isinstance(record.labels, str) else None})
+
+
+def _read_record(group: Any, d: int) -> KeyHistogramRecord:
+    """The record (or first part) of ``d`` features that ``group`` holds."""
+    meta = dict(group.attrs)
+    labels = meta.pop("labels", None)
+    histograms = [(group[f"groups_{j}"][...].astype(np.intp),
+                   group[f"counts_{j}"][...].astype(np.int64)) for j in range(d)]
+    extremes = {key: group[f"extremes_{key}"][...] for key in _EXTREMES}
+    found = group["labels"][...] if labels is None else labels
+    part = _read_record(group[SPLIT_PART_GROUP], d) if SPLIT_PART_GROUP in group else None
+    return KeyHistogramRecord(meta, histograms, group["row_counts"][...], extremes, found,
+                              part)
 
 
 def has_key_histograms(store: PathOrURL | Location,
@@ -217,19 +263,8 @@ def read_key_histograms(store: PathOrURL | Location, storage_options: StorageOpt
     top = root[KEY_HISTOGRAMS_GROUP]
     if top.attrs.get("format") != _FORMAT:
         return []
-    out = []
-    for i in range(int(top.attrs["records"])):
-        group = top[str(i)]
-        meta = dict(group.attrs)
-        labels = meta.pop("labels", None)
-        d = len(meta["features"])
-        histograms = [(group[f"groups_{j}"][...].astype(np.intp),
-                       group[f"counts_{j}"][...].astype(np.int64)) for j in range(d)]
-        extremes = {key: group[f"extremes_{key}"][...] for key in _EXTREMES}
-        found = group["labels"][...] if labels is None else labels
-        out.append(KeyHistogramRecord(meta, histograms, group["row_counts"][...], extremes,
-                                      found))
-    return out
+    return [_read_record(top[str(i)], len(top[str(i)].attrs["features"]))
+            for i in range(int(top.attrs["records"]))]
 
 
 def current_digests(store: PathOrURL | Location, names: Sequence[str],

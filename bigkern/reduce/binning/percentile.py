@@ -84,7 +84,8 @@ def percentile_bins(
         picks the fastest that fits the workers' memory. The bins are the same
         whatever the plan.
     recorded : KeyHistogramSource, optional
-        ``Samples.recorded``: see :func:`bigkern.reduce.recorded_histograms.recorded_run`.
+        ``Samples.recorded``, or the source ``recorded_split`` gives with a first part:
+        see :func:`bigkern.reduce.recorded_histograms.recorded_run`.
 
     Returns
     -------
