@@ -71,8 +71,9 @@ def write_store(path: Path, n_scenes: int, shape: tuple[int, int], record: str =
     from bigkern.store.key_histograms import KeyHistogramRecorder
 
     recorder = {"all+half": KEY_HISTOGRAM_RECORDER, "none": None,
-                "all": KeyHistogramRecorder(KEY_HISTOGRAM_RECORDER.graph,
-                                            KEY_HISTOGRAM_RECORDER.record)}[record]
+                "all": KeyHistogramRecorder(  # no pixel ids: every labelled pixel only
+                    lambda X, y, mask, pixel: KEY_HISTOGRAM_RECORDER.graph(X, y, mask),
+                    KEY_HISTOGRAM_RECORDER.record)}[record]
     if path.exists():
         shutil.rmtree(path)
     t0 = time.perf_counter()

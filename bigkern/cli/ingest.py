@@ -20,10 +20,10 @@ from bigkern.cli.inputs import dims_found_text, dims_keyword
 __all__ = ["run_ingest"]
 
 
-def _record_graph(X: Any, y: Any, mask: Any) -> Any:
+def _record_graph(X: Any, y: Any, mask: Any, pixel: Any) -> Any:
     from bigkern.reduce.recorded_histograms import KEY_HISTOGRAM_RECORDER
 
-    return KEY_HISTOGRAM_RECORDER.graph(X, y, mask)
+    return KEY_HISTOGRAM_RECORDER.graph(X, y, mask, pixel)
 
 
 def _make_record(result: Any, meta: dict[str, Any]) -> Any:

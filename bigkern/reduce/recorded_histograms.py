@@ -160,7 +160,7 @@ def make_record(merged: dict[str, Any], meta: dict[str, Any]) -> KeyHistogramRec
 
 
 #: What :func:`bigkern.write_scenes` computes the record with (``recorder=``).
-KEY_HISTOGRAM_RECORDER = KeyHistogramRecorder(record_graph, make_record, pixel=True)
+KEY_HISTOGRAM_RECORDER = KeyHistogramRecorder(record_graph, make_record)
 
 
 def recorded_first_read(

@@ -115,8 +115,9 @@ def _recording(ds: xr.Dataset, features: tuple[str, ...], label: str,
             "unlabelled": np.asarray(label_classes(ds[label]).unlabelled).item(),
             "validity": recorded_rules(feature_cube(checked, features, at_least=np.float32).ds,
                                        features)}
-    pixel = (samples.pixel,) if recorder.pixel else ()  # the split's first part too
-    return Recording(features, meta, recorder.graph(samples.X, samples.y, samples.mask, *pixel))
+    # with the pixel ids, the default split's first part is recorded too
+    return Recording(features, meta,
+                     recorder.graph(samples.X, samples.y, samples.mask, samples.pixel))
 
 
 def write_recording(store: Any, recordings: Sequence[Recording],

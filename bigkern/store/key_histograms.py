@@ -164,20 +164,17 @@ class KeyHistogramRecorder:
     Attributes
     ----------
     graph : callable
-        ``graph(X, y, mask)``, or ``graph(X, y, mask, pixel)`` with ``pixel``:
-        the lazy merged first-read result of row-chunked samples, to compute in
-        the write's own compute.
+        ``graph(X, y, mask, pixel)``: the lazy merged first-read result of row-chunked
+        samples (``pixel``: their ids, ``Samples.pixel``, with which it also records the
+        first part of the default split of a searched fit), to compute in the write's
+        own compute.
     record : callable
         ``record(result, meta)``: the :class:`KeyHistogramRecord` of a computed
         result and its assumptions.
-    pixel : bool
-        Whether ``graph`` takes the samples' pixel ids (``Samples.pixel``), with
-        which it also records the first part of the default split of a searched fit.
     """
 
     graph: Callable[..., Any]
     record: Callable[[Any, dict[str, Any]], KeyHistogramRecord]
-    pixel: bool = False
 
 
 def _group(store: PathOrURL | Location, mode: str, storage_options: StorageOptions = None

@@ -81,9 +81,11 @@ def _masks(path: Path) -> np.ndarray:
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["netcdf", "geotiff", "hdf5"])
 def test_fit_and_predict_granules_into_zarr_netcdf_and_geotiff(tmp_path, kind, scheduler):
-    from bigkern import open_scenes, predict_scenes
+    from bigkern import open_scenes, predict_scenes, stack_samples
     from bigkern.features import with_features
     from bigkern.models.persistence.model_files import load_model
+    from bigkern.reduce import percentile_bins
+    from bigkern.reduce.recorded_split import recorded_split
 
     files = _inputs(kind, tmp_path)
     fit = _command("fit", *files, "-o", tmp_path / "m.zarr", *FIT_FLAGS, "--scheduler",
@@ -97,6 +99,11 @@ def test_fit_and_predict_granules_into_zarr_netcdf_and_geotiff(tmp_path, kind, s
     scenes = open_scenes(tmp_path / "s.zarr")
     scenes = with_features(scenes, [str(f) for f in model.feature_names_in_])
     expected = predict_scenes(model, scenes)["cloud_mask"].values
+    # the ingested store recorded the default fit's training half: its bins take one read
+    samples = stack_samples(scenes, [str(f) for f in model.feature_names_in_])
+    train, _, source = recorded_split(samples)
+    bins = percentile_bins(samples.X, samples.y, mask=train, recorded=source)
+    assert bins.attrs["recorded"] == "ok" and bins.attrs["passes"] == 1
     assert (expected != 0).mean() > 0.95
     for suffix in (".zarr", ".nc", ".tif"):
         out, png = tmp_path / f"masks{suffix}", tmp_path / f"p{suffix[1:]}.png"

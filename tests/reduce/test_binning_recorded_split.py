@@ -122,8 +122,9 @@ def test_a_changed_split_rule_falls_back(store, synchronous, monkeypatch):
 
 
 def test_a_store_without_a_recorded_half_falls_back(tmp_path, synchronous):
-    # as a store written before the halves were recorded (or by a recorder without pixel ids)
-    before = KeyHistogramRecorder(record_graph, make_record)
+    # as a store written before the halves were recorded: a recorder given no pixel ids
+    before = KeyHistogramRecorder(lambda X, y, mask, pixel: record_graph(X, y, mask),
+                                  make_record)
     path = _store(tmp_path / "b.zarr", {"scene": 1, "y": 40, "x": 48}, recorder=before)
     s = stack_samples(open_scenes(path), FEATURES)
     assert percentile_bins(s.X, s.y, mask=s.mask, recorded=s.recorded).attrs["plan"] == \
