@@ -44,7 +44,7 @@ try:  # the moto S3 server of tests/store/test_s3_end_to_end.py, a module fixtur
 except (ImportError, pytest.skip.Exception):
     s3 = None
 
-pytestmark = [pytest.mark.slow_file(seconds=100), pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.slow_file(seconds=70), pytest.mark.timeout(300)]
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,7 @@ from bigkern.jobs.fit import fit_scenes  # noqa: E402
 from bigkern.scenes import open_scenes  # noqa: E402
 from bigkern.store.integrity import open_checked  # noqa: E402
 
-pytestmark = [pytest.mark.slow, pytest.mark.slow_file(seconds=200)]
+pytestmark = [pytest.mark.slow, pytest.mark.slow_file(seconds=80)]
 
 BUCKET = "bigkern-test"
 FEATURES = ["NDAI", "logSD", "CORR"]
