@@ -25,7 +25,7 @@ from bigkern.scenes import open_scenes, write_scenes
 from bigkern.store.integrity import open_checked
 from bigkern.store.staging import staged_output
 
-pytestmark = pytest.mark.slow_file(seconds=75)
+pytestmark = pytest.mark.slow_file(seconds=115)
 
 WORKERS = ["--workers", "1"]
 

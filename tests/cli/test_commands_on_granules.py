@@ -27,7 +27,7 @@ pytest.importorskip("matplotlib", reason="--png needs the plot extra")
 
 from tests import granule_files as gf  # noqa: E402
 
-pytestmark = pytest.mark.slow_file(seconds=70)
+pytestmark = pytest.mark.slow_file(seconds=180)
 
 FIT_FLAGS = ("--no-search", "--param", "omega=0.8", "--param", "C=1")
 
