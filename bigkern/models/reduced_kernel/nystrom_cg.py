@@ -47,21 +47,19 @@ import dask.array as da
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from bigkern import config
 from bigkern.models.reduced_kernel._reduced_parts import reduced_basis
 from bigkern.models.reduced_kernel.nystrom_cg_start import (
-    PRECONDITIONER_ROWS_PER_CENTER,
     PreconditionerSample,
     centered_rhs,
+    drawn_preconditioner_sample,
     less_mean,
-    preconditioner_sample,
     subset_start,
     target_columns,
 )
 from bigkern.reduce.passes import per_feature_counts, without_per_feature
 from bigkern.reduce.reduced.kept_blocks import KeptKernelBlocks, kept_budget_bytes
 from bigkern.reduce.reduced.normal_equations import fold_of_rows
-from bigkern.reduce.reduced.products import kernel_products, sample_usable_rows
+from bigkern.reduce.reduced.products import kernel_products
 from bigkern.solvers.conjugate_gradients import FalkonPreconditioner
 from bigkern.solvers.conjugate_gradients_columns import CGColumns, preconditioned_cg_columns
 
@@ -147,7 +145,7 @@ def fit_by_cg(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float, lam: f
     sample = None
     if pre is None:  # no subset drawn: a draw of its own for the preconditioner
         seed = est.random_state if isinstance(est.random_state, int | np.integer) else 0
-        sample = _preconditioner_sample(Xd, yd, md, basis, K, int(rs.counts.get("valid", 0)),
+        sample = drawn_preconditioner_sample(Xd, yd, md, basis, K, int(rs.counts.get("valid", 0)),
                                         int(seed), "Nyström conjugate gradients")
         sampled = sample.gram is not None
     t_start = time.perf_counter()
@@ -328,7 +326,7 @@ def fit_by_cg_path(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float,
     fi = est.fit_intercept
     n_train_drawn = int(rs.counts.get("valid", 0)) * (1.0 - 1.0 / int(est.n_folds))
     # the folds hash the row numbers with the seed: the sample, another stream of the hash
-    sample = _preconditioner_sample(Xd, yd, train, basis, K, n_train_drawn,
+    sample = drawn_preconditioner_sample(Xd, yd, train, basis, K, n_train_drawn,
                                     int(seed) + _SAMPLE_STREAM, "Nyström λ path")
     rhs = kernel_products(Xd, yd, basis, np.zeros((m, 0)), mask=train,
                           label="Nyström λ path: right-hand side", n_classes=n_classes)
@@ -376,21 +374,6 @@ def fit_by_cg_path(est: Any, Xd: Any, yd: Any, md: Any, rs: Any, omega: float,
 #: hash would draw the held-out fold's rows (fold 0 is a hash below 1 / n_folds), which the
 #: path's training rows leave out
 _SAMPLE_STREAM = 0x5EED
-
-
-def _preconditioner_sample(Xd: Any, yd: Any, mask: Any, basis: Any, K: np.ndarray,
-                           n_rows: float, seed: int, what: str) -> PreconditionerSample:
-    """A preconditioner sample of about ``bigkern.cg_preconditioner_rows`` of the rows of
-    ``mask`` per centre (of about ``n_rows``), drawn by a seeded hash of their row numbers
-    in one read; none with 0 (Falkon's preconditioner)."""
-    per_center = int(config.get("cg_preconditioner_rows", PRECONDITIONER_ROWS_PER_CENTER))
-    if per_center <= 0:
-        return PreconditionerSample(K)
-    # a quarter more than needed, so that the hash's spread rarely leaves fewer
-    fraction = min(1.0, 1.25 * per_center * basis.n_basis / max(1.0, float(n_rows)))
-    Xs, _, _ = sample_usable_rows(Xd, yd, fraction=fraction, seed=seed, mask=mask,
-                                  label=f"{what}: the preconditioner's sample")
-    return preconditioner_sample(K, Xs, basis, seed)
 
 
 def _mean_squared_error(products: dict[str, Any], target: int, j: int, coef: np.ndarray,

@@ -34,8 +34,9 @@ from bigkern.solvers.conjugate_gradients import FalkonPreconditioner
 from bigkern.solvers.conjugate_gradients_columns import CGColumns, preconditioned_cg_columns
 
 __all__ = ["PRECONDITIONER_ROWS_PER_CENTER", "START_MAX_ITER", "START_ROWS_PER_CENTER",
-           "START_TOL", "PreconditionerSample", "centered_rhs", "less_mean",
-           "preconditioner_sample", "sample_preconditioner", "subset_start", "target_columns"]
+           "START_TOL", "PreconditionerSample", "centered_rhs", "drawn_preconditioner_sample",
+           "less_mean", "preconditioner_sample", "sample_preconditioner", "subset_start",
+           "target_columns"]
 
 #: Rows of the starting subset per center (at most half of the rows)
 START_ROWS_PER_CENTER = 10
@@ -110,7 +111,7 @@ def preconditioner_sample(K: np.ndarray, Xs: np.ndarray, basis: Any, seed: int
     chunking.
     """
     m = basis.n_basis
-    per_center = int(config.get("cg_preconditioner_rows", PRECONDITIONER_ROWS_PER_CENTER))
+    per_center = _rows_per_center()
     if per_center <= 0 or len(Xs) < m:
         return PreconditionerSample(K)
     take = min(len(Xs), per_center * m)
@@ -122,6 +123,27 @@ def preconditioner_sample(K: np.ndarray, Xs: np.ndarray, basis: Any, seed: int
         gsum += G64.sum(axis=0)
         n_sample += len(G64)
     return PreconditionerSample(K, gram, gsum, n_sample)
+
+
+def drawn_preconditioner_sample(Xd: Any, yd: Any, mask: Any, basis: Any, K: np.ndarray,
+                                n_rows: float, seed: int, what: str) -> PreconditionerSample:
+    """:func:`preconditioner_sample` of about ``bigkern.cg_preconditioner_rows`` of the rows
+    of ``mask`` per centre (of about ``n_rows``), drawn by a seeded hash of their row
+    numbers in one read (none with 0: Falkon's preconditioner). For a fit without a
+    subset start, and a λ path."""
+    per_center = _rows_per_center()
+    if per_center <= 0:
+        return PreconditionerSample(K)
+    # a quarter more than needed, so that the hash's spread rarely leaves fewer
+    fraction = min(1.0, 1.25 * per_center * basis.n_basis / max(1.0, float(n_rows)))
+    Xs, _, _ = sample_usable_rows(Xd, yd, fraction=fraction, seed=seed, mask=mask,
+                                  label=f"{what}: the preconditioner's sample")
+    return preconditioner_sample(K, Xs, basis, seed)
+
+
+def _rows_per_center() -> int:
+    """``bigkern.cg_preconditioner_rows``: sample rows per centre (0: Falkon's)."""
+    return int(config.get("cg_preconditioner_rows", PRECONDITIONER_ROWS_PER_CENTER))
 
 
 def sample_preconditioner(K: np.ndarray, Xs: np.ndarray, basis: Any, n: int, lam: float,
