@@ -59,8 +59,8 @@ def kernel_penalty_basis(K: np.ndarray) -> np.ndarray:
     kept; or, when ``K`` is well enough conditioned that none would be dropped
     (:data:`CHOLESKY_MAX_CONDITION`), ``T = L⁻ᵀ`` from its Cholesky factor ``K = L Lᵀ``.
     Any ``T`` with ``T Tᵀ = K⁻¹`` gives the same ``c``, and a Cholesky factorization and
-    its inverse cost a fraction of an eigendecomposition (which took most of a direct
-    fit's time from ~2,000 centres on).
+    its inverse cost a fraction of an eigendecomposition, which dominates a direct fit
+    with many centres.
 
     Examples
     --------
