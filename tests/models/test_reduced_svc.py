@@ -229,7 +229,10 @@ def test_one_read_of_the_data_per_newton_pass(client):
     rep = model.fit_report_
     names = Counter(t["key"][0] if isinstance(t["key"], tuple) else t["key"] for t in ts.data)
     assert rep["backtracked"] > 0 and rep["converged"]
-    assert rep["passes"] == 1 + rep["iterations"] + rep["backtracked"]
+    # at tol 1e-10 the fit may end at round-off, where the processor's BLAS decides: then
+    # a last line search finds no decrease at any trial step, one pass more
+    last_search = 1 if "no decrease" in rep["message"] else 0
+    assert rep["passes"] == 1 + rep["iterations"] + rep["backtracked"] + last_search
     assert names["rsvm-source-X"] == rep["reads"] * Xd.npartitions  # reads = passes + the draw
     assert names["rsvm-source-y"] == rep["reads"] * Xd.npartitions
     newton = sum(v for k, v in names.items() if str(k).startswith("reduced-svm-newton"))

@@ -121,10 +121,41 @@ def test_auto_chooses_and_reports(monkeypatch: pytest.MonkeyPatch) -> None:
                                     da.from_array(y, chunks=200))
     assert "under 10,000 on chunked data" in lazy.fit_report_["solver_choice"]
     labels = np.digitize(X[:, 0], [-0.5, 0.5])
-    three = ReducedSVC(**kw).fit(X, labels)
-    assert "3 classes" in three.fit_report_["solver_choice"]
-    with pytest.raises(ValueError, match="solver='newton-cg' fits two classes"):
-        ReducedSVC(solver="newton-cg", **kw).fit(X, labels)
+    three = ReducedSVC(**kw).fit(X, labels)  # at least max(500, 2/3 of 30) centres
+    assert three.fit_report_["solver"].startswith("finite newton")
+    assert "3 classes, 30 centers, under 500" in three.fit_report_["solver_choice"]
+    monkeypatch.setattr(_newton_cg_fit, "AUTO_CLASSES_NEWTON_CG_CENTERS", 10)
+    three = ReducedSVC(**kw).fit(X, labels)  # at least max(10, 2/3 of 30) centres
+    assert three.fit_report_["solver"].startswith("newton-cg, in memory")
+    assert "3 classes, 30 centers, at least 20" in three.fit_report_["solver_choice"]
+    smooth = ReducedSVC(**{**kw, "loss": "smooth_hinge"}).fit(X, labels)
+    assert "3 classes, 30 centers, at least 30" in smooth.fit_report_["solver_choice"]
+    with dask.config.set(scheduler="synchronous"):
+        Xd, ld = da.from_array(X, chunks=(200, 2)), da.from_array(labels, chunks=200)
+        lazy_three = ReducedSVC(**kw).fit(Xd, ld)
+        assert "3 classes over chunked data" in lazy_three.fit_report_["solver_choice"]
+        with pytest.raises(ValueError, match="fits 3 classes on kernel rows held in memory"):
+            ReducedSVC(solver="newton-cg", **kw).fit(Xd, ld)
+
+
+@pytest.mark.parametrize(("loss", "atol"), [("squared_hinge", 1e-6), ("smooth_hinge", 1e-5)])
+def test_k_classes_by_newton_cg_on_held_rows_are_the_lockstep_newton_solution(
+        loss: str, atol: float) -> None:
+    X, _ = _rings(600)
+    labels = np.array(["west", "middle", "east"])[np.digitize(X[:, 0], [-0.5, 0.5])]
+    kw = {"omega": 1.0, "C": 10.0, "size": 30, "random_state": 0, "loss": loss,
+          "tol": 1e-12}
+    newton = ReducedSVC(solver="newton", **kw).fit(X, labels)
+    held = ReducedSVC(solver="newton-cg", **kw).fit(X, labels)
+    rep = held.fit_report_
+    assert rep["solver"].startswith("newton-cg, in memory")
+    assert rep["solver"].endswith("3 classes one after another")
+    assert len(rep["by_class"]["cg_iterations"]) == 3 and all(rep["cg_iterations"])
+    assert rep["converged"]
+    np.testing.assert_array_equal(held.classes_, newton.classes_)
+    np.testing.assert_allclose(held.decision_function(X), newton.decision_function(X),
+                               atol=atol)
+    assert np.mean(held.predict(X) == newton.predict(X)) == 1.0
 
 
 def test_reduced_svr_newton_cg_in_memory_and_chunks_match_newton() -> None:

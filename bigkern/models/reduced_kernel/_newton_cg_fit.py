@@ -26,6 +26,7 @@ from bigkern.solvers.newton_cg.preconditioning import SampledPreconditioner
 
 __all__ = [
     "AUTO_CHUNKED_NEWTON_CG_CENTERS",
+    "AUTO_CLASSES_NEWTON_CG_CENTERS",
     "AUTO_NEWTON_CG_CENTERS",
     "choose_solver",
     "draw_sample",
@@ -38,6 +39,10 @@ __all__ = [
 #: Newton–CG's many memory-bound products. The two crossed between 2,000 and 5,000
 #: centres on held rows (docs/benchmarks/reduced.md, "Newton–CG", has the run).
 AUTO_NEWTON_CG_CENTERS = 3000
+
+#: The fewest centres from which ``solver="auto"`` takes Newton–CG for k > 2 classes of
+#: the squared hinge on held rows (:func:`choose_solver`).
+AUTO_CLASSES_NEWTON_CG_CENTERS = 500
 
 #: The same over chunked data (kernel rows not held): each CG iteration is a read that
 #: forms every kernel value anew, where a Newton–Armijo pass forms them once per step.
@@ -68,38 +73,57 @@ def held_itemsize(X: Any, basis: Basis) -> int:
     return 4 if dtype.kind == "f" and dtype.itemsize <= 4 and basis.is_gaussian else 8
 
 
-def choose_solver(solver: str, n_centers: int, n_classes: int, held: bool = True
-                  ) -> tuple[str, str]:
+def choose_solver(solver: str, n_centers: int, n_classes: int, held: bool = True, *,
+                  squared_hinge: bool = False) -> tuple[str, str]:
     """The solver a fit runs (``"newton"`` or ``"newton-cg"``) and why; ``held``: whether
     the kernel rows are held in memory (else each pass is a read of chunked data).
+
+    k > 2 classes on held rows are fitted as two are: Newton–CG solves the k one-vs-rest
+    problems one after the other on the one set of rows. Over chunked data their lockstep
+    Newton fit serves all k with one read a pass, which Newton–CG does not. With the
+    squared hinge (``squared_hinge``) on held rows, ``"auto"`` takes Newton–CG for k
+    classes from ``2/k`` of :data:`AUTO_NEWTON_CG_CENTERS` on (at least
+    :data:`AUTO_CLASSES_NEWTON_CG_CENTERS`): the lockstep finite Newton step forms a
+    Hessian per class still running, while each class's CG products run over its own
+    margin's rows, few once the classes are apart (``benchmarks/results/
+    reduced_classes_newton_cg.txt``). The smooth hinge gives every row curvature, and its
+    k classes keep the two-class threshold.
 
     Raises
     ------
     ValueError
-        ``solver="newton-cg"`` with more than two classes (their lockstep Newton fit
-        serves all k problems with one read a pass; Newton–CG does not yet).
+        ``solver="newton-cg"`` with more than two classes over chunked data.
 
     Examples
     --------
     >>> choose_solver("auto", 500, 2)[0], choose_solver("auto", 5000, 2)[0]
     ('newton', 'newton-cg')
-    >>> choose_solver("auto", 5000, 3)[0]
-    'newton'
+    >>> choose_solver("auto", 5000, 3)[0], choose_solver("auto", 5000, 3, held=False)[0]
+    ('newton-cg', 'newton')
+    >>> choose_solver("auto", 1000, 10)[0], choose_solver("auto", 1000, 10, squared_hinge=True)[0]
+    ('newton', 'newton-cg')
     """
-    if solver == "newton-cg" and n_classes > 2:
-        raise ValueError(f"solver='newton-cg' fits two classes; {n_classes} classes are "
-                         f"fitted by the lockstep Newton method (solver='newton' or 'auto')")
+    if n_classes > 2 and not held:
+        if solver == "newton-cg":
+            raise ValueError(
+                f"solver='newton-cg' fits {n_classes} classes on kernel rows held in memory "
+                f"only (numpy input whose rows fit bigkern.in_memory_kernel_bytes); over "
+                f"chunked data they are fitted by the lockstep Newton method, one read a "
+                f"pass for all of them (solver='newton' or 'auto')")
+        if solver == "auto":
+            return "newton", (f"solver='auto': {n_classes} classes over chunked data (their "
+                              f"lockstep Newton fit shares each read)")
     if solver != "auto":
         return solver, f"solver={solver!r}"
-    if n_classes > 2:
-        return "newton", (f"solver='auto': {n_classes} classes (their lockstep Newton fit "
-                          f"shares each read)")
     least = AUTO_NEWTON_CG_CENTERS if held else AUTO_CHUNKED_NEWTON_CG_CENTERS
+    if held and squared_hinge and n_classes > 2:
+        least = max(AUTO_CLASSES_NEWTON_CG_CENTERS, 2 * AUTO_NEWTON_CG_CENTERS // n_classes)
     where = "kernel rows in memory" if held else "chunked data"
+    what = f"{n_classes} classes, " if n_classes > 2 else ""
     if n_centers < least:
-        return "newton", (f"solver='auto': {n_centers} centers, under {least:,} on "
+        return "newton", (f"solver='auto': {what}{n_centers} centers, under {least:,} on "
                           f"{where} (the Newton step's m̃² Hessian is the cheaper)")
-    return "newton-cg", (f"solver='auto': {n_centers} centers, at least {least:,} on "
+    return "newton-cg", (f"solver='auto': {what}{n_centers} centers, at least {least:,} on "
                          f"{where} (no pass forms an m̃² Hessian)")
 
 
@@ -134,17 +158,7 @@ def newton_cg_fit(est: Any, loss: Any, basis: Basis, rs: Any,
     if in_memory is not None:
         X, y, mask = in_memory
         A, targets, counts = held_kernel_rows(X, y, basis, mask)
-        n = len(A)
-        pick = np.sort(np.random.default_rng(rs.seed).choice(
-            n, min(n, SAMPLE_PER_UNKNOWN * dim), replace=False))
-        pre = SampledPreconditioner(A[pick], targets[pick], n, C=options["C"], loss=loss,
-                                    most=most, seed=rs.seed)
-        # the products are matrix–vector ones: on one BLAS thread they do not wait on
-        # a second one that a loaded machine may not give
-        with blas_controller().limit(limits=1, user_api="blas"):
-            res = newton_cg(HeldKernelRows(A, targets, loss), dim, preconditioner=pre,
-                            first_trials=_FIRST_TRIALS,
-                            exact_line_search=isinstance(loss, SquaredHinge), **options)
+        res, pre = held_newton_cg(est, loss, A, targets, rs.seed)
         extra = {"solver": f"newton-cg, in memory ({A.dtype} rows)", "reads": 2}
     else:
         Xs, ys = sample()
@@ -161,6 +175,28 @@ def newton_cg_fit(est: Any, loss: Any, basis: Basis, rs: Any,
                          "cg_residuals": [float(r) for r in res.cg_residuals],
                          "preconditioner_rows": int(pre.kept),
                          "preconditioner_reused": int(pre.reused)}
+
+
+def held_newton_cg(est: Any, loss: Any, A: np.ndarray, targets: np.ndarray, seed: int
+                   ) -> tuple[NewtonCGResult, SampledPreconditioner]:
+    """Newton–CG on held augmented kernel rows ``A`` with ±1 ``targets`` (``est``'s ``C``,
+    ``tol``, ``max_iter``), preconditioned from a seeded sample of the rows; the result
+    and the preconditioner. Every in-memory Newton–CG fit, of two classes or of each of
+    k, runs this."""
+    n, dim = A.shape
+    options = {"C": float(est.C), "tol": float(est.tol), "max_iter": int(est.max_iter),
+               "cg_max_iter": CG_MAX_ITER}
+    pick = np.sort(np.random.default_rng(seed).choice(
+        n, min(n, SAMPLE_PER_UNKNOWN * dim), replace=False))
+    pre = SampledPreconditioner(A[pick], targets[pick], n, C=options["C"], loss=loss,
+                                most=max(1, int(MOST_PER_UNKNOWN * dim)), seed=seed)
+    # the products are matrix–vector ones: on one BLAS thread they do not wait on
+    # a second one that a loaded machine may not give
+    with blas_controller().limit(limits=1, user_api="blas"):
+        res = newton_cg(HeldKernelRows(A, targets, loss), dim, preconditioner=pre,
+                        first_trials=_FIRST_TRIALS,
+                        exact_line_search=isinstance(loss, SquaredHinge), **options)
+    return res, pre
 
 
 class _LazyRows(SampledPreconditioner):

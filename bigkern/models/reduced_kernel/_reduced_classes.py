@@ -23,10 +23,12 @@ from sklearn.exceptions import ConvergenceWarning
 from bigkern import config
 from bigkern.errors import LabelError
 from bigkern.kernels import Basis
+from bigkern.models.reduced_kernel._newton_cg_fit import held_newton_cg
 from bigkern.models.reduced_kernel._reduced_parts import (
     IN_MEMORY_FIRST_TRIALS,
     WARM_START_FLOPS,
 )
+from bigkern.reduce.reduced.newton_cg_passes import held_kernel_rows
 from bigkern.reduce.reduced.row_draws import MAX_STRATA
 from bigkern.reduce.reduced.svm import ReducedNewtonPasses, augmented_kernel_rows
 from bigkern.solvers.newton.finite_newton_classes import finite_newton_classes
@@ -46,7 +48,7 @@ from bigkern.solvers.newton.smooth_losses import SquaredHinge
 WARM_START_TOL = 1e-4
 
 __all__ = ["ClassesResult", "check_classes_present", "class_codes", "classes_fit",
-           "classes_from_draw"]
+           "classes_from_draw", "newton_cg_classes_fit"]
 
 
 def class_codes(block: np.ndarray, classes: np.ndarray) -> np.ndarray:
@@ -224,6 +226,33 @@ def classes_fit(est: Any, loss: Any, basis: Basis, k: int,
     res = ClassesResult.of(out)
     _warn_unconverged(est, out)
     return res, counts, {**extra, "by_class": res.by_class}
+
+
+def newton_cg_classes_fit(est: Any, loss: Any, basis: Basis, k: int,
+                          in_memory: tuple[np.ndarray, np.ndarray, Any], rs: Any
+                          ) -> tuple[ClassesResult, dict[str, int], dict[str, Any]]:
+    """The k one-vs-rest problems by Newton–CG over kernel rows held in memory.
+
+    ``in_memory`` is numpy ``(X, codes, mask)`` whose kernel rows fit. The rows are formed
+    once; problem ``j`` is then the two-class fit's Newton–CG
+    (:func:`~bigkern.models.reduced_kernel._newton_cg_fit.held_newton_cg`) on labels +1
+    for class ``j`` and −1 elsewhere, the problems one after the other: held rows cost no
+    read, and each problem's CG products run over its own rows with curvature, fewer
+    than a two-class problem's once the classes are apart. Returns the result, the row
+    counts and what the fit report adds.
+    """
+    X, codes, mask = in_memory
+    A, codes_usable, counts = held_kernel_rows(X, codes.astype(np.float64), basis, mask)
+    results = [held_newton_cg(est, loss, A, np.where(codes_usable == j, 1.0, -1.0),
+                              rs.seed)[0] for j in range(k)]
+    out = LockstepResult(list(results), sum(r.passes for r in results))
+    res = ClassesResult.of(out)
+    _warn_unconverged(est, out)
+    return res, counts, {
+        "solver": f"newton-cg, in memory ({A.dtype} rows), {k} classes one after another",
+        "reads": 2, "by_class": {**res.by_class,
+                                 "cg_iterations": [list(r.cg_iterations) for r in results]},
+        "cg_iterations": [sum(r.cg_iterations) for r in results]}
 
 
 def _in_memory(A: np.ndarray, codes: np.ndarray, loss: Any) -> InMemoryClassPasses:

@@ -44,6 +44,7 @@ from bigkern.models.reduced_kernel._reduced_classes import (
     class_codes,
     classes_fit,
     classes_from_draw,
+    newton_cg_classes_fit,
 )
 from bigkern.models.reduced_kernel._reduced_parts import (
     NEWTON_CONSTRAINTS,
@@ -158,18 +159,20 @@ class ReducedSVC(ProbabilityMixin, _KernelClassifier):
         is ``"float64"``.
     solver : {"auto", "newton", "newton-cg"}
         ``"newton"``: each Newton step forms the Hessian ``I + C Σ ℓ'' a aᵀ`` (``n·m̃²``
-        flops a pass) and factors it (above). ``"newton-cg"`` (two classes): each Newton
+        flops a pass) and factors it (above). ``"newton-cg"``: each Newton
         step is solved inexactly by conjugate gradients on products ``Σ ℓ'' a (a·p)``
         (``2·n·m̃`` flops, over the rows inside the margin for the squared hinge),
         preconditioned from a uniform sample of the rows (Falkon's preconditioner),
         with an Armijo line search (:mod:`bigkern.solvers.newton_cg`); numpy rows whose
         kernel rows fit ``bigkern.in_memory_kernel_bytes`` (float32 rows for float32
         data) are held in memory, others are read once per CG iteration. ``"auto"``:
-        ``"newton-cg"`` for two classes and at least 3,000 centers with the kernel rows
-        held (10,000 over chunked data, where each CG iteration is a read), else
-        ``"newton"``.
-        ``fit_report_["solver_choice"]`` says which ran and why. k > 2 classes are fitted
-        by the lockstep Newton method; ``"newton-cg"`` with them is a ValueError.
+        ``"newton-cg"`` from 3,000 centers with the kernel rows held (10,000 over chunked
+        data, where each CG iteration is a read; for k > 2 classes of the squared hinge
+        on held rows from ``2/k`` of 3,000, at least 500), else ``"newton"``.
+        ``fit_report_["solver_choice"]`` says which ran and why. k > 2 classes: on held
+        kernel rows, as two (Newton–CG solves the k one-vs-rest problems one after the
+        other); over chunked data by the lockstep Newton method, one read a pass for
+        all k (``"newton-cg"`` there is a ValueError).
     random_state : int, RandomState or None
         Seed of the reduced set (the same seed gives the same Ã, and the same model,
         for any chunking and number of workers), and of the rows ``calibration``
@@ -359,8 +362,15 @@ class ReducedSVC(ProbabilityMixin, _KernelClassifier):
         smoothing = DEFAULT_SMOOTHING if self.smoothing is None else self.smoothing
         rows_held = not lazy_labels and kernel_rows_fit_in_memory(
             arr, mask, n_rows, basis.n_basis, itemsize=held_itemsize(arr, basis))
-        method, choice = choose_solver(self.solver, basis.n_basis, k, rows_held)
-        if k > 2:
+        method, choice = choose_solver(self.solver, basis.n_basis, k, rows_held,
+                                       squared_hinge=self.loss == "squared_hinge")
+        if k > 2 and method == "newton-cg":  # choose_solver: the kernel rows are held
+            loss = SquaredHinge() if self.loss == "squared_hinge" else SmoothHinge(
+                float(smoothing))
+            res, counts, extra = newton_cg_classes_fit(
+                self, loss, basis, k, (arr, labels, numpy_mask(mask)), rs)
+            coef, intercept = res.u[:-1], -res.u[-1]
+        elif k > 2:
             loss = SquaredHinge() if self.loss == "squared_hinge" else SmoothHinge(
                 float(smoothing))
             fits = not lazy_labels and kernel_rows_fit_in_memory(
