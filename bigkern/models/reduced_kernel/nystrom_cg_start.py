@@ -9,7 +9,7 @@ centre stands for ``GᵀG`` (:meth:`FalkonPreconditioner.from_sample`), where Fa
 preconditioner lets the m̃ centres stand for the rows. At bigkern's small λ the centres'
 estimate leaves eigenvalues CG needs very many iterations to find, the sample's does not (the
 models page of the user guide gives the measured iterations); the sample's Gram costs
-``n_s·m̃²`` flops and two triangular solves of m̃ × m̃, once a fit
+``n_s·m̃²`` flops and a reduction ``T⁻ᵀ M T⁻¹`` of m̃³, once a fit
 (:class:`PreconditionerSample`; a λ path draws its own sample of the training rows, one
 read, and makes each λ's preconditioner from it).
 
