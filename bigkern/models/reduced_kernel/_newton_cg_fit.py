@@ -85,9 +85,9 @@ def choose_solver(solver: str, n_centers: int, n_classes: int, held: bool = True
     classes from ``2/k`` of :data:`AUTO_NEWTON_CG_CENTERS` on (at least
     :data:`AUTO_CLASSES_NEWTON_CG_CENTERS`): the lockstep finite Newton step forms a
     Hessian per class still running, while each class's CG products run over its own
-    margin's rows, few once the classes are apart (``benchmarks/results/
-    reduced_classes_newton_cg.txt``). The smooth hinge gives every row curvature, and its
-    k classes keep the two-class threshold.
+    margin's rows, few once the classes are apart (the user guide's models page gives the
+    measurement). The smooth hinge gives every row curvature, and its k classes keep the
+    two-class threshold.
 
     Raises
     ------
