@@ -49,6 +49,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from bigkern.models.reduced_kernel._reduced_parts import reduced_basis
 from bigkern.models.reduced_kernel.nystrom_cg_start import (
+    START_TOL,
     PreconditionerSample,
     centered_rhs,
     drawn_preconditioner_sample,
@@ -199,13 +200,14 @@ def _solve_all_rows(est: Any, Xd: Any, yd: Any, mask: Any, basis: Any, K: np.nda
     The kernel blocks are kept between the iterations where they fit
     (:class:`~bigkern.reduce.reduced.kept_blocks.KeptKernelBlocks`: the read of the
     right-hand sides forms them, each iteration is then two matrix–vector products per
-    chunk); when not even one chunk's fit, each iteration evaluates them anew, in one
-    compiled loop (:func:`~bigkern.reduce.reduced.products.kernel_products`).
+    chunk); when not even one chunk's fit, or when a subset start leaves a few products
+    only (:func:`_few_products`), each iteration evaluates them anew, in one compiled
+    loop (:func:`~bigkern.reduce.reduced.products.kernel_products`).
     """
     m = basis.n_basis
     t = time.perf_counter()
     given = np.zeros((m, 0)) if start is None else start
-    keep = _keeps_blocks(Xd, m)
+    keep = _keeps_blocks(Xd, m) and not _few_products(start, float(est.tol))
     blocks = None
     if keep:
         blocks, first = KeptKernelBlocks.build(Xd, yd, basis, given, mask=mask,
@@ -241,6 +243,16 @@ def _solve_all_rows(est: Any, Xd: Any, yd: Any, mask: Any, basis: Any, K: np.nda
             blocks.release()
     intercept = _intercepts(first, found.coef, n, est.fit_intercept)
     return _AllRowsSolve(found, first, pre, intercept, seconds_pass, kept)
+
+
+def _few_products(start: np.ndarray | None, tol: float) -> bool:
+    """Whether a solve from ``start`` is expected to take a few products only: it starts
+    from the subset's solution, which was solved to :data:`START_TOL`, and asks for no
+    tighter a residual. Keeping its kernel blocks would then cost more than it saves:
+    the blocks are new memory, written once (zeroed by the kernel as it is first
+    touched, and on a virtual machine backed by the host, which can cost more than
+    forming the values), while each product they spare evaluates them once."""
+    return start is not None and tol >= START_TOL
 
 
 def _keeps_blocks(Xd: Any, m: int) -> bool:
