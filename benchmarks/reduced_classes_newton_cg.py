@@ -5,7 +5,7 @@ first of 5 stratified folds (seed 0): 8,793 training rows, 2,199 scored. For eac
 number of centres m̃ (``--sizes``) and loss (``--losses``), ``ReducedSVC(omega, C)``
 is fitted on the numpy rows (kernel rows held in memory) with ``solver="newton"`` (the
 k one-vs-rest problems in lockstep: a Hessian ``n·m̃²`` per class still running, each
-pass) and ``solver="newton-cg"`` (the problems one after another, each Newton step by
+pass) and ``solver="newton-cg"`` (the problems side by side on the cores, each Newton step by
 conjugate gradients over its own margin's rows), and it prints what ``solver="auto"``
 takes (:func:`~bigkern.models.reduced_kernel._newton_cg_fit.choose_solver`). One BLAS
 thread, as ``benchmarks/classes.py`` times its models. Printed: fit seconds (best of

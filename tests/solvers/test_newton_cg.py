@@ -149,7 +149,7 @@ def test_k_classes_by_newton_cg_on_held_rows_are_the_lockstep_newton_solution(
     held = ReducedSVC(solver="newton-cg", **kw).fit(X, labels)
     rep = held.fit_report_
     assert rep["solver"].startswith("newton-cg, in memory")
-    assert rep["solver"].endswith("3 classes one after another")
+    assert rep["solver"].endswith("3 classes side by side")
     assert len(rep["by_class"]["cg_iterations"]) == 3 and all(rep["cg_iterations"])
     assert rep["converged"]
     np.testing.assert_array_equal(held.classes_, newton.classes_)

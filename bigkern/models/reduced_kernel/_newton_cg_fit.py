@@ -79,7 +79,7 @@ def choose_solver(solver: str, n_centers: int, n_classes: int, held: bool = True
     the kernel rows are held in memory (else each pass is a read of chunked data).
 
     k > 2 classes on held rows are fitted as two are: Newton–CG solves the k one-vs-rest
-    problems one after the other on the one set of rows. Over chunked data their lockstep
+    problems side by side on the one set of rows. Over chunked data their lockstep
     Newton fit serves all k with one read a pass, which Newton–CG does not. With the
     squared hinge (``squared_hinge``) on held rows, ``"auto"`` takes Newton–CG for k
     classes from ``2/k`` of :data:`AUTO_NEWTON_CG_CENTERS` on (at least

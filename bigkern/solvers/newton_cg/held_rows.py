@@ -13,6 +13,9 @@ builds from :class:`bigkern.reduce.reduced.newton_cg_passes.ChunkedNewtonCG`).
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -34,6 +37,44 @@ __all__ = ["HeldKernelRows", "newton_cg"]
 #: Bytes of a block of rows converted to float64 for a product, or read twice by the
 #: curvature product: small enough to stay in cache.
 _CACHE_BYTES = 2**20
+
+#: Most parts the rows of a product are cut into, run side by side on the cores. The
+#: cut depends on the rows alone, not on the cores, so that the sums, added part by
+#: part in order, are the same on any machine.
+MOST_PARTS = 8
+
+
+def row_parts(n: int, block_rows: int) -> list[tuple[int, int]]:
+    """Contiguous parts of ``n`` rows, whole blocks of ``block_rows`` each (but the
+    last), at most :data:`MOST_PARTS` of them.
+
+    >>> row_parts(10, 3)
+    [(0, 3), (3, 6), (6, 9), (9, 10)]
+    >>> len(row_parts(10**6, 100))
+    8
+    """
+    blocks = max(1, -(-n // block_rows))
+    parts = min(MOST_PARTS, blocks)
+    cuts = [block_rows * (blocks * j // parts) for j in range(parts)] + [n]
+    return [(min(cuts[j], n), min(cuts[j + 1], n)) for j in range(parts)]
+
+
+def _side_by_side(part: Callable[[tuple[int, int]], Any],
+                  parts: list[tuple[int, int]]) -> list[Any]:
+    """``part`` of every part, on up to one thread per core, in the parts' order."""
+    threads = min(len(parts), os.cpu_count() or 1)
+    if threads <= 1:
+        return [part(b) for b in parts]
+    with ThreadPoolExecutor(threads) as pool:
+        return list(pool.map(part, parts))
+
+
+def _in_order(partials: list[np.ndarray], dim: int) -> np.ndarray:
+    """The parts' sums added in order, in float64."""
+    out = np.zeros(dim)
+    for acc in partials:
+        out += acc
+    return out
 
 
 class HeldKernelRows:
@@ -73,35 +114,44 @@ class HeldKernelRows:
         self._curved: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def _blocks(self) -> tuple[int, np.ndarray]:
-        """Rows per float64 block of a product, and its work buffer (in cache)."""
+        """Rows per float64 block of a product, and a work buffer for one (in cache)."""
         rows = max(16, _CACHE_BYTES // (8 * self.A.shape[1]))
         return rows, np.empty((rows, self.A.shape[1]))
 
     def _times(self, V: np.ndarray) -> np.ndarray:
-        """``A V`` in float64 (V (dim, k))."""
-        if self.A.dtype == np.float64:
-            return self.A @ V
+        """``A V`` in float64 (V (dim, k)); the parts' rows side by side."""
         out = np.empty((len(self.A), V.shape[1]))
-        rows, work = self._blocks()
-        for s in range(0, len(self.A), rows):
-            block = self.A[s:s + rows]
-            b = work[:len(block)]
-            b[...] = block
-            np.matmul(b, V, out=out[s:s + rows])
+
+        def part(bounds: tuple[int, int]) -> None:
+            if self.A.dtype == np.float64:
+                np.matmul(self.A[bounds[0]:bounds[1]], V, out=out[bounds[0]:bounds[1]])
+                return
+            rows, work = self._blocks()
+            for s in range(bounds[0], bounds[1], rows):
+                block = self.A[s:min(s + rows, bounds[1])]
+                b = work[:len(block)]
+                b[...] = block
+                np.matmul(b, V, out=out[s:s + len(block)])
+
+        _side_by_side(part, row_parts(len(self.A), self._blocks()[0]))
         return out
 
     def _weights(self, w: np.ndarray) -> np.ndarray:
-        """``wᵀ A`` in float64."""
-        if self.A.dtype == np.float64:
-            return w @ self.A
-        out = np.zeros(self.A.shape[1])
-        rows, work = self._blocks()
-        for s in range(0, len(self.A), rows):
-            block = self.A[s:s + rows]
-            b = work[:len(block)]
-            b[...] = block
-            out += w[s:s + rows] @ b
-        return out
+        """``wᵀ A`` in float64: each part's sum, the parts' added in order."""
+        def part(bounds: tuple[int, int]) -> np.ndarray:
+            if self.A.dtype == np.float64:
+                return w[bounds[0]:bounds[1]] @ self.A[bounds[0]:bounds[1]]
+            acc = np.zeros(self.A.shape[1])
+            rows, work = self._blocks()
+            for s in range(bounds[0], bounds[1], rows):
+                block = self.A[s:min(s + rows, bounds[1])]
+                b = work[:len(block)]
+                b[...] = block
+                acc += w[s:s + len(block)] @ b
+            return acc
+
+        return _in_order(_side_by_side(part, row_parts(len(self.A), self._blocks()[0])),
+                         self.A.shape[1])
 
     def __call__(self, request: LinePass | ExactLinePass | CurvaturePass) -> Any:
         """Answer one pass of :func:`~bigkern.solvers.newton_cg.method.newton_cg_iterates`."""
@@ -144,14 +194,19 @@ class HeldKernelRows:
             rows = np.flatnonzero(w > 0.0)
             self._curved = (np.ascontiguousarray(self.A[rows]), w[rows], rows)
         B, w, _ = self._curved
-        # block by block, so that Bᵀ(w ∘ B p) reads each block from memory once
+        # block by block, so that Bᵀ(w ∘ B p) reads each block from memory once; the
+        # parts side by side, each summed in the rows' precision, added in order
         p = p.astype(B.dtype)
-        out = np.zeros(B.shape[1], dtype=B.dtype)
         rows = max(16, _CACHE_BYTES // max(1, B.itemsize * B.shape[1]))
-        for s in range(0, len(B), rows):
-            b = B[s:s + rows]
-            out += (w[s:s + rows] * (b @ p)).astype(B.dtype) @ b
-        return out.astype(np.float64)
+
+        def part(bounds: tuple[int, int]) -> np.ndarray:
+            acc = np.zeros(B.shape[1], dtype=B.dtype)
+            for s in range(bounds[0], bounds[1], rows):
+                b = B[s:min(s + rows, bounds[1])]
+                acc += (w[s:s + len(b)] * (b @ p)).astype(B.dtype) @ b
+            return acc
+
+        return _in_order(_side_by_side(part, row_parts(len(B), rows)), B.shape[1])
 
 
 def newton_cg(answer: Any, dim: int, **options: Any) -> NewtonCGResult:
