@@ -65,6 +65,15 @@ def load() -> str:
     return "/".join(f"{v:.2f}" for v in os.getloadavg())
 
 
+def cpu_model() -> str:
+    """The processor's model name (from /proc/cpuinfo; else platform.processor())."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown CPU"
+
+
 def header(title: str) -> None:
     """Print the command line, date, machine and library versions."""
     import dask
@@ -79,7 +88,7 @@ def header(title: str) -> None:
     print(f"$ {command_line()}")
     print(f"# {title}")
     print(f"# date {_dt.datetime.now().astimezone().isoformat(timespec='seconds')}, "
-          f"host {platform.node()}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, "
+          f"host {platform.node()}, {cpu_model()}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, "
           f"load {load()} (1/5/15 min)")
     print(f"# bigkern from {bigkern_source()}")
     print(f"# python {platform.python_version()}, bigkern {bigkern.__version__}, "

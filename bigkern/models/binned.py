@@ -13,7 +13,7 @@ counts) and :class:`BinnedKernelRidgeClassifier`; the SVM is
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import dask.array as da
@@ -27,7 +27,7 @@ from bigkern.kernels import KernelExpansion, as_kernel
 from bigkern.models._base import _check_nonfinite, _KernelClassifier
 from bigkern.models._constraints import KERNEL, domain
 from bigkern.models.calibrated_fit import CALIBRATION, ProbabilityMixin, calibrated_fit
-from bigkern.reduce.binning.percentile import percentile_bins
+from bigkern.reduce.binning.percentile import percentile_bins_parts
 from bigkern.reduce.binning.quantiles import DECILES
 from bigkern.reduce.passes import per_feature_counts, without_per_feature
 from bigkern.solvers.kernel_ridge import solve_weighted_kernel_ridge
@@ -58,12 +58,17 @@ def bin_class_counts(bins: xr.Dataset) -> np.ndarray:
     >>> bin_class_counts(bins).tolist()
     [[1, 1], [1, 2]]
     """
-    if "class_count" in bins:
-        return np.asarray(bins["class_count"].values, dtype=np.int64)
-    if "positive" not in bins:
+    return _class_counts(bins.variables)
+
+
+def _class_counts(arrays: Mapping[str, Any]) -> np.ndarray:
+    """:func:`bin_class_counts` of the bins' variables by name (numpy arrays or Variables)."""
+    if "class_count" in arrays:
+        return np.asarray(arrays["class_count"], dtype=np.int64)
+    if "positive" not in arrays:
         raise LabelError("the bins carry no labels: bin with y to fit a classifier")
-    positive = np.asarray(bins["positive"].values, dtype=np.int64)
-    return np.stack([np.asarray(bins["count"].values, dtype=np.int64) - positive, positive],
+    positive = np.asarray(arrays["positive"], dtype=np.int64)
+    return np.stack([np.asarray(arrays["count"], dtype=np.int64) - positive, positive],
                     axis=1)
 
 
@@ -78,12 +83,20 @@ def _check_every_class_present(counts: np.ndarray, classes: np.ndarray) -> None:
             f"rows that hold it")
 
 
-def _named_classes(bins: xr.Dataset, classes: np.ndarray) -> xr.Dataset:
+def _bin_arrays(data_vars: dict[str, Any], coords: dict[str, Any]) -> dict[str, Any]:
+    """The bins' variables and coordinates by name, as arrays, from their parts
+    (:func:`~bigkern.reduce.binning.percentile.percentile_bins_parts`): what a fit reads
+    of a bins Dataset's ``variables``, without building the Dataset."""
+    return {**{k: v[1] for k, v in data_vars.items()},
+            **{k: np.asarray(v) for k, v in coords.items()}}
+
+
+def _named_classes(arrays: dict[str, Any], attrs: dict[str, Any], classes: np.ndarray
+                   ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Bins of class codes ``0 … k−1`` relabelled with the ``classes`` they stand for."""
-    bins = bins.assign_coords({"class": classes})
-    bins["majority_label"] = ("bin", classes[np.asarray(bins["majority_label"].values)])
-    bins.attrs = {**bins.attrs, "classes": classes.tolist()}
-    return bins
+    arrays = {**arrays, "class": classes,
+              "majority_label": classes[np.asarray(arrays["majority_label"])]}
+    return arrays, {**attrs, "classes": classes.tolist()}
 
 
 class _BinnedKernelClassifier(ProbabilityMixin, _KernelClassifier):
@@ -129,7 +142,8 @@ class _BinnedKernelClassifier(ProbabilityMixin, _KernelClassifier):
         classes = None
         if isinstance(y, da.Array) or isinstance(mask, da.Array):
             # lazy labels: their classes are found by the binning's first pass
-            bins = percentile_bins(arr, y, quantiles=self.quantiles, mask=mask, features=names)
+            parts = percentile_bins_parts(arr, y, quantiles=self.quantiles, mask=mask,
+                                          features=names)
         else:
             if mask is None:
                 used = np.ones(len(y), dtype=bool)
@@ -140,12 +154,13 @@ class _BinnedKernelClassifier(ProbabilityMixin, _KernelClassifier):
                 codes = np.zeros(len(y), dtype=used_codes.dtype)
                 codes[used] = used_codes
             classes = self.classes_
-            bins = percentile_bins(arr, codes, quantiles=self.quantiles, mask=used,
-                                   classes=tuple(range(len(classes))), features=names)
+            parts = percentile_bins_parts(arr, codes, quantiles=self.quantiles, mask=used,
+                                          classes=tuple(range(len(classes))), features=names)
         t_bins = time.perf_counter() - t0
+        arrays, attrs = _bin_arrays(parts[0], parts[1]), parts[2]
         if classes is not None and len(classes) > 2:
-            bins = _named_classes(bins, classes)
-        self.fit_bins(bins)
+            arrays, attrs = _named_classes(arrays, attrs, classes)
+        self._fit_bin_arrays(arrays, attrs)
         if classes is not None:
             self.classes_ = classes
         self.fit_report_["seconds_binning"] = t_bins
@@ -163,12 +178,21 @@ class _BinnedKernelClassifier(ProbabilityMixin, _KernelClassifier):
         ``classes_`` (the bins' classes, sorted when they sort). A class with no
         row in the bins raises :class:`~bigkern.errors.LabelError` naming it.
         """
-        counts = bin_class_counts(bins)
+        arrays = dict(bins.variables)
+        if "feature" not in arrays:  # a dimension without coordinate: features 0 … d−1
+            arrays["feature"] = bins["feature"].variable
+        return self._fit_bin_arrays(arrays, bins.attrs)
+
+    def _fit_bin_arrays(self, arrays: Mapping[str, Any], attrs: Mapping[str, Any]
+                        ) -> _BinnedKernelClassifier:
+        """:meth:`fit_bins` on the bins' variables and coordinates by name (a Dataset's
+        ``variables``, or numpy arrays) and attrs."""
+        counts = _class_counts(arrays)
         t0 = time.perf_counter()
         self.calibration_ = None  # bins hold no held-out rows to calibrate on
-        names = [str(f) for f in bins["feature"].values]
-        _check_nonfinite(bins.attrs, names)
-        classes = np.asarray(bins.attrs["classes"])
+        names = [str(f) for f in np.asarray(arrays["feature"])]
+        _check_nonfinite(attrs, names)
+        classes = np.asarray(attrs["classes"])
         if len(classes) > 2:  # one-vs-rest columns in scikit-learn's order of classes_
             try:
                 order = np.argsort(classes, kind="stable")
@@ -182,22 +206,22 @@ class _BinnedKernelClassifier(ProbabilityMixin, _KernelClassifier):
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         self.n_features_in_ = len(names)
-        offset = bins["offset"].values if self.standardize else np.zeros(len(names))
-        scale = bins["scale"].values if self.standardize else np.ones(len(names))
-        Z = (bins["center"].values - offset) / scale
+        offset = np.asarray(arrays["offset"]) if self.standardize else np.zeros(len(names))
+        scale = np.asarray(arrays["scale"]) if self.standardize else np.ones(len(names))
+        Z = (np.asarray(arrays["center"]) - offset) / scale
         if len(classes) == 2:
-            basis, coef, intercept = self._solve(Z, bins)
+            basis, coef, intercept = self._solve(Z, arrays)
         else:
-            basis, coef, intercept = self._solve_one_vs_rest(Z, bins, counts)
+            basis, coef, intercept = self._solve_one_vs_rest(Z, arrays, counts)
         self.expansion_ = KernelExpansion.from_parts(basis, coef, intercept,
                                                        float(self.omega), offset, scale,
                                                        kernel=self.kernel)
-        self.n_bins_ = int(bins.sizes["bin"])
+        self.n_bins_ = len(counts)
         self.fit_report_ = {
-            **without_per_feature({k: v for k, v in bins.attrs.items() if k.startswith("n_")}),
-            "n_nonfinite_by_feature": per_feature_counts(bins.attrs, names),
-            "passes": bins.attrs.get("passes", 0),
-            "plan": bins.attrs.get("plan", ""),
+            **without_per_feature({k: v for k, v in attrs.items() if k.startswith("n_")}),
+            "n_nonfinite_by_feature": per_feature_counts(attrs, names),
+            "passes": attrs.get("passes", 0),
+            "plan": attrs.get("plan", ""),
             "n_basis": self.expansion_.n_basis,
             "seconds_solve": time.perf_counter() - t0,
         }
@@ -308,19 +332,20 @@ class BinnedKernelRidgeClassifier(_BinnedKernelClassifier):
         self.standardize = standardize
         self.calibration = calibration
 
-    def _solve(self, Z: np.ndarray, bins: xr.Dataset) -> tuple[np.ndarray, np.ndarray, float]:
+    def _solve(self, Z: np.ndarray, bins: Mapping[str, Any]
+               ) -> tuple[np.ndarray, np.ndarray, float]:
         K = as_kernel(self.kernel, float(self.omega))(Z, Z)
         if self.bin_target == "fuzzy":
-            target = bins["fuzzy_label"].values
-            counts = bins["count"].values.astype(np.float64)
+            target = np.asarray(bins["fuzzy_label"])
+            counts = np.asarray(bins["count"]).astype(np.float64)
             weights = counts / counts.mean()
         else:  # "majority"
-            target = (bins["majority_label"].values == self.classes_[1]).astype(np.float64)
+            target = (np.asarray(bins["majority_label"]) == self.classes_[1]).astype(np.float64)
             weights = None
         coef = solve_weighted_kernel_ridge(K, target, self.lam, weights)
         return Z, coef, -0.5
 
-    def _solve_one_vs_rest(self, Z: np.ndarray, bins: xr.Dataset, counts: np.ndarray
+    def _solve_one_vs_rest(self, Z: np.ndarray, bins: Mapping[str, Any], counts: np.ndarray
                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """k one-vs-rest problems on one factorization of ``K + λW⁻¹``: k right-hand sides.
 

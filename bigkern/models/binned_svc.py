@@ -9,11 +9,10 @@ binned classifiers are :mod:`bigkern.models.binned`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-import xarray as xr
 from sklearn.svm import SVC
 
 from bigkern.errors import LabelError
@@ -117,14 +116,15 @@ class BinnedSVC(_BinnedKernelClassifier):
         self.standardize = standardize
         self.calibration = calibration
 
-    def _solve(self, Z: np.ndarray, bins: xr.Dataset) -> tuple[np.ndarray, np.ndarray, float]:
-        labels = bins["majority_label"].values
+    def _solve(self, Z: np.ndarray, bins: Mapping[str, Any]
+               ) -> tuple[np.ndarray, np.ndarray, float]:
+        labels = np.asarray(bins["majority_label"])
         if len(np.unique(labels)) < 2:
             raise LabelError(
                 f"every bin has the majority label {labels[0]!r}: an SVM needs two classes; "
                 "use BinnedKernelRidgeClassifier with fuzzy labels or more balanced data"
             )
-        counts = bins["count"].values.astype(np.float64)
+        counts = np.asarray(bins["count"]).astype(np.float64)
         weights = counts / counts.mean() if self.weighted else None
         kernel = as_kernel(self.kernel, float(self.omega))
         sign = 1.0 if np.unique(labels)[1] == self.classes_[1] else -1.0
@@ -139,7 +139,7 @@ class BinnedSVC(_BinnedKernelClassifier):
         self.n_support_ = int(svc.support_.size)
         return support, sign * svc.dual_coef_[0], sign * float(svc.intercept_[0])
 
-    def _solve_one_vs_rest(self, Z: np.ndarray, bins: xr.Dataset, counts: np.ndarray
+    def _solve_one_vs_rest(self, Z: np.ndarray, bins: Mapping[str, Any], counts: np.ndarray
                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """k weighted SVMs on the bins, one per class: class j's rows of a bin on the +1
         side, the bin's other rows on the −1 side (:func:`_one_vs_rest_points`).

@@ -63,9 +63,10 @@ def row_status_small(X: np.ndarray, mask: np.ndarray | None) -> tuple[np.ndarray
     considered = np.ones(len(X), dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
     valid = considered & (n_finite == X.shape[1])
     absent = considered & (n_finite == 0) & ~valid
-    counts = np.array([len(X), len(X) - int(considered.sum()), int(absent.sum()),
-                       int(considered.sum() - valid.sum() - absent.sum()), int(valid.sum())],
-                      dtype=np.int64)
+    # count_nonzero: a tenth of the time of a bool sum()
+    n_considered, n_absent, n_valid = (np.count_nonzero(a) for a in (considered, absent, valid))
+    counts = np.array([len(X), len(X) - n_considered, n_absent, n_considered - n_valid - n_absent,
+                       n_valid], dtype=np.int64)
     return valid, counts
 
 

@@ -21,6 +21,8 @@ from hypothesis import strategies as st
 from bigkern.reduce import bin_index, bin_statistics, percentile_bins, quantile_summary
 from bigkern.reduce.binning.bins import OutlierWarning, accumulate_bins, combine_bins
 from bigkern.reduce.binning.fixed_point import FixedPointGrid, exact_means
+from bigkern.reduce.binning.outliers import _group_bounds
+from bigkern.reduce.binning.radix_select import GROUP_BITS, key_dtype, keys_to_floats
 
 NAMES = ["NDAI", "SD", "CORR"]
 F32_MAX = float(np.finfo(np.float32).max)
@@ -229,3 +231,20 @@ def test_a_spike_feature_is_standardized_by_its_range_and_still_checked_for_outl
     assert 5 < scale[1] < 15 and 0.5 < scale[0] < 1.5  # normal features: their robust σ
     usable = np.isfinite(x).all(axis=1)  # rows with a NaN feature are left out
     assert int(bins["outliers"].values[2]) == int((usable & (x[:, 2] == 5000.0)).sum())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_group_bounds_are_the_values_of_each_groups_first_and_last_key(dtype):
+    """Every float32 key group; float64 groups at both ends, around zero and at random."""
+    rng = np.random.default_rng(0)
+    n = 1 << GROUP_BITS
+    groups = (np.arange(n) if dtype == np.float32 else
+              np.unique(np.r_[0:64, n // 2 - 64:n // 2 + 64, n - 64:n, rng.integers(0, n, 4096)]))
+    ukind, width = key_dtype(np.dtype(dtype))
+    first_key = groups.astype(ukind) << ukind(width - GROUP_BITS)
+    last_key = first_key | ukind((1 << (width - GROUP_BITS)) - 1)
+    with np.errstate(invalid="ignore"):  # the groups of NaN keys (signalling ones too)
+        got = _group_bounds(groups, np.dtype(dtype))
+        want = [keys_to_floats(k, dtype).astype(np.float64) for k in (first_key, last_key)]
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g.view(np.uint64), w.view(np.uint64))

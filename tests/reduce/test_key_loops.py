@@ -7,9 +7,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bigkern.reduce.binning._bin_loops import bin_ids
 from bigkern.reduce.binning._key_loops import _SCREEN_BITS, group_histograms, select_digits
 from bigkern.reduce.binning._one_read_loops import one_read_ids, one_read_sums
 from bigkern.reduce.binning.one_read_sample import summed_limit, window_tables
+from bigkern.reduce.binning.partials import padded_edges
 from bigkern.reduce.binning.radix_select import GROUP_BITS, KEEP, key_dtype
 from bigkern.reduce.row_loops import int_label_range, take_rows
 
@@ -167,3 +169,22 @@ def test_group_histograms_are_numpys_unique_counts(dtype, d):
     for f in range(d):
         want_groups, want_counts = np.unique(groups[:, f], return_counts=True)
         assert np.array_equal(got[f][0], want_groups) and np.array_equal(got[f][1], want_counts)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 2500),
+       n_edges=st.lists(st.sampled_from([0, 1, 9, 32, 33, 99]), min_size=1, max_size=3))
+def test_bin_ids_are_numpys_searchsorted_for_any_number_of_edges(dtype, seed, n, n_edges):
+    """The counted edges (up to 32) and the binary search agree with numpy, blocks of rows
+    and their ends included; rows not valid (NaN, ±inf) get -1."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, len(n_edges))).astype(dtype)
+    X[rng.random(X.shape) < 0.02] = rng.choice(np.array([np.nan, np.inf, -np.inf], dtype))
+    valid = np.isfinite(X).all(axis=1)
+    pool = np.r_[X[np.isfinite(X)], rng.standard_normal(8)].astype(np.float64)  # values on edges
+    edges = [np.sort(rng.choice(pool, k)) for k in n_edges]  # repeats allowed, as quantiles
+    cells = [np.searchsorted(e, X[:, f].astype(np.float64), side="left")
+             for f, e in enumerate(edges)]
+    want = np.ravel_multi_index(cells, [k + 1 for k in n_edges]) if n else np.zeros(0, int)
+    got = bin_ids(np.ascontiguousarray(X), valid, *padded_edges(edges))
+    np.testing.assert_array_equal(got, np.where(valid, want, -1))

@@ -22,17 +22,9 @@ import numpy as np
 from bigkern.reduce.binning._bin_loops import _add_wide
 from bigkern.reduce.row_loops import JIT_OPTIONS
 
-__all__ = [
-    "add_group_counts",
-    "certain_bin_ids",
-    "certain_bin_sums",
-    "group_histogram",
-    "group_histograms",
-    "key_histogram",
-    "key_histograms",
-    "select_digits",
-    "sparse_histograms",
-]
+__all__ = ["add_group_counts", "certain_bin_ids", "certain_bin_sums", "group_histogram",
+           "group_histograms", "key_histogram", "key_histograms", "select_digits",
+           "sparse_histograms"]
 
 
 @numba.njit(**JIT_OPTIONS)

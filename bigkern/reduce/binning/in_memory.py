@@ -53,13 +53,8 @@ from bigkern.reduce.binning.radix_select import (
 from bigkern.reduce.extremes import EXTREMES_KEY, check_enabled, sorted_extremes
 from bigkern.reduce.passes import as_float_block, unwrap_samples, valid_rows
 
-__all__ = [
-    "InMemoryRun",
-    "as_numpy_samples",
-    "first_pass",
-    "kept_fraction_bound",
-    "order_statistics",
-]
+__all__ = ["InMemoryRun", "as_numpy_samples", "first_pass", "kept_fraction_bound",
+           "order_statistics"]
 
 
 @dataclass
@@ -178,14 +173,17 @@ def first_pass(
     valid, counts = valid_rows(X, mask)
     require_usable_rows(counts)
     ukind, width = key_dtype(X.dtype)
-    shift = ukind(width - GROUP_BITS)
+    shift, sign = ukind(width - GROUP_BITS), ukind(1 << (width - 1))
     every = counts["valid"] == len(X)
     hist = []
     columns = []
     for f in range(X.shape[1]):
         values = X[:, f].copy() if every else X[:, f][valid]  # contiguous, a copy
         values.sort()
-        groups = float_keys(values) >> shift  # non-decreasing, as the values are
+        groups, below = values.view(ukind).copy(), int(np.searchsorted(values, 0))
+        np.invert(groups[:below], out=groups[:below])  # float_keys: the negative values
+        groups[below:] |= sign  # (sorted first) flipped, the others (-0.0 too) signed
+        groups >>= shift  # non-decreasing, as the values are
         starts = np.flatnonzero(np.concatenate([[True], groups[1:] != groups[:-1]]))
         sizes = np.diff(np.append(starts, len(groups)))
         hist.append((groups[starts].astype(np.intp), sizes.astype(np.int64)))

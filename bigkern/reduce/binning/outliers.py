@@ -23,22 +23,13 @@ import xarray as xr
 
 from bigkern.errors import BigkernWarning
 from bigkern.features.scaling import ROBUST_QUANTILES, robust_scale
+from bigkern.reduce.binning._key_loops import sparse_histograms
 from bigkern.reduce.binning.fixed_point import FixedPointGrid
 from bigkern.reduce.binning.radix_select import GROUP_BITS, key_dtype, keys_to_floats
 
-__all__ = [
-    "OUTLIER_SIGMAS",
-    "OutlierWarning",
-    "extreme_examples",
-    "histogram_grid",
-    "histogram_outliers",
-    "outlier_limits",
-    "quantile_scaler",
-    "record_outliers",
-    "robust_scaler",
-    "summary_grid",
-    "warn_outliers",
-]
+__all__ = ["OUTLIER_SIGMAS", "OutlierWarning", "extreme_examples", "histogram_grid",
+           "histogram_outliers", "outlier_limits", "quantile_scaler", "record_outliers",
+           "robust_scaler", "summary_grid", "warn_outliers"]
 
 #: Distance from the median, in robust σ, beyond which a value is an outlier.
 OUTLIER_SIGMAS = 1000.0
@@ -105,25 +96,22 @@ def _group_bounds(groups: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, np.n
     """Smallest and largest value (float64) of each key group."""
     ukind, width = key_dtype(dtype)
     shift = width - GROUP_BITS
-    first = groups.astype(ukind) << ukind(shift)
-    last = first | ukind((1 << shift) - 1)
-    return (keys_to_floats(first, dtype).astype(np.float64),
-            keys_to_floats(last, dtype).astype(np.float64))
+    first = keys_to_floats(groups.astype(ukind) << ukind(shift), dtype)
+    # the last key sets the first's low bits, which the float's bits have clear (a key with
+    # the sign bit) or set (flipped): they flip either way
+    last = (first.view(ukind) ^ ukind((1 << shift) - 1)).view(first.dtype)
+    return first.astype(np.float64), last.astype(np.float64)
 
 
 def _occupied_groups(hist: Histograms) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per feature, the occupied key groups (increasing) and their counts."""
     if isinstance(hist, np.ndarray):
-        out = []
-        for row in hist:
-            groups = np.flatnonzero(row)
-            out.append((groups, row[groups]))
-        return out
+        return sparse_histograms(hist)
     out = []
     for groups, counts in hist:
-        counts = np.asarray(counts, dtype=np.int64)
+        groups, counts = np.asarray(groups, dtype=np.intp), np.asarray(counts, dtype=np.int64)
         occupied = counts > 0
-        out.append((np.asarray(groups, dtype=np.intp)[occupied], counts[occupied]))
+        out.append((groups, counts) if occupied.all() else (groups[occupied], counts[occupied]))
     return out
 
 

@@ -32,15 +32,8 @@ from bigkern.reduce.class_counts import bin_class_counts, class_codes
 from bigkern.reduce.passes import add_counts
 from bigkern.reduce.row_loops import label_flags
 
-__all__ = [
-    "accumulate_bins",
-    "combine_bins",
-    "dense_partial",
-    "padded_edges",
-    "positive_flags",
-    "row_labels",
-    "use_dense_sums",
-]
+__all__ = ["accumulate_bins", "combine_bins", "dense_partial", "padded_edges", "positive_flags",
+           "row_labels", "use_dense_sums"]
 
 
 def row_labels(

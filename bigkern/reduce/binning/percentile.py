@@ -31,15 +31,11 @@ from bigkern.reduce.binning.outliers import (
     warn_outliers,
 )
 from bigkern.reduce.binning.plan import BinningPlan, PlanResult, PlanRun
-from bigkern.reduce.binning.quantiles import (
-    DECILES,
-    QuantilePlan,
-    prepare_samples,
-)
+from bigkern.reduce.binning.quantiles import DECILES, QuantilePlan, prepare_samples
 from bigkern.reduce.extremes import EXTREMES_KEY, warn_suspected_fills
 from bigkern.reduce.recorded_histograms import KeyHistogramSource, recorded_run
 
-__all__ = ["percentile_bins"]
+__all__ = ["percentile_bins", "percentile_bins_parts"]
 
 
 def percentile_bins(
@@ -140,6 +136,30 @@ def percentile_bins(
     >>> bins3["class_count"].sum("bin").values.tolist() == np.bincount(y3).tolist()
     True
     """
+    return xr.Dataset(*percentile_bins_parts(
+        X, y, quantiles=quantiles, mask=mask, classes=classes, features=features, plan=plan,
+        recorded=recorded, stacklevel=4))
+
+
+def percentile_bins_parts(
+    X: Any, y: Any = None, *, quantiles: Sequence[float] = DECILES, mask: Any = None,
+    classes: Sequence[Any] | None = None, features: Sequence[str] | None = None,
+    plan: str | BinningPlan | None = None, recorded: KeyHistogramSource | None = None,
+    stacklevel: int = 3,
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """:func:`percentile_bins` as its data variables, coordinates and attrs (``stacklevel``:
+    its SuspectedFillWarning's), not built into the Dataset, which costs more than the rest
+    of the summary on small inputs: for a fit, which reads the arrays.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from bigkern.reduce import percentile_bins
+    >>> X = np.random.default_rng(0).standard_normal((1000, 2))
+    >>> parts = percentile_bins_parts(X, X[:, 0] > 0, quantiles=[0.5])
+    >>> xr.Dataset(*parts).identical(percentile_bins(X, X[:, 0] > 0, quantiles=[0.5]))
+    True
+    """
     q = np.asarray(quantiles, dtype=np.float64).ravel()
     probs = np.union1d(q, [0.1, 0.5, 0.9])
     where = np.searchsorted(probs, q)
@@ -151,12 +171,12 @@ def percentile_bins(
         classes = _found_classes(first)
     if classes is not None:
         classes = checked_classes(classes)
-    warn_suspected_fills(first["counts"].get(EXTREMES_KEY), run.names)
+    warn_suspected_fills(first["counts"].get(EXTREMES_KEY), run.names, stacklevel=stacklevel)
     quantile_plan = QuantilePlan.make(probs, "linear", first["counts"]["valid"])
     result = run.finish(first, quantile_plan, classes if run.y is not None else None)
-    bins = _bins_with_summary(result, first, quantile_plan, run.names, classes, run.X.dtype)
-    bins.attrs.update(run.attrs() if note is None else {**run.attrs(), "recorded": note})
-    return bins
+    parts = _parts_with_summary(result, first, quantile_plan, run.names, classes, run.X.dtype)
+    parts[2].update(run.attrs() if note is None else {**run.attrs(), "recorded": note})
+    return parts
 
 
 def _start(
@@ -175,15 +195,15 @@ def _start(
     return HistogramRun(X, y, mask, names, where, fused)
 
 
-def _bins_with_summary(
+def _parts_with_summary(
     result: PlanResult, first: dict[str, Any], quantile_plan: QuantilePlan,
     names: Sequence[str], classes: tuple[Any, ...] | None, dtype: np.dtype,
-) -> xr.Dataset:
-    """The bins Dataset of a plan's result, with the robust scale, quantiles and outliers.
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The bins' parts of a plan's result, with the robust scale, quantiles and outliers.
 
     The quantile summary's edges, minima and maxima (those of
     :func:`~bigkern.reduce.binning.quantiles.summary_dataset`) are taken as
-    arrays and the Dataset is built once, with every variable.
+    arrays, and every variable goes into the one Dataset the parts make.
     """
     data_vars, coords, attrs = bins_parts(result.bins, result.edges, result.grid, names,
                                           classes)
@@ -203,9 +223,8 @@ def _bins_with_summary(
     attrs["passes"] = result.passes
     attrs["plan"] = result.plan
     attrs["kept_fraction_bound"] = float(result.kept_fraction_bound)
-    bins = xr.Dataset(data_vars, coords=coords, attrs=attrs)
     warn_outliers(outliers, extreme_examples(vmin, vmax, limits), limits, names)
-    return bins
+    return data_vars, coords, attrs
 
 
 def _found_classes(first: dict[str, Any]) -> tuple[Any, ...]:

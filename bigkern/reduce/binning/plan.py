@@ -48,14 +48,8 @@ from bigkern.reduce.binning.one_read_sample import OneReadSample, sample_windows
 from bigkern.reduce.binning.quantiles import QuantilePlan
 from bigkern.reduce.passes import row_starts, unwrap_samples
 
-__all__ = [
-    "HELD_MEMORY_SHARE",
-    "PLAN_NAMES",
-    "BinningPlan",
-    "PlanResult",
-    "PlanRun",
-    "held_sample_bytes",
-]
+__all__ = ["HELD_MEMORY_SHARE", "PLAN_NAMES", "BinningPlan", "PlanResult", "PlanRun",
+           "held_sample_bytes"]
 
 #: The plans' names, fastest first (``"in-memory"`` only for small inputs).
 PLAN_NAMES = ("in-memory", "recorded", "one-read", "fused", "three-pass", "fused-or-three-pass")
