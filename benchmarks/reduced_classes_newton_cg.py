@@ -7,7 +7,7 @@ is fitted on the numpy rows (kernel rows held in memory) with ``solver="newton"`
 k one-vs-rest problems in lockstep: a Hessian ``n·m̃²`` per class still running, each
 pass) and ``solver="newton-cg"`` (the problems side by side on the cores, each Newton step by
 conjugate gradients over its own margin's rows), and it prints what ``solver="auto"``
-takes (:func:`~bigkern.models.reduced_kernel._newton_cg_fit.choose_solver`). One BLAS
+takes (its ``fit_report_["solver"]``, from a fit of one Newton step). One BLAS
 thread, as ``benchmarks/classes.py`` times its models. Printed: fit seconds (best of
 ``--repeat``), test accuracy, Newton and CG iterations, the ratio newton / newton-cg
 and the largest difference of the two models' decision values.
@@ -68,7 +68,6 @@ def fit(X: np.ndarray, y: np.ndarray, repeat: int, **params: Any) -> tuple[float
 
 def run(args: Any) -> None:
     from bigkern.cluster.compute import blas_controller
-    from bigkern.models.reduced_kernel._newton_cg_fit import choose_solver
 
     Xtr, ytr, Xte, yte = rows(args.small)
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -85,8 +84,10 @@ def run(args: Any) -> None:
                       "random_state": 0}
                 got = {s: fit(Xtr, ytr, args.repeat, solver=s, **kw)
                        for s in ("newton", "newton-cg")}
-                auto = choose_solver("auto", m, len(np.unique(ytr)), True,
-                                     squared_hinge=loss == "squared_hinge")[0]
+                # what "auto" takes depends on the centres, classes, loss and where the
+                # rows are, not on the iterations: one Newton step tells
+                auto = fit(Xtr, ytr, 1, solver="auto", max_iter=1, **kw)[1].fit_report_[
+                    "solver"].split(",")[0]
                 diff = float(np.abs(got["newton"][1].decision_function(Xte)
                                     - got["newton-cg"][1].decision_function(Xte)).max())
                 for solver, (seconds, model) in got.items():

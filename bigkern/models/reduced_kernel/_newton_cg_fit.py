@@ -177,12 +177,13 @@ def newton_cg_fit(est: Any, loss: Any, basis: Basis, rs: Any,
                          "preconditioner_reused": int(pre.reused)}
 
 
-def held_newton_cg(est: Any, loss: Any, A: np.ndarray, targets: np.ndarray, seed: int
+def held_newton_cg(est: Any, loss: Any, A: np.ndarray, targets: np.ndarray, seed: int,
+                   threads: int | None = None
                    ) -> tuple[NewtonCGResult, SampledPreconditioner]:
     """Newton–CG on held augmented kernel rows ``A`` with ±1 ``targets`` (``est``'s ``C``,
     ``tol``, ``max_iter``), preconditioned from a seeded sample of the rows; the result
     and the preconditioner. Every in-memory Newton–CG fit, of two classes or of each of
-    k, runs this."""
+    k, runs this; ``threads`` is :class:`HeldKernelRows`'."""
     n, dim = A.shape
     options = {"C": float(est.C), "tol": float(est.tol), "max_iter": int(est.max_iter),
                "cg_max_iter": CG_MAX_ITER}
@@ -193,7 +194,7 @@ def held_newton_cg(est: Any, loss: Any, A: np.ndarray, targets: np.ndarray, seed
     # the products are matrix–vector ones: on one BLAS thread they do not wait on
     # a second one that a loaded machine may not give
     with blas_controller().limit(limits=1, user_api="blas"):
-        res = newton_cg(HeldKernelRows(A, targets, loss), dim, preconditioner=pre,
+        res = newton_cg(HeldKernelRows(A, targets, loss, threads), dim, preconditioner=pre,
                         first_trials=_FIRST_TRIALS,
                         exact_line_search=isinstance(loss, SquaredHinge), **options)
     return res, pre

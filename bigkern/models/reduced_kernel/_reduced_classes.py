@@ -248,7 +248,7 @@ def newton_cg_classes_fit(est: Any, loss: Any, basis: Basis, k: int,
 
     def solve(j: int) -> Any:
         return held_newton_cg(est, loss, A, np.where(codes_usable == j, 1.0, -1.0),
-                              rs.seed)[0]
+                              rs.seed, threads=1)[0]
 
     # the problems side by side, one per core, each on one BLAS thread (the limit is the
     # process's: set once around them all); each problem's arithmetic is its own, so

@@ -43,30 +43,41 @@ _CACHE_BYTES = 2**20
 #: part in order, are the same on any machine.
 MOST_PARTS = 8
 
+#: Fewest blocks a part holds: a thread's share of a product is worth its hand-over.
+PART_BLOCKS = 4
+
 
 def row_parts(n: int, block_rows: int) -> list[tuple[int, int]]:
     """Contiguous parts of ``n`` rows, whole blocks of ``block_rows`` each (but the
-    last), at most :data:`MOST_PARTS` of them.
+    last), at least :data:`PART_BLOCKS` blocks a part and at most :data:`MOST_PARTS`
+    parts.
 
     >>> row_parts(10, 3)
-    [(0, 3), (3, 6), (6, 9), (9, 10)]
+    [(0, 10)]
+    >>> row_parts(29, 3)
+    [(0, 15), (15, 29)]
     >>> len(row_parts(10**6, 100))
     8
     """
     blocks = max(1, -(-n // block_rows))
-    parts = min(MOST_PARTS, blocks)
+    parts = max(1, min(MOST_PARTS, blocks // PART_BLOCKS))
     cuts = [block_rows * (blocks * j // parts) for j in range(parts)] + [n]
     return [(min(cuts[j], n), min(cuts[j + 1], n)) for j in range(parts)]
 
 
-def _side_by_side(part: Callable[[tuple[int, int]], Any],
-                  parts: list[tuple[int, int]]) -> list[Any]:
-    """``part`` of every part, on up to one thread per core, in the parts' order."""
-    threads = min(len(parts), os.cpu_count() or 1)
-    if threads <= 1:
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _side_by_side(part: Callable[[tuple[int, int]], Any], parts: list[tuple[int, int]],
+                  threads: int) -> list[Any]:
+    """``part`` of every part, on up to ``threads`` threads (of one pool for the process),
+    in the parts' order."""
+    global _POOL
+    if min(threads, len(parts)) <= 1:
         return [part(b) for b in parts]
-    with ThreadPoolExecutor(threads) as pool:
-        return list(pool.map(part, parts))
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="bigkern-rows")
+    return list(_POOL.map(part, parts))
 
 
 def _in_order(partials: list[np.ndarray], dim: int) -> np.ndarray:
@@ -88,6 +99,9 @@ class HeldKernelRows:
         Targets.
     loss : object
         The row loss (``value``, ``derivatives``).
+    threads : int, optional
+        Threads a product's row parts (:func:`row_parts`) run on (default: one per
+        core; 1 where the caller runs problems side by side already).
 
     Attributes
     ----------
@@ -106,8 +120,10 @@ class HeldKernelRows:
     [1.25, -1.5]
     """
 
-    def __init__(self, A: np.ndarray, y: np.ndarray, loss: Any) -> None:
+    def __init__(self, A: np.ndarray, y: np.ndarray, loss: Any,
+                 threads: int | None = None) -> None:
         self.A, self.y, self.loss = A, np.asarray(y, dtype=np.float64), loss
+        self.threads = int(threads or os.cpu_count() or 1)
         self.passes = 0
         self._point: np.ndarray | None = None  # where _f holds a·u
         self._f: np.ndarray | None = None
@@ -133,7 +149,7 @@ class HeldKernelRows:
                 b[...] = block
                 np.matmul(b, V, out=out[s:s + len(block)])
 
-        _side_by_side(part, row_parts(len(self.A), self._blocks()[0]))
+        _side_by_side(part, row_parts(len(self.A), self._blocks()[0]), self.threads)
         return out
 
     def _weights(self, w: np.ndarray) -> np.ndarray:
@@ -150,8 +166,8 @@ class HeldKernelRows:
                 acc += w[s:s + len(block)] @ b
             return acc
 
-        return _in_order(_side_by_side(part, row_parts(len(self.A), self._blocks()[0])),
-                         self.A.shape[1])
+        parts = row_parts(len(self.A), self._blocks()[0])
+        return _in_order(_side_by_side(part, parts, self.threads), self.A.shape[1])
 
     def __call__(self, request: LinePass | ExactLinePass | CurvaturePass) -> Any:
         """Answer one pass of :func:`~bigkern.solvers.newton_cg.method.newton_cg_iterates`."""
@@ -206,7 +222,8 @@ class HeldKernelRows:
                 acc += (w[s:s + len(b)] * (b @ p)).astype(B.dtype) @ b
             return acc
 
-        return _in_order(_side_by_side(part, row_parts(len(B), rows)), B.shape[1])
+        return _in_order(_side_by_side(part, row_parts(len(B), rows), self.threads),
+                         B.shape[1])
 
 
 def newton_cg(answer: Any, dim: int, **options: Any) -> NewtonCGResult:
