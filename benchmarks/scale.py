@@ -2,7 +2,9 @@
 
 (a) **Weak scaling on this machine**, 1 → 2 worker processes (1 thread each):
     a store of ``--pixels-per-worker`` × workers pixels (synthetic scenes, one
-    scene per zarr chunk), timed for ``percentile_bins`` of the labelled pixels and
+    scene per zarr chunk, written with the key histograms ``bigkern synth`` records, so
+    that the default plan bins in one read), timed for ``percentile_bins`` of the
+    labelled pixels (the store's record passed on) and
     for ``predict_scenes`` → ``write_predictions`` of every pixel. Efficiency =
     t(1 worker) / t(2 workers) at twice the data (1.0 is perfect).
 (b) **Scheduler cost per task**: ``quantile_summary`` (the histogram pass and the
@@ -46,12 +48,15 @@ def make_store(path: Path, pixels: int, scene_shape: tuple[int, int]) -> int:
     """A synthetic scene store of about ``pixels`` pixels, one scene per chunk; its pixels."""
     import bigkern
     from bigkern.datasets import make_scenes
+    from bigkern.reduce.recorded_histograms import KEY_HISTOGRAM_RECORDER
 
     n_scenes = max(1, round(pixels / (scene_shape[0] * scene_shape[1])))
     if path.exists():
         shutil.rmtree(path)
+    # with the key histograms that bigkern synth and ingest record as they write
     bigkern.write_scenes(make_scenes(n_scenes, scene_shape, seed=0, radiances=False,
-                                     chunks={"scene": 1}), path)
+                                     chunks={"scene": 1}), path,
+                         recorder=KEY_HISTOGRAM_RECORDER)
     return n_scenes * scene_shape[0] * scene_shape[1]
 
 
@@ -72,7 +77,7 @@ def weak_scaling(args: argparse.Namespace) -> dict[int, dict[str, float]]:
                 C.trim_memory(client)
                 t = time.perf_counter()
                 bins = bigkern.percentile_bins(s.as_dataarray(), s.y, mask=s.mask,
-                                               classes=(-1, 1))
+                                               classes=(-1, 1), recorded=s.recorded)
                 best = min(best, time.perf_counter() - t)
             times["bins"] = best
             times["labelled"] = float(bins.attrs["n_valid"])
