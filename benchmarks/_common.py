@@ -406,6 +406,21 @@ def client_profile(enabled: bool, title: str, top: int = 12) -> Iterator[None]:
         sys.stdout.flush()
 
 
+def pendigits() -> tuple[Any, Any]:
+    """The rows and integer labels of ``../shared/data/classification/pendigits.csv``
+    (10,992 × 16, 10 classes); exits saying so when the shared data are absent."""
+    import numpy as np
+
+    from bigkern.datasets import shared_data_dir
+
+    root = shared_data_dir()
+    path = None if root is None else Path(root) / "classification" / "pendigits.csv"
+    if path is None or not path.exists():
+        raise SystemExit("../shared/data/classification/pendigits.csv is not present")
+    raw = np.loadtxt(path, delimiter=",", skiprows=1)
+    return raw[:, :-1], raw[:, -1].astype(int)
+
+
 def dir_size(path: Path) -> int:
     """Bytes of the files under ``path``."""
     return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())

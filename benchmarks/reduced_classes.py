@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import time
 import warnings
-from pathlib import Path
 from typing import Any
 
 import _common
@@ -28,14 +27,7 @@ import numpy as np
 
 
 def _rows(small: bool) -> tuple[np.ndarray, np.ndarray]:
-    from bigkern.datasets import shared_data_dir
-
-    root = shared_data_dir()
-    path = None if root is None else Path(root) / "classification" / "pendigits.csv"
-    if path is None or not path.exists():
-        raise SystemExit("../shared/data/classification/pendigits.csv is not present")
-    raw = np.loadtxt(path, delimiter=",", skiprows=1)
-    X, y = raw[:, :-1], raw[:, -1].astype(int)
+    X, y = _common.pendigits()
     return (X[:2000], y[:2000]) if small else (X, y)
 
 

@@ -37,14 +37,7 @@ def rows(small: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Training and scored rows of pendigits' first outer fold."""
     from sklearn.model_selection import StratifiedKFold
 
-    from bigkern.datasets import shared_data_dir
-
-    root = shared_data_dir()
-    path = None if root is None else Path(root) / "classification" / "pendigits.csv"
-    if path is None or not path.exists():
-        raise SystemExit("../shared/data/classification/pendigits.csv is not present")
-    raw = np.loadtxt(path, delimiter=",", skiprows=1)
-    X, y = raw[:, :-1], raw[:, -1].astype(int)
+    X, y = C.pendigits()
     if small:
         X, y = X[:2500], y[:2500]
     tr, te = next(iter(StratifiedKFold(5, shuffle=True, random_state=0).split(X, y)))
