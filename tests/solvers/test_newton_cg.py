@@ -175,3 +175,26 @@ def test_reduced_svr_newton_cg_in_memory_and_chunks_match_newton() -> None:
                                                        da.from_array(y, chunks=173))
     assert lazy.fit_report_["solver"].startswith("newton-cg, one read")
     np.testing.assert_allclose(lazy.predict(X), want, atol=1e-6)
+
+
+@pytest.mark.determinism
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_held_row_products_do_not_depend_on_the_threads(dtype: type) -> None:
+    from bigkern.solvers.newton_cg.held_rows import row_parts
+    from bigkern.solvers.newton_cg.method import CurvaturePass, LinePass
+
+    rng = np.random.default_rng(4)
+    n = 200_000
+    A = np.column_stack([rng.random((n, 40)), -np.ones(n)]).astype(dtype)
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    # the products run in parts (the curvature's over about half of the rows)
+    assert len(row_parts(n // 2, 2**20 // (A.itemsize * A.shape[1]))) > 1
+    u, d = 0.1 * rng.standard_normal(41), rng.standard_normal(41)
+    answers = []
+    for threads in (1, 2, 3):
+        rows = HeldKernelRows(A, y, SquaredHinge(), threads=threads)
+        line = rows(LinePass(u, d, (1.0, 0.5), 1.0))
+        answers.append((line.loss, line.grad, rows(CurvaturePass(u + d, d))))
+    for other in answers[1:]:
+        for a, b in zip(answers[0], other, strict=True):
+            np.testing.assert_array_equal(a, b)

@@ -65,7 +65,9 @@ def row_parts(n: int, block_rows: int) -> list[tuple[int, int]]:
     return [(min(cuts[j], n), min(cuts[j + 1], n)) for j in range(parts)]
 
 
-_POOL: ThreadPoolExecutor | None = None
+#: One pool of threads for the process, and the process it was made in: a process forked
+#: from that one inherits the pool but not its threads, and makes its own.
+_POOL: tuple[int, ThreadPoolExecutor] | None = None
 
 
 def _side_by_side(part: Callable[[tuple[int, int]], Any], parts: list[tuple[int, int]],
@@ -75,9 +77,10 @@ def _side_by_side(part: Callable[[tuple[int, int]], Any], parts: list[tuple[int,
     global _POOL
     if min(threads, len(parts)) <= 1:
         return [part(b) for b in parts]
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="bigkern-rows")
-    return list(_POOL.map(part, parts))
+    if _POOL is None or _POOL[0] != os.getpid():
+        _POOL = (os.getpid(), ThreadPoolExecutor(os.cpu_count() or 1,
+                                                 thread_name_prefix="bigkern-rows"))
+    return list(_POOL[1].map(part, parts))
 
 
 def _in_order(partials: list[np.ndarray], dim: int) -> np.ndarray:
