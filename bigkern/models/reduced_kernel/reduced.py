@@ -170,8 +170,8 @@ class ReducedSVC(ProbabilityMixin, _KernelClassifier):
         data, where each CG iteration is a read; for k > 2 classes of the squared hinge
         on held rows from ``2/k`` of 3,000, at least 500), else ``"newton"``.
         ``fit_report_["solver_choice"]`` says which ran and why. k > 2 classes: on held
-        kernel rows, as two (Newton–CG solves the k one-vs-rest problems one after the
-        other); over chunked data by the lockstep Newton method, one read a pass for
+        kernel rows, as two (Newton–CG solves the k one-vs-rest problems side by side,
+        a core each); over chunked data by the lockstep Newton method, one read a pass for
         all k (``"newton-cg"`` there is a ValueError).
     random_state : int, RandomState or None
         Seed of the reduced set (the same seed gives the same Ã, and the same model,
