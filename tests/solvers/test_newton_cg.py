@@ -121,15 +121,20 @@ def test_auto_chooses_and_reports(monkeypatch: pytest.MonkeyPatch) -> None:
                                     da.from_array(y, chunks=200))
     assert "under 10,000 on chunked data" in lazy.fit_report_["solver_choice"]
     labels = np.digitize(X[:, 0], [-0.5, 0.5])
-    three = ReducedSVC(**kw).fit(X, labels)  # at least max(500, 2/3 of 30) centres
-    assert three.fit_report_["solver"].startswith("finite newton")
-    assert "3 classes, 30 centers, under 500" in three.fit_report_["solver_choice"]
-    monkeypatch.setattr(_newton_cg_fit, "AUTO_CLASSES_NEWTON_CG_CENTERS", 10)
-    three = ReducedSVC(**kw).fit(X, labels)  # at least max(10, 2/3 of 30) centres
+    # k held classes: from 2/k (squared hinge) or 4/k (smooth) of the two-class threshold,
+    # at least AUTO_CLASSES_NEWTON_CG_CENTERS, at most the two-class threshold
+    three = ReducedSVC(**kw).fit(X, labels)
     assert three.fit_report_["solver"].startswith("newton-cg, in memory")
-    assert "3 classes, 30 centers, at least 20" in three.fit_report_["solver_choice"]
-    smooth = ReducedSVC(**{**kw, "loss": "smooth_hinge"}).fit(X, labels)
-    assert "3 classes, 30 centers, at least 30" in smooth.fit_report_["solver_choice"]
+    assert "3 classes, 30 centers, at least 30" in three.fit_report_["solver_choice"]
+    monkeypatch.setattr(_newton_cg_fit, "AUTO_NEWTON_CG_CENTERS", 3000)
+    for loss, labelled, said in (
+            ("squared_hinge", labels, "3 classes, 30 centers, under 2,000"),
+            ("smooth_hinge", labels, "3 classes, 30 centers, under 3,000"),
+            ("squared_hinge", np.arange(len(X)) % 12, "12 classes, 30 centers, under 500"),
+            ("smooth_hinge", np.arange(len(X)) % 12, "12 classes, 30 centers, under 1,000")):
+        fitted = ReducedSVC(**{**kw, "loss": loss}).fit(X, labelled)
+        assert said in fitted.fit_report_["solver_choice"], (loss, said)
+    monkeypatch.setattr(_newton_cg_fit, "AUTO_NEWTON_CG_CENTERS", 30)
     with dask.config.set(scheduler="synchronous"):
         Xd, ld = da.from_array(X, chunks=(200, 2)), da.from_array(labels, chunks=200)
         lazy_three = ReducedSVC(**kw).fit(Xd, ld)

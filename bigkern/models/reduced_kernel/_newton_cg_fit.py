@@ -86,8 +86,9 @@ def choose_solver(solver: str, n_centers: int, n_classes: int, held: bool = True
     :data:`AUTO_CLASSES_NEWTON_CG_CENTERS`): the lockstep finite Newton step forms a
     Hessian per class still running, while each class's CG products run over its own
     margin's rows, few once the classes are apart (the user guide's models page gives the
-    measurement). The smooth hinge gives every row curvature, and its k classes keep the
-    two-class threshold.
+    measurement). The smooth hinge gives every row curvature, so its CG products run over
+    all the rows: its k classes wait for twice that, ``4/k`` of it (and at most the
+    two-class threshold).
 
     Raises
     ------
@@ -100,8 +101,10 @@ def choose_solver(solver: str, n_centers: int, n_classes: int, held: bool = True
     ('newton', 'newton-cg')
     >>> choose_solver("auto", 5000, 3)[0], choose_solver("auto", 5000, 3, held=False)[0]
     ('newton-cg', 'newton')
-    >>> choose_solver("auto", 1000, 10)[0], choose_solver("auto", 1000, 10, squared_hinge=True)[0]
-    ('newton', 'newton-cg')
+    >>> [choose_solver("auto", m, 10)[0] for m in (1000, 2000)]
+    ['newton', 'newton-cg']
+    >>> choose_solver("auto", 1000, 10, squared_hinge=True)[0]
+    'newton-cg'
     """
     if n_classes > 2 and not held:
         if solver == "newton-cg":
@@ -116,8 +119,9 @@ def choose_solver(solver: str, n_centers: int, n_classes: int, held: bool = True
     if solver != "auto":
         return solver, f"solver={solver!r}"
     least = AUTO_NEWTON_CG_CENTERS if held else AUTO_CHUNKED_NEWTON_CG_CENTERS
-    if held and squared_hinge and n_classes > 2:
-        least = max(AUTO_CLASSES_NEWTON_CG_CENTERS, 2 * AUTO_NEWTON_CG_CENTERS // n_classes)
+    if held and n_classes > 2:
+        share = (2 if squared_hinge else 4) * AUTO_NEWTON_CG_CENTERS // n_classes
+        least = min(least, max(AUTO_CLASSES_NEWTON_CG_CENTERS, share))
     where = "kernel rows in memory" if held else "chunked data"
     what = f"{n_classes} classes, " if n_classes > 2 else ""
     if n_centers < least:
