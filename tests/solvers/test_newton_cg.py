@@ -130,7 +130,7 @@ def test_auto_chooses_and_reports(monkeypatch: pytest.MonkeyPatch) -> None:
     for loss, labelled, said in (
             ("squared_hinge", labels, "3 classes, 30 centers, under 2,000"),
             ("smooth_hinge", labels, "3 classes, 30 centers, under 3,000"),
-            ("squared_hinge", np.arange(len(X)) % 12, "12 classes, 30 centers, under 500"),
+            ("squared_hinge", np.arange(len(X)) % 12, "12 classes, 30 centers, under 1,000"),
             ("smooth_hinge", np.arange(len(X)) % 12, "12 classes, 30 centers, under 1,000")):
         fitted = ReducedSVC(**{**kw, "loss": loss}).fit(X, labelled)
         assert said in fitted.fit_report_["solver_choice"], (loss, said)

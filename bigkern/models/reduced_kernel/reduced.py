@@ -169,7 +169,7 @@ class ReducedSVC(ProbabilityMixin, _KernelClassifier):
         ``"newton-cg"`` from 3,000 centers with the kernel rows held (10,000 over chunked
         data, where each CG iteration is a read; for k > 2 classes on held rows from
         ``2/k`` of 3,000 for the squared hinge and ``4/k`` for the smooth one, at least
-        500), else ``"newton"``.
+        1,000), else ``"newton"``.
         ``fit_report_["solver_choice"]`` says which ran and why. k > 2 classes: on held
         kernel rows, as two (Newton–CG solves the k one-vs-rest problems side by side,
         a core each); over chunked data by the lockstep Newton method, one read a pass for
