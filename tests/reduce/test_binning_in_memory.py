@@ -23,8 +23,8 @@ from bigkern.reduce import percentile_bins
 from bigkern.reduce.binning.bins import OutlierWarning
 from bigkern.reduce.binning.in_memory import first_pass
 from bigkern.reduce.binning.radix_select import _first_pass_chunk
+from tests.reduce.plan_attrs import without_plan
 
-PLAN_ATTRS = ("plan", "passes", "n_kept", "one_read", "sample_rows", "sample_chunks_held")
 LABELS = {
     "int8": np.array([-1, 1], dtype=np.int8),
     "float": np.array([0.0, 1.0]),
@@ -51,12 +51,6 @@ def _outcome(fn):
     return "ok", result, [(w.category, str(w.message)) for w in caught]
 
 
-def _without_plan(ds):
-    ds = ds.copy()
-    for key in PLAN_ATTRS:
-        ds.attrs.pop(key, None)
-    return ds
-
 
 def _assert_same_bins(memory, dask_result, fused):
     assert memory[0] == dask_result[0], (memory, dask_result)
@@ -69,7 +63,7 @@ def _assert_same_bins(memory, dask_result, fused):
     assert ref.attrs["plan"] == ("fused" if fused else "three-pass")
     if not fused:
         assert ref.attrs["n_kept"] == 0
-    xr.testing.assert_identical(_without_plan(mem), _without_plan(ref))
+    xr.testing.assert_identical(without_plan(mem), without_plan(ref))
     # the same OutlierWarnings, in the same order
     assert [w for w in memory[2] if w[0] is OutlierWarning] == \
         [w for w in dask_result[2] if w[0] is OutlierWarning]
@@ -197,7 +191,7 @@ def test_row_threshold_switches_paths():
     # the default above it: the one-read plan (here its sample's windows hold too many of
     # the 3,000 rows, and it hands over to the fused plan)
     assert above.attrs["one_read"].startswith("skipped") and above.attrs["plan"] == "fused"
-    xr.testing.assert_identical(_without_plan(at), _without_plan(above))
+    xr.testing.assert_identical(without_plan(at), without_plan(above))
 
 
 def test_explicit_choices():

@@ -27,8 +27,8 @@ from bigkern.reduce import percentile_bins
 from bigkern.reduce.binning.bins import OutlierWarning
 from bigkern.reduce.binning.one_read import OneReadSample, sample_windows
 from bigkern.reduce.binning.plan import BinningPlan
+from tests.reduce.plan_attrs import without_plan
 
-PLAN_ATTRS = ("plan", "passes", "n_kept", "one_read", "sample_rows", "sample_chunks_held")
 LABELS = {
     "int8": np.array([-1, 1], dtype=np.int8),
     "float": np.array([0.0, 1.0]),
@@ -41,12 +41,6 @@ SAMPLES = {
     "blind": OneReadSample(rows=50, windows=1, z=0.0, scale_offsets=(0,)),  # forced fallbacks
 }
 
-
-def _without_plan(ds: xr.Dataset) -> xr.Dataset:
-    ds = ds.copy()
-    for key in PLAN_ATTRS:
-        ds.attrs.pop(key, None)
-    return ds
 
 
 def _outcome(fn):
@@ -120,7 +114,7 @@ def test_one_read_bins_are_the_fused_plans_bins(case, sample):
         event(f"error: {one[1].__name__}")
         return
     got, ref = one[1], fused[1]
-    xr.testing.assert_identical(_without_plan(got), _without_plan(ref))
+    xr.testing.assert_identical(without_plan(got), without_plan(ref))
     assert one[2] == fused[2]  # the same OutlierWarnings
     status = got.attrs["one_read"]
     event(f"{sample}: {status.split(':')[0]}")
@@ -151,7 +145,7 @@ def test_sorted_rows_force_a_fallback_that_is_counted(dtype):
     assert one.attrs["plan"] == "fused" and one.attrs["passes"] == 2
     assert one.attrs["one_read"].startswith("fallback: f1: ")
     assert one.attrs["sample_rows"] == 4000
-    xr.testing.assert_identical(_without_plan(one), _without_plan(fused))
+    xr.testing.assert_identical(without_plan(one), without_plan(fused))
 
 
 def test_a_maximum_the_sample_missed_is_summed_at_the_next_scale():
@@ -172,7 +166,7 @@ def test_a_maximum_the_sample_missed_is_summed_at_the_next_scale():
     assert two.attrs["one_read"] == "ok" and two.attrs["passes"] == 1
     assert one.attrs["one_read"].startswith("fallback: f0: fixed-point scale")
     for got in (one, two):
-        xr.testing.assert_identical(_without_plan(got), _without_plan(fused))
+        xr.testing.assert_identical(without_plan(got), without_plan(fused))
 
 
 def test_a_class_outside_the_sample_falls_back_with_the_right_classes():
@@ -187,7 +181,7 @@ def test_a_class_outside_the_sample_falls_back_with_the_right_classes():
     fused = percentile_bins(X, Y, plan="fused")
     assert one.attrs["one_read"] == "fallback: the sample did not show the classes of y"
     assert one.attrs["classes"] == ["clear", "cloud"]
-    xr.testing.assert_identical(_without_plan(one), _without_plan(fused))
+    xr.testing.assert_identical(without_plan(one), without_plan(fused))
 
 
 def test_groups_too_large_to_collect_refine_the_kept_rows_again(monkeypatch):
@@ -204,7 +198,7 @@ def test_groups_too_large_to_collect_refine_the_kept_rows_again(monkeypatch):
     with config.set(max_deferred_fraction=1e9):
         one = percentile_bins(X, Y, plan=BinningPlan("one-read", OneReadSample(rows=6000)))
     assert one.attrs["one_read"] == "ok" and one.attrs["passes"] == 1
-    xr.testing.assert_identical(_without_plan(one), _without_plan(fused))
+    xr.testing.assert_identical(without_plan(one), without_plan(fused))
 
 
 def test_heavy_ties_skip_the_one_read_plan():
@@ -228,7 +222,7 @@ def test_sample_windows_do_not_depend_on_the_chunking_and_stay_inside():
         a, b = (percentile_bins(da.from_array(x, chunks=c), plan=BinningPlan("one-read", sample))
                 for c in (501, 3000))
     assert a.attrs["sample_rows"] == b.attrs["sample_rows"] == 1000
-    xr.testing.assert_identical(_without_plan(a), _without_plan(b))
+    xr.testing.assert_identical(without_plan(a), without_plan(b))
     assert a.attrs["n_kept"] == b.attrs["n_kept"] and a.attrs["one_read"] == b.attrs["one_read"]
 
 
@@ -298,7 +292,7 @@ def test_one_full_read_on_a_cluster(client, tmp_path):
     every_chunk = X.npartitions + Y.npartitions
     assert len(one_reads) == every_chunk and set(one_reads.values()) == {1}
     assert len(fused_reads) == every_chunk and set(fused_reads.values()) == {2}
-    xr.testing.assert_identical(_without_plan(one), _without_plan(fused))
+    xr.testing.assert_identical(without_plan(one), without_plan(fused))
     # a skip after the sample (its windows would keep too many rows): the histogram pass
     # takes the held chunks from memory, so the plan that follows reads what it alone would
     with config.set(max_deferred_fraction=0.0):
@@ -309,4 +303,4 @@ def test_one_full_read_on_a_cluster(client, tmp_path):
     assert skipped.attrs["sample_chunks_held"] >= 2
     three, three_reads = reads(lambda: percentile_bins(X, Y, plan="three-pass"))
     assert skipped_reads == three_reads  # no chunk read once more for the sample
-    xr.testing.assert_identical(_without_plan(skipped), _without_plan(three))
+    xr.testing.assert_identical(without_plan(skipped), without_plan(three))

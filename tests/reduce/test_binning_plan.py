@@ -21,15 +21,7 @@ from bigkern.reduce.binning.plan import (
     BinningPlan,
     held_sample_bytes,
 )
-
-PLAN_ATTRS = ("plan", "passes", "n_kept", "one_read", "sample_rows", "sample_chunks_held")
-
-
-def _without_plan(ds: xr.Dataset) -> xr.Dataset:
-    ds = ds.copy()
-    for key in PLAN_ATTRS:
-        ds.attrs.pop(key, None)
-    return ds
+from tests.reduce.plan_attrs import without_plan
 
 
 def _data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -49,11 +41,11 @@ def test_the_default_for_a_dask_input_whose_sample_fits_is_the_one_read_plan():
     assert got.attrs["passes"] == 1
     fused = percentile_bins(X, Y, plan="fused")
     assert fused.attrs["plan"] == "fused" and "one_read" not in fused.attrs
-    xr.testing.assert_identical(_without_plan(got), _without_plan(fused))
+    xr.testing.assert_identical(without_plan(got), without_plan(fused))
     # a numpy input above bigkern.in_memory_rows takes the same default
     with config.set(in_memory_rows=100_000):
         assert BinningPlan.choose(x, y).name == "one-read"
-        xr.testing.assert_identical(_without_plan(percentile_bins(x, y)), _without_plan(got))
+        xr.testing.assert_identical(without_plan(percentile_bins(x, y)), without_plan(got))
 
 
 def test_the_default_for_a_small_numpy_input_is_the_in_memory_plan():
@@ -116,8 +108,8 @@ def test_a_plan_name_or_object_chooses_the_plan(name):
     finished = {"fused-or-three-pass": "fused"}.get(name, name)
     assert by_name.attrs["plan"] == by_object.attrs["plan"] == finished
     xr.testing.assert_identical(by_name, by_object)
-    xr.testing.assert_identical(_without_plan(by_name),
-                                _without_plan(percentile_bins(x, y, plan="in-memory")))
+    xr.testing.assert_identical(without_plan(by_name),
+                                without_plan(percentile_bins(x, y, plan="in-memory")))
 
 
 def test_the_one_read_sample_settings_live_in_the_plan_object():

@@ -26,10 +26,9 @@ from bigkern.store.integrity import CheckedChunks
 from bigkern.store.key_histograms import KEY_HISTOGRAMS_GROUP, read_key_histograms
 from bigkern.store.manifest import chunk_digest, write_manifests
 from bigkern.store.zarr_store import finish_store
+from tests.reduce.plan_attrs import assert_same_bins
 
 FEATURES = ["NDAI", "SD", "CORR"]
-PLAN_ATTRS = ("plan", "passes", "n_kept", "recorded", "one_read", "sample_rows",
-              "sample_chunks_held", "kept_fraction_bound")
 
 
 @pytest.fixture(autouse=True)
@@ -65,13 +64,6 @@ def _bins(s, **kw) -> xr.Dataset:
                            recorded=s.recorded, **kw)
 
 
-def _same(a: xr.Dataset, b: xr.Dataset) -> None:
-    a, b = a.copy(), b.copy()
-    for key in PLAN_ATTRS:
-        a.attrs.pop(key, None)
-        b.attrs.pop(key, None)
-    xr.testing.assert_identical(a, b)
-
 
 def test_recorded_histograms_equal_a_read(tmp_path):
     store = _store(tmp_path, chunks={"scene": 2, "y": 24, "x": 48})
@@ -99,18 +91,18 @@ def test_bins_from_the_record_are_the_fused_plans(tmp_path, store):
         bins = _bins(s)
         assert (bins.attrs["plan"], bins.attrs["passes"], bins.attrs["recorded"]) == \
             ("recorded", 1, "ok")
-        _same(bins, _bins(s, plan="fused"))
+        assert_same_bins(bins, _bins(s, plan="fused"))
     # a feature subset in another order: the same usable rows, so exact
     sub = stack_samples(open_scenes(store), ["CORR", "NDAI"])
     sub_bins = _bins(sub)
     assert sub_bins.attrs["plan"] == "recorded"
-    _same(sub_bins, _bins(sub, plan="fused"))
+    assert_same_bins(sub_bins, _bins(sub, plan="fused"))
     # the fit's default features, logSD derived after opening as the fit derives it
     default = ["NDAI", "logSD", "CORR"]
     der = stack_samples(with_features(open_scenes(store), default), default)
     der_bins = _bins(der)
     assert der_bins.attrs["plan"] == "recorded"
-    _same(der_bins, _bins(der, plan="fused"))
+    assert_same_bins(der_bins, _bins(der, plan="fused"))
 
 
 def test_what_the_record_cannot_stand_for_falls_back(tmp_path):
@@ -132,7 +124,7 @@ def test_what_the_record_cannot_stand_for_falls_back(tmp_path):
     assert "mask is not the one stack_samples built" in split.attrs["recorded"]
     plain = percentile_bins(s.X, s.y, mask=s.mask, features=FEATURES)  # no record given
     assert plain.attrs["plan"] != "recorded" and "recorded" not in plain.attrs
-    _same(plain, full)
+    assert_same_bins(plain, full)
 
 
 def test_a_chunk_replaced_after_the_write_is_seen_by_its_digest(tmp_path):
@@ -150,7 +142,7 @@ def test_a_chunk_replaced_after_the_write_is_seen_by_its_digest(tmp_path):
     bins = _bins(s)
     assert bins.attrs["plan"] != "recorded"
     assert "'NDAI' has chunks that changed" in bins.attrs["recorded"]
-    _same(bins, _bins(s, plan="fused"))
+    assert_same_bins(bins, _bins(s, plan="fused"))
 
 
 def test_the_recorded_plan_reads_each_chunk_once(store, monkeypatch):

@@ -28,10 +28,9 @@ from bigkern.scenes import open_scenes, stack_samples, write_scenes
 from bigkern.store.key_histograms import KeyHistogramRecorder, read_key_histograms
 from bigkern.store.manifest import chunk_digest, write_manifests
 from bigkern.store.zarr_store import finish_store
+from tests.reduce.plan_attrs import assert_same_bins
 
 FEATURES = ["NDAI", "SD", "CORR"]
-PLAN_ATTRS = ("plan", "passes", "n_kept", "recorded", "one_read", "sample_rows",
-              "sample_chunks_held", "kept_fraction_bound")
 
 
 @pytest.fixture
@@ -59,13 +58,6 @@ def _half_bins(s, train, recorded=None, **kw) -> xr.Dataset:
     return percentile_bins(s.X, s.y, mask=train, features=FEATURES, recorded=recorded, **kw)
 
 
-def _same(a: xr.Dataset, b: xr.Dataset) -> None:
-    a, b = a.copy(), b.copy()
-    for key in PLAN_ATTRS:
-        a.attrs.pop(key, None)
-        b.attrs.pop(key, None)
-    xr.testing.assert_identical(a, b)
-
 
 def test_the_training_half_bins_in_one_read_as_the_fused_plan(tmp_path, store, synchronous):
     other = _store(tmp_path / "o.zarr", {"scene": 2, "y": 16, "x": 48})
@@ -78,7 +70,7 @@ def test_the_training_half_bins_in_one_read_as_the_fused_plan(tmp_path, store, s
         assert (bins.attrs["plan"], bins.attrs["passes"], bins.attrs["recorded"]) == \
             ("recorded", 1, "ok")
         fused = _half_bins(s, train, plan="fused")
-        _same(bins, fused)
+        assert_same_bins(bins, fused)
         assert bins.attrs["n_valid"] < 0.6 * int(s.mask.sum())  # a half, not every row
     # the recorded half is what a read of the half finds
     part = read_key_histograms(other)[0].first_part
@@ -96,7 +88,7 @@ def test_another_split_falls_back_and_says_why(store, synchronous):
     assert bins.attrs["plan"] != "recorded"
     assert bins.attrs["recorded"] == (
         "fallback: the training half was recorded for the split of seed 0; this split has seed 1")
-    _same(bins, _half_bins(s, train, plan="fused"))
+    assert_same_bins(bins, _half_bins(s, train, plan="fused"))
     train, _, source = recorded_split(s, fraction=0.3, seed=0)
     assert "a first part of fraction 0.5; this split's is 0.3" in \
         _half_bins(s, train, source).attrs["recorded"]
@@ -150,7 +142,7 @@ def test_an_edited_chunk_falls_back_for_the_half(tmp_path, synchronous):
     bins = _half_bins(s, train, source)
     assert bins.attrs["plan"] != "recorded"
     assert "'NDAI' has chunks that changed" in bins.attrs["recorded"]
-    _same(bins, _half_bins(s, train, plan="fused"))
+    assert_same_bins(bins, _half_bins(s, train, plan="fused"))
 
 
 def test_the_default_fit_command_says_it_binned_in_one_read(tmp_path, capsys, client):

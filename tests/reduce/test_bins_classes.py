@@ -21,9 +21,9 @@ from bigkern.reduce import bin_index, bin_statistics, percentile_bins
 from bigkern.reduce.binning.one_read import OneReadSample, sample_windows
 from bigkern.reduce.binning.plan import BinningPlan
 from bigkern.reduce.class_counts import bin_class_counts, class_codes
+from tests.reduce.plan_attrs import without_plan
 
 PLANS = ("in-memory", "one-read", "fused", "three-pass")
-PLAN_ATTRS = ("plan", "passes", "n_kept", "one_read", "sample_rows", "sample_chunks_held")
 QUARTILES = (0.25, 0.5, 0.75)
 
 
@@ -65,12 +65,6 @@ def _run(x, y, mask, plan, chunk, **kwargs):
     return percentile_bins(X, Y, mask=M, quantiles=QUARTILES, plan=plan, **kwargs)
 
 
-def _without_plan(ds: xr.Dataset) -> xr.Dataset:
-    ds = ds.copy()
-    for key in PLAN_ATTRS:
-        ds.attrs.pop(key, None)
-    return ds
-
 
 @pytest.mark.parametrize("labels", ["str", "int", "float"])
 @pytest.mark.parametrize("plan", PLANS)
@@ -105,7 +99,7 @@ def test_any_chunking_gives_the_in_memory_bins(chunk, seed, plan):
     x, y, mask = _data(3000, seed=seed)
     memory = _run(x, y, mask, "in-memory", chunk)
     chunked = _run(x, y, mask, plan, chunk)
-    xr.testing.assert_identical(_without_plan(chunked), _without_plan(memory))
+    xr.testing.assert_identical(without_plan(chunked), without_plan(memory))
 
 
 def test_given_classes_set_the_class_order_and_an_absent_class_counts_zero():
@@ -183,15 +177,15 @@ def test_a_class_outside_the_one_read_sample_falls_back_with_every_class():
     fused = percentile_bins(X, Y, plan="fused")
     assert one.attrs["one_read"] == "fallback: the sample did not show the classes of y"
     assert one.attrs["classes"] == ["clear", "haze", "snow"]
-    xr.testing.assert_identical(_without_plan(one), _without_plan(fused))
+    xr.testing.assert_identical(without_plan(one), without_plan(fused))
 
 
 def test_on_a_cluster_the_bins_are_the_in_memory_bins(client):
     x, y, mask = _data(8000)
     memory = _run(x, y, mask, "in-memory", 0)
     for plan in PLANS[1:]:
-        xr.testing.assert_identical(_without_plan(_run(x, y, mask, plan, 1100)),
-                                    _without_plan(memory))
+        xr.testing.assert_identical(without_plan(_run(x, y, mask, plan, 1100)),
+                                    without_plan(memory))
 
 
 def test_class_codes_of_labels():

@@ -13,16 +13,7 @@ from bigkern.errors import LabelError
 from bigkern.models import BinnedSVC
 from bigkern.reduce import bin_statistics, percentile_bins, quantile_summary
 from bigkern.reduce.binning.bins import OutlierWarning
-
-PLAN_ATTRS = ("plan", "passes", "n_kept", "one_read", "sample_rows", "sample_chunks_held")
-
-
-def _without_plan(ds):
-    """``ds`` without the attrs that describe the plan that ran."""
-    ds = ds.copy()
-    for key in PLAN_ATTRS:
-        ds.attrs.pop(key, None)
-    return ds
+from tests.reduce.plan_attrs import without_plan
 
 
 def _data(n=20_000, seed=0, nan_every=97):
@@ -84,7 +75,7 @@ def test_identical_across_worker_counts(n_workers, tmp_path):
         default = percentile_bins(X, Y)  # the one-read plan: its sample fits the workers
     xr.testing.assert_identical(reference, got)
     assert default.attrs["plan"] == "one-read" and default.attrs["passes"] == 1
-    xr.testing.assert_identical(_without_plan(default), _without_plan(reference))
+    xr.testing.assert_identical(without_plan(default), without_plan(reference))
     assert got.attrs["n_outliers"] == 3
 
 
