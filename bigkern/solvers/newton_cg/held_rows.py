@@ -14,7 +14,7 @@ builds from :class:`bigkern.reduce.reduced.newton_cg_passes.ChunkedNewtonCG`).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -137,20 +137,26 @@ class HeldKernelRows:
         rows = max(16, _CACHE_BYTES // (8 * self.A.shape[1]))
         return rows, np.empty((rows, self.A.shape[1]))
 
+    def _float64_blocks(self, bounds: tuple[int, int]) -> Iterator[tuple[int, np.ndarray]]:
+        """The rows ``bounds`` in float64 with the first row of each: float64 rows as one
+        view, float32 rows a block at a time through a work buffer of the caller's own."""
+        if self.A.dtype == np.float64:
+            yield bounds[0], self.A[bounds[0]:bounds[1]]
+            return
+        rows, work = self._blocks()
+        for s in range(bounds[0], bounds[1], rows):
+            block = self.A[s:min(s + rows, bounds[1])]
+            b = work[:len(block)]
+            b[...] = block
+            yield s, b
+
     def _times(self, V: np.ndarray) -> np.ndarray:
         """``A V`` in float64 (V (dim, k)); the parts' rows side by side."""
         out = np.empty((len(self.A), V.shape[1]))
 
         def part(bounds: tuple[int, int]) -> None:
-            if self.A.dtype == np.float64:
-                np.matmul(self.A[bounds[0]:bounds[1]], V, out=out[bounds[0]:bounds[1]])
-                return
-            rows, work = self._blocks()
-            for s in range(bounds[0], bounds[1], rows):
-                block = self.A[s:min(s + rows, bounds[1])]
-                b = work[:len(block)]
-                b[...] = block
-                np.matmul(b, V, out=out[s:s + len(block)])
+            for s, b in self._float64_blocks(bounds):
+                np.matmul(b, V, out=out[s:s + len(b)])
 
         _side_by_side(part, row_parts(len(self.A), self._blocks()[0]), self.threads)
         return out
@@ -158,15 +164,9 @@ class HeldKernelRows:
     def _weights(self, w: np.ndarray) -> np.ndarray:
         """``wᵀ A`` in float64: each part's sum, the parts' added in order."""
         def part(bounds: tuple[int, int]) -> np.ndarray:
-            if self.A.dtype == np.float64:
-                return w[bounds[0]:bounds[1]] @ self.A[bounds[0]:bounds[1]]
             acc = np.zeros(self.A.shape[1])
-            rows, work = self._blocks()
-            for s in range(bounds[0], bounds[1], rows):
-                block = self.A[s:min(s + rows, bounds[1])]
-                b = work[:len(block)]
-                b[...] = block
-                acc += w[s:s + len(block)] @ b
+            for s, b in self._float64_blocks(bounds):
+                acc += w[s:s + len(b)] @ b
             return acc
 
         parts = row_parts(len(self.A), self._blocks()[0])
