@@ -7,8 +7,9 @@ is fitted on the numpy rows (kernel rows held in memory) with ``solver="newton"`
 k one-vs-rest problems in lockstep: a Hessian ``n·m̃²`` per class still running, each
 pass) and ``solver="newton-cg"`` (the problems side by side on the cores, each Newton step by
 conjugate gradients over its own margin's rows), and it prints what ``solver="auto"``
-takes (its ``fit_report_["solver"]``, from a fit of one Newton step). One BLAS
-thread, as ``benchmarks/classes.py`` times its models. Printed: fit seconds (best of
+takes (its ``fit_report_["solver"]``, from a fit of one Newton step). BLAS on one
+thread, as ``benchmarks/classes.py`` times its models (the solvers' own threads use
+every core). Printed: fit seconds (best of
 ``--repeat``), test accuracy, Newton and CG iterations, the ratio newton / newton-cg
 and the largest difference of the two models' decision values.
 
@@ -45,7 +46,8 @@ def rows(small: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
 
 
 def fit(X: np.ndarray, y: np.ndarray, repeat: int, **params: Any) -> tuple[float, Any]:
-    """The best fit seconds of ``repeat`` and the last model."""
+    """The best fit seconds of ``repeat`` and the last model (warnings silenced: the
+    progress line says whether each fit converged)."""
     from bigkern import ReducedSVC
 
     best, model = np.inf, None
@@ -88,7 +90,8 @@ def run(args: Any) -> None:
                     acc = float(np.mean(model.predict(Xte) == yte))
                     cg = sum(rep.get("cg_iterations", [])) if solver == "newton-cg" else ""
                     print(f"  {loss} m {m} {solver}: {seconds:.2f} s, {100 * acc:.2f}%, "
-                          f"{rep['iterations']} Newton iterations (load {C.load()})",
+                          f"{rep['iterations']} Newton iterations, converged "
+                          f"{rep['converged']} (load {C.load()})",
                           flush=True)
                     table.append([loss, m, solver, f"{seconds:.2f}", f"{100 * acc:.2f}%",
                                   rep["iterations"], cg,
