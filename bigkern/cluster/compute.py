@@ -26,8 +26,11 @@ from bigkern.cluster.watchdog import current_client
 __all__ = ["blas_controller", "compute", "current_client", "gather_watching", "task_threads"]
 
 
-def compute(*collections: Any, label: str | None = None) -> tuple[Any, ...]:
+def compute(*collections: Any, label: str | None = None,
+            optimize_graph: bool = True) -> tuple[Any, ...]:
     """``dask.compute`` with a progress bar when ``bigkern.progress`` is on.
+
+    ``optimize_graph=False`` computes the graphs as they are (already optimized, say).
 
     On a distributed client the bar is :func:`distributed.progress` — its widget
     form in a Jupyter kernel (with ipywidgets), else text on stderr; without a
@@ -44,7 +47,7 @@ def compute(*collections: Any, label: str | None = None) -> tuple[Any, ...]:
     if client is not None:
         from bigkern.cluster.watchdog import watching
 
-        futures = client.compute(list(collections))
+        futures = client.compute(list(collections), optimize_graph=optimize_graph)
         # the watchdog covers the text bar too: it blocks until its keys finish or are cancelled
         with watching(client, futures):
             if show:
@@ -63,7 +66,9 @@ def compute(*collections: Any, label: str | None = None) -> tuple[Any, ...]:
                 with distributed_lines(futures, label):
                     return tuple(client.gather(futures))
             return tuple(client.gather(futures))
-    kwargs = {"scheduler": _no_client_scheduler()} if _no_client_possible() else {}
+    kwargs: dict[str, Any] = {"optimize_graph": optimize_graph}
+    if _no_client_possible():
+        kwargs["scheduler"] = _no_client_scheduler()
     with _local_blas_limit(collections):
         if show:
             from dask.diagnostics import ProgressBar

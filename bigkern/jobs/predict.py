@@ -13,6 +13,7 @@ import numpy as np
 import xarray as xr
 
 from bigkern import config
+from bigkern.cluster.compute import task_threads
 from bigkern.cluster.memory import worker_memory
 from bigkern.features.matching import model_features
 from bigkern.jobs.class_outputs import (
@@ -49,6 +50,36 @@ def task_chunks(
     rows = max(1, max_pixels // width)
     new_y = tuple(part for c in y_c for part in _split(c, rows))
     return new_scene, new_y, x_c
+
+
+#: Prediction tasks per worker thread that a store of few chunks is split into, at least
+#: (fewer tasks than threads would leave threads idle) ...
+TASKS_PER_THREAD = 2
+#: ... into tasks of no fewer pixels than this (a smaller task's fixed costs show).
+MIN_TASK_PIXELS = 1 << 20
+
+
+def balanced_task_pixels(chunks: tuple[tuple[int, ...], ...], max_pixels: int,
+                         threads: int) -> int:
+    """Pixels per prediction task: at most ``max_pixels``, and small enough that ``threads``
+    threads get :data:`TASKS_PER_THREAD` tasks each (not below :data:`MIN_TASK_PIXELS`).
+
+    Store chunks within the result stay whole, one task each: splitting them costs a
+    split and a merge of every chunk, and their scheduling, for nothing once every
+    thread has tasks enough.
+
+    Examples
+    --------
+    >>> from bigkern.jobs.predict import balanced_task_pixels
+    >>> many = ((1,) * 40, (1024,), (2048,))  # 40 chunks of 2 M pixels
+    >>> balanced_task_pixels(many, 1 << 25, threads=2) >= 2 * 1024 * 2048  # kept whole
+    True
+    >>> balanced_task_pixels(((1,), (8192,), (8192,)), 1 << 25, threads=8)  # one scene
+    4194304
+    """
+    total = int(np.prod([sum(c) for c in chunks], dtype=np.int64))
+    wanted = -(-total // (TASKS_PER_THREAD * max(1, threads)))
+    return int(min(max_pixels, max(MIN_TASK_PIXELS, wanted)))
 
 
 def _split(n: int, size: int) -> list[int]:
@@ -198,7 +229,8 @@ def predict_scenes(
     # the stored variables read (SD for logSD), for a check of undeclared fills
     stored = fc.stored_arrays()
     cube = fc.cube
-    max_pixels = int(config.get("predict_block_pixels"))
+    max_pixels = balanced_task_pixels(chunks, int(config.get("predict_block_pixels")),
+                                      task_threads())
     budget = worker_memory(per_task=True)
     if budget is not None:
         max_pixels = _fit_task_to_memory(arrays, chunks, model.n_basis_, budget,

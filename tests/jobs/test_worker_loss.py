@@ -142,10 +142,10 @@ def cluster():
 
 @pytest.fixture(scope="module")
 def store(cluster, tmp_path_factory):
-    """Four small scenes in zarr, 8 chunks per variable (so there are tasks to interrupt)."""
+    """Four small scenes in zarr, 16 chunks per variable (so there are tasks to interrupt)."""
     path = tmp_path_factory.mktemp("worker-loss") / "scenes.zarr"
     return write_scenes(make_scenes(4, (96, 128), seed=11), path,
-                        chunks={"scene": 1, "y": 48, "x": 128})
+                        chunks={"scene": 1, "y": 24, "x": 128})
 
 
 @pytest.fixture(scope="module")

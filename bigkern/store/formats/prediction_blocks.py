@@ -162,12 +162,13 @@ def compute_blocks(
     lines = ProgressLines(label) if config.get("progress") else None
     started = time.perf_counter()
     failed = True
+    graph, optimized = _optimized_once(work)
     try:
         for first, stop in _batches(work, max(1, task_threads()), BATCH_BYTES):
             items = work[first:stop]
-            flat = [block for item in items for block in item]
+            flat = _culled([block for item in optimized[first:stop] for block in item], graph)
             with dask.config.set({"bigkern.progress": False}):
-                results = iter(compute(*flat, label=label))
+                results = iter(compute(*flat, label=label, optimize_graph=False))
             for offset, item in enumerate(items):
                 yield first + offset, [np.asarray(next(results)) for _ in item]
             if lines is not None:
@@ -177,6 +178,42 @@ def compute_blocks(
     finally:
         if lines is not None:
             lines.finish(time.perf_counter() - started, len(work), failed=failed)
+
+
+def _optimized_once(work: Sequence[Sequence[da.Array]]
+                    ) -> tuple[dict[Any, Any], list[list[da.Array]]]:
+    """Every item's blocks optimized together, once: their merged graph and the blocks.
+
+    Optimizing each batch on its own fuses the tasks its subset shares differently from
+    another batch's (a task with one dependent in a batch is fused into it): the same
+    key with another task, which the scheduler refuses or computes wrongly
+    (dask/dask#9888). Batches cut from one optimized graph agree on every key.
+    """
+    import dask
+
+    flat = [block for item in work for block in item]
+    if not flat:
+        return {}, [list(item) for item in work]
+    optimized = iter(dask.optimize(*flat))
+    blocks = [[next(optimized) for _ in item] for item in work]
+    return dict(blocks[0][0].__dask_graph__()), blocks
+
+
+def _culled(blocks: list[da.Array], graph: dict[Any, Any]) -> list[da.Array]:
+    """``blocks`` on the part of ``graph`` they need (a batch ships only its own tasks)."""
+    from dask.optimization import cull
+
+    keys = [k for b in blocks for k in b.__dask_keys__()]
+    culled, _ = cull(graph, list(_flat_keys(keys)))
+    return [da.Array(culled, b.name, b.chunks, meta=b._meta) for b in blocks]
+
+
+def _flat_keys(keys: Any) -> Iterator[Any]:
+    for k in keys:
+        if isinstance(k, list):
+            yield from _flat_keys(k)
+        else:
+            yield k
 
 
 def _number(value: Any) -> bool:
