@@ -53,8 +53,8 @@ def task_chunks(
 
 
 #: Prediction tasks per worker thread that a store of few chunks is split into, at least
-#: (fewer tasks than threads would leave threads idle) ...
-TASKS_PER_THREAD = 2
+#: (the last wave of tasks leaves threads idle; the more waves, the less it weighs) ...
+TASKS_PER_THREAD = 4
 #: ... into tasks of no fewer pixels than this (a smaller task's fixed costs show).
 MIN_TASK_PIXELS = 1 << 20
 
@@ -75,7 +75,7 @@ def balanced_task_pixels(chunks: tuple[tuple[int, ...], ...], max_pixels: int,
     >>> balanced_task_pixels(many, 1 << 25, threads=2) >= 2 * 1024 * 2048  # kept whole
     True
     >>> balanced_task_pixels(((1,), (8192,), (8192,)), 1 << 25, threads=8)  # one scene
-    4194304
+    2097152
     """
     total = int(np.prod([sum(c) for c in chunks], dtype=np.int64))
     wanted = -(-total // (TASKS_PER_THREAD * max(1, threads)))

@@ -246,18 +246,8 @@ def feature_cube(
     if at_least is not None:
         dtype = np.result_type(*[a.dtype for a in arrays], at_least)
         stacked = [a.astype(dtype) for a in arrays]
-    # one blockwise task per chunk (it fuses with the reads and the validity rules),
-    # not da.stack's task per feature and chunk and a rechunk merging them
-    cube = da.map_blocks(_stack_last, *stacked, new_axis=3,
-                         chunks=(*chunks, (len(stacked),)),
-                         dtype=np.result_type(*[a.dtype for a in stacked]),
-                         token="bigkern-feature-cube")
+    cube = da.stack(stacked, axis=-1).rechunk({3: -1})
     return FeatureCube(ds, features, tuple(arrays), cube, sources)
-
-
-def _stack_last(*blocks: np.ndarray) -> np.ndarray:
-    """The blocks of the features, stacked on a last axis (one C-contiguous array)."""
-    return np.stack(blocks, axis=-1)
 
 
 def stack_samples(
@@ -367,12 +357,7 @@ def as_dask_array(var: xr.DataArray) -> da.Array:
 
 
 def _flatten_blocks(arr: da.Array, trailing: tuple[int, ...]) -> da.Array:
-    """Concatenate the blocks of a (scene, y, x, ...) array, each flattened in C order.
-
-    (dask fuses each block's ``blocks``, ``reshape`` and ``concatenate`` into one task;
-    ``da.reshape_blockwise``, one layer, made the fused graphs of the geotiff writer's
-    batches fail with a KeyError, dask 2026.8.)
-    """
+    """Concatenate the blocks of a (scene, y, x, ...) array, each flattened in C order."""
     lead = arr.numblocks[:3]
     pieces = []
     for idx in np.ndindex(*lead):
