@@ -11,6 +11,7 @@ of every bigkern output (overwrite only bigkern's, nothing left by a failure).
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import sys
@@ -222,6 +223,42 @@ def test_a_damaged_netcdf_chunk_fails_its_checksum(predictions, tmp_path):
 
 
 # --- GeoTIFF --------------------------------------------------------------------------------
+
+def _one_task_cube(real):
+    """``feature_cube`` whose cube is one blockwise task per chunk (``map_blocks`` over the
+    features), fused with the synthetic scenes' shared per-scene tasks."""
+    def cube(*args, **kwargs):
+        fc = real(*args, **kwargs)
+        stacked = da.map_blocks(lambda *blocks: np.stack(blocks, axis=-1), *fc.arrays,
+                                new_axis=3, chunks=(*fc.chunks, (len(fc.arrays),)),
+                                dtype=np.result_type(*[a.dtype for a in fc.arrays]))
+        return dataclasses.replace(fc, cube=stacked)
+    return cube
+
+
+def test_the_batches_of_a_file_writer_agree_on_every_task(classifier, client, tmp_path,
+                                                          monkeypatch):
+    """The file writers compute a few regions at a time. Optimized batch by batch, such a
+    graph fused the scenes' shared tasks differently in each batch: one key, two tasks,
+    and a KeyError from the cluster (dask/dask#9888). The writer optimizes every region
+    once and cuts the batches from that graph: the files equal the prediction."""
+    import bigkern.jobs.predict as predict_module
+
+    monkeypatch.setattr(predict_module, "feature_cube",
+                        _one_task_cube(predict_module.feature_cube))
+    pred = predict_scenes(classifier, utm_scenes(), dims=DIMS["utm"])
+    with client.as_current():
+        values = pred.compute()
+        for i in range(3):  # the first write as every later one
+            path = tmp_path / f"masks-{i}.tif"
+            write_prediction_file(pred, path, summarize=_count_predictions)
+            tif = _open_tif(path)
+            for band in range(3):
+                np.testing.assert_array_equal(tif.isel(band=band).values,
+                                              values["cloud_mask"].values[band])
+            tif.close()
+
+
 
 def test_geotiff_round_trip_on_a_projected_grid(predictions, on, tmp_path):
     pred, values = predictions["utm"]
