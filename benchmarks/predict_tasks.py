@@ -82,8 +82,7 @@ def run(args: argparse.Namespace) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--pixels-per-worker", type=int, default=40_000_000)
-    p.add_argument("--scene-shape", type=int, nargs=2, default=(1024, 2048))
+    S.add_store_arguments(p)
     p.add_argument("--repeat", type=int, default=3, help="timed runs per setting (best taken)")
     p.add_argument("--workdir", type=Path,
                    default=Path(tempfile.gettempdir()) / "bigkern-bench-predict-tasks")

@@ -224,10 +224,16 @@ def run(args: argparse.Namespace) -> None:
     project(weak, sched, weak[2]["labelled"] / weak[2]["pixels"])
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_store_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of the weak-scaling stores (:func:`make_store`): pixels per worker, scene
+    shape."""
     p.add_argument("--pixels-per-worker", type=int, default=40_000_000)
     p.add_argument("--scene-shape", type=int, nargs=2, default=(1024, 2048))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_store_arguments(p)
     p.add_argument("--chunks", type=int, nargs="+", default=[1_000, 10_000, 100_000])
     p.add_argument("--repeat", type=int, default=2, help="timed runs per stage (best taken)")
     p.add_argument("--workdir", type=Path,
