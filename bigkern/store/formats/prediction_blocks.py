@@ -194,26 +194,18 @@ def _optimized_once(work: Sequence[Sequence[da.Array]]
     flat = [block for item in work for block in item]
     if not flat:
         return {}, [list(item) for item in work]
-    optimized = iter(dask.optimize(*flat))
-    blocks = [[next(optimized) for _ in item] for item in work]
-    return dict(blocks[0][0].__dask_graph__()), blocks
+    optimized = dask.optimize(*flat)  # each holds the one merged graph
+    rest = iter(optimized)
+    return dict(optimized[0].__dask_graph__()), [[next(rest) for _ in item] for item in work]
 
 
 def _culled(blocks: list[da.Array], graph: dict[Any, Any]) -> list[da.Array]:
     """``blocks`` on the part of ``graph`` they need (a batch ships only its own tasks)."""
+    from dask.core import flatten
     from dask.optimization import cull
 
-    keys = [k for b in blocks for k in b.__dask_keys__()]
-    culled, _ = cull(graph, list(_flat_keys(keys)))
+    culled, _ = cull(graph, list(flatten([b.__dask_keys__() for b in blocks])))
     return [da.Array(culled, b.name, b.chunks, meta=b._meta) for b in blocks]
-
-
-def _flat_keys(keys: Any) -> Iterator[Any]:
-    for k in keys:
-        if isinstance(k, list):
-            yield from _flat_keys(k)
-        else:
-            yield k
 
 
 def _number(value: Any) -> bool:
