@@ -92,6 +92,14 @@ class Samples:
         return {k: int(v) for k, v in zip(parts, values, strict=True)}
 
 
+#: A chunk's stacked features of at most this many bytes are made by one task fused with
+#: the chunk's reads and validity rules (no feature block moves between workers to be
+#: stacked, and a chunk costs one task, not one per feature). Larger chunks stack as
+#: one task per feature and a merge: the scheduler spreads those over the workers,
+#: and a task holds one feature's intermediates, not every feature's.
+FUSED_CUBE_BYTES = 1 << 26
+
+
 @dataclass(frozen=True)
 class FeatureCube:
     """The features of a scene dataset, checked, masked and stacked: what a model reads.
@@ -246,8 +254,23 @@ def feature_cube(
     if at_least is not None:
         dtype = np.result_type(*[a.dtype for a in arrays], at_least)
         stacked = [a.astype(dtype) for a in arrays]
-    cube = da.stack(stacked, axis=-1).rechunk({3: -1})
+    dtype = np.result_type(*[a.dtype for a in stacked])
+    chunk_bytes = int(np.prod([max(c) for c in chunks], dtype=np.int64)) * len(stacked) \
+        * dtype.itemsize
+    if chunk_bytes <= FUSED_CUBE_BYTES:
+        # one task per chunk, fused with its reads and validity rules: no feature block
+        # moves between workers to be stacked
+        cube = da.map_blocks(_stack_last, *stacked, new_axis=3,
+                             chunks=(*chunks, (len(stacked),)), dtype=dtype,
+                             token="bigkern-feature-cube")
+    else:
+        cube = da.stack(stacked, axis=-1).rechunk({3: -1})
     return FeatureCube(ds, features, tuple(arrays), cube, sources)
+
+
+def _stack_last(*blocks: np.ndarray) -> np.ndarray:
+    """The blocks of the features, stacked on a last axis (one C-contiguous array)."""
+    return np.stack(blocks, axis=-1)
 
 
 def stack_samples(
