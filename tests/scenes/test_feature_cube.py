@@ -140,3 +140,29 @@ def test_both_paths_refuse_a_missing_feature_in_the_same_words():
         predict_scenes(ColumnProbe(["NDAI", "CORR"]), ds)
     assert str(fit_error.value) == str(predict_error.value)
     assert "lacks feature(s) ['CORR']" in str(fit_error.value)
+
+
+def test_fused_and_stacked_cubes_are_the_same_numbers(monkeypatch):
+    """A chunk up to ``FUSED_CUBE_BYTES`` is one task fused with its reads; a larger one
+    stacks a task per feature. Both give the same cube, bit for bit, NaN where NaN, and
+    the fused one costs a single task per chunk."""
+    import dask
+
+    import bigkern.scenes.samples as samples
+
+    ds = _scenes(3).chunk({"scene": 1, "y": 8, "x": 24})
+    ds["CORR"] = ds["CORR"].chunk({"scene": 3, "y": 5, "x": 24})  # rechunked to NDAI's
+    kw = {"fill_values": {"SD": 0.0}, "valid_ranges": {"CORR": (None, 0.5)}}
+    fused = feature_cube(ds, FEATURES, derive=True, **kw).cube
+    monkeypatch.setattr(samples, "FUSED_CUBE_BYTES", 0)
+    stacked = feature_cube(ds, FEATURES, derive=True, **kw).cube
+    assert fused.chunks == stacked.chunks
+    np.testing.assert_array_equal(fused.compute(), stacked.compute())
+    assert np.isnan(fused.compute()).any()  # the rules masked something
+    (one,), (many,) = dask.optimize(fused), dask.optimize(stacked)
+    n_chunks = int(np.prod(fused.numblocks))
+    tasks = {name: len({k for k in dict(c.__dask_graph__()) if isinstance(k, tuple)})
+             for name, c in (("fused", one), ("stacked", many))}
+    assert tasks["fused"] < tasks["stacked"], tasks
+    assert sum(1 for k in dict(one.__dask_graph__()) if isinstance(k, tuple)
+               and k[0] == fused.name) == n_chunks
