@@ -11,7 +11,6 @@ of every bigkern output (overwrite only bigkern's, nothing left by a failure).
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import os
 import sys
@@ -224,28 +223,16 @@ def test_a_damaged_netcdf_chunk_fails_its_checksum(predictions, tmp_path):
 
 # --- GeoTIFF --------------------------------------------------------------------------------
 
-def _one_task_cube(real):
-    """``feature_cube`` whose cube is one blockwise task per chunk (``map_blocks`` over the
-    features), fused with the synthetic scenes' shared per-scene tasks."""
-    def cube(*args, **kwargs):
-        fc = real(*args, **kwargs)
-        stacked = da.map_blocks(lambda *blocks: np.stack(blocks, axis=-1), *fc.arrays,
-                                new_axis=3, chunks=(*fc.chunks, (len(fc.arrays),)),
-                                dtype=np.result_type(*[a.dtype for a in fc.arrays]))
-        return dataclasses.replace(fc, cube=stacked)
-    return cube
-
-
 def test_the_batches_of_a_file_writer_agree_on_every_task(classifier, client, tmp_path,
                                                           monkeypatch):
     """The file writers compute a few regions at a time. Optimized batch by batch, such a
     graph fused the scenes' shared tasks differently in each batch: one key, two tasks,
     and a KeyError from the cluster (dask/dask#9888). The writer optimizes every region
     once and cuts the batches from that graph: the files equal the prediction."""
-    import bigkern.jobs.predict as predict_module
+    import bigkern.scenes.samples as samples
 
-    monkeypatch.setattr(predict_module, "feature_cube",
-                        _one_task_cube(predict_module.feature_cube))
+    # every chunk's cube one task fused with the scenes' shared per-scene tasks
+    monkeypatch.setattr(samples, "FUSED_CUBE_BYTES", 1 << 62)
     pred = predict_scenes(classifier, utm_scenes(), dims=DIMS["utm"])
     with client.as_current():
         values = pred.compute()
